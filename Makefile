@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: MIT
+# The commands people type. CMake does the building; this file installs what is missing from
+# Debian, picks the build directories, and runs things.
+#
+#   make run     install missing build dependencies, build, and show this machine's GPUs
+#   make test    the same set-up, then every test: a -Werror build, then the whole suite again
+#                under ASan+UBSan (clang) with short fuzz runs
+#   make fuzz    run every fuzz target longer (FUZZ_SECONDS each, default 300)
+#   make bench   the benchmarks (on a machine with an NVIDIA GPU; see bench/README.md)
+#   make install PREFIX=/usr/local
+
+BUILD        ?= build
+TEST_BUILD   ?= build-test
+ASAN_BUILD   ?= build-asan
+PREFIX       ?= /usr/local
+FUZZ_SECONDS ?= 300
+ARGS         ?=
+JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+
+# Debian packages: to build and run, and in addition to test.
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev
+DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base
+
+.PHONY: all build run test test-werror test-asan fuzz bench install deps deps-test clean help
+
+all: build
+
+help:
+	@sed -n '2,12p' Makefile | sed 's/^# \{0,1\}//'
+
+# Installs the packages in $(1) that are not installed yet; needs root (or sudo) only then.
+define apt_install_missing
+	@missing=""; \
+	for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; echo "Installing$$missing needs root: using sudo"; \
+	  else echo "Missing Debian packages:$$missing. Installing them needs root: run 'sudo apt-get install$$missing', then make again." >&2; exit 1; fi; \
+	  echo "Installing missing Debian packages:$$missing"; \
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; \
+	fi
+endef
+
+deps:
+	$(call apt_install_missing,$(DEPS_RUN))
+
+deps-test: deps
+	$(call apt_install_missing,$(DEPS_TEST))
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target gpumon
+
+# gpumon's own line explains a missing driver (exit 12); make adds nothing to it.
+run: build
+	@$(BUILD)/cli/gpumon $(ARGS); st=$$?; [ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
+
+test: deps-test test-werror test-asan
+
+test-werror:
+	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DCMAKE_C_COMPILER=gcc
+	cmake --build $(TEST_BUILD) -j $(JOBS)
+	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DGPUMON_SANITIZE=ON \
+	  -DGPUMON_FUZZ=ON -DGPUMON_FUZZ_SECONDS=10 -DCMAKE_C_COMPILER=clang
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+fuzz: deps-test
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_SANITIZE=ON -DGPUMON_FUZZ=ON \
+	  -DGPUMON_FUZZ_SECONDS=$(FUZZ_SECONDS) -DCMAKE_C_COMPILER=clang
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -R '^fuzz/'
+
+bench: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	BUILD=$(BUILD) bash bench/run_bench.sh
+
+install: build
+	cmake --install $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(TEST_BUILD) $(ASAN_BUILD)

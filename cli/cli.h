@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h — what the subcommands of the `gpumon` program share: the command table entry, exit
+ * statuses (nvidia-smi's, so scripts that check them keep working), and small helpers. */
+#ifndef GPUMON_CLI_H
+#define GPUMON_CLI_H
+
+#include <stdio.h>
+#include <gpumon/gpumon.h>
+
+/* Exit statuses, chosen to match nvidia-smi's documented return values. */
+enum {
+	EXIT_OK = 0,
+	EXIT_USAGE = 2,         /* bad argument or unknown field */
+	EXIT_NO_PERMISSION = 4, /* the driver refused */
+	EXIT_NOT_FOUND = 6,     /* a GPU named with -i does not exist */
+	EXIT_NO_DRIVER = 9,     /* NVML is there but the NVIDIA driver is not loaded */
+	EXIT_NO_LIBRARY = 12,   /* libnvidia-ml.so.1 not found: no NVIDIA driver installed */
+	EXIT_GPU_LOST = 15,     /* a GPU has fallen off the bus (the others were still reported) */
+	EXIT_OTHER = 255,
+};
+
+typedef struct cli_command {
+	const char *name;    /* subcommand word; NULL for the default view */
+	const char *summary; /* one line for `gpumon --help` */
+	int (*run)(int argc, char **argv); /* argv[0] is the subcommand word; returns an exit status */
+} cli_command;
+
+/* Subcommands (one file each: cmd_<name>.c). */
+int cmd_show(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_query(int argc, char **argv);
+
+/* The program's name for messages ("gpumon"). */
+extern const char *cli_progname;
+
+/* Prints "gpumon: <message>\n" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Maps a libgpumon status to an exit status. */
+int cli_exit_status(int status);
+
+/*
+ * Opens libgpumon. On failure prints one clear line (for a missing driver: what is missing and
+ * what to do) and returns NULL with *exit_status set; on success returns the handle.
+ */
+gpumon *cli_open(int *exit_status);
+
+/*
+ * Parses a GPU selection as nvidia-smi's -i takes it: comma-separated indexes, UUIDs or PCI bus
+ * ids. Fills sel[0..count-1] with device positions (at most cap, no duplicates, in the order
+ * given). spec NULL selects every GPU. Returns 0, or prints a usage error naming the bad part
+ * and returns its exit status.
+ */
+int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap, unsigned *count);
+
+/* "1.5 GiB", "512 MiB", ... into buf (IEC units, 3 significant digits). */
+const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes);
+
+/* Matches "--name=value" or "--name value" (and -x value): returns the value and advances *i, or
+ * NULL when argv[*i] is not that option. Prints a usage error and sets *bad when the value is
+ * missing. */
+const char *cli_option_value(int argc, char **argv, int *i, const char *long_name,
+			     const char *short_name, int *bad);
+
+#endif

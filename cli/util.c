@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* util.c — helpers the subcommands share: messages, exit statuses, opening the library with a
+ * clear line when there is no driver, GPU selection and byte formatting. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", cli_progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_exit_status(int status)
+{
+	switch (status) {
+	case GPUMON_OK: return EXIT_OK;
+	case GPUMON_E_INVAL:
+	case GPUMON_E_AMBIGUOUS: return EXIT_USAGE;
+	case GPUMON_E_NO_PERMISSION: return EXIT_NO_PERMISSION;
+	case GPUMON_E_NOT_FOUND: return EXIT_NOT_FOUND;
+	case GPUMON_E_DRIVER: return EXIT_NO_DRIVER;
+	case GPUMON_E_NO_LIBRARY: return EXIT_NO_LIBRARY;
+	case GPUMON_E_LOST: return EXIT_GPU_LOST;
+	default: return EXIT_OTHER;
+	}
+}
+
+gpumon *cli_open(int *exit_status)
+{
+	gpumon *g = NULL;
+	int st = gpumon_open(&g);
+	if (st == GPUMON_OK) {
+		*exit_status = EXIT_OK;
+		return g;
+	}
+	const char *env = getenv("GPUMON_NVML_LIBRARY");
+	if (st == GPUMON_E_NO_LIBRARY && !(env && env[0]))
+		cli_error("no NVIDIA driver: libnvidia-ml.so.1 not found. Install the NVIDIA driver "
+			  "(it provides libnvidia-ml.so.1), or set GPUMON_NVML_LIBRARY to the library's path.");
+	else if (st == GPUMON_E_NO_LIBRARY)
+		cli_error("no NVIDIA driver: %s (GPUMON_NVML_LIBRARY names a file that cannot be loaded)",
+			  gpumon_errmsg(g));
+	else if (st == GPUMON_E_DRIVER)
+		cli_error("the NVIDIA driver is not usable: %s. Is the nvidia kernel module loaded "
+			  "(does nvidia-smi work)?", gpumon_errmsg(g));
+	else
+		cli_error("%s", g ? gpumon_errmsg(g) : gpumon_strerror(st));
+	gpumon_close(g);
+	*exit_status = cli_exit_status(st);
+	return NULL;
+}
+
+int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap, unsigned *count)
+{
+	unsigned n = gpumon_device_count(g);
+	*count = 0;
+	if (!spec) {
+		for (unsigned i = 0; i < n && i < cap; i++)
+			sel[(*count)++] = i;
+		return EXIT_OK;
+	}
+	char *copy = strdup(spec);
+	if (!copy) {
+		cli_error("out of memory");
+		return EXIT_OTHER;
+	}
+	int rc = EXIT_OK;
+	char *save = NULL;
+	int any = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned dev;
+		int st = gpumon_device_find(g, tok, &dev);
+		if (st == GPUMON_E_INVAL)
+			continue; /* an empty item between commas */
+		any = 1;
+		if (st != GPUMON_OK) {
+			cli_error("-i %s: %s", spec, gpumon_errmsg(g));
+			rc = cli_exit_status(st);
+			break;
+		}
+		int dup = 0;
+		for (unsigned k = 0; k < *count; k++)
+			dup |= sel[k] == dev;
+		if (!dup && *count < cap)
+			sel[(*count)++] = dev;
+	}
+	free(copy);
+	if (rc == EXIT_OK && !any) {
+		cli_error("-i: no GPU named in '%s'", spec);
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
+const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+const char *cli_option_value(int argc, char **argv, int *i, const char *long_name,
+			     const char *short_name, int *bad)
+{
+	const char *a = argv[*i];
+	size_t ln = long_name ? strlen(long_name) : 0;
+	if (long_name && !strncmp(a, long_name, ln) && a[ln] == '=')
+		return a + ln + 1;
+	if ((long_name && !strcmp(a, long_name)) || (short_name && !strcmp(a, short_name))) {
+		if (*i + 1 >= argc) {
+			cli_error("option %s needs a value", a);
+			*bad = 1;
+			return NULL;
+		}
+		return argv[++*i];
+	}
+	return NULL;
+}

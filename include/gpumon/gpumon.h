@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * gpumon.h — the whole public interface of libgpumon: GPU memory, activity and the
+ * processes holding memory, read from NVML (loaded at run time) and /proc.
+ * Nothing outside this header is API.
+ */
+#ifndef GPUMON_GPUMON_H
+#define GPUMON_GPUMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUMON_VERSION_MAJOR 0
+#define GPUMON_VERSION_MINOR 1
+#define GPUMON_VERSION_PATCH 0
+#define GPUMON_VERSION_STRING "0.1.0"
+
+/* Marks the exported functions; everything else in the library is hidden. */
+#ifndef GPUMON_API
+#define GPUMON_API __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. Every function that can fail returns 0 (GPUMON_OK) or one of these negatives.
+ * ------------------------------------------------------------------------------------------- */
+enum {
+	GPUMON_OK = 0,
+	GPUMON_E_INVAL = -1,         /* bad argument (NULL, unknown device spec, bad field mask) */
+	GPUMON_E_NOMEM = -2,         /* out of memory */
+	GPUMON_E_NO_LIBRARY = -3,    /* libnvidia-ml could not be loaded: no NVIDIA driver installed */
+	GPUMON_E_DRIVER = -4,        /* NVML loaded but the driver did not answer (not loaded, mismatch) */
+	GPUMON_E_NOT_FOUND = -5,     /* no such device, or a device spec matched nothing */
+	GPUMON_E_LOST = -6,          /* the GPU fell off the bus or needs a reset; it stays lost */
+	GPUMON_E_NOT_SUPPORTED = -7, /* the driver or GPU does not offer this */
+	GPUMON_E_NO_PERMISSION = -8, /* the driver refused for lack of permission */
+	GPUMON_E_NVML = -9,          /* any other NVML failure; the message says which */
+	GPUMON_E_AMBIGUOUS = -10,    /* a device spec matched more than one device */
+};
+
+/* A short English description of a status code; never NULL, static storage. */
+GPUMON_API const char *gpumon_strerror(int status);
+
+/* The library version as "MAJOR.MINOR.PATCH"; static storage. */
+GPUMON_API const char *gpumon_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Handle
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon gpumon;
+
+/*
+ * Opens a handle: loads NVML, initialises it and builds the device table.
+ *
+ * The library loaded is the file named by the environment variable GPUMON_NVML_LIBRARY when it
+ * is set and non-empty, else "libnvidia-ml.so.1" from the system's search path.
+ *
+ * On success returns 0 and sets *out to a new handle. On failure returns a negative status; *out
+ * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
+ * to gpumon_close(), except after GPUMON_E_NOMEM, when *out may be NULL. A handle whose open
+ * failed answers every other call with GPUMON_E_DRIVER.
+ *
+ * Thread-safety: the returned handle may be used from several threads at once; each call is
+ * independent. gpumon_close() must not race with other calls on the same handle.
+ */
+GPUMON_API int gpumon_open(gpumon **out);
+
+/* Shuts NVML down (once per handle) and frees the handle. gpumon_close(NULL) is a no-op. */
+GPUMON_API void gpumon_close(gpumon *g);
+
+/*
+ * The message of the last failure on this handle, in the calling thread: a sentence naming what
+ * failed and why (for example "nvmlDeviceGetMemoryInfo on GPU 1: GPU is lost"). "" when no call
+ * has failed in this thread. The pointer stays valid until the next call on the handle from the
+ * same thread, or until gpumon_close().
+ */
+GPUMON_API const char *gpumon_errmsg(gpumon *g);
+
+/* The path or name of the NVML library file that was loaded (or tried); never NULL. */
+GPUMON_API const char *gpumon_nvml_path(const gpumon *g);
+
+/*
+ * Copies the driver version ("580.159.04") into buf (NUL-terminated, truncated to len).
+ * Returns GPUMON_E_NOT_SUPPORTED when the driver does not tell it.
+ */
+GPUMON_API int gpumon_driver_version(gpumon *g, char *buf, size_t len);
+
+/* Same for the NVML library version ("12.580.159.04"). */
+GPUMON_API int gpumon_nvml_version(gpumon *g, char *buf, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * Devices. A device is named by its position in the table built at open (0 .. count-1), which is
+ * NVML's index at that moment. NVML's order is not guaranteed to match CUDA's: key stored data by
+ * UUID, not by index.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Number of GPUs in the table (may be 0). */
+GPUMON_API unsigned gpumon_device_count(const gpumon *g);
+
+/* Bits of gpumon_device_info.present */
+enum {
+	GPUMON_INFO_NAME = 1u << 0,
+	GPUMON_INFO_UUID = 1u << 1,
+	GPUMON_INFO_PCI_BUS_ID = 1u << 2,
+	GPUMON_INFO_MEMORY_TOTAL = 1u << 3,
+};
+
+typedef struct gpumon_device_info {
+	unsigned index;              /* position in the table == NVML index at open */
+	unsigned present;            /* GPUMON_INFO_* bits for the fields below that are known */
+	int lost;                    /* 1 once the GPU reported itself lost */
+	char name[96];               /* "NVIDIA H200" */
+	char uuid[96];               /* "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51" */
+	char pci_bus_id[32];         /* "00000000:00:06.0" (8-digit domain, as nvidia-smi prints it) */
+	uint64_t memory_total_bytes; /* from the memory query at open */
+} gpumon_device_info;
+
+/* Fills *out for device dev. GPUMON_E_NOT_FOUND when dev >= count. Never touches the driver. */
+GPUMON_API int gpumon_device_info_get(const gpumon *g, unsigned dev, gpumon_device_info *out);
+
+/*
+ * Finds the device named by spec, as nvidia-smi's -i accepts it: a decimal index, a UUID (whole,
+ * or a unique prefix of at least 8 characters after "GPU-"; case-insensitive), or a PCI bus id
+ * ("00000000:00:06.0", "0000:00:06.0" or "00:06.0"; case-insensitive). Leading and trailing
+ * blanks are ignored. Sets *dev and returns 0, or GPUMON_E_NOT_FOUND / GPUMON_E_AMBIGUOUS /
+ * GPUMON_E_INVAL (empty spec) with a message naming spec.
+ */
+GPUMON_API int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev);
+
+/* ---------------------------------------------------------------------------------------------
+ * Device samples
+ * ------------------------------------------------------------------------------------------- */
+
+/* Fields of a device sample; used both to ask for fields and as the presence bitmask. */
+enum {
+	GPUMON_F_MEMORY = 1u << 0,      /* memory_total/used/free_bytes */
+	GPUMON_F_MEM_RESERVED = 1u << 1,/* memory_reserved_bytes (only with the v2 memory call) */
+	GPUMON_F_UTIL_GPU = 1u << 2,
+	GPUMON_F_UTIL_MEMORY = 1u << 3,
+	GPUMON_F_TEMPERATURE = 1u << 4,
+	GPUMON_F_POWER = 1u << 5,
+	GPUMON_F_ENERGY = 1u << 6,
+	GPUMON_F_CLOCK_SM = 1u << 7,
+	GPUMON_F_CLOCK_MEM = 1u << 8,
+	GPUMON_F_ALL = (1u << 9) - 1,
+};
+
+/* Which NVML memory call produced a sample's memory figures. */
+enum {
+	GPUMON_MEMAPI_NONE = 0,
+	GPUMON_MEMAPI_V1 = 1, /* nvmlDeviceGetMemoryInfo: "used" includes driver-reserved memory */
+	GPUMON_MEMAPI_V2 = 2, /* nvmlDeviceGetMemoryInfo_v2: "used" excludes it, as nvidia-smi shows */
+};
+
+typedef struct gpumon_device_sample {
+	uint64_t t_ns;                 /* CLOCK_MONOTONIC, taken just before the first driver call */
+	unsigned present;              /* GPUMON_F_* bits of the fields that hold a value */
+	unsigned memory_api;           /* GPUMON_MEMAPI_* */
+	uint64_t memory_total_bytes;
+	uint64_t memory_used_bytes;    /* nvidia-smi's memory.used */
+	uint64_t memory_free_bytes;
+	uint64_t memory_reserved_bytes;/* driver/firmware reserved; total = reserved + used + free */
+	unsigned util_gpu_pct;         /* percent of time a kernel ran, over the driver's period */
+	unsigned util_memory_pct;      /* percent of time memory was read or written */
+	unsigned temperature_c;
+	unsigned power_mw;
+	uint64_t energy_mj;            /* counter since the driver was loaded */
+	unsigned clock_sm_mhz;
+	unsigned clock_mem_mhz;
+} gpumon_device_sample;
+
+/*
+ * Reads the fields in `want` (GPUMON_F_* bits; GPUMON_F_ALL for all) of device dev into *out.
+ * Only the driver calls needed for `want` are made. A field the driver does not offer (missing
+ * symbol, NOT_SUPPORTED, or any per-field error) is left out of out->present, never set to 0;
+ * that is not a failure. GPUMON_F_MEMORY is always read.
+ *
+ * Returns 0, or GPUMON_E_NOT_FOUND (bad dev), GPUMON_E_LOST (the GPU is lost: the device is
+ * marked lost and every later call on it returns this at once), or another status when the
+ * memory figures themselves cannot be read. Cost: one NVML call per field group asked for.
+ */
+GPUMON_API int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_device_sample *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Processes
+ * ------------------------------------------------------------------------------------------- */
+
+/* Bits of gpumon_process.flags */
+enum {
+	GPUMON_PROC_COMPUTE = 1u << 0,   /* listed by the compute-process call */
+	GPUMON_PROC_GRAPHICS = 1u << 1,  /* listed by the graphics-process call */
+	GPUMON_PROC_USED_KNOWN = 1u << 2,/* used_bytes holds a value (NVML may say "not available") */
+	GPUMON_PROC_FOREIGN = 1u << 3,   /* pid is not in our /proc: another PID namespace (container) */
+	GPUMON_PROC_USER_KNOWN = 1u << 4,/* uid and user hold values */
+	GPUMON_PROC_CMDLINE_KNOWN = 1u << 5, /* cmdline holds a value */
+	GPUMON_PROC_NAME_KNOWN = 1u << 6,/* name holds a value */
+	GPUMON_PROC_MIG = 1u << 7,       /* gpu/compute instance ids hold values (MIG enabled) */
+};
+
+typedef struct gpumon_process {
+	unsigned pid;                  /* host PID as NVML reports it */
+	unsigned flags;                /* GPUMON_PROC_* */
+	uint64_t used_bytes;           /* GPU memory the process holds on this device */
+	unsigned gpu_instance_id;      /* MIG ids, valid with GPUMON_PROC_MIG */
+	unsigned compute_instance_id;
+	unsigned uid;
+	char user[64];                 /* login name, or the uid in decimal when it has none */
+	char name[256];                /* process name as nvidia-smi's process_name shows it */
+	char cmdline[512];             /* /proc/PID/cmdline, arguments joined by spaces, truncated */
+} gpumon_process;
+
+/*
+ * Lists the processes holding memory on device dev: compute and graphics lists merged (a pid in
+ * both appears once, with both flags), each completed from /proc. A pid missing from /proc is
+ * kept and flagged GPUMON_PROC_FOREIGN. Order: used_bytes descending, unknown last, then pid.
+ *
+ * On success sets *out to a new array of *count entries (NULL when 0) that the caller frees with
+ * gpumon_process_list_free(). Returns 0, or GPUMON_E_LOST / GPUMON_E_NOT_FOUND / GPUMON_E_NOMEM /
+ * GPUMON_E_NOT_SUPPORTED (the driver has no process call) / another status.
+ */
+GPUMON_API int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *count);
+
+/* Frees an array from gpumon_process_list(). NULL is a no-op. */
+GPUMON_API void gpumon_process_list_free(gpumon_process *list);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* GPUMON_GPUMON_H */

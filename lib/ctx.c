@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: MIT */
+/* ctx.c — the gpumon handle: open/close, per-thread error messages, status strings, and the
+ * device table with its look-up by index, UUID or PCI bus id. */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "internal.h"
+
+const char *gpumon_version(void)
+{
+	return GPUMON_VERSION_STRING;
+}
+
+const char *gpumon_strerror(int status)
+{
+	switch (status) {
+	case GPUMON_OK: return "success";
+	case GPUMON_E_INVAL: return "invalid argument";
+	case GPUMON_E_NOMEM: return "out of memory";
+	case GPUMON_E_NO_LIBRARY: return "NVIDIA driver library (libnvidia-ml.so.1) not found";
+	case GPUMON_E_DRIVER: return "NVIDIA driver not available";
+	case GPUMON_E_NOT_FOUND: return "not found";
+	case GPUMON_E_LOST: return "GPU is lost";
+	case GPUMON_E_NOT_SUPPORTED: return "not supported by this driver or GPU";
+	case GPUMON_E_NO_PERMISSION: return "permission denied by the driver";
+	case GPUMON_E_NVML: return "NVML call failed";
+	case GPUMON_E_AMBIGUOUS: return "ambiguous device name";
+	default: return "unknown status";
+	}
+}
+
+uint64_t gpumon__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The calling thread's message buffer, created on first use; NULL when out of memory. */
+static struct errbuf *errbuf_get(gpumon *g, int create)
+{
+	if (!g->err_key_ok)
+		return &g->open_err;
+	struct errbuf *b = pthread_getspecific(g->err_key);
+	if (b || !create)
+		return b;
+	b = calloc(1, sizeof *b);
+	if (!b)
+		return NULL;
+	if (pthread_setspecific(g->err_key, b) != 0) {
+		free(b);
+		return NULL;
+	}
+	pthread_mutex_lock(&g->err_lock);
+	b->next = g->err_all;
+	g->err_all = b;
+	pthread_mutex_unlock(&g->err_lock);
+	return b;
+}
+
+int gpumon__seterr(gpumon *g, int status, const char *fmt, ...)
+{
+	struct errbuf *b = errbuf_get(g, 1);
+	if (b) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(b->msg, sizeof b->msg, fmt, ap);
+		va_end(ap);
+	}
+	return status;
+}
+
+const char *gpumon_errmsg(gpumon *g)
+{
+	if (!g)
+		return "out of memory";
+	struct errbuf *b = errbuf_get(g, 0);
+	return b ? b->msg : "";
+}
+
+int gpumon__status_from_nvml(nvml_ret r)
+{
+	switch (r) {
+	case NVML_SUCCESS: return GPUMON_OK;
+	case NVML_ERROR_INVALID_ARGUMENT: return GPUMON_E_INVAL;
+	case NVML_ERROR_NOT_SUPPORTED:
+	case NVML_ERROR_FUNCTION_NOT_FOUND: return GPUMON_E_NOT_SUPPORTED;
+	case NVML_ERROR_NO_PERMISSION: return GPUMON_E_NO_PERMISSION;
+	case NVML_ERROR_NOT_FOUND:
+	case NVML_ERROR_GPU_NOT_FOUND: return GPUMON_E_NOT_FOUND;
+	case NVML_ERROR_GPU_IS_LOST:
+	case NVML_ERROR_RESET_REQUIRED: return GPUMON_E_LOST;
+	case NVML_ERROR_UNINITIALIZED:
+	case NVML_ERROR_DRIVER_NOT_LOADED:
+	case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return GPUMON_E_DRIVER;
+	case NVML_ERROR_LIBRARY_NOT_FOUND: return GPUMON_E_NO_LIBRARY;
+	default: return GPUMON_E_NVML;
+	}
+}
+
+int gpumon_open(gpumon **out)
+{
+	if (!out)
+		return GPUMON_E_INVAL;
+	gpumon *g = calloc(1, sizeof *g);
+	*out = g;
+	if (!g)
+		return GPUMON_E_NOMEM;
+	pthread_mutex_init(&g->err_lock, NULL);
+	g->open_status = GPUMON_E_DRIVER;
+	int st = GPUMON_OK;
+	if (pthread_key_create(&g->err_key, NULL) != 0)
+		st = gpumon__seterr(g, GPUMON_E_NOMEM, "cannot create a thread key");
+	else
+		g->err_key_ok = 1;
+	if (st == GPUMON_OK)
+		st = gpumon__nvml_load(g);
+	if (st == GPUMON_OK)
+		st = gpumon__nvml_enumerate(g);
+	g->open_status = st;
+	return st;
+}
+
+void gpumon_close(gpumon *g)
+{
+	if (!g)
+		return;
+	gpumon__nvml_unload(g);
+	free(g->dev);
+	if (g->err_key_ok)
+		pthread_key_delete(g->err_key);
+	for (struct errbuf *b = g->err_all, *n; b; b = n) {
+		n = b->next;
+		free(b);
+	}
+	pthread_mutex_destroy(&g->err_lock);
+	free(g);
+}
+
+const char *gpumon_nvml_path(const gpumon *g)
+{
+	return g ? g->path : "";
+}
+
+static int copy_version(gpumon *g, const char *v, const char *what, char *buf, size_t len)
+{
+	if (!g || !buf || len == 0)
+		return GPUMON_E_INVAL;
+	if (g->open_status != GPUMON_OK)
+		return GPUMON_E_DRIVER;
+	if (!v[0])
+		return gpumon__seterr(g, GPUMON_E_NOT_SUPPORTED, "the driver does not report its %s", what);
+	snprintf(buf, len, "%s", v);
+	return GPUMON_OK;
+}
+
+int gpumon_driver_version(gpumon *g, char *buf, size_t len)
+{
+	return copy_version(g, g ? g->driver_version : "", "driver version", buf, len);
+}
+
+int gpumon_nvml_version(gpumon *g, char *buf, size_t len)
+{
+	return copy_version(g, g ? g->nvml_version : "", "NVML version", buf, len);
+}
+
+unsigned gpumon_device_count(const gpumon *g)
+{
+	return g && g->open_status == GPUMON_OK ? g->ndev : 0;
+}
+
+int gpumon_device_info_get(const gpumon *g, unsigned dev, gpumon_device_info *out)
+{
+	if (!g || !out)
+		return GPUMON_E_INVAL;
+	if (dev >= gpumon_device_count(g))
+		return GPUMON_E_NOT_FOUND;
+	*out = g->dev[dev].info;
+	out->lost = atomic_load(&g->dev[dev].lost);
+	return GPUMON_OK;
+}
+
+/* Normalises a PCI bus id to "DDDDDDDD:BB:DD.F" in lower case; 0 when s is not one. */
+static int pci_normalise(const char *s, size_t n, char out[32])
+{
+	unsigned long dom = 0;
+	unsigned bus, devn, fn;
+	char tail;
+	char tmp[64];
+	if (n == 0 || n >= sizeof tmp)
+		return 0;
+	memcpy(tmp, s, n);
+	tmp[n] = 0;
+	if (sscanf(tmp, "%lx:%x:%x.%x%c", &dom, &bus, &devn, &fn, &tail) == 4) {
+		/* domain given */
+	} else if (sscanf(tmp, "%x:%x.%x%c", &bus, &devn, &fn, &tail) == 3) {
+		dom = 0;
+	} else {
+		return 0;
+	}
+	if (dom > 0xffffffffUL || bus > 0xff || devn > 0x1f || fn > 7)
+		return 0;
+	snprintf(out, 32, "%08lx:%02x:%02x.%x", dom, bus, devn, fn);
+	return 1;
+}
+
+/* Compares a spec against a device's UUID: whole, or a prefix of >= 8 characters past "GPU-". */
+static int uuid_matches(const char *uuid, const char *spec, size_t n, int *exact)
+{
+	*exact = strlen(uuid) == n && strncasecmp(uuid, spec, n) == 0;
+	if (*exact)
+		return 1;
+	size_t skip = strncasecmp(spec, "GPU-", 4) == 0 ? 4 : 0;
+	if (n - skip < 8 || strncasecmp(uuid, "GPU-", 4) != 0)
+		return 0;
+	return strncasecmp(uuid + 4, spec + skip, n - skip) == 0;
+}
+
+int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev)
+{
+	if (!g || !spec || !dev)
+		return GPUMON_E_INVAL;
+	while (isspace((unsigned char)*spec))
+		spec++;
+	size_t n = strlen(spec);
+	while (n > 0 && isspace((unsigned char)spec[n - 1]))
+		n--;
+	if (n == 0)
+		return gpumon__seterr(g, GPUMON_E_INVAL, "empty GPU name");
+	unsigned count = gpumon_device_count(g);
+
+	size_t digits = strspn(spec, "0123456789");
+	if (digits == n) {
+		unsigned long idx = n > 9 ? (unsigned long)-1 : strtoul(spec, NULL, 10);
+		if (idx >= count)
+			return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU with index %.*s (%u GPU%s)",
+					      (int)n, spec, count, count == 1 ? "" : "s");
+		*dev = (unsigned)idx;
+		return GPUMON_OK;
+	}
+
+	char want[32];
+	int is_pci = pci_normalise(spec, n, want);
+	unsigned found = 0, hits = 0;
+	for (unsigned i = 0; i < count; i++) {
+		const gpumon_device_info *d = &g->dev[i].info;
+		int exact = 0;
+		int hit = 0;
+		if (is_pci && (d->present & GPUMON_INFO_PCI_BUS_ID)) {
+			char have[32];
+			hit = pci_normalise(d->pci_bus_id, strlen(d->pci_bus_id), have) && strcmp(have, want) == 0;
+			exact = hit;
+		} else if (d->present & GPUMON_INFO_UUID) {
+			hit = uuid_matches(d->uuid, spec, n, &exact);
+		}
+		if (exact) {
+			*dev = i;
+			return GPUMON_OK;
+		}
+		if (hit) {
+			found = i;
+			hits++;
+		}
+	}
+	if (hits == 1) {
+		*dev = found;
+		return GPUMON_OK;
+	}
+	if (hits > 1)
+		return gpumon__seterr(g, GPUMON_E_AMBIGUOUS, "\"%.*s\" matches %u GPUs; give more of the UUID",
+				      (int)n, spec, hits);
+	return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU matches \"%.*s\" (not an index, UUID or PCI bus id of this machine)",
+			      (int)n, spec);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* internal.h — what the files of libgpumon share and nothing outside lib/ sees: the handle, the
+ * NVML function table, and the helpers that set the per-thread error message. */
+#ifndef GPUMON_INTERNAL_H
+#define GPUMON_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <gpumon/gpumon.h>
+
+/* NVML's own types, declared here so that we never include nvml.h (ABI in REFERENCE.md). */
+typedef int nvml_ret;
+typedef void *nvml_device;
+
+enum {
+	NVML_SUCCESS = 0,
+	NVML_ERROR_UNINITIALIZED = 1,
+	NVML_ERROR_INVALID_ARGUMENT = 2,
+	NVML_ERROR_NOT_SUPPORTED = 3,
+	NVML_ERROR_NO_PERMISSION = 4,
+	NVML_ERROR_NOT_FOUND = 6,
+	NVML_ERROR_INSUFFICIENT_SIZE = 7,
+	NVML_ERROR_DRIVER_NOT_LOADED = 9,
+	NVML_ERROR_TIMEOUT = 10,
+	NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+	NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+	NVML_ERROR_GPU_IS_LOST = 15,
+	NVML_ERROR_RESET_REQUIRED = 16,
+	NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+	NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
+	NVML_ERROR_GPU_NOT_FOUND = 28,
+	NVML_ERROR_UNKNOWN = 999,
+};
+
+/* Which generation of the process-list call is loaded. */
+enum { PROC_API_NONE = 0, PROC_API_V1 = 1, PROC_API_V2 = 2, PROC_API_V3 = 3 };
+
+/* NVML entry points; a NULL pointer means the driver does not have the symbol. */
+struct nvml_api {
+	void *lib;
+	nvml_ret (*init)(void);
+	nvml_ret (*shutdown)(void);
+	const char *(*error_string)(nvml_ret);
+	nvml_ret (*device_count)(unsigned *);
+	nvml_ret (*handle_by_index)(unsigned, nvml_device *);
+	nvml_ret (*memory_v1)(nvml_device, void *);
+	nvml_ret (*memory_v2)(nvml_device, void *);
+	nvml_ret (*name)(nvml_device, char *, unsigned);
+	nvml_ret (*uuid)(nvml_device, char *, unsigned);
+	nvml_ret (*pci_v3)(nvml_device, void *); /* _v3 or _v2: same 68-byte layout */
+	nvml_ret (*pci_v1)(nvml_device, void *);
+	nvml_ret (*utilization)(nvml_device, void *);
+	nvml_ret (*temperature)(nvml_device, unsigned, unsigned *);
+	nvml_ret (*power)(nvml_device, unsigned *);
+	nvml_ret (*energy)(nvml_device, unsigned long long *);
+	nvml_ret (*clock)(nvml_device, unsigned, unsigned *);
+	nvml_ret (*driver_version)(char *, unsigned);
+	nvml_ret (*nvml_version)(char *, unsigned);
+	nvml_ret (*process_name)(unsigned, char *, unsigned);
+	nvml_ret (*compute_procs)(nvml_device, unsigned *, void *);
+	nvml_ret (*graphics_procs)(nvml_device, unsigned *, void *);
+	int proc_api;            /* PROC_API_* of the two calls above */
+	int compute_procs_is_v3; /* for the 535.43-535.86 layout check */
+};
+
+struct device {
+	nvml_device handle;
+	gpumon_device_info info;
+	atomic_int lost;
+	atomic_int memory_v2_unusable; /* the v2 call failed once with a version/support error */
+};
+
+struct errbuf {
+	struct errbuf *next;
+	char msg[256];
+};
+
+struct gpumon {
+	struct nvml_api nvml;
+	int initialised;   /* nvml.init succeeded: shutdown owed */
+	int open_status;   /* status of gpumon_open; calls on a failed handle return E_DRIVER */
+	char path[512];    /* library file loaded or tried */
+	char driver_version[96];
+	char nvml_version[96];
+	unsigned ndev;
+	struct device *dev;
+
+	/* per-thread error messages: one buffer per thread that saw an error, freed at close */
+	pthread_key_t err_key;
+	int err_key_ok;
+	pthread_mutex_t err_lock;
+	struct errbuf *err_all;
+	struct errbuf open_err; /* for errors before the key exists */
+};
+
+/* Records a message for the calling thread and returns status (for `return seterr(...)`). */
+int gpumon__seterr(gpumon *g, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Maps an NVML return code to a status. */
+int gpumon__status_from_nvml(nvml_ret r);
+
+/* NVML's message for r (its own nvmlErrorString when present). */
+const char *gpumon__nvml_errstr(const gpumon *g, nvml_ret r);
+
+/* sources/nvml.c */
+int gpumon__nvml_load(gpumon *g);   /* dlopen + symbols + init; message on failure */
+void gpumon__nvml_unload(gpumon *g);
+int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
+
+/* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. */
+int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
+
+/* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets
+ * GPUMON_PROC_FOREIGN when the pid is not in our /proc. */
+void gpumon__procfs_fill(gpumon_process *p);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t gpumon__now_ns(void);
+
+#endif

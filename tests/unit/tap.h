@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* tap.h — a few lines of TAP output for the C unit tests, and a helper that points libgpumon at
+ * the fake NVML with a scenario written to a temporary file. */
+#ifndef GPUMON_TAP_H
+#define GPUMON_TAP_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int tap_n, tap_failed;
+
+#define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
+#define is_int(got, want, ...)                                                                        \
+	do {                                                                                          \
+		long long g_ = (long long)(got), w_ = (long long)(want);                              \
+		if (!ok(g_ == w_, __VA_ARGS__))                                                       \
+			printf("#   got %lld, want %lld\n", g_, w_);                                      \
+	} while (0)
+#define is_str(got, want, ...)                                                                        \
+	do {                                                                                          \
+		const char *g_ = (got), *w_ = (want);                                                 \
+		if (!ok(g_ && !strcmp(g_, w_), __VA_ARGS__))                                          \
+			printf("#   got \"%s\", want \"%s\"\n", g_ ? g_ : "(null)", w_);                  \
+	} while (0)
+
+__attribute__((format(printf, 4, 5))) static int tap_ok(int cond, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s %d - ", cond ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond) {
+		printf("#   failed at %s:%d\n", file, line);
+		tap_failed++;
+	}
+	return cond;
+}
+
+static int tap_done(void)
+{
+	printf("1..%d\n", tap_n);
+	return tap_failed ? 1 : 0;
+}
+
+/* Writes the scenario text to a temporary file and selects the fake NVML (full, or v1-only). */
+static void use_scenario(const char *text, int v1_only)
+{
+	static char path[64];
+	if (!path[0]) {
+		snprintf(path, sizeof path, "/tmp/gpumon-unit-%d.scn", (int)getpid());
+	}
+	FILE *f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+		printf("Bail out! cannot write %s\n", path);
+		exit(1);
+	}
+	setenv("FAKE_NVML_SCENARIO", path, 1);
+	setenv("GPUMON_NVML_LIBRARY", v1_only ? FAKE_NVML_V1_LIB : FAKE_NVML_LIB, 1);
+}
+
+static void remove_scenario(void)
+{
+	const char *p = getenv("FAKE_NVML_SCENARIO");
+	if (p)
+		unlink(p);
+}
+
+#endif
