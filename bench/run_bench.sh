@@ -127,7 +127,8 @@ rp = (py or {}).get("ratios", {})
 goal("query_process", rp.get("gpumon_query_over_nvidia_smi_median"), 0.5,
      "median wall time of `gpumon query` / of the same nvidia-smi query, as processes")
 info = {
-    "gpumon_memory_over_raw_v2_mean": (sample or {}).get("ratios_mean", {}).get("gpumon_memory_over_raw_v2"),
+    "gpumon_memory_over_raw_v2_mean":
+        (sample or {}).get("ratios_mean", {}).get("gpumon_memory_over_raw_v2"),
     "gpumon_all_over_raw_v2_median": r.get("gpumon_all_over_raw_v2"),
     "gpumon_procs_over_raw_procs_v3_median_idle": r.get("gpumon_procs_over_raw_procs_v3"),
     "gpumon_procs_over_raw_procs_v3_median_one_process":

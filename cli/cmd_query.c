@@ -29,7 +29,6 @@
 struct options {
 	struct qf_list list[2]; /* indexed by enum qf_table */
 	int want[2];
-	int have_format;
 	struct qf_format fmt;
 	const char *ids;        /* -i, NULL for all GPUs */
 	uint64_t period_ns;     /* -l / -lms; 0 for one query */
@@ -60,20 +59,22 @@ static const char *const json_key[2] = {"gpu", "compute_apps"};
 
 /* ---- help --------------------------------------------------------------------------------------- */
 
+/* One line per field of table t: name with the unit CSV shows, description, aliases. */
 static void help_fields(FILE *f, enum qf_table t)
 {
 	for (unsigned id = 0; id < qf_field_count(); id++) {
 		const struct qf_field *q = qf_field_get(id);
+		char name[64];
 		if (q->table != t)
 			continue;
-		char names[64];
-		int n = snprintf(names, sizeof names, "%s", q->name);
-		for (int a = 0; a < 2 && q->aliases[a] && n > 0 && (size_t)n < sizeof names; a++)
-			n += snprintf(names + n, sizeof names - (size_t)n, ", %s", q->aliases[a]);
-		fprintf(f, "  %-34s %s", names, q->desc);
-		if (q->unit)
-			fprintf(f, " [%s]", q->unit);
-		fputc('\n', f);
+		if (q->unit && !q->csv_unitless)
+			snprintf(name, sizeof name, "%s [%s]", q->name, q->unit);
+		else
+			snprintf(name, sizeof name, "%s", q->name);
+		fprintf(f, "  %-24s %s", name, q->desc);
+		for (int a = 0; a < 2 && q->aliases[a]; a++)
+			fprintf(f, "%s%s", a ? ", " : " Also ", q->aliases[a]);
+		fputs(q->aliases[0] ? ".\n" : "\n", f);
 	}
 }
 
@@ -90,14 +91,14 @@ static void help(FILE *f)
 	      "Options:\n"
 	      "  --query-gpu=FIELDS           comma-separated GPU fields (below)\n"
 	      "  --query-compute-apps=FIELDS  comma-separated fields of the compute processes (below)\n"
-	      "  --format=FORMAT              csv[,noheader][,nounits] or json (below)\n"
+	      "  --format=FORMAT              csv[,noheader][,nounits] or json (below; default csv)\n"
 	      "  -i, --id=GPUS                only these GPUs: comma-separated indexes, UUIDs or PCI\n"
 	      "                               bus ids (default: all)\n"
 	      "  -l, --loop=SEC               query every SEC seconds until interrupted\n"
 	      "  -lms, --loop-ms=MS           query every MS milliseconds until interrupted\n"
 	      "  -h, --help                   this help\n"
 	      "\n"
-	      "GPU fields (--query-gpu); names are case-sensitive, [unit] as values carry it:\n",
+	      "GPU fields (--query-gpu; names are case-sensitive) and the units CSV shows:\n",
 	      f);
 	help_fields(f, QF_TABLE_GPU);
 	fputs("\nCompute process fields (--query-compute-apps), one row per process per GPU:\n", f);
@@ -159,7 +160,6 @@ static int parse_format(struct options *o, const char *text)
 	char err[512];
 	if (qf_parse_format(text, &o->fmt, err, sizeof err) != 0)
 		return usage_error("%s", err);
-	o->have_format = 1;
 	return EXIT_OK;
 }
 
@@ -193,7 +193,6 @@ static int value_option(int argc, char **argv, int *i, struct options *o, int *s
 		*st = parse_format(o, v);
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--id", "-i", &bad)))
 		o->ids = v;
-	/* -lms before -l, so that "-lms" is never read as "-l" with a glued value */
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--loop-ms", "-lms", &bad)))
 		*st = parse_period(o, "-lms", v, 1000000u);
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--loop", "-l", &bad)))
@@ -228,8 +227,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (!o->want[QF_TABLE_GPU] && !o->want[QF_TABLE_APPS])
 		return usage_error("give --query-gpu=FIELDS, --query-compute-apps=FIELDS or both");
-	if (!o->have_format)
-		return usage_error("give --format=csv[,noheader][,nounits] or --format=json");
+	/* without --format: csv, as nvidia-smi defaults to (o->fmt starts zeroed) */
 	return PARSED;
 }
 
@@ -336,17 +334,35 @@ static void csv_row(const struct qf_list *l, const struct qf_ctx *c, int nounits
 	putchar('\n');
 }
 
-/* A JSON string; bytes that are not UTF-8 (a process name from /proc may hold any) become '?'. */
+/* Bytes in the UTF-8 sequence that lead byte c starts; 0 when c cannot start one. */
+static size_t utf8_len(unsigned char c)
+{
+	return c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+}
+
+/* A JSON string. A process name from /proc may hold any bytes: each sequence jansson takes for
+ * UTF-8 is kept, each other byte becomes '?'. */
 static json_t *json_text(const char *s)
 {
 	json_t *j = json_string(s);
 	if (j)
 		return j;
 	char copy[VALUE_MAX];
-	size_t n = 0;
-	for (; s[n] && n < sizeof copy - 1; n++)
-		copy[n] = (unsigned char)s[n] < 0x80 ? s[n] : '?';
-	copy[n] = 0;
+	size_t w = 0;
+	for (size_t i = 0; s[i] && w + 4 < sizeof copy;) {
+		size_t n = utf8_len((unsigned char)s[i]);
+		json_t *seq = n && strnlen(s + i, n) == n ? json_stringn(s + i, n) : NULL;
+		if (seq) {
+			memcpy(copy + w, s + i, n);
+			w += n;
+			i += n;
+			json_decref(seq);
+		} else {
+			copy[w++] = '?';
+			i++;
+		}
+	}
+	copy[w] = 0;
 	return json_string(copy);
 }
 
@@ -469,6 +485,12 @@ static int emit_table(struct run *r, enum qf_table t, json_t *doc)
 	return t == QF_TABLE_GPU ? gpu_rows(r, &s) : app_rows(r, &s);
 }
 
+static int write_failed(void)
+{
+	cli_error("cannot write the output: %s", errno ? strerror(errno) : "write error");
+	return EXIT_OTHER;
+}
+
 /* Queries the selected GPUs once and writes the result. Returns EXIT_OK or an exit status. */
 static int query_once(struct run *r)
 {
@@ -481,21 +503,22 @@ static int query_once(struct run *r)
 		if (o->want[t])
 			st = emit_table(r, (enum qf_table)t, doc);
 	r->header_done = 1;
-	if (doc && st == 0) {
+	if (doc && st == 0)
 		st = json_object_set_new(doc, "units", json_units(o));
-		if (st == 0)
-			st = json_dumpf(doc, stdout, JSON_FLAGS);
-		putchar('\n');
-	}
-	json_decref(doc);
 	if (st != 0) {
+		json_decref(doc);
 		cli_error("out of memory");
 		return EXIT_OTHER;
 	}
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		cli_error("cannot write the output: %s", strerror(errno));
-		return EXIT_OTHER;
+	errno = 0;
+	if (doc) {
+		int bad = json_dumpf(doc, stdout, JSON_FLAGS) != 0;
+		json_decref(doc);
+		if (bad || putchar('\n') == EOF)
+			return write_failed();
 	}
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return write_failed();
 	return EXIT_OK;
 }
 

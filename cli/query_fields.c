@@ -52,39 +52,39 @@ static void fmt_milli_to_centi(const void *base, size_t off, struct qf_value *ou
 static const struct qf_field fields[] = {
 	/* --query-gpu */
 	{"count", NO_ALIAS, "count", NULL, 0, QF_TABLE_GPU, QF_SRC_COUNT, 0, 0, fmt_uint,
-	 "Number of GPUs in the machine, whatever -i selects."},
+	 "Number of GPUs in the machine, not only those -i selects."},
 	{"index", NO_ALIAS, "index", NULL, 0, QF_TABLE_GPU, INFO(index, 0), fmt_uint,
-	 "NVML index of the GPU (may differ from CUDA's numbering)."},
+	 "NVML index of the GPU (CUDA's numbering may differ)."},
 	{"name", {"gpu_name", NULL}, "name", NULL, 0, QF_TABLE_GPU, INFO(name, GPUMON_INFO_NAME), fmt_text,
 	 "Product name of the GPU."},
 	{"uuid", {"gpu_uuid", NULL}, "uuid", NULL, 0, QF_TABLE_GPU, INFO(uuid, GPUMON_INFO_UUID), fmt_text,
-	 "Globally unique id of the GPU (\"GPU-\" and 32 hex digits)."},
+	 "Unique id of the GPU: \"GPU-\" and 32 hex digits."},
 	{"pci.bus_id", {"gpu_bus_id", NULL}, "pci.bus_id", NULL, 0, QF_TABLE_GPU,
-	 INFO(pci_bus_id, GPUMON_INFO_PCI_BUS_ID), fmt_text, "PCI bus id, domain:bus:device.function in hex."},
+	 INFO(pci_bus_id, GPUMON_INFO_PCI_BUS_ID), fmt_text, "PCI bus id: domain:bus:device.function in hex."},
 	{"driver_version", NO_ALIAS, "driver_version", NULL, 0, QF_TABLE_GPU, QF_SRC_DRIVER, 0, 0, fmt_text,
 	 "Version of the installed NVIDIA driver."},
 	{"memory.total", NO_ALIAS, "memory.total", "MiB", 0, QF_TABLE_GPU,
 	 SAMPLE(memory_total_bytes, GPUMON_F_MEMORY), fmt_mib, "Total memory of the GPU."},
 	{"memory.reserved", NO_ALIAS, "memory.reserved", "MiB", 0, QF_TABLE_GPU,
 	 SAMPLE(memory_reserved_bytes, GPUMON_F_MEM_RESERVED), fmt_mib,
-	 "Memory the driver and firmware keep for themselves (needs the v2 memory call)."},
+	 "Memory kept by the driver and firmware (v2 memory call only)."},
 	{"memory.used", NO_ALIAS, "memory.used", "MiB", 0, QF_TABLE_GPU,
 	 SAMPLE(memory_used_bytes, GPUMON_F_MEMORY), fmt_mib,
-	 "Memory allocated by processes (with a v1-only driver: reserved included)."},
+	 "Memory allocated (v1-only drivers count the reserved in)."},
 	{"memory.free", NO_ALIAS, "memory.free", "MiB", 0, QF_TABLE_GPU,
 	 SAMPLE(memory_free_bytes, GPUMON_F_MEMORY), fmt_mib, "Memory not allocated: total - reserved - used."},
 	{"utilization.gpu", NO_ALIAS, "utilization.gpu", "%", 0, QF_TABLE_GPU,
 	 SAMPLE(util_gpu_pct, GPUMON_F_UTIL_GPU), fmt_uint,
-	 "Percent of the driver's last sample period during which a kernel ran."},
+	 "Percent of recent time a kernel was running."},
 	{"utilization.memory", NO_ALIAS, "utilization.memory", "%", 0, QF_TABLE_GPU,
 	 SAMPLE(util_memory_pct, GPUMON_F_UTIL_MEMORY), fmt_uint,
-	 "Percent of the driver's last sample period during which memory was read or written."},
+	 "Percent of recent time memory was read or written."},
 	{"temperature.gpu", NO_ALIAS, "temperature.gpu", "C", 1, QF_TABLE_GPU,
-	 SAMPLE(temperature_c, GPUMON_F_TEMPERATURE), fmt_uint, "Core temperature in degrees Celsius."},
+	 SAMPLE(temperature_c, GPUMON_F_TEMPERATURE), fmt_uint, "Core temperature, degrees Celsius (no unit in CSV)."},
 	{"power.draw", NO_ALIAS, "power.draw", "W", 0, QF_TABLE_GPU, SAMPLE(power_mw, GPUMON_F_POWER),
 	 fmt_milli_to_centi, "Power drawn by the whole board."},
 	{"clocks.sm", {"clocks.current.sm", NULL}, "clocks.current.sm", "MHz", 0, QF_TABLE_GPU,
-	 SAMPLE(clock_sm_mhz, GPUMON_F_CLOCK_SM), fmt_uint, "Current clock of the streaming multiprocessors."},
+	 SAMPLE(clock_sm_mhz, GPUMON_F_CLOCK_SM), fmt_uint, "Current SM clock."},
 	{"clocks.mem", {"clocks.current.memory", NULL}, "clocks.current.memory", "MHz", 0, QF_TABLE_GPU,
 	 SAMPLE(clock_mem_mhz, GPUMON_F_CLOCK_MEM), fmt_uint, "Current memory clock."},
 	/* --query-compute-apps */
@@ -92,10 +92,10 @@ static const struct qf_field fields[] = {
 	 "Process id as the host sees it."},
 	{"process_name", {"name", NULL}, "process_name", NULL, 0, QF_TABLE_APPS,
 	 PROC(name, GPUMON_PROC_NAME_KNOWN), fmt_text,
-	 "Name of the process ([N/A] when it runs in another PID namespace)."},
+	 "Process name ([N/A] when in another PID namespace)."},
 	{"used_memory", {"used_gpu_memory", NULL}, "used_gpu_memory", "MiB", 0, QF_TABLE_APPS,
 	 PROC(used_bytes, GPUMON_PROC_USED_KNOWN), fmt_mib,
-	 "GPU memory the process holds on this GPU ([N/A] when the driver cannot tell)."},
+	 "GPU memory of the process ([N/A] if unknown)."},
 	{"gpu_name", NO_ALIAS, "gpu_name", NULL, 0, QF_TABLE_APPS, INFO(name, GPUMON_INFO_NAME), fmt_text,
 	 "Product name of the process's GPU."},
 	{"gpu_uuid", NO_ALIAS, "gpu_uuid", NULL, 0, QF_TABLE_APPS, INFO(uuid, GPUMON_INFO_UUID), fmt_text,
@@ -185,15 +185,19 @@ int qf_parse_list(const char *text, enum qf_table t, struct qf_list *out, char *
 	size_t n;
 	out->n = 0;
 	if (!text)
-		return fail(err, errlen, "no fields given");
+		return fail(err, errlen, "No fields given.");
 	while (next_item(&p, &s, &n)) {
+		if (n == 0)
+			continue; /* nvidia-smi ignores empty items: "index,,name" */
 		int id = find_field(t, s, n);
 		if (id < 0)
 			return fail(err, errlen, "Field \"%.*s\" is not a valid field to query.", print_len(n), s);
 		if (out->n == QF_MAX_FIELDS)
-			return fail(err, errlen, "too many fields (at most %d)", QF_MAX_FIELDS);
+			return fail(err, errlen, "Too many fields: at most %d can be queried.", QF_MAX_FIELDS);
 		out->id[out->n++] = (unsigned short)id;
 	}
+	if (out->n == 0)
+		return fail(err, errlen, "No fields given.");
 	return 0;
 }
 

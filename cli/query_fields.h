@@ -18,7 +18,8 @@ enum qf_table { QF_TABLE_GPU, QF_TABLE_APPS };
 
 /* Where a field's value comes from. */
 enum qf_source {
-	QF_SRC_INFO,    /* gpumon_device_info of the GPU (the process's GPU for compute apps) */
+	QF_SRC_INFO,    /* gpumon_device_info of the GPU (the process's GPU for compute apps); bit is
+			 * the GPUMON_INFO_* bit, 0 when always known */
 	QF_SRC_SAMPLE,  /* gpumon_device_sample; bit is the GPUMON_F_* field */
 	QF_SRC_DRIVER,  /* the driver version string */
 	QF_SRC_COUNT,   /* the number of GPUs in the machine */
@@ -52,8 +53,6 @@ struct qf_ctx {
 	unsigned gpu_count;
 	const gpumon_process *proc;
 };
-
-struct qf_field;
 
 /* Turns the raw value at base + off (a struct of the field's source) into a qf_value. */
 typedef void (*qf_format_fn)(const void *base, size_t off, struct qf_value *out);

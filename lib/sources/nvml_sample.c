@@ -137,7 +137,7 @@ static int read_optional(gpumon *g, struct device *d, unsigned want, gpumon_devi
 
 int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_device_sample *out)
 {
-	struct device *d;
+	struct device *d = NULL;
 	if (!out)
 		return GPUMON_E_INVAL;
 	memset(out, 0, sizeof *out);
@@ -291,7 +291,7 @@ static void fill_names(gpumon *g, gpumon_process *list, size_t n)
 
 int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *count)
 {
-	struct device *d;
+	struct device *d = NULL;
 	if (!out || !count)
 		return GPUMON_E_INVAL;
 	*out = NULL;

@@ -205,6 +205,24 @@ def test_memory_unreadable(gpumon):
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("gpumon: ") and "GPU 0" in r.stderr
 
 
+def test_process_list_fails_on_one_gpu(gpumon):
+    scn = TWO + f"proc 0 {PID} used=1GiB\nproc 1 {PID + 1} used=2GiB\n" + \
+        "error nvmlDeviceGetComputeRunningProcesses_v3 UNKNOWN gpu=0\n"
+    r = query(gpumon, ["--query-compute-apps=pid,used_memory", "--format=csv,noheader"], scenario=scn)
+    assert r.returncode == 0
+    assert r.stdout == f"{PID + 1}, 2048 MiB\n"
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("gpumon: ") and "GPU 0" in r.stderr
+
+
+def test_write_error(tmp_path):
+    """Output that cannot be written (a full disk) is an error, not a silent success."""
+    with open("/dev/full", "w") as full:
+        p = start(["--query-gpu=index", "--format=csv"], H200, tmp_path, stdout=full)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == 255
+    assert err.startswith("gpumon: cannot write the output")
+
+
 # ---- compute apps ------------------------------------------------------------------------------------
 
 def test_apps_none(gpumon):
@@ -322,8 +340,6 @@ def test_select_unknown(gpumon, spec, code):
     (["--query-gpu=memory.bogus"], "memory.bogus"),
     (["--query-gpu=index,memory.bogus,name"], "memory.bogus"),
     (["--query-gpu=Index"], "Index"),            # case-sensitive, as nvidia-smi
-    (["--query-gpu=index,"], ""),
-    (["--query-gpu="], ""),
     (["--query-compute-apps=index"], "index"),   # a GPU field is not a process field
     (["--query-gpu=pid"], "pid"),
 ])
@@ -333,6 +349,13 @@ def test_unknown_field(gpumon, args, bad):
     assert r.stdout == ""
     assert r.stderr == (f'Field "{bad}" is not a valid field to query.\n'
                         "Run 'gpumon query --help' for the list of fields.\n")
+
+
+def test_field_count_limit(gpumon):
+    lines = ok(query(gpumon, ["--query-gpu=" + ",".join(["index"] * 128), "--format=csv,noheader"]))
+    assert lines == [", ".join(["0"] * 128)]
+    r = query(gpumon, ["--query-gpu=" + ",".join(["index"] * 129), "--format=csv"])
+    assert r.returncode == 2 and r.stdout == "" and "at most 128" in r.stderr
 
 
 @pytest.mark.parametrize("fmt,bad", [
@@ -349,7 +372,6 @@ def test_bad_format(gpumon, fmt, bad):
 @pytest.mark.parametrize("args,bad", [
     ([], "--query-gpu"),
     (["--format=csv"], "--query-gpu"),
-    (["--query-gpu=index"], "--format"),
     (["--query-gpu=index", "--format=csv", "-l", "0"], '"0"'),
     (["--query-gpu=index", "--format=csv", "-l", "1.5"], '"1.5"'),
     (["--query-gpu=index", "--format=csv", "-l", "abc"], '"abc"'),
@@ -368,22 +390,36 @@ def test_usage_errors(gpumon, args, bad):
     assert r.stderr.splitlines()[-1] == "Run 'gpumon query --help' for usage."
 
 
+@pytest.mark.parametrize("fields", ["", ",", " , "])
+def test_no_fields(gpumon, fields):
+    r = query(gpumon, [f"--query-gpu={fields}", "--format=csv"])
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines()[0] == "No fields given."
+
+
+def test_like_nvidia_smi_on_h200(gpumon):
+    """Seen on the H200 (driver 580.159.04): --format defaults to csv, and empty items are ignored."""
+    lines = ok(query(gpumon, ["--query-gpu=index,,memory.used,"]))
+    assert lines == ["index, memory.used [MiB]", "0, 0 MiB"]
+
+
 def test_help(gpumon):
     r = gpumon(["query", "--help"], library="/nonexistent")
     assert r.returncode == 0 and r.stderr == ""
     text = r.stdout
     assert text.startswith("Usage: gpumon query")
-    for field in list(GPU_FIELDS) + list(GPU_ALIASES) + ["pid", "process_name", "used_memory", "used_gpu_memory",
-                                                         "gpu_uuid", "gpu_bus_id"]:
-        assert f"  {field}" in text or f", {field}" in text, field
+    for field in list(GPU_FIELDS) + ["pid", "process_name", "used_memory", "gpu_name", "gpu_uuid", "gpu_bus_id"]:
+        assert f"\n  {field} " in text, field
+    for alias in list(GPU_ALIASES) + ["used_gpu_memory"]:
+        assert f"Also {alias}" in text or f", {alias}" in text, alias
     for word in ["noheader", "nounits", "json", "-lms", "-i", "[Not Supported]", "[N/A]", "[GPU is lost]"]:
         assert word in text, word
     for code in ["0", "2", "6", "12", "15"]:
         assert f"\n  {code} " in text, code
-    # every field line has a description
-    assert "\n  memory.reserved " in text
+    # every field line has a description, with the unit CSV shows
     line = next(l for l in text.splitlines() if l.startswith("  memory.reserved "))
-    assert len(line.split()) > 3
+    assert line.startswith("  memory.reserved [MiB] ") and len(line.split()) > 4
+    assert max(len(l) for l in text.splitlines()) <= 100
 
 
 def test_no_driver(gpumon):
@@ -459,14 +495,22 @@ def test_lost_gpu_compute_apps(gpumon):
     assert r.stderr == LOST_MSG
 
 
-def run_loop(args, scenario, stop_after, sig=signal.SIGINT, tmp_path=None):
-    """Starts gpumon with the fake, sends sig after stop_after seconds, returns (rc, out, err)."""
-    path = tmp_path / "loop.scn"
-    path.write_text(textwrap.dedent(scenario))
+def start(args, scenario, tmp_path, text=True, stdout=subprocess.PIPE):
+    """Starts gpumon query ARGS with the fake NVML reading scenario (str, or bytes as they are)."""
+    path = tmp_path / "direct.scn"
+    if isinstance(scenario, bytes):
+        path.write_bytes(scenario)
+    else:
+        path.write_text(textwrap.dedent(scenario))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
     env.update(LC_ALL="C", GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(path))
-    p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "query"] + args, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([os.path.abspath(GPUMON_BIN), "query"] + args, env=env, stdout=stdout,
+                            stderr=subprocess.PIPE, text=text)
+
+
+def run_loop(args, scenario, stop_after, sig=signal.SIGINT, tmp_path=None):
+    """Runs gpumon, sends sig after stop_after seconds, returns (rc, out, err)."""
+    p = start(args, scenario, tmp_path)
     time.sleep(stop_after)
     p.send_signal(sig)
     out, err = p.communicate(timeout=10)
@@ -512,3 +556,24 @@ def test_loop_seconds_stops_at_once(tmp_path):
                             tmp_path=tmp_path)
     assert rc == 0 and out == "0 MiB\n" and err == ""
     assert time.monotonic() - t < 0.9
+
+
+def test_loop_csv_both_tables_headers_once(tmp_path):
+    rc, out, err = run_loop(["--query-gpu=index", "--query-compute-apps=pid", "--format=csv", "-lms", "100"],
+                            H200 + f"proc 0 {PID} used=1MiB\n", 0.45, tmp_path=tmp_path)
+    assert rc == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[:4] == ["index", "0", "pid", str(PID)]
+    assert lines[4:] == ["0", str(PID)] * ((len(lines) - 4) // 2) and len(lines) >= 8
+
+
+def test_process_name_not_utf8(tmp_path):
+    """CSV passes a name's bytes through as they are; JSON stays valid: bytes that are not UTF-8 become '?'."""
+    scn = (H200.encode() + f'proc 0 {PID} used=1MiB name="caf'.encode() + b'\xc3\xa9\xff"\n')
+    p = start(["--query-compute-apps=pid,process_name", "--format=csv,noheader"], scn, tmp_path, text=False)
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0 and out == f"{PID}, caf".encode() + b"\xc3\xa9\xff\n"
+    p = start(["--query-compute-apps=process_name", "--format=json"], scn, tmp_path, text=False)
+    out, err = p.communicate(timeout=10)
+    assert p.returncode == 0
+    assert json.loads(out)["compute_apps"] == [{"process_name": "caf\u00e9?"}]

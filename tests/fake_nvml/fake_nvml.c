@@ -166,7 +166,8 @@ static double elapsed(void)
 	return (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
 }
 
-/* Reads the whole file at path into a new buffer (at most SCN_MAX_TEXT + 1 bytes). */
+/* Reads the file at path into a new buffer; past SCN_MAX_TEXT bytes it stops (the parser
+ * rejects that length). */
 static char *read_file(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
@@ -175,8 +176,10 @@ static char *read_file(const char *path, size_t *len)
 	if (!f)
 		return NULL;
 	for (;;) {
+		if (n > SCN_MAX_TEXT)
+			break;
 		if (n == cap) {
-			char *nb = cap > SCN_MAX_TEXT ? NULL : realloc(buf, cap = cap ? cap * 2 : 65536);
+			char *nb = realloc(buf, cap = cap ? cap * 2 : 65536);
 			if (!nb) {
 				free(buf);
 				fclose(f);
@@ -201,6 +204,26 @@ static char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+/* Frees the scenario once no session needs it, so that dlclose() leaves nothing behind. */
+static void unload_scenario(void)
+{
+	scn_state_free(&state);
+	scn_free(scenario);
+	scenario = NULL;
+}
+
+/* Runs at dlclose() and at exit; a session still open keeps its scenario (threads may use it). */
+__attribute__((destructor)) static void fake_nvml_fini(void)
+{
+	pthread_mutex_lock(&lock);
+	if (!init_count)
+		unload_scenario();
+	if (trace_fd >= 0)
+		close(trace_fd);
+	trace_fd = -1;
+	pthread_mutex_unlock(&lock);
+}
+
 /* Loads the scenario file afresh; on failure prints one line to stderr and returns -1. */
 static int load_scenario(void)
 {
@@ -223,13 +246,11 @@ static int load_scenario(void)
 		fprintf(stderr, "fake_nvml: %s:%s\n", path, err);
 		return -1;
 	}
-	scn_state_free(&state);
-	scn_free(scenario);
+	unload_scenario();
 	scenario = s;
 	if (scn_state_init(&state, s) < 0) {
 		fprintf(stderr, "fake_nvml: %s: out of memory\n", path);
-		scn_free(scenario);
-		scenario = NULL;
+		unload_scenario();
 		return -1;
 	}
 	return 0;
@@ -239,7 +260,6 @@ static int load_scenario(void)
 
 /* What a call needs once begun: its GPU (device calls) and the time. */
 struct call {
-	unsigned fn;
 	struct scn_gpu *gpu;
 	unsigned index;
 	double t;
@@ -250,7 +270,6 @@ static nvmlReturn_t begin(struct call *c, unsigned fn, int args_ok)
 {
 	pthread_mutex_lock(&lock);
 	trace(fn);
-	c->fn = fn;
 	c->gpu = NULL;
 	if (!init_count)
 		return NVML_ERROR_UNINITIALIZED;
@@ -291,9 +310,10 @@ static nvmlReturn_t begin_index(struct call *c, unsigned fn, unsigned index, int
 static nvmlReturn_t begin_dev(struct call *c, unsigned fn, nvmlDevice_t dev, int args_ok)
 {
 	uintptr_t off = (uintptr_t)dev - (uintptr_t)devs;
-	unsigned index = (unsigned)(off / sizeof devs[0]);
-	if (!dev || (uintptr_t)dev < (uintptr_t)devs || off % sizeof devs[0] || index >= SCN_MAX_GPUS)
-		index = SCN_MAX_GPUS; /* begin_index() rejects it */
+	unsigned index = SCN_MAX_GPUS; /* begin_index() rejects it */
+	if (dev && (uintptr_t)dev >= (uintptr_t)devs && off % sizeof devs[0] == 0 &&
+	    off / sizeof devs[0] < SCN_MAX_GPUS)
+		index = (unsigned)(off / sizeof devs[0]);
 	return begin_index(c, fn, index, args_ok);
 }
 
@@ -338,8 +358,11 @@ static nvmlReturn_t init(unsigned fn)
 		r = (nvmlReturn_t)scn_init_error(scenario);
 	else if (scn_rule_code(scenario, fn, -1, elapsed(), &code))
 		r = (nvmlReturn_t)code;
-	if (r != NVML_SUCCESS)
+	if (r != NVML_SUCCESS) {
+		if (!init_count)
+			unload_scenario();
 		return end(r);
+	}
 	if (!started) {
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		started = 1;
@@ -357,8 +380,8 @@ nvmlReturn_t nvmlShutdown(void)
 {
 	struct call c;
 	nvmlReturn_t r = begin_sys(&c, SCN_FN_SHUTDOWN, 1);
-	if (r == NVML_SUCCESS)
-		init_count--;
+	if (r == NVML_SUCCESS && --init_count == 0)
+		unload_scenario();
 	return end(r);
 }
 

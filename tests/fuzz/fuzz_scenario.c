@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
 			scn_state_update(&st, s, times[i]);
 			sink = sink + touch(&st);
-			sink = sink + (unsigned)scn_rule_code(s, (unsigned)i * 7 % SCN_FN_N, 0, times[i], &code);
+			unsigned fn = (unsigned)i * 7 % SCN_FN_N;
+			sink = sink + (unsigned)scn_rule_code(s, fn, 0, times[i], &code);
 		}
 		scn_state_free(&st);
 	}

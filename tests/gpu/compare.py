@@ -312,16 +312,16 @@ class Rounding:
         return out
 
     def table(self):
-        lines = ["%-14s %-18s %16s %18s %12s  %-6s %s" % (
+        lines = ["%-8s %-26s %16s %18s %12s  %-6s %s" % (
             "when", "quantity", "bytes", "bytes/1048576", "nvidia-smi", "stable", "rules that fit")]
         for r in self.rows:
-            lines.append("%-14s %-18s %16d %18.6f %12d  %-6s %s" % (
+            lines.append("%-8s %-26s %16d %18.6f %12d  %-6s %s" % (
                 r["when"], r["quantity"], r["bytes"], r["mib_exact"], r["nvidia_smi_mib"],
                 "yes" if r["stable"] else "no", ",".join(r["rules"]) or "-"))
         lines.append("")
         lines.append("conclusion (stable observations only):")
         for q, c in self.conclusion().items():
-            lines.append("  %-18s %s  (%d observations, %d not a whole MiB)" % (
+            lines.append("  %-26s %s  (%d observations, %d not a whole MiB)" % (
                 q, c["rule"], c["observations"], c["fractional_observations"]))
         return "\n".join(lines) + "\n"
 
@@ -393,7 +393,8 @@ def section_a(rep, t):
     # Other spellings nvidia-smi may or may not accept; gpumon must at least not disagree silently.
     if ident:
         bus = ident["pci.bus_id"]
-        extra = [("bus id 0000:", bus[4:]), ("bus id lower", bus.lower()),
+        extra = [("bus id 0000:", bus[4:]), ("bus id short", bus[9:]),
+                 ("bus id lower", bus.lower()),
                  ("uuid lower", ident["uuid"].lower()), ("index list 0,0", "0,0")]
         for what, spec in extra:
             q = ["--query-gpu=index,uuid", "--format=csv,noheader", "-i", spec]
@@ -415,7 +416,8 @@ def section_a(rep, t):
     # The idle process list: header only, identical.
     for fmt in FORMATS:
         s, g, s2 = query_pair(t, "compute-apps", APP_FIELDS.split(","), fmt)
-        rep.check(g.rc == 0 and (g.out == s.out or g.out == s2.out), "idle compute-apps [%s]" % fmt,
+        rep.check(g.rc == 0 and (g.out == s.out or g.out == s2.out),
+                  "idle compute-apps [%s]" % fmt,
                   "gpumon rc %d %r nvidia-smi %r" % (g.rc, short(g.out), short(s.out)))
 
 
@@ -497,15 +499,16 @@ def section_c(rep, t, nvml, rounding, out_dir, no_cuda, pid=None):
         rep.skip("all", "time budget spent")
         return
     t0 = time.monotonic()
+    # stderr joins stdout, read until "ready": no second pipe that could fill up unread
     proc = subprocess.Popen([sys.executable, "-u", "-c", CHILD], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.STDOUT, text=True, errors="replace")
     try:
         ok, said = wait_ready(proc, 180)
         if not ok:
             stop_child(proc)
-            err = proc.stderr.read() if proc.stderr else ""
+            rest = proc.stdout.read() if proc.stdout else ""
             rep.check(False, "child ready", "the torch child did not start: %s" %
-                      short((said + err)[-600:], 600))
+                      short((said + rest)[-600:], 600))
             return
         rep.check(True, "child ready", "pid %d, ready after %.1f s" % (proc.pid,
                                                                        time.monotonic() - t0))

@@ -6,7 +6,8 @@
 # Steps: (1) record the machine, (2) build gpumon and the benchmark in Release, (3) compare gpumon
 # with nvidia-smi and NVML (tests/gpu/compare.py), (4) run the benchmarks (bench/run_bench.sh).
 # A failed step is recorded and the next steps still run. Exit status: 0 when every comparison
-# passed, 1 otherwise. Takes about 2 minutes; each step has a hard time limit, 8 minutes in all.
+# passed, 1 otherwise. Takes about 2 minutes; every step has a time limit and the whole script
+# stops within 7.5 minutes (RUN_DEADLINE_S, seconds).
 # Files written to $OUT (8): env.txt run.log compare.txt compare.json rounding.txt mainview.txt
 # bench.txt bench.json.
 set -u
@@ -26,7 +27,8 @@ log=$OUT/run.log
 prefix_args=()
 if [ -d .deps/jansson/usr ]; then
 	prefix_args=(-DCMAKE_PREFIX_PATH="$PWD/.deps/jansson/usr")
-	export LD_LIBRARY_PATH="$PWD/.deps/jansson/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	jlib=$PWD/.deps/jansson/usr/lib/x86_64-linux-gnu
+	export LD_LIBRARY_PATH="$jlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
 steps=()
@@ -35,6 +37,15 @@ step() { # step NAME STATUS SECONDS
 	printf '### step %s: %s (%s s)\n' "$1" "$2" "$3" >>"$log"
 }
 now() { date +%s; }
+deadline=$(($(now) + ${RUN_DEADLINE_S:-450}))
+# limit WANT [RESERVE]: seconds a step may take: WANT, less when the deadline minus RESERVE (time
+# kept for the later steps) is nearer
+limit() {
+	local want=$1 rest=$((deadline - $(now) - ${2:-0}))
+	[ "$rest" -lt "$want" ] && want=$rest
+	[ "$want" -lt 10 ] && want=10
+	echo "$want"
+}
 
 # ---- (1) environment ----------------------------------------------------------------------------
 t0=$(now)
@@ -70,13 +81,13 @@ EOF
 	echo "libnvidia-ml: $(ldconfig -p 2>/dev/null | grep -m1 'libnvidia-ml.so.1' | sed 's/.*=> //')"
 	echo
 	echo "\$ nvidia-smi --query-gpu=driver_version,name,persistence_mode,pstate --format=csv"
-	nvidia-smi --query-gpu=driver_version,name,persistence_mode,pstate --format=csv 2>&1
+	timeout 30 nvidia-smi --query-gpu=driver_version,name,persistence_mode,pstate --format=csv 2>&1
 	echo
 	echo "\$ nvidia-smi -q | head -n 40"
-	nvidia-smi -q 2>&1 | head -n 40
+	timeout 30 nvidia-smi -q 2>&1 | head -n 40
 	echo
 	echo "\$ nvidia-smi"
-	nvidia-smi 2>&1
+	timeout 30 nvidia-smi 2>&1
 } >"$OUT/env.txt" 2>&1
 step environment ok $(($(now) - t0))
 head -n 12 "$OUT/env.txt"
@@ -86,16 +97,17 @@ t0=$(now)
 echo "== build into $BUILD"
 {
 	echo "\$ cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF ${prefix_args[*]}"
-	timeout 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF \
+	timeout "$(limit 60 240)" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF \
 		"${prefix_args[@]}"
 } >>"$log" 2>&1
 cfg=$?
 build_gpumon=FAIL
 build_bench=FAIL
 if [ $cfg -eq 0 ]; then
-	timeout 180 cmake --build "$BUILD" -j16 --target gpumon >>"$log" 2>&1 && build_gpumon=ok
-	timeout 60 cmake --build "$BUILD" -j16 --target gpumon_bench_sample >>"$log" 2>&1 &&
-		build_bench=ok
+	timeout "$(limit 150 240)" cmake --build "$BUILD" -j16 --target gpumon >>"$log" 2>&1 &&
+		build_gpumon=ok
+	timeout "$(limit 60 240)" cmake --build "$BUILD" -j16 --target gpumon_bench_sample \
+		>>"$log" 2>&1 && build_bench=ok
 else
 	echo "cmake configure failed (exit $cfg)" >>"$log"
 fi
@@ -115,8 +127,9 @@ t0=$(now)
 compare_rc=1
 if [ -x "$GPUMON_BIN" ]; then
 	echo "== compare.py"
-	timeout 300 "$PY" tests/gpu/compare.py --gpumon "$GPUMON_BIN" --out "$OUT" --budget 200 --quiet \
-		2>>"$log"
+	climit=$(limit 240 100)
+	timeout "$climit" "$PY" tests/gpu/compare.py --gpumon "$GPUMON_BIN" --out "$OUT" --quiet \
+		--budget $((climit * 2 / 3)) 2>>"$log"
 	compare_rc=$?
 	if [ $compare_rc -eq 0 ]; then
 		step compare ok $(($(now) - t0))
@@ -132,7 +145,7 @@ fi
 # ---- (4) benchmarks -----------------------------------------------------------------------------
 t0=$(now)
 echo "== bench/run_bench.sh"
-timeout 150 bash bench/run_bench.sh 2>>"$log"
+timeout "$(limit 150)" bash bench/run_bench.sh 2>>"$log"
 bench_rc=$?
 if [ $bench_rc -eq 0 ]; then
 	step bench ok $(($(now) - t0))
@@ -152,7 +165,8 @@ out = sys.argv[1]
 try:
     c = json.load(open(os.path.join(out, "compare.json")))
     n = c["counts"]
-    print("compare: %d PASS, %d FAIL, %d WARN, %d SKIP" % (n["PASS"], n["FAIL"], n["WARN"], n["SKIP"]))
+    print("compare: %d PASS, %d FAIL, %d WARN, %d SKIP" % (n["PASS"], n["FAIL"], n["WARN"],
+                                                           n["SKIP"]))
     for ch in c["checks"]:
         if ch["status"] == "FAIL":
             print("  FAIL %s/%s: %s" % (ch["section"], ch["name"], ch["detail"][:200]))

@@ -381,8 +381,9 @@ static void test_errors(void)
 
 static void test_limits(void)
 {
-	struct scn *s = parse_ok("a million processes", "gpu 0\nprocs 0 1 1000000 used=1MiB\n"
-							"at 1 proc 0 1 gone\nat 1 proc 0 1000000 used=2MiB\n");
+	struct scn *s = parse_ok("a million processes",
+				 "gpu 0\nprocs 0 1 1000000 used=1MiB\n"
+				 "at 1 proc 0 1 gone\nat 1 proc 0 1000000 used=2MiB\n");
 	if (s) {
 		struct scn_state *st = at(s, 0);
 		ok(st->nprocs == 1000000 && present(st, 0) == 1000000, "all present at t=0");
