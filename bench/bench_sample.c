@@ -108,6 +108,18 @@ static int call_gpumon_all(struct bench *b)
 	return gpumon_device_sample_read(b->g, b->dev, GPUMON_F_ALL, &b->sample);
 }
 
+/* One optional field group on top of the memory call: what each field adds to a sample. */
+#define CALL_FIELD(fname, bits)                                                                       \
+	static int call_gpumon_##fname(struct bench *b)                                               \
+	{                                                                                             \
+		return gpumon_device_sample_read(b->g, b->dev, GPUMON_F_MEMORY | (bits), &b->sample); \
+	}
+CALL_FIELD(util, GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY)
+CALL_FIELD(temp, GPUMON_F_TEMPERATURE)
+CALL_FIELD(power, GPUMON_F_POWER)
+CALL_FIELD(energy, GPUMON_F_ENERGY)
+CALL_FIELD(clocks, GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM)
+
 /* One call into a buffer already big enough: the least a caller of the raw API can pay. */
 static int call_raw_procs_v3(struct bench *b)
 {
@@ -125,7 +137,7 @@ static int call_gpumon_procs(struct bench *b)
 	return st;
 }
 
-enum { GROUP_TIMER = 1, GROUP_MEM = 2, GROUP_PROC = 4 };
+enum { GROUP_TIMER = 1, GROUP_MEM = 2, GROUP_PROC = 4, GROUP_FIELDS = 8 };
 
 struct variant {
 	const char *name;
@@ -154,6 +166,16 @@ static struct variant variants[] = {
 	 .what = "gpumon_device_sample_read(F_MEMORY)"},
 	{.name = "gpumon_all", .group = GROUP_MEM, .fn = call_gpumon_all,
 	 .what = "gpumon_device_sample_read(F_ALL)"},
+	{.name = "mem+util", .group = GROUP_FIELDS, .fn = call_gpumon_util,
+	 .what = "sample_read(F_MEMORY | utilization)"},
+	{.name = "mem+temp", .group = GROUP_FIELDS, .fn = call_gpumon_temp,
+	 .what = "sample_read(F_MEMORY | temperature)"},
+	{.name = "mem+power", .group = GROUP_FIELDS, .fn = call_gpumon_power,
+	 .what = "sample_read(F_MEMORY | power)"},
+	{.name = "mem+energy", .group = GROUP_FIELDS, .fn = call_gpumon_energy,
+	 .what = "sample_read(F_MEMORY | energy)"},
+	{.name = "mem+clocks", .group = GROUP_FIELDS, .fn = call_gpumon_clocks,
+	 .what = "sample_read(F_MEMORY | SM and memory clocks)"},
 	{.name = "raw_procs_v3", .group = GROUP_PROC, .fn = call_raw_procs_v3,
 	 .what = "nvmlDeviceGetComputeRunningProcesses_v3 (direct)"},
 	{.name = "gpumon_procs", .group = GROUP_PROC, .fn = call_gpumon_procs,
@@ -421,7 +443,7 @@ static void usage(FILE *f)
 	      "  -w WARMUP  untimed calls per variant first (default 1000)\n"
 	      "  -b CHUNK   calls of one variant before switching to the next (default 100)\n"
 	      "  -d DEV     GPU index (default 0)\n"
-	      "  -g GROUPS  comma list of mem, proc (default mem,proc)\n"
+	      "  -g GROUPS  comma list of mem, proc, fields (default all three)\n"
 	      "  -l LABEL   free text copied into the JSON (e.g. \"idle\")\n"
 	      "  -j FILE    also write the JSON line to FILE\n"
 	      "GPUMON_NVML_LIBRARY names the NVML library for both gpumon and the direct calls.\n",
@@ -443,7 +465,7 @@ int main(int argc, char **argv)
 {
 	size_t n = 200000, warmup = 1000, chunk = 100;
 	unsigned dev = 0;
-	unsigned groups = GROUP_MEM | GROUP_PROC;
+	unsigned groups = GROUP_MEM | GROUP_PROC | GROUP_FIELDS;
 	const char *label = "", *json_path = NULL;
 	int c;
 	while ((c = getopt(argc, argv, "n:w:b:d:g:l:j:h")) != -1) {
@@ -476,6 +498,8 @@ int main(int argc, char **argv)
 				groups |= GROUP_MEM;
 			if (strstr(optarg, "proc"))
 				groups |= GROUP_PROC;
+			if (strstr(optarg, "field"))
+				groups |= GROUP_FIELDS;
 			if (!groups)
 				goto bad;
 			break;

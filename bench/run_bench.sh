@@ -94,6 +94,11 @@ echo "== bench_pynvml.py: -n $N --runs $RUNS"
 	--json "$tmp/py.json" >"$tmp/py.txt" 2>&1 || status=1
 grep -v '^{' "$tmp/py.txt"
 
+STARTUP_BIN=${STARTUP_BIN:-$BUILD/bench/gpumon_bench_startup}
+echo "== gpumon_bench_startup: -r 30"
+"$STARTUP_BIN" -r 30 >"$tmp/startup.txt" 2>&1 || status=1
+cat "$tmp/startup.txt"
+
 # Merge, write bench.txt / bench.json, print the goals.
 "$PY" - "$tmp" "$OUT" <<'EOF'
 import json, os, platform, sys, time
@@ -148,7 +153,9 @@ lines = ["gpumon benchmarks, %s, %s" % (doc["date"], doc["host"]),
          "== gpumon_bench_sample, idle GPU (per call, ns) ==", text("sample.txt"),
          "== gpumon_bench_sample, one CUDA process on the GPU (per call, ns) ==",
          text("sample_proc.txt") or "(not run)\n",
-         "== bench_pynvml.py ==", text("py.txt"), "== goals =="]
+         "== bench_pynvml.py ==", text("py.txt"),
+         "== gpumon_bench_startup (one-shot phases, ms) ==", text("startup.txt") or "(not run)\n",
+         "== goals =="]
 def fmt(v):
     return "n/a" if v is None else "%.3f" % v
 for g in goals:

@@ -107,7 +107,7 @@ static void help(FILE *f)
 	      "Formats:\n"
 	      "  csv       a header line, then one line per GPU or process, values separated by \", \"\n"
 	      "  noheader  leave out the header line\n"
-	      "  nounits   leave the units out of the header and the values (\"143771\", not \"143771 MiB\")\n"
+	      "  nounits   leave the units out of the values (\"143771\", not \"143771 MiB\"); the header keeps them\n"
 	      "  json      one JSON document per query (one per line when looping):\n"
 	      "            {\"gpu\": [{field: value, ...}], \"compute_apps\": [...], \"units\": {field: unit}}\n"
 	      "            with numbers in the units above; null where CSV shows a bracketed word\n"
@@ -309,13 +309,13 @@ struct sink {
 	json_t *rows; /* NULL for CSV */
 };
 
-static void csv_header(const struct qf_list *l, int nounits)
+static void csv_header(const struct qf_list *l)
 {
 	char buf[VALUE_MAX];
 	for (unsigned i = 0; i < l->n; i++) {
 		if (i)
 			fputs(", ", stdout);
-		fputs(qf_csv_header(qf_field_get(l->id[i]), nounits, buf, sizeof buf), stdout);
+		fputs(qf_csv_header(qf_field_get(l->id[i]), buf, sizeof buf), stdout);
 	}
 	putchar('\n');
 }
@@ -480,7 +480,7 @@ static int emit_table(struct run *r, enum qf_table t, json_t *doc)
 		if (json_object_set_new(doc, json_key[t], s.rows) != 0)
 			return -1;
 	} else if (!r->header_done && !o->fmt.noheader) {
-		csv_header(&o->list[t], o->fmt.nounits);
+		csv_header(&o->list[t]);
 	}
 	return t == QF_TABLE_GPU ? gpu_rows(r, &s) : app_rows(r, &s);
 }

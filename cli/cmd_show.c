@@ -11,6 +11,9 @@
 #include "cli.h"
 
 #define BAR_WIDTH 40
+#define SHOWN_FIELDS                                                                                  \
+	(GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED | GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY |         \
+	 GPUMON_F_TEMPERATURE | GPUMON_F_POWER)
 
 static void help(void)
 {
@@ -48,7 +51,8 @@ static void print_gpu(gpumon *g, unsigned dev, int *any_lost)
 	gpumon_device_info d;
 	gpumon_device_sample s;
 	char a[32], b[32], c[32];
-	int st = gpumon_device_sample_read(g, dev, GPUMON_F_ALL, &s);
+	/* only what is shown: the energy counter costs milliseconds on some drivers (BENCHMARKS.md) */
+	int st = gpumon_device_sample_read(g, dev, SHOWN_FIELDS, &s);
 	gpumon_device_info_get(g, dev, &d);
 	printf("GPU %u  %s  %s  %s\n", d.index, (d.present & GPUMON_INFO_NAME) ? d.name : "n/a",
 	       (d.present & GPUMON_INFO_PCI_BUS_ID) ? d.pci_bus_id : "n/a",

@@ -366,9 +366,9 @@ const char *qf_csv_value(const struct qf_field *f, const struct qf_value *v, int
 	return buf;
 }
 
-const char *qf_csv_header(const struct qf_field *f, int nounits, char *buf, size_t len)
+const char *qf_csv_header(const struct qf_field *f, char *buf, size_t len)
 {
-	const char *unit = csv_unit(f, nounits);
+	const char *unit = csv_unit(f, 0);
 	if (unit)
 		snprintf(buf, len, "%s [%s]", f->header, unit);
 	else

@@ -123,7 +123,8 @@ const char *qf_value_marker(enum qf_kind k);
  * truncated to len). Returns buf. */
 const char *qf_csv_value(const struct qf_field *f, const struct qf_value *v, int nounits, char *buf, size_t len);
 
-/* Writes a column header ("memory.total [MiB]", or "memory.total" with nounits) into buf. */
-const char *qf_csv_header(const struct qf_field *f, int nounits, char *buf, size_t len);
+/* Writes a column header ("memory.total [MiB]") into buf. nvidia-smi keeps the unit in the header
+ * even with nounits (seen with driver 580.159.04), so the header has no nounits form. */
+const char *qf_csv_header(const struct qf_field *f, char *buf, size_t len);
 
 #endif

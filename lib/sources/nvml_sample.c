@@ -164,20 +164,19 @@ typedef nvml_ret (*proc_fn)(nvml_device, unsigned *, void *);
 enum { FETCH_OUT_OF_MEMORY = -1 };
 
 /*
- * Calls one process-list function: sizes with count 0, allocates with headroom (the list can grow
- * between calls) and retries while the driver says INSUFFICIENT_SIZE. Sets *buf (malloc'd, entry
- * size esize) and *n. Returns the NVML code or FETCH_OUT_OF_MEMORY.
+ * Calls one process-list function. The first call offers room for PROC_FIRST_GUESS entries, which
+ * holds the whole list on nearly every GPU, so one driver call usually does (a separate sizing call
+ * would double the cost); when the driver says INSUFFICIENT_SIZE it also says how many there are,
+ * and we retry with headroom (the list can grow between calls). Sets *buf (malloc'd, entry size
+ * esize) and *n. Returns the NVML code or FETCH_OUT_OF_MEMORY.
  */
+#define PROC_FIRST_GUESS 64
 static nvml_ret fetch_procs(proc_fn fn, nvml_device h, size_t esize, void **buf, unsigned *n)
 {
-	unsigned want = 0;
+	unsigned want = PROC_FIRST_GUESS;
+	nvml_ret r = NVML_ERROR_INSUFFICIENT_SIZE;
 	*buf = NULL;
 	*n = 0;
-	nvml_ret r = fn(h, &want, NULL);
-	if (r == NVML_SUCCESS && want == 0)
-		return NVML_SUCCESS;
-	if (r != NVML_SUCCESS && r != NVML_ERROR_INSUFFICIENT_SIZE)
-		return r;
 	for (int attempt = 0; attempt < 8; attempt++) {
 		if (want > (1u << 24))
 			return NVML_ERROR_UNKNOWN; /* no GPU has sixteen million processes */

@@ -34,6 +34,7 @@ REF_ROW = (f"0, NVIDIA H200, {UUID0}, {BUS0}, 143771 MiB, 0 MiB, 143156 MiB, 616
            "127.79 W, 1980 MHz, 3201 MHz, 580.159.04")
 
 # field -> (CSV header, CSV value, nounits header, nounits value, JSON value, JSON unit)
+# nvidia-smi keeps the unit in the header with nounits (seen on the H200, driver 580.159.04).
 GPU_FIELDS = {
     "count": ("count", "1", "count", "1", 1, None),
     "index": ("index", "0", "index", "0", 0, None),
@@ -41,16 +42,16 @@ GPU_FIELDS = {
     "uuid": ("uuid", UUID0, "uuid", UUID0, UUID0, None),
     "pci.bus_id": ("pci.bus_id", BUS0, "pci.bus_id", BUS0, BUS0, None),
     "driver_version": ("driver_version", "580.159.04", "driver_version", "580.159.04", "580.159.04", None),
-    "memory.total": ("memory.total [MiB]", "143771 MiB", "memory.total", "143771", 143771, "MiB"),
-    "memory.used": ("memory.used [MiB]", "0 MiB", "memory.used", "0", 0, "MiB"),
-    "memory.free": ("memory.free [MiB]", "143156 MiB", "memory.free", "143156", 143156, "MiB"),
-    "memory.reserved": ("memory.reserved [MiB]", "616 MiB", "memory.reserved", "616", 616, "MiB"),
-    "utilization.gpu": ("utilization.gpu [%]", "0 %", "utilization.gpu", "0", 0, "%"),
-    "utilization.memory": ("utilization.memory [%]", "0 %", "utilization.memory", "0", 0, "%"),
+    "memory.total": ("memory.total [MiB]", "143771 MiB", "memory.total [MiB]", "143771", 143771, "MiB"),
+    "memory.used": ("memory.used [MiB]", "0 MiB", "memory.used [MiB]", "0", 0, "MiB"),
+    "memory.free": ("memory.free [MiB]", "143156 MiB", "memory.free [MiB]", "143156", 143156, "MiB"),
+    "memory.reserved": ("memory.reserved [MiB]", "616 MiB", "memory.reserved [MiB]", "616", 616, "MiB"),
+    "utilization.gpu": ("utilization.gpu [%]", "0 %", "utilization.gpu [%]", "0", 0, "%"),
+    "utilization.memory": ("utilization.memory [%]", "0 %", "utilization.memory [%]", "0", 0, "%"),
     "temperature.gpu": ("temperature.gpu", "41", "temperature.gpu", "41", 41, "C"),
-    "power.draw": ("power.draw [W]", "127.79 W", "power.draw", "127.79", 127.79, "W"),
-    "clocks.sm": ("clocks.current.sm [MHz]", "1980 MHz", "clocks.current.sm", "1980", 1980, "MHz"),
-    "clocks.mem": ("clocks.current.memory [MHz]", "3201 MHz", "clocks.current.memory", "3201", 3201, "MHz"),
+    "power.draw": ("power.draw [W]", "127.79 W", "power.draw [W]", "127.79", 127.79, "W"),
+    "clocks.sm": ("clocks.current.sm [MHz]", "1980 MHz", "clocks.current.sm [MHz]", "1980", 1980, "MHz"),
+    "clocks.mem": ("clocks.current.memory [MHz]", "3201 MHz", "clocks.current.memory [MHz]", "3201", 3201, "MHz"),
 }
 
 GPU_ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_bus_id": "pci.bus_id",
@@ -228,8 +229,7 @@ def test_write_error(tmp_path):
 def test_apps_none(gpumon):
     assert ok(query(gpumon, [f"--query-compute-apps={APP_FIELDS}", "--format=csv"])) == [APP_HEADER]
     assert ok(query(gpumon, [f"--query-compute-apps={APP_FIELDS}", "--format=csv,noheader"])) == []
-    assert ok(query(gpumon, [f"--query-compute-apps={APP_FIELDS}", "--format=csv,nounits"])) == \
-        ["pid, process_name, used_gpu_memory, gpu_uuid, gpu_bus_id"]
+    assert ok(query(gpumon, [f"--query-compute-apps={APP_FIELDS}", "--format=csv,nounits"])) == [APP_HEADER]
 
 
 def test_apps_one(gpumon):

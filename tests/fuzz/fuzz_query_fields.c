@@ -58,7 +58,7 @@ static void render(const struct qf_list *l, enum qf_table t, const struct qf_ctx
 			qf_csv_value(f, &v, nounits, buf, len);
 			if (len > 0 && !memchr(buf, 0, len))
 				abort();
-			qf_csv_header(f, nounits, buf, len);
+			qf_csv_header(f, buf, len);
 			if (len > 0 && (!memchr(buf, 0, len) || (len > 1 && buf[0] == 0)))
 				abort();
 		}

@@ -106,7 +106,7 @@ build_bench=FAIL
 if [ $cfg -eq 0 ]; then
 	timeout "$(limit 150 240)" cmake --build "$BUILD" -j16 --target gpumon >>"$log" 2>&1 &&
 		build_gpumon=ok
-	timeout "$(limit 60 240)" cmake --build "$BUILD" -j16 --target gpumon_bench_sample \
+	timeout "$(limit 60 240)" cmake --build "$BUILD" -j16 --target gpumon_bench_sample gpumon_bench_startup \
 		>>"$log" 2>&1 && build_bench=ok
 else
 	echo "cmake configure failed (exit $cfg)" >>"$log"
