@@ -17,6 +17,8 @@ FUZZ_SECONDS ?= 300
 ARGS         ?=
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 
+MAKEFLAGS += --no-print-directory
+
 # Debian packages: to build and run, and in addition to test.
 DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base
