@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* scenario.c — parser of the fake NVML's scenario files and their time model. Every line becomes
- * a list of small "set key K of target X to V" events; the state at time t replays the
- * declarations and then the due `at` events in file order. Pure: no I/O, no globals written. */
+/* scenario.c — parser of the fake NVML's scenario files. Every line becomes a list of small "set
+ * key K of target X to V" events, replayed by the time model in scenario_state.c. Pure: no I/O,
+ * no globals written. */
 #include "scenario.h"
 
 #include <limits.h>
@@ -15,46 +15,10 @@
 #define DEFAULT_NVML "12.580.159.04"
 #define MAX_TOKENS (SCN_MAX_LINE / 2 + 2)
 #define MAX_TIME 1e12 /* seconds; larger times are rejected as bad numbers */
-#define NO_INSTANCE 0xFFFFFFFFu
 
 /* ---- the scenario ---------------------------------------------------------------------------- */
 
-enum ev_kind { EV_GPU_SET, EV_GPU_LOST, EV_PROC_ADD, EV_PROC_SET, EV_PROC_GONE };
-
-/* A change; proc events cover slots target .. target + count - 1. */
-struct event {
-	double t;
-	uint64_t val; /* a number, a packed bus id, or an offset into the text pool */
-	uint32_t target, count;
-	uint8_t kind, key;
-};
-
-struct rule {
-	double from, until;
-	int code, gpu;
-	unsigned fn;
-};
-
-/* One (gpu, pid) pair named by the file; decl_line != 0 once a declaration named it. */
-struct slot {
-	uint32_t gpu, pid;
-	int decl_line;
-};
-
-struct scn {
-	char driver[SCN_VERSION_LEN], nvml[SCN_VERSION_LEN];
-	int init_error;
-	unsigned ngpus;
-	struct slot *slot;
-	size_t nslots, slot_cap;
-	size_t *gpu_first;
-	struct event *decl, *at;
-	size_t ndecl, decl_cap, nat, at_cap;
-	struct rule *rule;
-	size_t nrules, rule_cap;
-	char *pool;
-	size_t pool_len, pool_cap;
-};
+#include "scenario_internal.h"
 
 /* Value types of keys */
 enum vtype { VT_NAME, VT_UUID, VT_BUS, VT_SIZE, VT_PCT, VT_U32, VT_U64, VT_USED, VT_TYPE, VT_TEXT };
@@ -63,9 +27,6 @@ struct key {
 	const char *name;
 	unsigned char type;
 };
-
-enum gpu_key { GK_NAME, GK_UUID, GK_BUS, GK_TOTAL, GK_RESERVED, GK_USED, GK_UTIL, GK_MEMUTIL,
-	       GK_TEMP, GK_POWER, GK_ENERGY, GK_SM, GK_MEM, GK_N };
 
 static const struct key gpu_keys[GK_N] = {
 	[GK_NAME] = {"name", VT_NAME},         [GK_UUID] = {"uuid", VT_UUID},
@@ -77,14 +38,11 @@ static const struct key gpu_keys[GK_N] = {
 	[GK_MEM] = {"mem", VT_U32},
 };
 
-enum proc_key { PK_USED, PK_TYPE, PK_NAME, PK_GI, PK_CI, PK_N };
-
 static const struct key proc_keys[PK_N] = {
 	[PK_USED] = {"used", VT_USED}, [PK_TYPE] = {"type", VT_TYPE}, [PK_NAME] = {"name", VT_TEXT},
 	[PK_GI] = {"gi", VT_U32},      [PK_CI] = {"ci", VT_U32},
 };
 
-#define USED_NA UINT64_MAX /* value of used=na; sizes stop below it */
 
 /* Exported names, in enum scn_fn order; is_dev: the call is about one GPU (gpu= applies). */
 static const struct {
@@ -944,131 +902,4 @@ int scn_parse(const char *text, size_t len, struct scn **out, char *err, size_t 
 	free(p->hash);
 	free(p);
 	return line;
-}
-
-/* ---- the time model -------------------------------------------------------------------------- */
-
-int scn_state_init(struct scn_state *st, const struct scn *s)
-{
-	memset(st, 0, sizeof *st);
-	st->ngpus = s->ngpus;
-	st->nprocs = s->nslots;
-	st->gpu = calloc(s->ngpus ? s->ngpus : 1, sizeof *st->gpu);
-	st->proc = calloc(s->nslots ? s->nslots : 1, sizeof *st->proc);
-	st->gpu_first = s->gpu_first;
-	if (!st->gpu || !st->proc) {
-		scn_state_free(st);
-		return -1;
-	}
-	return 0;
-}
-
-void scn_state_free(struct scn_state *st)
-{
-	free(st->gpu);
-	free(st->proc);
-	st->gpu = NULL;
-	st->proc = NULL;
-	st->valid = 0;
-}
-
-static void set_bus(struct scn_gpu *g, uint64_t packed)
-{
-	unsigned dom = (unsigned)(packed >> 16) & 0xFFFF, bus = (unsigned)(packed >> 8) & 0xFF;
-	unsigned dev = (unsigned)(packed >> 3) & 0x1F, fn = (unsigned)packed & 7;
-	snprintf(g->bus_id, sizeof g->bus_id, "%08X:%02X:%02X.%X", dom, bus, dev, fn);
-	snprintf(g->bus_id_legacy, sizeof g->bus_id_legacy, "%04X:%02X:%02X.%X", dom, bus, dev, fn);
-	g->pci_domain = dom;
-	g->pci_bus = bus;
-	g->pci_device = dev;
-}
-
-static void gpu_defaults(struct scn_gpu *g, unsigned index)
-{
-	memset(g, 0, sizeof *g);
-	strcpy(g->name, "Fake GPU");
-	snprintf(g->uuid, sizeof g->uuid, "GPU-00000000-0000-0000-0000-%012x", index);
-	set_bus(g, (uint64_t)(index >> 8) << 16 | (index & 0xFF) << 8);
-	g->total = 80ull << 30;
-	g->temp_c = 30;
-	g->power_mw = 100000;
-	g->sm_mhz = 1500;
-	g->mem_mhz = 2600;
-}
-
-static void gpu_set(struct scn_gpu *g, const struct scn *s, unsigned key, uint64_t v)
-{
-	switch (key) {
-	case GK_NAME: snprintf(g->name, sizeof g->name, "%s", s->pool + v); break;
-	case GK_UUID: snprintf(g->uuid, sizeof g->uuid, "%s", s->pool + v); break;
-	case GK_BUS: set_bus(g, v); break;
-	case GK_TOTAL: g->total = v; break;
-	case GK_RESERVED: g->reserved = v; break;
-	case GK_USED: g->used = v; break;
-	case GK_UTIL: g->util = (unsigned)v; break;
-	case GK_MEMUTIL: g->memutil = (unsigned)v; break;
-	case GK_TEMP: g->temp_c = (unsigned)v; break;
-	case GK_POWER: g->power_mw = (unsigned)v; break;
-	case GK_ENERGY: g->energy_mj = v; break;
-	case GK_SM: g->sm_mhz = (unsigned)v; break;
-	case GK_MEM: g->mem_mhz = (unsigned)v; break;
-	}
-}
-
-static void proc_set(struct scn_proc *pr, const struct scn *s, unsigned key, uint64_t v)
-{
-	switch (key) {
-	case PK_USED:
-		pr->used_known = v != USED_NA;
-		pr->used = pr->used_known ? v : 0;
-		break;
-	case PK_TYPE: pr->type = (unsigned)v; break;
-	case PK_NAME: pr->name = s->pool + v; break;
-	case PK_GI: pr->gi = (unsigned)v; break;
-	case PK_CI: pr->ci = (unsigned)v; break;
-	}
-}
-
-static void apply(struct scn_state *st, const struct scn *s, const struct event *e)
-{
-	struct scn_proc *pr = st->proc + e->target;
-	switch (e->kind) {
-	case EV_GPU_SET: gpu_set(&st->gpu[e->target], s, e->key, e->val); return;
-	case EV_GPU_LOST: st->gpu[e->target].lost = 1; return;
-	}
-	for (size_t i = 0; i < e->count; i++, pr++) {
-		if (e->kind == EV_PROC_GONE) {
-			pr->present = 0;
-		} else if (e->kind == EV_PROC_SET) {
-			proc_set(pr, s, e->key, e->val);
-		} else if (!pr->present) {
-			*pr = (struct scn_proc){.gpu = pr->gpu, .pid = pr->pid, .present = 1,
-						.type = SCN_PROC_COMPUTE, .used_known = 1,
-						.gi = NO_INSTANCE, .ci = NO_INSTANCE};
-		}
-	}
-}
-
-void scn_state_update(struct scn_state *st, const struct scn *s, double t)
-{
-	if (st->valid && t >= st->valid_from && t < st->valid_until)
-		return;
-	for (unsigned g = 0; g < st->ngpus; g++)
-		gpu_defaults(&st->gpu[g], g);
-	for (size_t i = 0; i < st->nprocs; i++)
-		st->proc[i] = (struct scn_proc){.gpu = s->slot[i].gpu, .pid = s->slot[i].pid};
-	for (size_t i = 0; i < s->ndecl; i++)
-		apply(st, s, &s->decl[i]);
-	st->valid_from = -HUGE_VAL;
-	st->valid_until = HUGE_VAL;
-	for (size_t i = 0; i < s->nat; i++) {
-		const struct event *e = &s->at[i];
-		if (e->t <= t) {
-			apply(st, s, e);
-			st->valid_from = e->t > st->valid_from ? e->t : st->valid_from;
-		} else if (e->t < st->valid_until) {
-			st->valid_until = e->t;
-		}
-	}
-	st->valid = 1;
 }
