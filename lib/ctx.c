@@ -30,6 +30,8 @@ const char *gpumon_strerror(int status)
 	case GPUMON_E_NO_PERMISSION: return "permission denied by the driver";
 	case GPUMON_E_NVML: return "NVML call failed";
 	case GPUMON_E_AMBIGUOUS: return "ambiguous device name";
+	case GPUMON_E_IO: return "file error";
+	case GPUMON_E_EXISTS: return "file exists";
 	default: return "unknown status";
 	}
 }

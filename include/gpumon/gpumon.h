@@ -39,6 +39,8 @@ enum {
 	GPUMON_E_NO_PERMISSION = -8, /* the driver refused for lack of permission */
 	GPUMON_E_NVML = -9,          /* any other NVML failure; the message says which */
 	GPUMON_E_AMBIGUOUS = -10,    /* a device spec matched more than one device */
+	GPUMON_E_IO = -11,           /* a file could not be created, written or read; message says why */
+	GPUMON_E_EXISTS = -12,       /* the output file exists already */
 };
 
 /* A short English description of a status code; never NULL, static storage. */
@@ -225,6 +227,154 @@ GPUMON_API int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out
 
 /* Frees an array from gpumon_process_list(). NULL is a no-op. */
 GPUMON_API void gpumon_process_list_free(gpumon_process *list);
+
+
+/* ---------------------------------------------------------------------------------------------
+ * Sampler: a background thread that samples the chosen GPUs and their processes at a fixed period
+ * (absolute deadlines on CLOCK_MONOTONIC, no spinning), keeps every raw device sample of the last
+ * seconds in a ring (the flight recorder), and hands change-only records to one consumer through a
+ * bounded queue. A slow consumer never stalls sampling: records that do not fit are dropped and
+ * counted.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_sampler gpumon_sampler;
+
+typedef struct gpumon_sampler_config {
+	unsigned period_us;         /* memory sampling period; 0 = 10000 (10 ms); at least 1000 */
+	unsigned slow_period_us;    /* utilization, temperature, power, clocks; 0 = 1000000 (1 s) */
+	unsigned process_period_us; /* process lists; 0 = 100000 (100 ms); UINT32_MAX = never */
+	unsigned heartbeat_ms;      /* a device record at least this often even when nothing
+				       changed; 0 = 1000 */
+	unsigned ring_seconds;      /* flight recorder length; 0 = 60 */
+	unsigned queue_records;     /* queue capacity in records; 0 = 8192 */
+	unsigned slow_fields;       /* GPUMON_F_* read at slow_period_us; 0 = utilization,
+				       temperature, power and clocks (the energy counter is slow on
+				       some drivers: ask for it explicitly) */
+	const unsigned *devices;    /* device positions to sample; NULL = all */
+	unsigned ndevices;
+} gpumon_sampler_config;
+
+/* Kinds of gpumon_record */
+enum {
+	GPUMON_REC_DEVICE = 1,       /* a device sample: it changed, or a heartbeat */
+	GPUMON_REC_PROCESS = 2,      /* a process appeared on the device, or its memory changed */
+	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
+	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
+};
+
+typedef struct gpumon_record {
+	int kind;                      /* GPUMON_REC_* */
+	unsigned dev;                  /* device position */
+	uint64_t t_ns;                 /* CLOCK_MONOTONIC */
+	/* GPUMON_REC_DEVICE: the sample, and the exact extremes of memory_used_bytes over every
+	   sample taken since the previous device record of this device (this one included) */
+	gpumon_device_sample sample;
+	uint64_t used_min_bytes, used_max_bytes;
+	uint64_t used_max_t_ns;        /* when the maximum was seen */
+	unsigned interval_samples;     /* samples that interval held */
+	/* GPUMON_REC_PROCESS / _GONE: the process as listed (user, command line from /proc) */
+	gpumon_process process;
+} gpumon_record;
+
+typedef struct gpumon_sampler_stats {
+	uint64_t samples;       /* device samples taken (all devices) */
+	uint64_t records;       /* records queued */
+	uint64_t dropped;       /* records lost because the queue was full */
+	uint64_t overruns;      /* periods missed because sampling took longer than the period */
+	uint64_t errors;        /* failed driver reads (other than lost GPUs) */
+	uint64_t busy_ns;       /* time the sampling thread spent working (not sleeping) */
+	uint64_t started_ns;    /* CLOCK_MONOTONIC at start */
+} gpumon_sampler_stats;
+
+/*
+ * Starts sampling. cfg may be NULL for the defaults. The sampler uses g until stopped: stop it
+ * before gpumon_close(g). Returns 0 and sets *out, or GPUMON_E_INVAL (bad period, unknown device;
+ * message on g), GPUMON_E_NOMEM. One consumer thread may call the functions below while the
+ * sampling thread runs.
+ */
+GPUMON_API int gpumon_sampler_start(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out);
+
+/*
+ * Takes up to cap queued records, oldest first, into buf; sets *n. Waits up to timeout_ms
+ * (0: do not wait, -1: until a record arrives or the sampler stops) when none is queued.
+ * Returns 0, or GPUMON_E_INVAL.
+ */
+GPUMON_API int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms);
+
+/* Copies the counters (safe while sampling). */
+GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats *out);
+
+/*
+ * The flight recorder: copies the raw samples of device dev taken at or after since_ns, oldest
+ * first, into a new array (free with free()) of *n entries. Returns 0, GPUMON_E_NOT_FOUND (dev not
+ * sampled), GPUMON_E_NOMEM.
+ */
+GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns,
+				   gpumon_device_sample **out, size_t *n);
+
+/* Stops the thread and frees the sampler; records still queued are discarded. NULL is a no-op. */
+GPUMON_API void gpumon_sampler_stop(gpumon_sampler *s);
+
+/* ---------------------------------------------------------------------------------------------
+ * Recordings: a SQLite file (WAL) holding a run's metadata, its devices and processes, the
+ * records of a sampler, framework samples and events. The schema is documented in
+ * docs/recording.md and versioned (PRAGMA user_version). Readers may open the file while it is
+ * written. Writes are batched in transactions committed at least every 200 ms, so a kill -9
+ * loses at most the last 0.25 s.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_recording gpumon_recording;
+
+typedef struct gpumon_run_info {
+	const char *kind;     /* "record" (system-wide) or "run" (a launched job); NULL = "record" */
+	const char *command;  /* the job's command line, shell-quoted; NULL when none */
+	const char *settings; /* settings applied to the job, one "NAME=VALUE" per line; NULL when none */
+	int job_pid;          /* the job's pid, 0 when none */
+} gpumon_run_info;
+
+/*
+ * Creates the recording file at path (GPUMON_E_EXISTS when it exists: nothing is overwritten),
+ * writes the schema, the run metadata (host, driver, gpumon version, start time on both clocks,
+ * info) and every device of g. On failure *out is still set when possible, to a handle holding
+ * the message, and must be closed; GPUMON_E_IO names the path and the reason.
+ */
+GPUMON_API int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_info *info,
+				       gpumon_recording **out);
+
+/* The last error message of the recording ("" when none); valid until the next call on it. */
+GPUMON_API const char *gpumon_recording_errmsg(const gpumon_recording *r);
+
+/*
+ * Appends sampler records. Committed when the open transaction is older than 200 ms, or by
+ * gpumon_recording_commit/_close. Returns 0, or GPUMON_E_IO (disk full, file removed ...): the
+ * recording then stops accepting writes (every later write returns GPUMON_E_IO at once) and what
+ * was committed stays readable.
+ */
+GPUMON_API int gpumon_recording_write(gpumon_recording *r, const gpumon_record *recs, size_t n);
+
+/* A framework sample from inside the training process (allocator figures; a value is absent
+ * when its *_known is 0). */
+typedef struct gpumon_framework_sample {
+	uint64_t t_ns;              /* CLOCK_MONOTONIC of this machine */
+	unsigned pid;               /* the reporting process */
+	int device;                 /* the framework's device index (CUDA order), -1 unknown */
+	int64_t step;               /* training step, -1 unknown */
+	uint64_t allocated_bytes, reserved_bytes, max_allocated_bytes;
+	int allocated_known, reserved_known, max_allocated_known;
+	char framework[16];         /* "torch", "paddle", ... */
+} gpumon_framework_sample;
+
+GPUMON_API int gpumon_recording_framework(gpumon_recording *r, const gpumon_framework_sample *f);
+
+/* An event: kind is a short word ("marker", "step", "alert", "note", "exit"), text free. */
+GPUMON_API int gpumon_recording_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text);
+
+/* Commits what is pending now. */
+GPUMON_API int gpumon_recording_commit(gpumon_recording *r);
+
+/*
+ * Commits, stores the end time and the job's exit status (exit_status < 0: none), checkpoints the
+ * WAL into the main file and frees r. Returns the first error seen, 0 when none. NULL: no-op, 0.
+ */
+GPUMON_API int gpumon_recording_close(gpumon_recording *r, int exit_status);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: MIT */
+/* sampler.c — the background sampler: one thread reads the chosen GPUs at absolute deadlines,
+ * keeps every raw sample of the last seconds in a ring per device (the flight recorder), and
+ * queues change-only records with the exact min/max of used memory between them. The queue is
+ * bounded: a slow consumer costs dropped records, counted, never a late sample. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define DEFAULT_PERIOD_US 10000u
+#define MIN_PERIOD_US 1000u
+#define DEFAULT_SLOW_PERIOD_US 1000000u
+#define DEFAULT_PROCESS_PERIOD_US 100000u
+#define DEFAULT_HEARTBEAT_MS 1000u
+#define DEFAULT_RING_SECONDS 60u
+#define DEFAULT_QUEUE_RECORDS 8192u
+#define DEFAULT_SLOW_FIELDS                                                                           \
+	(GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |            \
+	 GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM)
+#define MEMORY_FIELDS (GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED)
+
+/* Raw samples of one device, oldest overwritten first. */
+struct ring {
+	gpumon_device_sample *buf;
+	size_t cap, next, len;
+};
+
+struct devstate {
+	unsigned dev;
+	int lost;
+	int have_emitted;
+	gpumon_device_sample emitted; /* the last sample queued as a record */
+	gpumon_device_sample slow;    /* the latest slow-field read */
+	/* the interval since the last record */
+	uint64_t used_min, used_max, used_max_t;
+	unsigned n;
+	struct ring ring;
+	gpumon_process *procs; /* the previous process list, by pid */
+	size_t nprocs;
+};
+
+struct gpumon_sampler {
+	gpumon *g;
+	gpumon_sampler_config cfg;
+	struct devstate *ds;
+	unsigned nds;
+
+	pthread_t thread;
+	int thread_started;
+	/* queue, rings and counters */
+	pthread_mutex_t lock;
+	pthread_cond_t queued;
+	gpumon_record *q;
+	size_t qcap, qhead, qlen;
+	gpumon_sampler_stats st;
+	/* stopping: the thread waits on `wake` so that a stop does not wait out a period */
+	pthread_mutex_t stop_lock;
+	pthread_cond_t wake;
+	int stopping;
+};
+
+static uint64_t ts_to_ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+static struct timespec ns_to_ts(uint64_t ns)
+{
+	struct timespec t = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	return t;
+}
+
+/* ---- queue ----------------------------------------------------------------------------------- */
+
+/* Queues a record (lock held); counts a drop when the queue is full. */
+static void push_locked(gpumon_sampler *s, const gpumon_record *r)
+{
+	if (s->qlen == s->qcap) {
+		s->st.dropped++;
+		return;
+	}
+	s->q[(s->qhead + s->qlen) % s->qcap] = *r;
+	s->qlen++;
+	s->st.records++;
+	pthread_cond_signal(&s->queued);
+}
+
+static void push(gpumon_sampler *s, const gpumon_record *r)
+{
+	pthread_mutex_lock(&s->lock);
+	push_locked(s, r);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- device records ---------------------------------------------------------------------------- */
+
+static int memory_differs(const gpumon_device_sample *a, const gpumon_device_sample *b)
+{
+	return (a->present & MEMORY_FIELDS) != (b->present & MEMORY_FIELDS) ||
+	       a->memory_used_bytes != b->memory_used_bytes || a->memory_free_bytes != b->memory_free_bytes ||
+	       a->memory_reserved_bytes != b->memory_reserved_bytes ||
+	       a->memory_total_bytes != b->memory_total_bytes;
+}
+
+static int slow_differs(const gpumon_device_sample *a, const gpumon_device_sample *b, unsigned fields)
+{
+	return (a->present & fields) != (b->present & fields) || a->util_gpu_pct != b->util_gpu_pct ||
+	       a->util_memory_pct != b->util_memory_pct || a->temperature_c != b->temperature_c ||
+	       a->power_mw != b->power_mw || a->energy_mj != b->energy_mj ||
+	       a->clock_sm_mhz != b->clock_sm_mhz || a->clock_mem_mhz != b->clock_mem_mhz;
+}
+
+/* Copies the slow fields of `from` into `to`. */
+static void merge_slow(gpumon_device_sample *to, const gpumon_device_sample *from, unsigned fields)
+{
+	to->util_gpu_pct = from->util_gpu_pct;
+	to->util_memory_pct = from->util_memory_pct;
+	to->temperature_c = from->temperature_c;
+	to->power_mw = from->power_mw;
+	to->energy_mj = from->energy_mj;
+	to->clock_sm_mhz = from->clock_sm_mhz;
+	to->clock_mem_mhz = from->clock_mem_mhz;
+	to->present = (to->present & ~fields) | (from->present & fields);
+}
+
+static void ring_put_locked(struct ring *r, const gpumon_device_sample *x)
+{
+	r->buf[r->next] = *x;
+	r->next = (r->next + 1) % r->cap;
+	if (r->len < r->cap)
+		r->len++;
+}
+
+/* Emits a device record from the interval so far, and starts a new interval. */
+static void emit_device(gpumon_sampler *s, struct devstate *d, const gpumon_device_sample *x)
+{
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_DEVICE;
+	r.dev = d->dev;
+	r.t_ns = x->t_ns;
+	r.sample = *x;
+	r.used_min_bytes = d->used_min;
+	r.used_max_bytes = d->used_max;
+	r.used_max_t_ns = d->used_max_t;
+	r.interval_samples = d->n;
+	pthread_mutex_lock(&s->lock);
+	push_locked(s, &r);
+	pthread_mutex_unlock(&s->lock);
+	d->emitted = *x;
+	d->have_emitted = 1;
+	d->n = 0;
+}
+
+static void emit_lost(gpumon_sampler *s, struct devstate *d, uint64_t now)
+{
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_LOST;
+	r.dev = d->dev;
+	r.t_ns = now;
+	d->lost = 1;
+	push(s, &r);
+}
+
+/* One tick of one device: the memory read, the slow fields when due, the record when due. */
+static void sample_device(gpumon_sampler *s, struct devstate *d, int slow_due)
+{
+	gpumon_device_sample x;
+	unsigned want = MEMORY_FIELDS | (slow_due ? s->cfg.slow_fields : 0);
+	int st = gpumon_device_sample_read(s->g, d->dev, want, &x);
+	if (st == GPUMON_E_LOST) {
+		emit_lost(s, d, gpumon__now_ns());
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->st.samples++;
+	if (st != GPUMON_OK)
+		s->st.errors++;
+	else
+		ring_put_locked(&d->ring, &x);
+	pthread_mutex_unlock(&s->lock);
+	if (st != GPUMON_OK)
+		return;
+
+	if (slow_due)
+		d->slow = x;
+	int changed = !d->have_emitted || memory_differs(&x, &d->emitted) ||
+		      (slow_due && slow_differs(&x, &d->emitted, s->cfg.slow_fields));
+	merge_slow(&x, &d->slow, s->cfg.slow_fields);
+
+	uint64_t used = x.memory_used_bytes;
+	if (d->n == 0 || used < d->used_min)
+		d->used_min = used;
+	if (d->n == 0 || used > d->used_max) {
+		d->used_max = used;
+		d->used_max_t = x.t_ns;
+	}
+	d->n++;
+	uint64_t heartbeat_ns = (uint64_t)s->cfg.heartbeat_ms * 1000000u;
+	if (changed || x.t_ns - d->emitted.t_ns >= heartbeat_ns)
+		emit_device(s, d, &x);
+}
+
+/* ---- process records ---------------------------------------------------------------------------- */
+
+static int proc_by_pid(const void *a, const void *b)
+{
+	unsigned x = ((const gpumon_process *)a)->pid, y = ((const gpumon_process *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+static void emit_process(gpumon_sampler *s, struct devstate *d, int kind, const gpumon_process *p, uint64_t now)
+{
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = kind;
+	r.dev = d->dev;
+	r.t_ns = now;
+	r.process = *p;
+	push(s, &r);
+}
+
+static int process_changed(const gpumon_process *a, const gpumon_process *b)
+{
+	unsigned k = GPUMON_PROC_USED_KNOWN;
+	return (a->flags & k) != (b->flags & k) || a->used_bytes != b->used_bytes;
+}
+
+/* Lists the device's processes and queues what appeared, changed or left since the last list. */
+static void sample_processes(gpumon_sampler *s, struct devstate *d)
+{
+	gpumon_process *list = NULL;
+	size_t n = 0;
+	int st = gpumon_process_list(s->g, d->dev, &list, &n);
+	uint64_t now = gpumon__now_ns();
+	if (st == GPUMON_E_LOST) {
+		emit_lost(s, d, now);
+		return;
+	}
+	if (st != GPUMON_OK) {
+		pthread_mutex_lock(&s->lock);
+		s->st.errors += st != GPUMON_E_NOT_SUPPORTED;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	if (n > 1)
+		qsort(list, n, sizeof *list, proc_by_pid);
+	size_t i = 0, j = 0;
+	while (i < n || j < d->nprocs) {
+		if (j == d->nprocs || (i < n && list[i].pid < d->procs[j].pid)) {
+			emit_process(s, d, GPUMON_REC_PROCESS, &list[i++], now);
+		} else if (i == n || d->procs[j].pid < list[i].pid) {
+			emit_process(s, d, GPUMON_REC_PROCESS_GONE, &d->procs[j++], now);
+		} else {
+			if (process_changed(&list[i], &d->procs[j]))
+				emit_process(s, d, GPUMON_REC_PROCESS, &list[i], now);
+			i++;
+			j++;
+		}
+	}
+	gpumon_process_list_free(d->procs);
+	d->procs = list;
+	d->nprocs = n;
+}
+
+/* ---- the thread -------------------------------------------------------------------------------- */
+
+/* Sleeps until the absolute deadline (CLOCK_MONOTONIC) or a stop; returns 1 when stopping. */
+static int wait_until(gpumon_sampler *s, uint64_t deadline_ns)
+{
+	struct timespec t = ns_to_ts(deadline_ns);
+	pthread_mutex_lock(&s->stop_lock);
+	while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->stop_lock, &t) != ETIMEDOUT)
+		;
+	int stopping = s->stopping;
+	pthread_mutex_unlock(&s->stop_lock);
+	return stopping;
+}
+
+static void *sampler_main(void *arg)
+{
+	gpumon_sampler *s = arg;
+	uint64_t period = (uint64_t)s->cfg.period_us * 1000u;
+	uint64_t slow_period = (uint64_t)s->cfg.slow_period_us * 1000u;
+	uint64_t proc_period = s->cfg.process_period_us == UINT32_MAX ? 0 : (uint64_t)s->cfg.process_period_us * 1000u;
+	uint64_t next = gpumon__now_ns(), next_slow = next, next_proc = next;
+	for (;;) {
+		uint64_t woke = gpumon__now_ns();
+		int slow_due = woke >= next_slow, proc_due = proc_period && woke >= next_proc;
+		for (unsigned i = 0; i < s->nds; i++)
+			if (!s->ds[i].lost)
+				sample_device(s, &s->ds[i], slow_due);
+		for (unsigned i = 0; proc_due && i < s->nds; i++)
+			if (!s->ds[i].lost)
+				sample_processes(s, &s->ds[i]);
+		if (slow_due)
+			next_slow += slow_period * ((woke - next_slow) / slow_period + 1);
+		if (proc_due)
+			next_proc += proc_period * ((woke - next_proc) / proc_period + 1);
+
+		uint64_t done = gpumon__now_ns();
+		next += period;
+		pthread_mutex_lock(&s->lock);
+		s->st.busy_ns += done - woke;
+		if (done >= next) { /* sampling took longer than a period: skip what was missed */
+			uint64_t missed = (done - next) / period + 1;
+			s->st.overruns += missed;
+			next += missed * period;
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (wait_until(s, next))
+			break;
+	}
+	pthread_mutex_lock(&s->lock);
+	pthread_cond_broadcast(&s->queued); /* a consumer waiting forever learns of the stop */
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* ---- public ---------------------------------------------------------------------------------- */
+
+static void free_sampler(gpumon_sampler *s)
+{
+	for (unsigned i = 0; s->ds && i < s->nds; i++) {
+		free(s->ds[i].ring.buf);
+		gpumon_process_list_free(s->ds[i].procs);
+	}
+	free(s->ds);
+	free(s->q);
+	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->queued);
+	pthread_mutex_destroy(&s->stop_lock);
+	pthread_cond_destroy(&s->wake);
+	free(s);
+}
+
+/* Fills in defaults and checks the configuration; returns a status with a message on g. */
+static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_config *c)
+{
+	if (in)
+		*c = *in;
+	else
+		memset(c, 0, sizeof *c);
+	c->period_us = c->period_us ? c->period_us : DEFAULT_PERIOD_US;
+	c->slow_period_us = c->slow_period_us ? c->slow_period_us : DEFAULT_SLOW_PERIOD_US;
+	c->process_period_us = c->process_period_us ? c->process_period_us : DEFAULT_PROCESS_PERIOD_US;
+	c->heartbeat_ms = c->heartbeat_ms ? c->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
+	c->ring_seconds = c->ring_seconds ? c->ring_seconds : DEFAULT_RING_SECONDS;
+	c->queue_records = c->queue_records ? c->queue_records : DEFAULT_QUEUE_RECORDS;
+	c->slow_fields = c->slow_fields ? c->slow_fields : DEFAULT_SLOW_FIELDS;
+	if (c->period_us < MIN_PERIOD_US)
+		return gpumon__seterr(g, GPUMON_E_INVAL, "sampling period %u us is below the 1 ms minimum", c->period_us);
+	if (c->slow_fields & ~(unsigned)GPUMON_F_ALL)
+		return gpumon__seterr(g, GPUMON_E_INVAL, "unknown field bits 0x%x", c->slow_fields);
+	if (c->ring_seconds > 3600 || c->queue_records > (1u << 22))
+		return gpumon__seterr(g, GPUMON_E_INVAL, "ring of %u s or queue of %u records is too large",
+				      c->ring_seconds, c->queue_records);
+	c->slow_fields &= ~(unsigned)MEMORY_FIELDS;
+	unsigned count = gpumon_device_count(g);
+	for (unsigned i = 0; c->devices && i < c->ndevices; i++)
+		if (c->devices[i] >= count)
+			return gpumon__seterr(g, GPUMON_E_INVAL, "no GPU %u to sample (%u GPUs)", c->devices[i], count);
+	return GPUMON_OK;
+}
+
+int gpumon_sampler_start(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out)
+{
+	if (!g || !out)
+		return GPUMON_E_INVAL;
+	*out = NULL;
+	if (g->open_status != GPUMON_OK)
+		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_open failed; nothing to sample");
+	gpumon_sampler_config c;
+	int st = configure(g, cfg, &c);
+	if (st != GPUMON_OK)
+		return st;
+	gpumon_sampler *s = calloc(1, sizeof *s);
+	if (!s)
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the sampler");
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->queued, NULL);
+	pthread_mutex_init(&s->stop_lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* absolute deadlines on the sampling clock */
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	s->g = g;
+	s->cfg = c;
+	s->cfg.devices = NULL; /* not kept: the caller's array may go away */
+	s->nds = c.devices ? c.ndevices : gpumon_device_count(g);
+	size_t ring_cap = (size_t)c.ring_seconds * 1000000u / c.period_us + 1;
+	s->qcap = c.queue_records;
+	s->q = malloc(s->qcap * sizeof *s->q);
+	s->ds = calloc(s->nds ? s->nds : 1, sizeof *s->ds);
+	int ok = s->q && s->ds;
+	for (unsigned i = 0; ok && i < s->nds; i++) {
+		s->ds[i].dev = c.devices ? c.devices[i] : i;
+		s->ds[i].ring.cap = ring_cap;
+		s->ds[i].ring.buf = malloc(ring_cap * sizeof *s->ds[i].ring.buf);
+		ok = s->ds[i].ring.buf != NULL;
+	}
+	if (!ok) {
+		free_sampler(s);
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the sampler's ring and queue");
+	}
+	s->st.started_ns = gpumon__now_ns();
+	if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
+		free_sampler(s);
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the sampling thread");
+	}
+	s->thread_started = 1;
+	*out = s;
+	return GPUMON_OK;
+}
+
+int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms)
+{
+	if (!s || !n || (!buf && cap))
+		return GPUMON_E_INVAL;
+	*n = 0;
+	pthread_mutex_lock(&s->lock);
+	if (s->qlen == 0 && timeout_ms != 0) {
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl = ns_to_ts(ts_to_ns(&dl) + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
+		int stopping = 0;
+		while (s->qlen == 0 && !stopping) {
+			int r = timeout_ms < 0 ? pthread_cond_wait(&s->queued, &s->lock)
+					       : pthread_cond_timedwait(&s->queued, &s->lock, &dl);
+			if (r == ETIMEDOUT)
+				break;
+			pthread_mutex_lock(&s->stop_lock);
+			stopping = s->stopping;
+			pthread_mutex_unlock(&s->stop_lock);
+		}
+	}
+	while (*n < cap && s->qlen > 0) {
+		buf[(*n)++] = s->q[s->qhead];
+		s->qhead = (s->qhead + 1) % s->qcap;
+		s->qlen--;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return GPUMON_OK;
+}
+
+void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats *out)
+{
+	if (!s || !out)
+		return;
+	pthread_mutex_lock(&s->lock);
+	*out = s->st;
+	pthread_mutex_unlock(&s->lock);
+}
+
+int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpumon_device_sample **out,
+			size_t *n)
+{
+	if (!s || !out || !n)
+		return GPUMON_E_INVAL;
+	*out = NULL;
+	*n = 0;
+	struct devstate *d = NULL;
+	for (unsigned i = 0; i < s->nds; i++)
+		if (s->ds[i].dev == dev)
+			d = &s->ds[i];
+	if (!d)
+		return GPUMON_E_NOT_FOUND;
+	pthread_mutex_lock(&s->lock);
+	const struct ring *r = &d->ring;
+	size_t first = (r->next + r->cap - r->len) % r->cap, keep = 0;
+	for (size_t k = 0; k < r->len; k++)
+		keep += r->buf[(first + k) % r->cap].t_ns >= since_ns;
+	gpumon_device_sample *a = keep ? malloc(keep * sizeof *a) : NULL;
+	if (keep && !a) {
+		pthread_mutex_unlock(&s->lock);
+		return GPUMON_E_NOMEM;
+	}
+	for (size_t k = 0; k < r->len; k++) {
+		const gpumon_device_sample *x = &r->buf[(first + k) % r->cap];
+		if (x->t_ns >= since_ns)
+			a[(*n)++] = *x;
+	}
+	pthread_mutex_unlock(&s->lock);
+	*out = a;
+	return GPUMON_OK;
+}
+
+void gpumon_sampler_stop(gpumon_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->thread_started) {
+		pthread_mutex_lock(&s->stop_lock);
+		s->stopping = 1;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->stop_lock);
+		pthread_join(s->thread, NULL);
+	}
+	free_sampler(s);
+}

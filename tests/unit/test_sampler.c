@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* test_sampler.c — the background sampler against the fake NVML: change-only records with exact
+ * min/max, heartbeats, process arrivals/changes/departures, a lost GPU, the flight recorder, a
+ * full queue (drops counted), the absolute schedule, prompt stop and bad configurations. */
+#include "tap.h"
+
+#include <time.h>
+
+#include <gpumon/gpumon.h>
+
+#define GIB (1ULL << 30)
+#define MS 1000000ULL
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&t, NULL);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static gpumon *open_ok(const char *scenario)
+{
+	use_scenario(scenario, 0);
+	gpumon *g = NULL;
+	if (gpumon_open(&g) != GPUMON_OK) {
+		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
+		exit(1);
+	}
+	return g;
+}
+
+/* Drains every record for ms milliseconds into a growing array. */
+static gpumon_record *collect(gpumon_sampler *s, unsigned ms, size_t *n)
+{
+	size_t cap = 1024;
+	gpumon_record *all = malloc(cap * sizeof *all);
+	*n = 0;
+	uint64_t end = now_ns() + ms * MS;
+	while (all && now_ns() < end) {
+		if (*n + 64 > cap) {
+			gpumon_record *a = realloc(all, (cap *= 2) * sizeof *all);
+			if (!a)
+				break;
+			all = a;
+		}
+		size_t got = 0;
+		gpumon_sampler_poll(s, all + *n, 64, &got, 20);
+		*n += got;
+	}
+	return all;
+}
+
+static void test_records(void)
+{
+	gpumon *g = open_ok("gpu 0 total=80GiB used=1GiB util=10 power=100000\n"
+			    "gpu 1 total=80GiB used=3GiB\n"
+			    "at 0.10 gpu 0 used=2GiB\n"
+			    "at 0.20 gpu 0 used=8GiB\n"  /* a 10 ms spike */
+			    "at 0.21 gpu 0 used=2GiB\n"
+			    "at 0.12 proc 0 7001 used=1GiB\n"
+			    "at 0.25 proc 0 7001 used=2GiB\n"
+			    "at 0.35 proc 0 7001 gone\n"
+			    "at 0.40 lost 1\n");
+	gpumon_sampler_config c = {.period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler starts");
+	size_t n = 0;
+	gpumon_record *r = collect(s, 600, &n);
+	gpumon_sampler_stats st;
+	gpumon_sampler_stats_get(s, &st);
+
+	int dev0 = 0, lost1 = 0, after_lost1 = 0, saw_spike = 0, spike_max = 0, proc_new = 0, proc_chg = 0,
+	    proc_gone = 0, first_ok = 0;
+	uint64_t last_t[2] = {0, 0}, t0 = r && n ? r[0].t_ns : 0;
+	int ordered = 1, heartbeat_gap_ok = 1;
+	for (size_t i = 0; i < n; i++) {
+		const gpumon_record *x = &r[i];
+		if (x->kind == GPUMON_REC_DEVICE) {
+			if (x->dev == 0)
+				dev0++;
+			if (last_t[x->dev] && x->t_ns < last_t[x->dev])
+				ordered = 0;
+			if (last_t[x->dev] && x->t_ns - last_t[x->dev] > 150 * MS)
+				heartbeat_gap_ok = 0;
+			if (!last_t[x->dev] && x->dev == 0 && x->sample.memory_used_bytes == GIB &&
+			    (x->sample.present & GPUMON_F_POWER) && x->sample.power_mw == 100000)
+				first_ok = 1;
+			last_t[x->dev] = x->t_ns;
+			if (x->dev == 0 && x->sample.memory_used_bytes == 8 * GIB)
+				saw_spike = 1;
+			if (x->dev == 0 && x->used_max_bytes == 8 * GIB && x->used_min_bytes <= 8 * GIB)
+				spike_max = 1;
+			if (x->dev == 1 && lost1)
+				after_lost1++;
+			if (x->used_min_bytes > x->sample.memory_used_bytes ||
+			    x->used_max_bytes < x->sample.memory_used_bytes || x->interval_samples == 0)
+				ordered = 0;
+		} else if (x->kind == GPUMON_REC_LOST) {
+			lost1 += x->dev == 1;
+		} else if (x->process.pid == 7001) {
+			if (x->kind == GPUMON_REC_PROCESS && x->process.used_bytes == GIB)
+				proc_new++;
+			if (x->kind == GPUMON_REC_PROCESS && x->process.used_bytes == 2 * GIB)
+				proc_chg++;
+			if (x->kind == GPUMON_REC_PROCESS_GONE)
+				proc_gone++;
+		}
+	}
+	ok(first_ok, "the first record of GPU 0 holds memory and the slow fields");
+	ok(ordered, "records of a device in time order, min <= value <= max");
+	ok(saw_spike, "the 10 ms spike to 8 GiB is recorded");
+	ok(spike_max, "and its exact maximum");
+	ok(heartbeat_gap_ok, "no gap above the 100 ms heartbeat (plus slack)");
+	ok(dev0 >= 6 && dev0 < 40, "GPU 0: change + heartbeat records only (%d in 0.6 s at 2 ms)", dev0);
+	is_int(proc_new, 1, "process 7001 appeared once");
+	is_int(proc_chg, 1, "its change to 2 GiB recorded once");
+	is_int(proc_gone, 1, "its departure recorded once");
+	is_int(lost1, 1, "GPU 1 lost: one record");
+	is_int(after_lost1, 0, "no record of GPU 1 after it was lost");
+	is_int(st.dropped, 0, "nothing dropped");
+	ok(st.samples > 200, "samples taken: %llu", (unsigned long long)st.samples);
+	gpumon_device_sample *ring = NULL;
+	size_t rn = 0;
+	is_int(gpumon_sampler_ring(s, 0, t0, &ring, &rn), GPUMON_OK, "flight recorder readable");
+	int ring_ordered = rn > 100;
+	for (size_t i = 1; i < rn; i++)
+		ring_ordered &= ring[i].t_ns > ring[i - 1].t_ns;
+	ok(ring_ordered, "ring holds every raw sample in order (%zu)", rn);
+	/* absolute deadlines: every period since the start is either a sample of GPU 0 or counted as
+	   missed, whatever the scheduler did in between */
+	gpumon_sampler_stats_get(s, &st);
+	uint64_t ticks = rn ? (ring[rn - 1].t_ns - st.started_ns) / (2 * MS) + 1 : 1000;
+	ok(rn + st.overruns + 2 >= ticks && rn <= ticks + 2, "one sample per period: %zu samples + %llu missed for %llu periods",
+	   rn, (unsigned long long)st.overruns, (unsigned long long)ticks);
+	int ring_spike = 0;
+	for (size_t i = 0; i < rn; i++)
+		ring_spike += ring[i].memory_used_bytes == 8 * GIB;
+	ok(ring_spike >= 2, "the spike is in the ring (%d samples)", ring_spike);
+	free(ring);
+	is_int(gpumon_sampler_ring(s, 5, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "ring of an unsampled GPU");
+	free(r);
+	gpumon_sampler_stop(s);
+	gpumon_close(g);
+}
+
+static void test_queue_full_and_stop(void)
+{
+	gpumon *g = open_ok("gpu 0 total=80GiB used=1GiB\n");
+	gpumon_sampler_config c = {.period_us = 1000, .heartbeat_ms = 1, .queue_records = 4};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler with a 4-record queue");
+	sleep_ms(100);
+	gpumon_sampler_stats st;
+	gpumon_sampler_stats_get(s, &st);
+	ok(st.dropped > 0, "a full queue drops records and counts them (%llu)", (unsigned long long)st.dropped);
+	ok(st.samples > 30, "sampling went on regardless (%llu samples)", (unsigned long long)st.samples);
+	gpumon_record r[8];
+	size_t n = 0;
+	gpumon_sampler_poll(s, r, 8, &n, 0);
+	is_int(n, 4, "the queue holds its 4 records");
+	ok(n == 4 && r[0].t_ns < r[3].t_ns, "oldest first");
+	gpumon_sampler_stop(s);
+	gpumon_sampler_stop(NULL);
+
+	c = (gpumon_sampler_config){.period_us = 2000000};
+	gpumon_sampler_start(g, &c, &s);
+	sleep_ms(20);
+	uint64_t t = now_ns();
+	gpumon_sampler_stop(s);
+	ok(now_ns() - t < 500 * MS, "stop does not wait out a 2 s period");
+	gpumon_close(g);
+}
+
+static void test_bad_config(void)
+{
+	gpumon *g = open_ok("gpu 0 total=80GiB\ngpu 1 total=80GiB\n");
+	gpumon_sampler *s = (gpumon_sampler *)1;
+	gpumon_sampler_config c = {.period_us = 500};
+	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_E_INVAL, "period below 1 ms refused");
+	ok(s == NULL && strstr(gpumon_errmsg(g), "1 ms"), "message: %s", gpumon_errmsg(g));
+	unsigned devs[] = {1, 5};
+	c = (gpumon_sampler_config){.devices = devs, .ndevices = 2};
+	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_E_INVAL, "unknown GPU refused");
+	ok(strstr(gpumon_errmsg(g), "GPU 5") != NULL, "message names it: %s", gpumon_errmsg(g));
+	c = (gpumon_sampler_config){.devices = devs, .ndevices = 1, .period_us = 1000};
+	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "only GPU 1");
+	gpumon_record r[16];
+	size_t n = 0;
+	gpumon_sampler_poll(s, r, 16, &n, 500);
+	ok(n >= 1 && r[0].dev == 1, "its records name GPU 1");
+	gpumon_device_sample *ring;
+	size_t rn;
+	is_int(gpumon_sampler_ring(s, 0, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "GPU 0 not sampled");
+	gpumon_sampler_stop(s);
+	is_int(gpumon_sampler_start(NULL, NULL, &s), GPUMON_E_INVAL, "NULL handle");
+	gpumon_close(g);
+}
+
+int main(void)
+{
+	test_records();
+	test_queue_full_and_stop();
+	test_bad_config();
+	remove_scenario();
+	return tap_done();
+}
