@@ -29,6 +29,9 @@ typedef struct cli_command {
 int cmd_show(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_query(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* The program's name for messages ("gpumon"). */
 extern const char *cli_progname;

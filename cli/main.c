@@ -13,6 +13,9 @@ static const cli_command commands[] = {
 	{"show", "the same as `gpumon` with no command", cmd_show},
 	{"list", "one line per GPU, like nvidia-smi -L", cmd_list},
 	{"query", "nvidia-smi-compatible --query-gpu / --query-compute-apps (CSV or JSON)", cmd_query},
+	{"record", "record GPU memory and processes into a SQLite file until Ctrl-C", cmd_record},
+	{"run", "run a job with allocator settings, record its GPU memory, exit with its status", cmd_run},
+	{"export", "write a recording's samples out as CSV or JSON lines", cmd_export},
 };
 
 static void usage(FILE *f)

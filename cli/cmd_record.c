@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_record.c — `gpumon record`: a system-wide recording of the chosen GPUs and their processes
+ * into a SQLite file, until Ctrl-C or the duration. The sampler takes the samples; this loop only
+ * moves its records into the file. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+#define BATCH 256
+/* Records wait at most this long in the sampler's queue; with the recording's 200 ms commit rule
+ * a kill -9 loses at most 0.25 s. */
+#define DRAIN_MS 40
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void help(void)
+{
+	printf("Usage: gpumon record [-o FILE] [-i GPUS] [--interval MS] [--duration S]\n"
+	       "Records GPU memory (every MS milliseconds, change-only with exact peaks between\n"
+	       "records), utilisation, temperature, power and clocks (every second) and the processes\n"
+	       "holding memory (every 100 ms) into a SQLite file, until Ctrl-C or the duration.\n\n"
+	       "Options:\n"
+	       "  -o, --output FILE   the recording (default ./gpumon-record-YYYYmmdd-HHMMSS.gpumon);\n"
+	       "                      an existing file is never overwritten\n"
+	       "  -i, --id GPUS       only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
+	       "  --interval MS       memory sampling period, 1 to 60000 ms (default 10)\n"
+	       "  --duration S        stop after S seconds (default: until Ctrl-C)\n"
+	       "  -h, --help          this help\n"
+	       "Read it with `gpumon export FILE --csv` or the sqlite3 shell (docs/recording.md).\n");
+}
+
+struct opts {
+	const char *out, *ids;
+	unsigned interval_ms;
+	double duration_s;
+};
+
+static int parse_number(const char *opt, const char *v, double lo, double hi, double *out)
+{
+	char *end;
+	double x = strtod(v, &end);
+	if (end == v || *end || !(x >= lo && x <= hi)) {
+		cli_error("record: %s '%s': expected a number from %g to %g", opt, v, lo, hi);
+		return EXIT_USAGE;
+	}
+	*out = x;
+	return EXIT_OK;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->interval_ms = 10;
+	for (int i = 1; i < argc; i++) {
+		int bad = 0, rc = EXIT_OK;
+		double x;
+		const char *v;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			help();
+			return -1;
+		} else if ((v = cli_option_value(argc, argv, &i, "--output", "-o", &bad))) {
+			o->out = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--id", "-i", &bad))) {
+			o->ids = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--interval", NULL, &bad))) {
+			rc = parse_number("--interval", v, 1, 60000, &x);
+			o->interval_ms = (unsigned)x;
+			if (rc == EXIT_OK && x != (double)o->interval_ms) {
+				cli_error("record: --interval '%s': expected a whole number of milliseconds", v);
+				rc = EXIT_USAGE;
+			}
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--duration", NULL, &bad))) {
+			rc = parse_number("--duration", v, 0.001, 1e9, &o->duration_s);
+		} else {
+			if (!bad)
+				cli_error("record: unknown option '%s' (see gpumon record --help)", argv[i]);
+			return EXIT_USAGE;
+		}
+		if (bad || rc != EXIT_OK)
+			return rc != EXIT_OK ? rc : EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Moves queued records into the file; returns the status of the first failed write. */
+static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int timeout_ms, uint64_t *peak,
+		 uint64_t *peak_t, unsigned ndev)
+{
+	size_t n = 0;
+	gpumon_sampler_poll(s, buf, BATCH, &n, timeout_ms);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i].kind == GPUMON_REC_DEVICE && buf[i].dev < ndev && buf[i].used_max_bytes > peak[buf[i].dev]) {
+			peak[buf[i].dev] = buf[i].used_max_bytes;
+			peak_t[buf[i].dev] = buf[i].used_max_t_ns;
+		}
+	return gpumon_recording_write(r, buf, n); /* even empty: it commits what is 200 ms old */
+}
+
+static void default_name(char *buf, size_t len)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(buf, len, "gpumon-record-%Y%m%d-%H%M%S.gpumon", localtime_r(&now, &tm));
+}
+
+static void summary(gpumon *g, const char *path, gpumon_sampler_stats *st, const uint64_t *peak,
+		    const uint64_t *peak_t, const unsigned *sel, unsigned count, int write_failed)
+{
+	double secs = (double)(mono_ns() - st->started_ns) / 1e9;
+	fprintf(stderr, "gpumon: recording %s%s: %.1f s, %llu samples, %llu records", path,
+		write_failed ? " (stopped early: see above)" : "", secs, (unsigned long long)st->samples,
+		(unsigned long long)st->records);
+	if (st->dropped)
+		fprintf(stderr, ", %llu records DROPPED (the disk was too slow)", (unsigned long long)st->dropped);
+	fputc('\n', stderr);
+	for (unsigned k = 0; k < count; k++) {
+		gpumon_device_info d;
+		char b[32];
+		gpumon_device_info_get(g, sel[k], &d);
+		if (peak_t[sel[k]])
+			fprintf(stderr, "  GPU %u peak %s at %.3f s\n", sel[k], cli_format_bytes(b, sizeof b, peak[sel[k]]),
+				(double)(peak_t[sel[k]] - st->started_ns) / 1e9);
+	}
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse(argc, argv, &o);
+	if (rc != EXIT_OK)
+		return rc < 0 ? EXIT_OK : rc;
+	gpumon *g = cli_open(&rc);
+	if (!g)
+		return rc;
+	unsigned n = gpumon_device_count(g), count = 0;
+	unsigned *sel = calloc(n ? n : 1, sizeof *sel);
+	uint64_t *peak = calloc(n ? n : 1, sizeof *peak), *peak_t = calloc(n ? n : 1, sizeof *peak_t);
+	gpumon_record *buf = malloc(BATCH * sizeof *buf);
+	gpumon_recording *r = NULL;
+	gpumon_sampler *s = NULL;
+	char name[64];
+	const char *path = o.out;
+	if (!sel || !peak || !peak_t || !buf) {
+		cli_error("out of memory");
+		rc = EXIT_OTHER;
+		goto out;
+	}
+	rc = cli_select_devices(g, o.ids, sel, n, &count);
+	if (rc != EXIT_OK)
+		goto out;
+	if (!path) {
+		default_name(name, sizeof name);
+		path = name;
+	}
+	gpumon_run_info info = {.kind = "record"};
+	int st = gpumon_recording_create(g, path, &info, &r);
+	if (st != GPUMON_OK) {
+		cli_error("%s", r ? gpumon_recording_errmsg(r) : gpumon_strerror(st));
+		rc = st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
+		goto out;
+	}
+	gpumon_sampler_config c = {.period_us = o.interval_ms * 1000u, .devices = sel, .ndevices = count};
+	st = gpumon_sampler_start(g, &c, &s);
+	if (st != GPUMON_OK) {
+		cli_error("%s", gpumon_errmsg(g));
+		rc = cli_exit_status(st);
+		goto out;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a full disk: an error, not death */
+	fprintf(stderr, "gpumon: recording %u GPU%s every %u ms into %s%s\n", count, count == 1 ? "" : "s",
+		o.interval_ms, path, o.duration_s > 0 ? "" : " (Ctrl-C to stop)");
+	uint64_t end = o.duration_s > 0 ? mono_ns() + (uint64_t)(o.duration_s * 1e9) : 0;
+	int write_failed = 0;
+	while (!stop_signal && (!end || mono_ns() < end)) {
+		if (drain(s, r, buf, DRAIN_MS, peak, peak_t, n) != GPUMON_OK) {
+			cli_error("%s; recording stopped, what was written stays readable", gpumon_recording_errmsg(r));
+			write_failed = 1;
+			break;
+		}
+	}
+	if (!write_failed && drain(s, r, buf, 0, peak, peak_t, n) != GPUMON_OK) /* what is queued now */
+		write_failed = 1;
+	gpumon_sampler_stats ss;
+	gpumon_sampler_stats_get(s, &ss);
+	gpumon_sampler_stop(s);
+	s = NULL;
+	if (!write_failed && ss.dropped) {
+		char text[96];
+		snprintf(text, sizeof text, "%llu records dropped: the recording could not keep up",
+			 (unsigned long long)ss.dropped);
+		gpumon_recording_event(r, mono_ns(), "note", text);
+	}
+	st = gpumon_recording_close(r, -1);
+	r = NULL;
+	if (st != GPUMON_OK && !write_failed)
+		cli_error("closing the recording %s: %s", path, gpumon_strerror(st));
+	summary(g, path, &ss, peak, peak_t, sel, count, write_failed);
+	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : EXIT_OK;
+out:
+	gpumon_sampler_stop(s);
+	gpumon_recording_close(r, -1);
+	free(buf);
+	free(peak);
+	free(peak_t);
+	free(sel);
+	gpumon_close(g);
+	return rc;
+}

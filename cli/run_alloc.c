@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/* run_alloc.c — maps `gpumon run`'s allocator options to each framework's variables, as the
+ * frameworks document them (../shared/REFERENCE.md), and says plainly which settings do nothing
+ * where. Pure: the environment is passed in, the plan is returned. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_alloc.h"
+
+#define MIB (1024ull * 1024ull)
+
+/* A plan being built; `failed` remembers an allocation failure so callers can chain calls. */
+struct builder {
+	struct run_alloc_plan *p;
+	int failed;
+};
+
+int run_alloc_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	char *end;
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v <= 0)
+		return -1;
+	uint64_t mul = 1;
+	if (*end) {
+		const char *u = strchr(units, toupper((unsigned char)*end));
+		if (!u)
+			return -1;
+		mul = 1ull << (10 * (1 + (u - units)));
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'B' || *end == 'b')
+			end++;
+	}
+	if (*end || v * (double)mul >= 1.8e19)
+		return -1;
+	*out = (uint64_t)(v * (double)mul);
+	return *out ? 0 : -1;
+}
+
+int run_alloc_parse_fraction(const char *s, double hi, int hi_inclusive, double *out)
+{
+	char *end;
+	if (!s || !*s)
+		return -1;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || *end || !isfinite(v) || v <= 0 || v > hi || (!hi_inclusive && v >= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+unsigned run_alloc_framework_bits(const char *name)
+{
+	if (!name)
+		return 0;
+	if (!strcmp(name, "torch") || !strcmp(name, "pytorch"))
+		return RUN_FW_TORCH;
+	if (!strcmp(name, "paddle") || !strcmp(name, "paddlepaddle"))
+		return RUN_FW_PADDLE;
+	if (!strcmp(name, "jax"))
+		return RUN_FW_JAX;
+	if (!strcmp(name, "tf") || !strcmp(name, "tensorflow"))
+		return RUN_FW_TF;
+	if (!strcmp(name, "all"))
+		return RUN_FW_ALL;
+	return 0;
+}
+
+/* Whether word appears in text right after "import " or "from " (a module at a word boundary). */
+static int imports(const char *text, size_t len, const char *word)
+{
+	static const char *const lead[] = {"import ", "from "};
+	size_t wl = strlen(word);
+	for (size_t i = 0; i < len; i++) {
+		if (i > 0 && text[i - 1] != '\n' && text[i - 1] != ' ' && text[i - 1] != '\t' &&
+		    text[i - 1] != ';')
+			continue;
+		for (size_t k = 0; k < 2; k++) {
+			size_t ll = strlen(lead[k]);
+			if (len - i < ll + wl || memcmp(text + i, lead[k], ll) != 0)
+				continue;
+			size_t j = i + ll;
+			while (j < len && text[j] == ' ')
+				j++;
+			if (len - j < wl || memcmp(text + j, word, wl) != 0)
+				continue;
+			char c = j + wl < len ? text[j + wl] : '\n';
+			if (!isalnum((unsigned char)c) && c != '_')
+				return 1;
+		}
+	}
+	return 0;
+}
+
+unsigned run_alloc_detect(const char *text, size_t len)
+{
+	unsigned bits = 0;
+	if (!text)
+		return 0;
+	if (imports(text, len, "torch"))
+		bits |= RUN_FW_TORCH;
+	if (imports(text, len, "paddle"))
+		bits |= RUN_FW_PADDLE;
+	if (imports(text, len, "jax"))
+		bits |= RUN_FW_JAX;
+	if (imports(text, len, "tensorflow"))
+		bits |= RUN_FW_TF;
+	return bits;
+}
+
+static int strategy_known(const char *s)
+{
+	return s && (!strcmp(s, "auto_growth") || !strcmp(s, "naive_best_fit") || !strcmp(s, "thread_local"));
+}
+
+int run_alloc_check(const struct run_alloc_opts *o, char *err, size_t errlen)
+{
+	if (o->paddle_strategy && !strategy_known(o->paddle_strategy)) {
+		snprintf(err, errlen, "--paddle-strategy must be auto_growth, naive_best_fit or thread_local, not '%s'",
+			 o->paddle_strategy);
+		return -1;
+	}
+	if (o->fraction < 0 || o->fraction > 1 || o->gc_threshold < 0 || o->gc_threshold >= 1) {
+		snprintf(err, errlen, "--fraction must be in (0, 1] and --gc-threshold in (0, 1)");
+		return -1;
+	}
+	if ((o->no_prealloc || o->growth) && o->paddle_strategy && !strcmp(o->paddle_strategy, "naive_best_fit")) {
+		snprintf(err, errlen, "--%s contradicts --paddle-strategy naive_best_fit, which pre-allocates",
+			 o->no_prealloc ? "no-prealloc" : "growth");
+		return -1;
+	}
+	if (o->max_split_bytes && o->max_split_bytes <= 20 * MIB) {
+		snprintf(err, errlen, "--max-split must be more than 20 MiB (PyTorch refuses smaller values)");
+		return -1;
+	}
+	if (o->limit_bytes && o->initial_bytes && o->initial_bytes > o->limit_bytes) {
+		snprintf(err, errlen, "--initial is larger than --limit");
+		return -1;
+	}
+	return 0;
+}
+
+const char *run_alloc_env_get(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (size_t i = 0; envp && envp[i]; i++)
+		if (!strncmp(envp[i], name, n) && envp[i][n] == '=')
+			return envp[i] + n + 1;
+	return NULL;
+}
+
+static void grow(struct builder *b, void **arr, size_t count, size_t size)
+{
+	if (b->failed)
+		return;
+	void *n = realloc(*arr, (count + 1) * size);
+	if (!n)
+		b->failed = 1;
+	else
+		*arr = n;
+}
+
+/* Sets name=value in the plan (a later set of the same name replaces the value). */
+static void set_var(struct builder *b, const char *name, const char *value)
+{
+	struct run_alloc_plan *p = b->p;
+	if (b->failed)
+		return;
+	char *v = strdup(value);
+	if (!v) {
+		b->failed = 1;
+		return;
+	}
+	for (size_t i = 0; i < p->nvars; i++)
+		if (!strcmp(p->vars[i].name, name)) {
+			free(p->vars[i].value);
+			p->vars[i].value = v;
+			return;
+		}
+	char *n = strdup(name);
+	grow(b, (void **)&p->vars, p->nvars, sizeof *p->vars);
+	if (b->failed || !n) {
+		b->failed = 1;
+		free(n);
+		free(v);
+		return;
+	}
+	p->vars[p->nvars].name = n;
+	p->vars[p->nvars++].value = v;
+}
+
+static void set_num(struct builder *b, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void set_num(struct builder *b, const char *name, const char *fmt, ...)
+{
+	char buf[64];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	set_var(b, name, buf);
+}
+
+static void note(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct builder *b, const char *fmt, ...)
+{
+	struct run_alloc_plan *p = b->p;
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	grow(b, (void **)&p->notes, p->nnotes, sizeof *p->notes);
+	if (b->failed)
+		return;
+	if (!(p->notes[p->nnotes] = strdup(buf)))
+		b->failed = 1;
+	else
+		p->nnotes++;
+}
+
+/* The Paddle strategy in effect: the option, else the user's environment, else the default. */
+static const char *paddle_strategy(const struct run_alloc_opts *o, char *const *envp)
+{
+	if (o->paddle_strategy)
+		return o->paddle_strategy;
+	if (o->no_prealloc || o->growth)
+		return "auto_growth";
+	const char *e = run_alloc_env_get(envp, "FLAGS_allocator_strategy");
+	return e && *e ? e : "auto_growth";
+}
+
+static void plan_paddle(struct builder *b, const struct run_alloc_opts *o, char *const *envp)
+{
+	const char *strategy = paddle_strategy(o, envp);
+	int nbf = !strcmp(strategy, "naive_best_fit");
+	if (o->paddle_strategy || o->no_prealloc || o->growth)
+		set_var(b, "FLAGS_allocator_strategy", strategy);
+	if (o->limit_bytes)
+		set_num(b, "FLAGS_gpu_memory_limit_mb", "%llu",
+			(unsigned long long)(o->limit_bytes / MIB ? o->limit_bytes / MIB : 1));
+	if (o->initial_bytes) {
+		set_num(b, "FLAGS_initial_gpu_memory_in_mb", "%llu",
+			(unsigned long long)(o->initial_bytes / MIB ? o->initial_bytes / MIB : 1));
+		if (!nbf)
+			note(b, "--initial has no effect on Paddle's %s allocator (it sizes naive_best_fit's first "
+				"chunk); add --paddle-strategy naive_best_fit to use it", strategy);
+	}
+	if (o->fraction > 0) {
+		set_num(b, "FLAGS_fraction_of_gpu_memory_to_use", "%g", o->fraction);
+		if (!nbf)
+			note(b, "--fraction has no effect on Paddle's default auto_growth allocator; add "
+				"--paddle-strategy naive_best_fit to make it pre-allocate");
+		else
+			note(b, "Paddle applies --fraction to the memory free when it starts, not to the total");
+	}
+	if (run_alloc_env_get(envp, "FLAGS_malloc_trunk_size"))
+		note(b, "FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle and does "
+			"nothing; chunk sizes are FLAGS_auto_growth_chunk_size_in_mb (auto_growth) and "
+			"FLAGS_reallocate_gpu_memory_in_mb (naive_best_fit)");
+}
+
+/* Appends key:value to a comma-separated PyTorch configuration, replacing that key if there. */
+static int conf_put(char *conf, size_t cap, const char *key, const char *value, int *replaced)
+{
+	char out[1024] = "";
+	size_t kl = strlen(key);
+	const char *s = conf;
+	while (*s) {
+		const char *e = strchr(s, ',');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		if (n && !(n > kl && !strncmp(s, key, kl) && s[kl] == ':'))
+			snprintf(out + strlen(out), sizeof out - strlen(out), "%s%.*s", out[0] ? "," : "", (int)n, s);
+		else if (n)
+			*replaced = 1;
+		s += n + (e ? 1 : 0);
+	}
+	snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s:%s", out[0] ? "," : "", key, value);
+	if (strlen(out) + 1 > cap)
+		return -1;
+	memcpy(conf, out, strlen(out) + 1);
+	return 0;
+}
+
+/* Sets one PyTorch variable: the user's value with our keys merged in (ours win). */
+static void torch_conf(struct builder *b, const struct run_alloc_opts *o, const char *var, const char *user)
+{
+	char conf[1024], num[32];
+	int replaced = 0, ok = 0;
+	snprintf(conf, sizeof conf, "%s", user ? user : "");
+	if (o->expandable)
+		ok |= !conf_put(conf, sizeof conf, "expandable_segments", "True", &replaced);
+	if (o->max_split_bytes) {
+		snprintf(num, sizeof num, "%llu", (unsigned long long)(o->max_split_bytes / MIB));
+		ok |= !conf_put(conf, sizeof conf, "max_split_size_mb", num, &replaced);
+	}
+	if (o->gc_threshold > 0) {
+		snprintf(num, sizeof num, "%g", o->gc_threshold);
+		ok |= !conf_put(conf, sizeof conf, "garbage_collection_threshold", num, &replaced);
+	}
+	if (!ok)
+		return;
+	set_var(b, var, conf);
+	if (user && *user)
+		note(b, "%s: kept your keys (%s) and merged gpumon's; where both set a key, gpumon's value wins%s",
+		     var, user, replaced ? " (some of yours were replaced)" : "");
+}
+
+static void plan_torch(struct builder *b, const struct run_alloc_opts *o, char *const *envp)
+{
+	torch_conf(b, o, "PYTORCH_CUDA_ALLOC_CONF", run_alloc_env_get(envp, "PYTORCH_CUDA_ALLOC_CONF"));
+	const char *newer = run_alloc_env_get(envp, "PYTORCH_ALLOC_CONF");
+	if (newer)
+		torch_conf(b, o, "PYTORCH_ALLOC_CONF", newer); /* newer releases read this one first */
+	if (o->limit_bytes)
+		note(b, "PyTorch has no variable for a hard limit: gpumon enforces --limit from outside, at "
+			"the NVML level (see --on-exceed); inside the code, "
+			"torch.cuda.set_per_process_memory_fraction(F) caps the caching allocator");
+	if (o->fraction > 0)
+		note(b, "--fraction has no environment variable in PyTorch: call "
+			"torch.cuda.set_per_process_memory_fraction(%g) in the code", o->fraction);
+	if (o->initial_bytes)
+		note(b, "--initial has no effect on PyTorch: its caching allocator never pre-allocates");
+}
+
+static void plan_jax(struct builder *b, const struct run_alloc_opts *o)
+{
+	if (o->no_prealloc || o->growth)
+		set_var(b, "XLA_PYTHON_CLIENT_PREALLOCATE", "false");
+	if (o->fraction > 0) {
+		set_num(b, "XLA_PYTHON_CLIENT_MEM_FRACTION", "%.3f", o->fraction);
+	} else if (o->limit_bytes && o->gpu_total_bytes) {
+		double f = (double)o->limit_bytes / (double)o->gpu_total_bytes;
+		f = (double)(uint64_t)(f * 1000) / 1000; /* round down: never above the limit */
+		if (f > 1)
+			f = 1;
+		if (f < 0.001)
+			f = 0.001;
+		set_num(b, "XLA_PYTHON_CLIENT_MEM_FRACTION", "%.3f", f);
+		note(b, "JAX: --limit became XLA_PYTHON_CLIENT_MEM_FRACTION=%.3f of the GPU's memory%s", f,
+		     o->no_prealloc || o->growth ? "" : " (JAX pre-allocates that much at start; add --no-prealloc to grow instead)");
+	} else if (o->limit_bytes) {
+		note(b, "JAX: --limit could not become a memory fraction (the GPU's size is unknown); "
+			"gpumon enforces it at the NVML level");
+	}
+	if (o->initial_bytes)
+		note(b, "--initial has no effect on JAX (use --fraction for the amount it pre-allocates)");
+	if (o->jax_platform_allocator)
+		set_var(b, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
+}
+
+static void plan_tf(struct builder *b, const struct run_alloc_opts *o)
+{
+	if (o->no_prealloc || o->growth)
+		set_var(b, "TF_FORCE_GPU_ALLOW_GROWTH", "true");
+	if (o->limit_bytes || o->fraction > 0)
+		note(b, "TensorFlow has no environment variable for a memory cap (--limit, --fraction): gpumon "
+			"enforces --limit at the NVML level; inside the code, tf.config.set_logical_device_configuration(gpu, "
+			"[tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) sets one");
+}
+
+int run_alloc_build(const struct run_alloc_opts *o, char *const *envp, struct run_alloc_plan *out)
+{
+	struct builder b = {out, 0};
+	unsigned fw = o->frameworks ? o->frameworks : RUN_FW_ALL;
+	memset(out, 0, sizeof *out);
+	if (fw & RUN_FW_PADDLE)
+		plan_paddle(&b, o, envp);
+	if (fw & RUN_FW_TORCH)
+		plan_torch(&b, o, envp);
+	if (fw & RUN_FW_JAX)
+		plan_jax(&b, o);
+	if (fw & RUN_FW_TF)
+		plan_tf(&b, o);
+	if (b.failed) {
+		run_alloc_plan_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+void run_alloc_plan_free(struct run_alloc_plan *p)
+{
+	for (size_t i = 0; i < p->nvars; i++) {
+		free(p->vars[i].name);
+		free(p->vars[i].value);
+	}
+	for (size_t i = 0; i < p->nnotes; i++)
+		free(p->notes[i]);
+	free(p->vars);
+	free(p->notes);
+	memset(p, 0, sizeof *p);
+}

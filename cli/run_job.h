@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* run_job.h — starting and watching the job of `gpumon run`: its environment, fork and exec with
+ * a shell's exit statuses, signal forwarding that does not deliver Ctrl-C twice, and reaping. */
+#ifndef GPUMON_RUN_JOB_H
+#define GPUMON_RUN_JOB_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <gpumon/gpumon.h>
+
+#include "run_alloc.h"
+
+/* Whether cmd can be found as a shell would look for it (PATH when it has no '/'). */
+int run_job_command_exists(const char *cmd);
+
+/* --gpu: the device the job gets (auto: the one with the most free memory now). Returns EXIT_OK
+ * and sets *dev, or prints the reason and returns an exit status. */
+int run_job_choose_gpu(gpumon *g, const char *spec, unsigned *dev);
+
+/* The command line, shell-quoted (for the recording); NULL when out of memory; free(). */
+char *run_job_quote(char **cmd);
+
+/* --framework auto: the frameworks the first *.py argument imports, else RUN_FW_ALL. */
+unsigned run_job_detect(char **cmd);
+
+/*
+ * The job's environment: envp with vars set (replacing the same names), then CUDA_VISIBLE_DEVICES
+ * = cvd and GPUMON_RUN_SOCKET = sock when not NULL. Returns a NULL-terminated array, or NULL when
+ * out of memory; free with run_job_env_free().
+ */
+char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nvars, const char *cvd,
+		   const char *sock);
+void run_job_env_free(char **env);
+
+/*
+ * Makes gpumon a subreaper (orphaned grandchildren stay below it), installs the handlers
+ * (SIGCHLD wakes the loop; INT, TERM, HUP and QUIT sent by a process are passed to the job, those
+ * from the terminal are left to the job, which shares the terminal's process group), forks and
+ * execs cmd with env once run_job_release(1) is called. The child exits 127 (not found) or 126 (not executable) after one line on
+ * stderr when exec fails. Returns the fd that becomes readable when something happened (pass it
+ * to run_job_wake) and sets *pid; -1 when the fork failed (errno set).
+ */
+int run_job_start(char **cmd, char **env, pid_t *pid);
+
+/* Lets the forked job exec (go) or leave with status 0 having run nothing (!go). Once only. */
+void run_job_release(int go);
+
+/* Empties the wake pipe; returns a bit (1 << sig) for each signal that was passed to the job. */
+unsigned run_job_wake(int fd);
+
+/*
+ * Reaps every exited child (the job and adopted orphans) without waiting; returns 1 and sets
+ * *status (as a shell reports it: the exit code, or 128+N after signal N) when the job was one.
+ */
+int run_job_reap(pid_t job, int *status);
+
+/* Restores the signal handlers and closes the pipes (a job still waiting leaves). */
+void run_job_finish(int fd);
+
+#endif

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/* run_socket.c — the server side of the run protocol (docs/run-protocol.md): a listening Unix
+ * socket in a private directory, many clients at once, one JSON object per line parsed with
+ * jansson. Bad input is counted and skipped; nothing a client sends can stop the run. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "run_socket.h"
+
+#define MAX_CLIENTS 256
+
+struct client {
+	int fd;
+	unsigned peer_pid;
+	int discarding; /* inside a line that was too long: skip to its newline */
+	size_t len;
+	char *buf;      /* RUN_MSG_MAX_LINE + 1 bytes */
+};
+
+struct run_server {
+	int fd;
+	char dir[128];
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct client clients[MAX_CLIENTS];
+	size_t nclients;
+	struct run_server_stats stats;
+};
+
+/* ---- parsing ------------------------------------------------------------------------------- */
+
+static int fail(char *err, size_t errlen, const char *why, const char *key)
+{
+	if (errlen)
+		snprintf(err, errlen, key ? "%s: \"%s\"" : "%s", why, key);
+	return -1;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strlen(src);
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(dst, src, n);
+	dst[n] = 0;
+}
+
+/* An integer field in [lo, hi]: 1 when present, 0 when missing or null, -1 when wrong. */
+static int get_int(json_t *o, const char *key, long long lo, long long hi, long long *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v))
+		return -1;
+	long long x = json_integer_value(v);
+	if (x < lo || x > hi)
+		return -1;
+	*out = x;
+	return 1;
+}
+
+/* A byte count: a non-negative integer (or a whole real, as some senders write large numbers). */
+static int get_bytes(json_t *o, const char *key, uint64_t *out)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		return 1;
+	}
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		if (isfinite(d) && d >= 0 && d < 1.8e19 && d == (double)(uint64_t)d) {
+			*out = (uint64_t)d;
+			return 1;
+		}
+	}
+	return -1;
+}
+
+/* A string field: 1 copied, 0 missing or null, -1 not a string. */
+static int get_str(json_t *o, const char *key, char *dst, size_t cap)
+{
+	json_t *v = json_object_get(o, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	copy_str(dst, cap, json_string_value(v));
+	return 1;
+}
+
+static int msg_type(const char *t)
+{
+	if (!strcmp(t, "hello"))
+		return RUN_MSG_HELLO;
+	if (!strcmp(t, "sample"))
+		return RUN_MSG_SAMPLE;
+	if (!strcmp(t, "step"))
+		return RUN_MSG_STEP;
+	if (!strcmp(t, "marker"))
+		return RUN_MSG_MARKER;
+	return RUN_MSG_UNKNOWN;
+}
+
+/* The fields common to every type (pid, t, step, device). */
+static int parse_common(json_t *o, struct run_msg *m, char *err, size_t errlen)
+{
+	long long x;
+	int r;
+	if ((r = get_int(o, "pid", 1, 0x7fffffffLL, &x)) < 0)
+		return fail(err, errlen, "bad value for", "pid");
+	if (r) {
+		m->pid = (unsigned)x;
+		m->has |= RUN_HAS_PID;
+	}
+	json_t *t = json_object_get(o, "t");
+	if (t && !json_is_null(t)) {
+		if (!json_is_number(t) || !isfinite(json_number_value(t)) || json_number_value(t) < 0)
+			return fail(err, errlen, "bad value for", "t");
+		m->t = json_number_value(t);
+		m->has |= RUN_HAS_T;
+	}
+	if ((r = get_int(o, "step", 0, INT64_MAX, &x)) < 0)
+		return fail(err, errlen, "bad value for", "step");
+	if (r) {
+		m->step = x;
+		m->has |= RUN_HAS_STEP;
+	}
+	if ((r = get_int(o, "device", 0, 65535, &x)) < 0)
+		return fail(err, errlen, "bad value for", "device");
+	if (r) {
+		m->device = (int)x;
+		m->has |= RUN_HAS_DEVICE;
+	}
+	return 0;
+}
+
+static int parse_fields(json_t *o, struct run_msg *m, char *err, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		unsigned bit;
+		size_t off;
+	} bytes[] = {
+		{"allocated", RUN_HAS_ALLOCATED, offsetof(struct run_msg, allocated)},
+		{"reserved", RUN_HAS_RESERVED, offsetof(struct run_msg, reserved)},
+		{"max_allocated", RUN_HAS_MAX_ALLOCATED, offsetof(struct run_msg, max_allocated)},
+	};
+	long long x;
+	int r;
+	if (parse_common(o, m, err, errlen))
+		return -1;
+	if (m->type == RUN_MSG_HELLO) {
+		if ((r = get_int(o, "v", 0, 0x7fffffffLL, &x)) < 0)
+			return fail(err, errlen, "bad value for", "v");
+		if (r) {
+			m->v = (int)x;
+			m->has |= RUN_HAS_VERSION;
+		}
+		if (get_str(o, "framework", m->framework, sizeof m->framework) < 0 ||
+		    get_str(o, "version", m->fw_version, sizeof m->fw_version) < 0)
+			return fail(err, errlen, "framework and version must be strings", NULL);
+	} else if (m->type == RUN_MSG_SAMPLE) {
+		for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
+			uint64_t *dst = (uint64_t *)(void *)((char *)m + bytes[i].off);
+			if ((r = get_bytes(o, bytes[i].key, dst)) < 0)
+				return fail(err, errlen, "bad value for", bytes[i].key);
+			if (r)
+				m->has |= bytes[i].bit;
+		}
+	} else if (m->type == RUN_MSG_MARKER) {
+		if (get_str(o, "text", m->text, sizeof m->text) < 0)
+			return fail(err, errlen, "bad value for", "text");
+	}
+	return 0;
+}
+
+int run_msg_parse(const char *line, size_t len, struct run_msg *out, char *err, size_t errlen)
+{
+	json_error_t je;
+	memset(out, 0, sizeof *out);
+	out->device = -1;
+	out->step = -1;
+	if (errlen)
+		err[0] = 0;
+	if (len > RUN_MSG_MAX_LINE)
+		return fail(err, errlen, "line longer than 64 KiB", NULL);
+	json_t *o = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		return fail(err, errlen, "not JSON", NULL);
+	int rc = -1;
+	json_t *type = json_object_get(o, "type");
+	if (!json_is_object(o))
+		fail(err, errlen, "not a JSON object", NULL);
+	else if (!json_is_string(type))
+		fail(err, errlen, "no string", "type");
+	else {
+		out->type = msg_type(json_string_value(type));
+		rc = out->type == RUN_MSG_UNKNOWN ? 0 : parse_fields(o, out, err, errlen);
+	}
+	json_decref(o);
+	return rc;
+}
+
+/* ---- the server ---------------------------------------------------------------------------- */
+
+int run_server_open(struct run_server **out, char *err, size_t errlen)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	const char *tmp = getenv("TMPDIR");
+	struct run_server *s = calloc(1, sizeof *s);
+	*out = NULL;
+	if (!s)
+		return fail(err, errlen, "out of memory", NULL);
+	s->fd = -1;
+	if (!tmp || !*tmp || strlen(tmp) > 80)
+		tmp = "/tmp";
+	snprintf(s->dir, sizeof s->dir, "%s/gpumon-run-XXXXXX", tmp);
+	if (!mkdtemp(s->dir)) {
+		snprintf(err, errlen, "cannot create a directory in %s: %s", tmp, strerror(errno));
+		free(s);
+		return -1;
+	}
+	chmod(s->dir, 0700);
+	size_t dl = strlen(s->dir); /* at most 80 + 18 bytes, checked above */
+	memcpy(s->path, s->dir, dl);
+	memcpy(s->path + dl, "/sock", 6);
+	memcpy(a.sun_path, s->path, sizeof a.sun_path);
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->fd, 64) != 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", s->path, strerror(errno));
+		run_server_close(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+const char *run_server_path(const struct run_server *s)
+{
+	return s->path;
+}
+
+void run_server_stats_get(const struct run_server *s, struct run_server_stats *out)
+{
+	*out = s->stats;
+}
+
+static void accept_all(struct run_server *s)
+{
+	for (;;) {
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0)
+			return; /* EAGAIN, or a client that gave up while queued */
+		char *buf = s->nclients < MAX_CLIENTS ? malloc(RUN_MSG_MAX_LINE + 1) : NULL;
+		if (!buf) {
+			s->stats.refused++;
+			close(fd);
+			continue;
+		}
+		struct client *c = &s->clients[s->nclients++];
+		struct ucred cred;
+		socklen_t cl = sizeof cred;
+		memset(c, 0, sizeof *c);
+		c->fd = fd;
+		c->buf = buf;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid > 0)
+			c->peer_pid = (unsigned)cred.pid;
+		s->stats.clients++;
+	}
+}
+
+static void handle_line(struct run_server *s, const struct client *c, const char *line, size_t len,
+			run_msg_fn fn, void *ctx)
+{
+	struct run_msg m;
+	char err[128];
+	if (len && line[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return; /* blank lines are keep-alives */
+	if (run_msg_parse(line, len, &m, err, sizeof err) != 0)
+		s->stats.malformed++;
+	else if (m.type == RUN_MSG_UNKNOWN)
+		s->stats.unknown++;
+	else {
+		s->stats.messages++;
+		fn(ctx, &m, c->peer_pid);
+	}
+}
+
+/* Splits the bytes just read into lines; a line that outgrows the buffer is dropped whole. */
+static void take_lines(struct run_server *s, struct client *c, run_msg_fn fn, void *ctx)
+{
+	size_t start = 0;
+	for (size_t i = 0; i < c->len; i++) {
+		if (c->buf[i] != '\n')
+			continue;
+		if (!c->discarding)
+			handle_line(s, c, c->buf + start, i - start, fn, ctx);
+		c->discarding = 0;
+		start = i + 1;
+	}
+	memmove(c->buf, c->buf + start, c->len - start);
+	c->len -= start;
+	if (c->len > RUN_MSG_MAX_LINE) {
+		if (!c->discarding)
+			s->stats.malformed++;
+		c->discarding = 1;
+		c->len = 0;
+	}
+}
+
+/* Reads what a client sent; returns -1 when it has hung up. */
+static int read_client(struct run_server *s, struct client *c, run_msg_fn fn, void *ctx)
+{
+	for (int rounds = 0; rounds < 16; rounds++) {
+		ssize_t r = read(c->fd, c->buf + c->len, RUN_MSG_MAX_LINE + 1 - c->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		if (r == 0) {
+			if (c->len && !c->discarding) /* a last line without its newline */
+				handle_line(s, c, c->buf, c->len, fn, ctx);
+			return -1;
+		}
+		c->len += (size_t)r;
+		take_lines(s, c, fn, ctx);
+	}
+	return 0;
+}
+
+static void drop_client(struct run_server *s, size_t i)
+{
+	close(s->clients[i].fd);
+	free(s->clients[i].buf);
+	s->clients[i] = s->clients[--s->nclients];
+}
+
+int run_server_poll(struct run_server *s, int extra_fd, int timeout_ms, run_msg_fn fn, void *ctx)
+{
+	struct pollfd p[MAX_CLIENTS + 2];
+	size_t n = 0, nc = s->nclients;
+	p[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
+	p[n++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
+	for (size_t i = 0; i < nc; i++)
+		p[n++] = (struct pollfd){.fd = s->clients[i].fd, .events = POLLIN};
+	if (poll(p, n, timeout_ms) <= 0)
+		return 0;
+	/* clients first, from the last, so that dropping one does not move the others unread */
+	for (size_t i = nc; i-- > 0;)
+		if (p[2 + i].revents && read_client(s, &s->clients[i], fn, ctx) < 0)
+			drop_client(s, i);
+	if (p[1].revents & POLLIN)
+		accept_all(s);
+	return extra_fd >= 0 && (p[0].revents & (POLLIN | POLLHUP)) ? 1 : 0;
+}
+
+void run_server_close(struct run_server *s)
+{
+	if (!s)
+		return;
+	while (s->nclients)
+		drop_client(s, s->nclients - 1);
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->path[0])
+		unlink(s->path);
+	rmdir(s->dir);
+	free(s);
+}

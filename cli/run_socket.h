@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* run_socket.h — the channel between `gpumon run` and the monitor inside the training process: a
+ * Unix stream socket in a private directory, named to the job by GPUMON_RUN_SOCKET, carrying
+ * newline-delimited JSON (protocol version 1, docs/run-protocol.md). */
+#ifndef GPUMON_RUN_SOCKET_H
+#define GPUMON_RUN_SOCKET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RUN_PROTOCOL_VERSION 1
+#define RUN_MSG_MAX_LINE (64 * 1024) /* bytes in a line, newline excluded */
+
+enum {
+	RUN_MSG_HELLO = 1,
+	RUN_MSG_SAMPLE,
+	RUN_MSG_STEP,
+	RUN_MSG_MARKER,
+	RUN_MSG_UNKNOWN, /* a well-formed object of a type this version does not know */
+};
+
+/* Bits of run_msg.has */
+enum {
+	RUN_HAS_PID = 1u << 0,
+	RUN_HAS_T = 1u << 1,
+	RUN_HAS_STEP = 1u << 2,
+	RUN_HAS_DEVICE = 1u << 3,
+	RUN_HAS_ALLOCATED = 1u << 4,
+	RUN_HAS_RESERVED = 1u << 5,
+	RUN_HAS_MAX_ALLOCATED = 1u << 6,
+	RUN_HAS_VERSION = 1u << 7, /* hello's "v" */
+};
+
+struct run_msg {
+	int type;               /* RUN_MSG_* */
+	unsigned has;           /* RUN_HAS_* of the fields below that hold a value */
+	int v;                  /* hello: protocol version */
+	unsigned pid;
+	double t;               /* sender's wall clock, Unix seconds */
+	int64_t step;
+	int device;
+	uint64_t allocated, reserved, max_allocated;
+	char framework[16];     /* hello: "torch", ... (truncated) */
+	char fw_version[32];    /* hello: the framework's version (truncated) */
+	char text[1024];        /* marker text (truncated) */
+};
+
+/*
+ * Parses one line (without its newline; len bytes, need not be NUL-terminated). Returns 0 with
+ * *out filled (an unknown "type" gives RUN_MSG_UNKNOWN), or -1 with a short reason in err when
+ * the line is not a JSON object, has no string "type", or a known field has a wrong type or an
+ * impossible value. null and missing values are "unknown", not errors.
+ */
+int run_msg_parse(const char *line, size_t len, struct run_msg *out, char *err, size_t errlen);
+
+struct run_server;
+
+struct run_server_stats {
+	uint64_t clients;   /* connections accepted */
+	uint64_t messages;  /* well-formed lines of a known type */
+	uint64_t unknown;   /* well-formed lines of an unknown type */
+	uint64_t malformed; /* lines that did not parse, or were too long */
+	uint64_t refused;   /* connections closed at once (too many clients) */
+};
+
+/* Called for each well-formed message; peer_pid is the sender's pid from the socket (0 unknown). */
+typedef void (*run_msg_fn)(void *ctx, const struct run_msg *m, unsigned peer_pid);
+
+/*
+ * Creates a private directory (mode 0700) under $TMPDIR or /tmp and listens on a socket in it.
+ * Returns 0 and *out, or -1 with the reason in err.
+ */
+int run_server_open(struct run_server **out, char *err, size_t errlen);
+
+/* The socket's path, to export as GPUMON_RUN_SOCKET. */
+const char *run_server_path(const struct run_server *s);
+
+/*
+ * Waits up to timeout_ms for the socket, its clients and extra_fd (-1: none), then accepts
+ * connections and reads whatever is there, calling fn for each complete line. Returns 1 when
+ * extra_fd is readable, else 0.
+ */
+int run_server_poll(struct run_server *s, int extra_fd, int timeout_ms, run_msg_fn fn, void *ctx);
+
+void run_server_stats_get(const struct run_server *s, struct run_server_stats *out);
+
+/* Closes every connection, removes the socket and its directory, frees s. NULL: no-op. */
+void run_server_close(struct run_server *s);
+
+#endif

@@ -1,0 +1,455 @@
+# SPDX-License-Identifier: MIT
+"""`gpumon run`: the launcher. Exit statuses as a shell gives them, stdin/stdout/stderr and
+signals passed through, allocator variables per option with their notes, --gpu auto, refusals
+before the job starts, the socket protocol, the recording and the summary."""
+import os
+import pty
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import GPUMON_BIN, FAKE_NVML_LIB, H200
+
+TWO = H200 + """\
+gpu 1 name="NVIDIA A100-SXM4-80GB" uuid=GPU-11111111-2222-3333-4444-555555555555 bus=00000000:0B:00.0 total=80GiB reserved=512MiB used=60GiB
+"""
+PY = sys.executable or "/usr/bin/python3"
+
+
+def run(gpumon, tmp_path, args=(), scenario=H200, out="rec.gpumon", **kw):
+    """gpumon run -o tmp_path/OUT ARGS, the socket's directory in tmp_path too."""
+    kw.setdefault("env", {})
+    kw["env"].setdefault("TMPDIR", str(tmp_path))
+    return gpumon(["run", "-o", str(tmp_path / out)] + list(args), scenario=scenario, **kw)
+
+
+def environment(tmp_path, scenario=H200):
+    """The environment the gpumon fixture would use, for tests that need Popen."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+    e["LC_ALL"] = "C"
+    e["GPUMON_NVML_LIBRARY"] = os.path.abspath(FAKE_NVML_LIB)
+    path = tmp_path / "popen.scn"
+    path.write_text(textwrap.dedent(scenario))
+    e["FAKE_NVML_SCENARIO"] = str(path)
+    return e
+
+
+def wait_for(path, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end:
+        if path.exists():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# ---- exit statuses ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_exit_status_passthrough(gpumon, tmp_path, code):
+    r = run(gpumon, tmp_path, ["-q", "--", "sh", "-c", f"exit {code}"])
+    assert r.returncode == code, r.stderr
+
+
+def test_killed_by_signal_is_128_plus_n(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["-q", "--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"])
+    assert r.returncode == 128 + signal.SIGKILL, r.stderr
+
+
+def test_missing_command_is_127_and_leaves_no_recording(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--", "no-such-command-gpumon-test", "x"])
+    assert r.returncode == 127
+    assert "no-such-command-gpumon-test: command not found" in r.stderr
+    assert not (tmp_path / "rec.gpumon").exists()
+
+
+def test_not_executable_is_126(gpumon, tmp_path):
+    f = tmp_path / "script.sh"
+    f.write_text("#!/bin/sh\necho hi\n")
+    f.chmod(0o644)
+    r = run(gpumon, tmp_path, ["-q", "--", str(f)])
+    assert r.returncode == 126
+    assert "Permission denied" in r.stderr
+
+
+# ---- stdio and signals -----------------------------------------------------------------------
+
+def test_stdio_passthrough(gpumon, tmp_path):
+    e = environment(tmp_path)
+    r = subprocess.run([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", "sh", "-c",
+                        "read line; echo \"out:$line\"; echo \"err:$line\" >&2"],
+                       input="hello\n", env=e, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "out:hello\n"
+    assert r.stderr == "err:hello\n"
+
+
+def test_sigterm_to_gpumon_reaches_the_job(tmp_path):
+    ready = tmp_path / "ready"
+    job = textwrap.dedent(f"""
+        import signal, sys, time
+        def on_term(sig, frame):
+            print("job got SIGTERM", flush=True)
+            sys.exit(7)
+        signal.signal(signal.SIGTERM, on_term)
+        open({str(ready)!r}, "w").close()
+        time.sleep(20)
+        sys.exit(1)
+    """)
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(ready)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 7, err
+    assert "job got SIGTERM" in out
+
+
+def test_ctrl_c_reaches_the_job_once(tmp_path):
+    """Ctrl-C on a terminal: the job gets one SIGINT (from the terminal), not a second from gpumon."""
+    ready = tmp_path / "ready"
+    job = textwrap.dedent(f"""
+        import signal, time
+        n = 0
+        def on_int(sig, frame):
+            global n
+            n += 1
+        signal.signal(signal.SIGINT, on_int)
+        open({str(ready)!r}, "w").close()
+        end = time.time() + 1.5
+        while time.time() < end and n == 0:
+            time.sleep(0.01)
+        time.sleep(0.5)
+        print("interrupts", n, flush=True)
+    """)
+    master, slave = pty.openpty()
+
+    def own_terminal():
+        os.setsid()
+        import fcntl
+        import termios
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdin=slave, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=own_terminal)
+    os.close(slave)
+    try:
+        assert wait_for(ready)
+        os.write(master, b"\x03")
+        out, err = p.communicate(timeout=20)
+    finally:
+        os.close(master)
+    assert p.returncode == 0, err
+    assert "interrupts 1" in out
+
+
+# ---- allocator settings ------------------------------------------------------------------------
+
+def env_of(r):
+    return dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+
+
+def test_variables_per_option(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--limit", "8G", "--initial", "1G", "--fraction", "0.5", "--no-prealloc",
+                               "--expandable", "--max-split", "128M", "--gc-threshold", "0.6",
+                               "--jax-platform-allocator", "--", "env"])
+    assert r.returncode == 0, r.stderr
+    e = env_of(r)
+    assert e["FLAGS_gpu_memory_limit_mb"] == "8192"
+    assert e["FLAGS_initial_gpu_memory_in_mb"] == "1024"
+    assert e["FLAGS_fraction_of_gpu_memory_to_use"] == "0.5"
+    assert e["FLAGS_allocator_strategy"] == "auto_growth"
+    assert e["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.6"
+    assert e["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"
+    assert e["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.500"
+    assert e["XLA_PYTHON_CLIENT_ALLOCATOR"] == "platform"
+    assert e["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+    assert e["GPUMON_RUN_SOCKET"].endswith("/sock")
+    assert "CUDA_VISIBLE_DEVICES" not in e or e["CUDA_VISIBLE_DEVICES"] == os.environ.get("CUDA_VISIBLE_DEVICES")
+    assert "no variable for a hard limit" in r.stderr and "set_per_process_memory_fraction" in r.stderr
+    assert "TensorFlow has no environment variable for a memory cap" in r.stderr
+
+
+def test_framework_selection_and_no_options(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--framework", "torch", "--no-prealloc", "--expandable", "--", "env"])
+    e = env_of(r)
+    assert e["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert "XLA_PYTHON_CLIENT_PREALLOCATE" not in e and "TF_FORCE_GPU_ALLOW_GROWTH" not in e
+    script = tmp_path / "train.py"
+    script.write_text("import jax\n")
+    r = run(gpumon, tmp_path, ["--framework", "auto", "--no-prealloc", "--", "sh", "-c", "env", str(script)],
+            out="rec2.gpumon")
+    e = env_of(r)
+    assert e["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false" and "FLAGS_allocator_strategy" not in e
+
+
+def test_paddle_fraction_note(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--fraction", "0.5", "--", "true"])
+    assert ("--fraction has no effect on Paddle's default auto_growth allocator; add --paddle-strategy "
+            "naive_best_fit to make it pre-allocate") in r.stderr
+    r = run(gpumon, tmp_path, out="rec2.gpumon", args=["--fraction", "0.5", "--paddle-strategy", "naive_best_fit", "--", "env"])
+    assert "has no effect on Paddle" not in r.stderr
+    assert env_of(r)["FLAGS_allocator_strategy"] == "naive_best_fit"
+
+
+def test_malloc_trunk_size_note_and_torch_merge(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--max-split", "256M", "--", "env"],
+            env={"FLAGS_malloc_trunk_size": "268435456", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64,backend:native"})
+    assert "FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle" in r.stderr
+    assert env_of(r)["PYTORCH_CUDA_ALLOC_CONF"] == "backend:native,max_split_size_mb:256"
+    assert "gpumon's value wins" in r.stderr
+
+
+def test_jax_fraction_from_limit_of_chosen_gpu(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--gpu", "1", "--limit", "20G", "--framework", "jax", "--", "env"], scenario=TWO)
+    e = env_of(r)
+    assert e["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.250"
+    assert e["CUDA_VISIBLE_DEVICES"] == "GPU-11111111-2222-3333-4444-555555555555"
+
+
+# ---- the GPU -------------------------------------------------------------------------------------
+
+def test_gpu_auto_picks_the_freest(gpumon, tmp_path):
+    # GPU 0 (H200) has ~140 GiB free, GPU 1 20 GiB: auto picks GPU 0; then make GPU 0 the busy one
+    r = run(gpumon, tmp_path, ["-q", "--gpu", "auto", "--", "env"], scenario=TWO)
+    assert env_of(r)["CUDA_VISIBLE_DEVICES"] == "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51"
+    busy = TWO.replace("used=0 ", "used=130GiB ")
+    r = run(gpumon, tmp_path, out="rec2.gpumon", args=["-q", "--gpu", "auto", "--", "env"], scenario=busy)
+    assert env_of(r)["CUDA_VISIBLE_DEVICES"] == "GPU-11111111-2222-3333-4444-555555555555"
+
+
+def test_gpu_not_found(gpumon, tmp_path):
+    side = tmp_path / "side"
+    r = run(gpumon, tmp_path, ["--gpu", "7", "--", "touch", str(side)])
+    assert r.returncode == 6
+    assert not side.exists() and not (tmp_path / "rec.gpumon").exists()
+
+
+# ---- refusals before the job starts --------------------------------------------------------------
+
+def test_existing_output_refused_before_the_job(gpumon, tmp_path):
+    out = tmp_path / "rec.gpumon"
+    out.write_text("precious")
+    side = tmp_path / "side"
+    r = run(gpumon, tmp_path, ["--", "touch", str(side)])
+    assert r.returncode == 255
+    assert str(out) in r.stderr
+    assert not side.exists()
+    assert out.read_text() == "precious"
+
+
+def test_unwritable_output_refused_before_the_job(gpumon, tmp_path):
+    side = tmp_path / "side"
+    r = gpumon(["run", "-o", str(tmp_path / "no" / "such" / "dir.gpumon"), "--", "touch", str(side)], scenario=H200)
+    assert r.returncode == 255
+    assert not side.exists()
+
+
+@pytest.mark.parametrize("args", [["--fraction", "1.5"], ["--limit", "lots"], ["--on-exceed", "kill"],
+                                  ["--interval", "0"], ["--framework", "mxnet"], ["--bogus"],
+                                  ["--no-prealloc", "--paddle-strategy", "naive_best_fit"], ["--max-split", "8M"]])
+def test_bad_options_are_2_before_the_job(gpumon, tmp_path, args):
+    side = tmp_path / "side"
+    r = run(gpumon, tmp_path, args + ["--", "touch", str(side)])
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("gpumon: run:")
+    assert not side.exists() and not (tmp_path / "rec.gpumon").exists()
+
+
+def test_default_output_name(gpumon, tmp_path):
+    e = environment(tmp_path)
+    r = subprocess.run([GPUMON_BIN, "run", "--", "true"], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    made = [p.name for p in tmp_path.iterdir() if p.name.startswith("gpumon-run-")]
+    assert len(made) == 1 and made[0].endswith(".gpumon")
+    assert f"recording: {made[0]}" in r.stderr
+
+
+# ---- the socket, the summary and the recording -----------------------------------------------------
+
+CLIENT = textwrap.dedent("""
+    import json, os, socket, time
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    def send(obj):
+        s.sendall((json.dumps(obj) + "\\n").encode())
+    send({"v": 1, "type": "hello", "pid": os.getpid(), "framework": "torch", "version": "2.11"})
+    for step in range(5):
+        send({"type": "sample", "t": time.time(), "step": step, "device": 0,
+              "allocated": (step + 1) << 30, "reserved": 8 << 30, "max_allocated": None})
+        send({"type": "step", "step": step})
+    send({"type": "marker", "text": "epoch 1 done"})
+    s.sendall(b"this is not json\\n{\\"type\\": \\"sample\\", \\"allocated\\": -1}\\n")
+    send({"type": "from-the-future", "x": 1})
+    s.close()
+""")
+
+
+def test_socket_protocol_and_summary(gpumon, tmp_path):
+    scn = H200 + "proc 0 4194001 used=3GiB name=neighbour\n"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", CLIENT], scenario=scn)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr
+    assert "gpumon run summary" in err
+    assert f"recording: {tmp_path / 'rec.gpumon'}" in err
+    assert "job exited with status 0" in err
+    assert "GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51: job peak" in err
+    assert "other processes peak 3.00 GiB" in err
+    assert "framework peak (torch 2.11, pid" in err and "allocated 5.00 GiB reserved 8.00 GiB" in err
+    assert "socket: 2 malformed and 1 unknown messages ignored" in err
+
+
+def test_quiet_has_no_summary(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["-q", "--fraction", "0.5", "--", "true"])
+    assert r.returncode == 0 and r.stderr == ""
+
+
+def open_recording(path):
+    with open(path, "rb") as f:
+        if f.read(16) != b"SQLite format 3\x00":
+            pytest.skip("the recording sink is not built in (no SQLite file)")
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+
+def test_recording_contents(gpumon, tmp_path):
+    scn = H200 + "proc 0 4194001 used=3GiB name=neighbour\n"
+    r = run(gpumon, tmp_path, ["--expandable", "--interval", "5", "--", PY, "-c",
+                               "import time; time.sleep(0.3)\n" + CLIENT], scenario=scn)
+    assert r.returncode == 0, r.stderr
+    db = open_recording(tmp_path / "rec.gpumon")
+    meta = dict(db.execute("select key, value from meta"))
+    assert meta["kind"] == "run"
+    assert meta["command"].startswith(PY) and "import time" in meta["command"]
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in meta["settings"].splitlines()
+    assert "gpumon.interval_ms=5" in meta["settings"].splitlines()
+    job = int(meta["job_pid"])
+    assert job > 0 and int(meta["exit_status"]) == 0
+    assert db.execute("select count(*) from device_samples where dev = 0").fetchone()[0] > 0
+    # the co-tenant is recorded with its memory
+    assert db.execute("select max(used_bytes) from process_samples where pid = 4194001").fetchone()[0] == 3 << 30
+    rows = db.execute("select f.framework, f.device, s.step, s.allocated_bytes, s.reserved_bytes, s.max_allocated_bytes "
+                      "from framework_samples s join framework_sources f using (source) order by s.t_ns").fetchall()
+    assert [row[2] for row in rows] == [0, 1, 2, 3, 4]
+    assert all(row[0] == "torch" and row[1] == 0 and row[4] == 8 << 30 and row[5] is None for row in rows)
+    assert rows[-1][3] == 5 << 30
+    # framework times are on the recording's clock, inside the run
+    start = int(meta["start_mono_ns"])
+    end = int(meta["end_mono_ns"])
+    assert all(start <= t <= end for (t,) in db.execute("select t_ns from framework_samples"))
+    events = db.execute("select kind, text from events order by t_ns").fetchall()
+    assert [t for k, t in events if k == "step"] == ["0", "1", "2", "3", "4"]
+    assert ("marker", "epoch 1 done") in events
+    assert ("job", f"pid {job}: the command") in events
+    assert ("exit", "0") in events
+    assert any(k == "note" and t.startswith("hello from pid") and "torch 2.11" in t for k, t in events)
+
+
+def test_full_disk_stops_the_recording_not_the_job(tmp_path):
+    """A file size limit makes writes fail as a full disk does: the recording stops with a message,
+    the job runs on and its status comes back, and what was committed stays readable."""
+    import resource
+    out = tmp_path / "full.gpumon"
+    job = textwrap.dedent("""
+        import json, os, socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.environ["GPUMON_RUN_SOCKET"])
+        for i in range(20000):
+            s.sendall((json.dumps({"type": "marker", "text": "x" * 200 + str(i)}) + "\\n").encode())
+        time.sleep(0.5)
+        print("job finished", flush=True)
+        sys.exit(5)
+    """)
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
+
+    r = subprocess.run([GPUMON_BIN, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
+                       capture_output=True, text=True, timeout=60, preexec_fn=small_files)
+    open_recording(out).close()  # skips when the recording sink is not built in
+    assert r.returncode == 5, r.stderr
+    assert "job finished" in r.stdout
+    assert "recording stopped" in r.stderr and "the job keeps running" in r.stderr
+    db = open_recording(out)
+    assert db.execute("select count(*) from sqlite_master").fetchone()[0] > 0
+
+
+def test_process_tree_recorded(gpumon, tmp_path):
+    """Children and orphaned grandchildren of the job are recorded as the job's ("job" events)."""
+    job = textwrap.dedent("""
+        import os, subprocess, time
+        child = subprocess.Popen(["sleep", "0.5"])
+        if os.fork() == 0:                      # a grandchild whose parent exits at once
+            if os.fork() == 0:
+                time.sleep(0.3)                 # by now an orphan, adopted by gpumon
+                print("orphan", os.getpid(), flush=True)
+                time.sleep(0.3)
+                os._exit(0)
+            os._exit(0)
+        print("child", child.pid, flush=True)
+        child.wait()
+        time.sleep(0.3)
+    """)
+    r = run(gpumon, tmp_path, ["-q", "--", PY, "-c", job])
+    assert r.returncode == 0, r.stderr
+    said = dict(line.split() for line in r.stdout.splitlines())
+    db = open_recording(tmp_path / "rec.gpumon")
+    jobs = [t for (t,) in db.execute("select text from events where kind = 'job'")]
+    assert f"pid {said['child']}: sleep 0.5" in jobs
+    assert any(t.startswith(f"pid {said['orphan']}: ") for t in jobs), jobs
+
+
+# ---- the job's own GPU memory: in a new PID namespace gpumon is pid 1 and the job pid 2, so the
+# ---- scenario can name the job's pid (needs unshare(1) and the right to create namespaces)
+
+def unshare_works():
+    try:
+        return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
+                              capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+needs_unshare = pytest.mark.skipif(not unshare_works(), reason="cannot create a PID namespace here")
+
+JOB_GROWS = H200.replace("used=0 ", "used=6GiB ") + """\
+proc 0 999 used=1GiB name=neighbour
+at 0.3 proc 0 2 used=5GiB
+"""
+
+
+def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run",
+                           "-o", str(tmp_path / "ns.gpumon")] + args + ["--", PY, "-c", job],
+                          env=environment(tmp_path, scenario), capture_output=True, text=True, timeout=30)
+
+
+@needs_unshare
+@pytest.mark.parametrize("action,status", [("term", 128 + signal.SIGTERM), ("kill", 128 + signal.SIGKILL)])
+def test_limit_enforced(tmp_path, action, status):
+    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", action],
+                     "import time; time.sleep(5); print('not stopped')")
+    assert r.returncode == status, r.stderr
+    assert "not stopped" not in r.stdout
+    assert f"job process 2 holds 5.00 GiB of GPU memory, over --limit 4.00 GiB: sending SIG{action.upper()}" in r.stderr
+    db = open_recording(tmp_path / "ns.gpumon")
+    alerts = [t for (t,) in db.execute("select text from events where kind = 'alert'")]
+    assert len(alerts) == 1 and alerts[0].startswith("pid 2 holds 5368709120 bytes, over the limit of 4294967296")
+
+
+@needs_unshare
+def test_limit_warn_once_and_job_peak(tmp_path):
+    r = run_as_pid_2(tmp_path, ["--limit", "4G"], "import time; time.sleep(0.8); print('finished')")
+    assert r.returncode == 0, r.stderr
+    assert "finished" in r.stdout
+    assert r.stderr.count("over --limit 4.00 GiB: warning only") == 1
+    # the job's peak, when, and what the neighbour held then
+    line = [l for l in r.stderr.splitlines() if l.startswith("  GPU 0 ")][0]
+    assert re.search(r"job peak 5\.00 GiB at 0\.[2-4]\d s \(other processes held 1\.00 GiB then\)", line), line
+    assert "other processes peak 1.00 GiB" in line and "GPU used peak 6.00 GiB" in line

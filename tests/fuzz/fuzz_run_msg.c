@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* fuzz_run_msg.c — libFuzzer target for the `gpumon run` socket protocol's line parser
+ * (run_msg_parse in cli/run_socket.c): any bytes as one line, into error buffers of every size. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "run_socket.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+	struct run_msg m;
+	char err[128];
+	/* an exact-size copy, so that a read past the line's end is caught */
+	char *line = malloc(size ? size : 1);
+	if (!line)
+		return 0;
+	memcpy(line, data, size);
+	size_t errlen = size ? data[0] % sizeof err : 0;
+	int rc = run_msg_parse(line, size, &m, err, errlen);
+	if (rc != 0 && rc != -1)
+		abort();
+	if (errlen && !memchr(err, 0, errlen))
+		abort();
+	if (rc == 0 && (m.type < RUN_MSG_HELLO || m.type > RUN_MSG_UNKNOWN))
+		abort();
+	if (rc == 0 && (!memchr(m.framework, 0, sizeof m.framework) || !memchr(m.fw_version, 0, sizeof m.fw_version) ||
+			!memchr(m.text, 0, sizeof m.text)))
+		abort();
+	free(line);
+	return 0;
+}
