@@ -23,13 +23,9 @@ export PYTHON=$PY
 log=$OUT/run.log
 : >"$log"
 
-# jansson unpacked under .deps/ for machines that do not have it installed
-prefix_args=()
-if [ -d .deps/jansson/usr ]; then
-	prefix_args=(-DCMAKE_PREFIX_PATH="$PWD/.deps/jansson/usr")
-	jlib=$PWD/.deps/jansson/usr/lib/x86_64-linux-gnu
-	export LD_LIBRARY_PATH="$jlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
+# Debian's jansson and sqlite3 unpacked under .deps/ for machines that do not have them
+# (tests/gpu/README.md says how); tests/gpu/deps.sh sets CMake and the loader up for them
+. tests/gpu/deps.sh
 
 steps=()
 step() { # step NAME STATUS SECONDS
