@@ -26,21 +26,56 @@ static double cpu_s(void)
 	       (double)u.ru_stime.tv_usec / 1e6;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * What one memory read costs right after a 1 ms sleep (as in the sampler) against back to back:
+ * the driver call is slower on a CPU that has just woken.
+ */
+static void cold_calls(gpumon *g)
+{
+	enum { N = 2000 };
+	static double cold[N], hot[N];
+	gpumon_device_sample x;
+	struct timespec ms = {0, 1000000};
+	for (int i = 0; i < N; i++) {
+		nanosleep(&ms, NULL);
+		double t0 = now_s(CLOCK_MONOTONIC);
+		gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &x);
+		double t1 = now_s(CLOCK_MONOTONIC);
+		gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &x);
+		cold[i] = (t1 - t0) * 1e6;
+		hot[i] = (now_s(CLOCK_MONOTONIC) - t1) * 1e6;
+	}
+	qsort(cold, N, sizeof cold[0], cmp_double);
+	qsort(hot, N, sizeof hot[0], cmp_double);
+	printf("memory read after a 1 ms sleep: median %.2f us, p90 %.2f us; the next one at once: median %.2f us, "
+	       "p90 %.2f us\n", cold[N / 2], cold[N * 9 / 10], hot[N / 2], hot[N * 9 / 10]);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned period_us = 1000;
 	double seconds = 10;
 	const char *out = NULL;
 	int c;
-	while ((c = getopt(argc, argv, "p:s:o:h")) != -1) {
-		if (c == 'p')
+	int cold = 0;
+	while ((c = getopt(argc, argv, "p:s:o:ch")) != -1) {
+		if (c == 'c')
+			cold = 1;
+		else if (c == 'p')
 			period_us = (unsigned)strtoul(optarg, NULL, 10);
 		else if (c == 's')
 			seconds = strtod(optarg, NULL);
 		else if (c == 'o')
 			out = optarg;
 		else {
-			fprintf(stderr, "usage: gpumon_bench_sampler [-p PERIOD_US] [-s SECONDS] [-o RECORDING]\n");
+			fprintf(stderr, "usage: gpumon_bench_sampler [-p PERIOD_US] [-s SECONDS] [-o RECORDING] [-c]\n"
+					"  -c  also time a memory read right after a 1 ms sleep, and back to back\n");
 			return 2;
 		}
 	}
@@ -49,6 +84,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpumon_bench_sampler: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
+	if (cold)
+		cold_calls(g);
 	gpumon_recording *r = NULL;
 	if (out && gpumon_recording_create(g, out, NULL, &r) != GPUMON_OK) {
 		fprintf(stderr, "gpumon_bench_sampler: %s\n", r ? gpumon_recording_errmsg(r) : "cannot create");
