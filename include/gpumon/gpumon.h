@@ -200,6 +200,7 @@ enum {
 	GPUMON_PROC_CMDLINE_KNOWN = 1u << 5, /* cmdline holds a value */
 	GPUMON_PROC_NAME_KNOWN = 1u << 6,/* name holds a value */
 	GPUMON_PROC_MIG = 1u << 7,       /* gpu/compute instance ids hold values (MIG enabled) */
+	GPUMON_PROC_PPID_KNOWN = 1u << 8,/* ppid holds a value */
 };
 
 typedef struct gpumon_process {
@@ -209,6 +210,7 @@ typedef struct gpumon_process {
 	unsigned gpu_instance_id;      /* MIG ids, valid with GPUMON_PROC_MIG */
 	unsigned compute_instance_id;
 	unsigned uid;
+	unsigned ppid;                 /* parent pid, from /proc (valid with GPUMON_PROC_PPID_KNOWN) */
 	char user[64];                 /* login name, or the uid in decimal when it has none */
 	char name[256];                /* process name as nvidia-smi's process_name shows it */
 	char cmdline[512];             /* /proc/PID/cmdline, arguments joined by spaces, truncated */

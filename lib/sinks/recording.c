@@ -32,7 +32,8 @@ static const char schema_sql[] =
 	" memory_total_bytes INTEGER, lost_t_ns INTEGER);"
 	"CREATE TABLE processes (dev INTEGER NOT NULL, pid INTEGER NOT NULL, first_t_ns INTEGER,"
 	" gone_t_ns INTEGER, flags INTEGER NOT NULL, foreign_pid INTEGER NOT NULL, uid INTEGER,"
-	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER);"
+	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER,"
+	" ppid INTEGER);"
 	"CREATE TABLE device_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, memory_api INTEGER,"
 	" used_bytes INTEGER, free_bytes INTEGER, reserved_bytes INTEGER, total_bytes INTEGER,"
 	" used_min_bytes INTEGER, used_max_bytes INTEGER, used_max_t_ns INTEGER, samples INTEGER,"
@@ -77,10 +78,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PSAMPLE] = "INSERT INTO process_samples (t_ns, dev, pid, used_bytes, gone)"
 		   " VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_PROC_NEW] = "INSERT INTO processes (dev, pid, first_t_ns, gone_t_ns, flags, foreign_pid, uid,"
-		    " user, name, command, gpu_instance_id, compute_instance_id)"
-		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+		    " user, name, command, gpu_instance_id, compute_instance_id, ppid)"
+		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     [ST_PROC_INFO] = "UPDATE processes SET flags = ?5, foreign_pid = ?6, uid = ?7, user = ?8, name = ?9,"
-		     " command = ?10, gpu_instance_id = ?11, compute_instance_id = ?12 WHERE rowid = ?1",
+		     " command = ?10, gpu_instance_id = ?11, compute_instance_id = ?12, ppid = ?13"
+		     " WHERE rowid = ?1",
     [ST_PROC_GONE] = "UPDATE processes SET gone_t_ns = ?2 WHERE rowid = ?1",
     [ST_SOURCE] =
 	"INSERT INTO framework_sources (pid, device, framework, first_t_ns) VALUES (?1, ?2, ?3, ?4)",
@@ -455,7 +457,7 @@ static int grow(void **arr, size_t *cap, size_t len, size_t size)
 	return GPUMON_OK;
 }
 
-/* Binds ?5..?12 of ST_PROC_NEW / ST_PROC_INFO: what is known of the process. */
+/* Binds ?5..?13 of ST_PROC_NEW / ST_PROC_INFO: what is known of the process. */
 static void bind_process_info(sqlite3_stmt *s, const gpumon_process *p)
 {
 	int user = p->flags & GPUMON_PROC_USER_KNOWN, mig = p->flags & GPUMON_PROC_MIG;
@@ -467,6 +469,7 @@ static void bind_process_info(sqlite3_stmt *s, const gpumon_process *p)
 	bind_field(s, 10, p->flags & GPUMON_PROC_CMDLINE_KNOWN, p->cmdline, sizeof p->cmdline);
 	bind_opt(s, 11, mig, p->gpu_instance_id);
 	bind_opt(s, 12, mig, p->compute_instance_id);
+	bind_opt(s, 13, p->flags & GPUMON_PROC_PPID_KNOWN, p->ppid);
 }
 
 /* A new row of `processes`; first_t_ns is NULL for a process seen only leaving. */

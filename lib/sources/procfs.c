@@ -48,6 +48,9 @@ static void fill_user(gpumon_process *p)
 	char status[4096];
 	if (read_proc_file(p->pid, "status", status, sizeof status) <= 0)
 		return;
+	const char *pp = strstr(status, "\nPPid:");
+	if (pp && sscanf(pp + 6, "%u", &p->ppid) == 1)
+		p->flags |= GPUMON_PROC_PPID_KNOWN;
 	const char *line = strstr(status, "\nUid:");
 	unsigned uid;
 	if (!line || sscanf(line + 5, "%u", &uid) != 1)

@@ -181,5 +181,6 @@ def test_man_page_is_clean_and_complete():
                           env={"PATH": os.environ["PATH"], "GROFF_NO_SGR": "1"}).stdout
     text = " ".join(re.sub(r".\x08", "", text).replace("\u2010\n", "").split())
     for word in ["show", "list", "query", "GPUMON_NVML_LIBRARY", "EXIT STATUS", "--format=json", "-lms",
-                 "memory.reserved", "process_name", "[Not Supported]", "[GPU is lost]"]:
+                 "memory.reserved", "process_name", "[Not Supported]", "[GPU is lost]", "gpumon record",
+                 "gpumon run", "gpumon export", "GPUMON_RUN_SOCKET", "--on-exceed"]:
         assert word in text, word

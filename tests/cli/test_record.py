@@ -67,6 +67,18 @@ def test_record_duration_contents(tmp_path):
     assert procs == [(4194000, 1, 0, 1), (4194001, 1, 1, 1)]
 
 
+def test_process_identity_recorded(tmp_path):
+    """A process of this machine is stored with its user, command line and parent."""
+    out = tmp_path / "p.gpumon"
+    me = os.getpid()
+    p = start(tmp_path, ["-o", str(out), "--duration", "0.4"], scenario=f"gpu 0 total=80GiB\nproc 0 {me} used=1GiB\n")
+    _, se = p.communicate(timeout=20)
+    assert p.returncode == 0, se
+    row = sqlite3.connect(out).execute("SELECT uid, command, ppid, foreign_pid FROM processes WHERE pid=?",
+                                       (me,)).fetchone()
+    assert row[0] == os.getuid() and "pytest" in row[1] and row[2] == os.getppid() and row[3] == 0
+
+
 def test_ctrl_c_stops_cleanly(tmp_path):
     out = tmp_path / "c.gpumon"
     p = start(tmp_path, ["-o", str(out)])

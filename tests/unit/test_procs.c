@@ -57,12 +57,14 @@ static void test_completion(void)
 		struct passwd *pw = getpwuid(getuid());
 		is_str(p->user, pw ? pw->pw_name : "", "user is ours");
 		is_int(p->uid, getuid(), "uid is ours");
+		ok((p->flags & GPUMON_PROC_PPID_KNOWN) && p->ppid == (unsigned)getppid(), "parent pid is ours");
 		ok((p->flags & GPUMON_PROC_CMDLINE_KNOWN) && strstr(p->cmdline, "test_procs"), "cmdline: %s", p->cmdline);
 		is_str(p->name, "python", "NVML's process name preferred");
 	}
 	p = find_pid(l, n, FOREIGN_PID);
 	ok(p && (p->flags & GPUMON_PROC_FOREIGN), "a pid missing from /proc is kept and flagged");
-	ok(p && !(p->flags & (GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN)), "with no user or cmdline");
+	ok(p && !(p->flags & (GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_PPID_KNOWN)),
+	   "with no user, cmdline or parent");
 	ok(p && p->used_bytes == (1LL << 30), "and its memory");
 	p = find_pid(l, n, 4001);
 	ok(p && (p->flags & GPUMON_PROC_GRAPHICS) && !(p->flags & GPUMON_PROC_COMPUTE), "graphics-only process");
