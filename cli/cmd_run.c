@@ -601,11 +601,15 @@ static void summary(const struct run *r, const char *path, const gpumon_sampler_
 		long double integral = g->job_integral;
 		if (g->last_t && r->end_ns > g->last_t)
 			integral += (long double)g->job_now * (long double)(r->end_ns - g->last_t);
-		fprintf(stderr, "  GPU %u %s: job peak %s", d, info.uuid, cli_format_bytes(a, sizeof a, g->job_peak));
-		if (g->job_peak)
-			fprintf(stderr, " at %.2f s (other processes held %s then)",
-				(double)(g->job_peak_t - r->start_ns) / 1e9, cli_format_bytes(b, sizeof b, g->others_at_peak));
-		fprintf(stderr, ", average %s", cli_format_bytes(c, sizeof c, (uint64_t)(integral / span)));
+		if (g->job_peak) {
+			fprintf(stderr, "  GPU %u %s: job peak %s at %.2f s (other processes held %s then)", d, info.uuid,
+				cli_format_bytes(a, sizeof a, g->job_peak), (double)(g->job_peak_t - r->start_ns) / 1e9,
+				cli_format_bytes(b, sizeof b, g->others_at_peak));
+			fprintf(stderr, ", average %s", cli_format_bytes(c, sizeof c, (uint64_t)(integral / span)));
+		} else {
+			/* not "0 B": the driver never listed a process of the job with memory here */
+			fprintf(stderr, "  GPU %u %s: no process of the job held memory here", d, info.uuid);
+		}
 		fprintf(stderr, "; other processes peak %s", cli_format_bytes(c, sizeof c, g->others_peak));
 		fprintf(stderr, "; GPU used peak %s\n", cli_format_bytes(b, sizeof b, g->used_peak));
 	}

@@ -300,7 +300,9 @@ def test_socket_protocol_and_summary(gpumon, tmp_path):
     assert "gpumon run summary" in err
     assert f"recording: {tmp_path / 'rec.gpumon'}" in err
     assert "job exited with status 0" in err
-    assert "GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51: job peak" in err
+    # the fake lists no process of the job: said so, not "0 B"
+    assert "GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51: no process of the job held memory here" in err
+    assert "job peak 0 B" not in err
     assert "other processes peak 3.00 GiB" in err
     assert "framework peak (torch 2.11, pid" in err and "allocated 5.00 GiB reserved 8.00 GiB" in err
     assert "socket: 2 malformed and 1 unknown messages ignored" in err
