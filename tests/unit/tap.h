@@ -63,6 +63,20 @@ static void use_scenario(const char *text, int v1_only)
 	setenv("GPUMON_NVML_LIBRARY", v1_only ? FAKE_NVML_V1_LIB : FAKE_NVML_LIB, 1);
 }
 
+#ifdef GPUMON_GPUMON_H
+/* Opens libgpumon on the fake NVML with this scenario; bails out of the test when it cannot. */
+static inline gpumon *open_fake(const char *scenario, int v1_only)
+{
+	use_scenario(scenario, v1_only);
+	gpumon *g = NULL;
+	if (gpumon_open(&g) != GPUMON_OK) {
+		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
+		exit(1);
+	}
+	return g;
+}
+#endif
+
 static void remove_scenario(void)
 {
 	const char *p = getenv("FAKE_NVML_SCENARIO");

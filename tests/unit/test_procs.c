@@ -2,26 +2,16 @@
 /* test_procs.c — process lists against the fake NVML: completion from /proc (our own pid), a pid
  * from another PID namespace kept and flagged, unknown memory, compute+graphics merged, order,
  * 1,000 processes, MIG ids, the v1-only driver, errors, and processes coming and going. */
-#include "tap.h"
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
 #include <pwd.h>
 #include <time.h>
 
-#include <gpumon/gpumon.h>
 
 #define GPU0 "gpu 0 name=\"NVIDIA H200\" total=140GiB used=20GiB\n"
 #define FOREIGN_PID 4194000 /* above any pid our /proc has */
-
-static gpumon *open_ok(const char *scenario, int v1)
-{
-	use_scenario(scenario, v1);
-	gpumon *g = NULL;
-	if (gpumon_open(&g) != GPUMON_OK) {
-		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
-		exit(1);
-	}
-	return g;
-}
 
 static const gpumon_process *find_pid(const gpumon_process *l, size_t n, unsigned pid)
 {
@@ -42,7 +32,7 @@ static void test_completion(void)
 		      "proc 0 4001 used=2GiB type=graphics\n"
 		      "proc 0 4002 used=5GiB type=both\n",
 		 me, FOREIGN_PID);
-	gpumon *g = open_ok(text, 0);
+	gpumon *g = open_fake(text, 0);
 	gpumon_process *l = NULL;
 	size_t n = 0;
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_OK, "list");
@@ -87,7 +77,7 @@ static void test_completion(void)
 
 static void test_thousand(void)
 {
-	gpumon *g = open_ok(GPU0 "procs 0 100000 1000 used=16MiB\n", 0);
+	gpumon *g = open_fake(GPU0 "procs 0 100000 1000 used=16MiB\n", 0);
 	gpumon_process *l = NULL;
 	size_t n = 0;
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_OK, "1,000 processes listed");
@@ -105,7 +95,7 @@ static void test_thousand(void)
 
 static void test_mig_and_v1(void)
 {
-	gpumon *g = open_ok(GPU0 "proc 0 4100 used=1GiB gi=1 ci=0\n", 0);
+	gpumon *g = open_fake(GPU0 "proc 0 4100 used=1GiB gi=1 ci=0\n", 0);
 	gpumon_process *l = NULL;
 	size_t n = 0;
 	gpumon_process_list(g, 0, &l, &n);
@@ -114,7 +104,7 @@ static void test_mig_and_v1(void)
 	gpumon_process_list_free(l);
 	gpumon_close(g);
 
-	g = open_ok(GPU0 "proc 0 4100 used=1GiB gi=1 ci=0 name=\"python\"\nproc 0 4101 used=2GiB type=graphics\n", 1);
+	g = open_fake(GPU0 "proc 0 4100 used=1GiB gi=1 ci=0 name=\"python\"\nproc 0 4101 used=2GiB type=graphics\n", 1);
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_OK, "v1-only driver lists processes");
 	is_int(n, 2, "both");
 	ok(n == 2 && l[0].pid == 4101 && l[1].used_bytes == 1LL << 30, "v1 entries read right");
@@ -126,7 +116,7 @@ static void test_mig_and_v1(void)
 
 static void test_errors_and_time(void)
 {
-	gpumon *g = open_ok(GPU0 "proc 0 4100 used=1GiB\nerror nvmlDeviceGetComputeRunningProcesses_v3 UNKNOWN\n", 0);
+	gpumon *g = open_fake(GPU0 "proc 0 4100 used=1GiB\nerror nvmlDeviceGetComputeRunningProcesses_v3 UNKNOWN\n", 0);
 	gpumon_process *l = (gpumon_process *)1;
 	size_t n = 7;
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_NVML, "driver error: error");
@@ -134,12 +124,12 @@ static void test_errors_and_time(void)
 	ok(strstr(gpumon_errmsg(g), "ComputeRunningProcesses") != NULL, "message names the call: %s", gpumon_errmsg(g));
 	gpumon_close(g);
 
-	g = open_ok(GPU0 "error nvmlDeviceGetComputeRunningProcesses_v3 NOT_SUPPORTED\n"
+	g = open_fake(GPU0 "error nvmlDeviceGetComputeRunningProcesses_v3 NOT_SUPPORTED\n"
 			 "error nvmlDeviceGetGraphicsRunningProcesses_v3 NOT_SUPPORTED\n", 0);
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_NOT_SUPPORTED, "neither list supported");
 	gpumon_close(g);
 
-	g = open_ok(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n"
+	g = open_fake(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n"
 			 "at 0.3 lost 0\n", 0);
 	gpumon_process_list(g, 0, &l, &n);
 	ok(n == 1 && l[0].pid == 4100, "before: 4100");
@@ -149,7 +139,7 @@ static void test_errors_and_time(void)
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_LOST, "after: the GPU is lost");
 	gpumon_close(g);
 
-	g = open_ok(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n", 0);
+	g = open_fake(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n", 0);
 	nanosleep(&ts, NULL);
 	gpumon_process_list(g, 0, &l, &n);
 	ok(n == 1 && l[0].pid == 4200, "processes come and go");

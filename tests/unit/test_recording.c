@@ -4,7 +4,9 @@
  * SIGKILL, a full disk, and the size of an hour. `test_recording PATH [--kill]` writes a small
  * known recording to PATH instead (the export tests read it); --kill leaves it as a killed
  * writer would. */
-#include "tap.h"
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +21,6 @@
 
 #include <sqlite3.h>
 
-#include <gpumon/gpumon.h>
 
 #define H200                                                                                                 \
 	"gpu 0 name=\"NVIDIA H200\" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 bus=00000000:00:06.0 "     \
@@ -45,17 +46,6 @@ static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
-}
-
-static gpumon *open_gpus(const char *scenario)
-{
-	use_scenario(scenario, 0);
-	gpumon *g = NULL;
-	if (gpumon_open(&g) != GPUMON_OK) {
-		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
-		exit(1);
-	}
-	return g;
 }
 
 /* A path in the test's directory. */
@@ -200,7 +190,7 @@ static gpumon_framework_sample fw(uint64_t t, unsigned pid, int device, int64_t 
 /* The small recording of the export tests, with times at exact half seconds after the start. */
 static int write_sample(const char *path, int kill_writer)
 {
-	gpumon *g = open_gpus(TWO_GPUS);
+	gpumon *g = open_fake(TWO_GPUS, 0);
 	gpumon_run_info info = {
 	    .kind = "run", .command = "python train.py", .settings = "A=1\nB=2", .job_pid = 4242};
 	gpumon_recording *r = NULL;
@@ -254,7 +244,7 @@ static int write_sample(const char *path, int kill_writer)
 
 static void test_tables(void)
 {
-	gpumon *g = open_gpus(TWO_GPUS);
+	gpumon *g = open_fake(TWO_GPUS, 0);
 	const char *path = tmp_path("tables.gpumon");
 	char b[256];
 	gpumon_run_info info = {
@@ -412,7 +402,7 @@ static void test_tables(void)
 
 static void test_exists(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	const char *path = tmp_path("exists.gpumon");
 	FILE *f = fopen(path, "w");
 	fputs("keep me", f);
@@ -436,7 +426,7 @@ static void test_exists(void)
 
 static void test_unwritable(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	gpumon_recording *r = NULL;
 	const char *path = "/nonexistent-gpumon-dir/x.gpumon";
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_E_IO, "a missing directory: GPUMON_E_IO");
@@ -470,7 +460,7 @@ static void test_unwritable(void)
 
 static void test_bad_arguments(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	const char *path = tmp_path("bad.gpumon");
 	gpumon_recording *r = NULL;
 	is_int(gpumon_recording_create(g, NULL, NULL, &r), GPUMON_E_INVAL, "no path");
@@ -503,7 +493,7 @@ static void test_bad_arguments(void)
 
 static void test_reading_while_written(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	const char *path = tmp_path("live.gpumon");
 	gpumon_recording *r = NULL;
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_OK, "create");
@@ -546,7 +536,7 @@ static void test_reading_while_written(void)
 
 static void test_removed(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	const char *path = tmp_path("removed.gpumon");
 	gpumon_recording *r = NULL;
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_OK, "create");
@@ -609,7 +599,7 @@ static void test_killed(void)
  * committed every 200 ms as a live recording is. */
 static void test_hour_size(void)
 {
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	const char *path = tmp_path("hour.gpumon");
 	gpumon_recording *r = NULL;
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_OK, "create");
@@ -711,7 +701,7 @@ static void test_disk_full(void)
 		printf("ok %d # SKIP disk full: %s\n", ++tap_n, why);
 		return;
 	}
-	gpumon *g = open_gpus(H200);
+	gpumon *g = open_fake(H200, 0);
 	char path[200];
 	snprintf(path, sizeof path, "%s/full.gpumon", dir);
 	gpumon_recording *r = NULL;

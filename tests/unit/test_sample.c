@@ -2,28 +2,17 @@
 /* test_sample.c — device samples against the fake NVML: nvidia-smi's memory meaning (v2) and the
  * v1 fallback, only the calls asked for, every optional call failing on its own, values that
  * change over time, a GPU lost while sampling, and bad arguments. */
-#include "tap.h"
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
 #include <time.h>
 
-#include <gpumon/gpumon.h>
 
 #define H200_LINE                                                                                     \
 	"gpu 0 name=\"NVIDIA H200\" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 bus=00000000:00:06.0 " \
 	"total=150754820096 reserved=644939776 used=1GiB util=35 memutil=12 temp=41 power=127790 "         \
 	"energy=123456789 sm=1980 mem=3201\n"
-
-static gpumon *open_ok(const char *scenario, int v1)
-{
-	use_scenario(scenario, v1);
-	gpumon *g = NULL;
-	int st = gpumon_open(&g);
-	if (st != GPUMON_OK) {
-		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
-		exit(1);
-	}
-	return g;
-}
 
 static void sleep_s(double s)
 {
@@ -33,7 +22,7 @@ static void sleep_s(double s)
 
 static void test_full_sample(void)
 {
-	gpumon *g = open_ok(H200_LINE, 0);
+	gpumon *g = open_fake(H200_LINE, 0);
 	gpumon_device_sample s;
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_OK, "sample all fields");
 	is_int(s.present, GPUMON_F_ALL, "every field present");
@@ -82,7 +71,7 @@ static void test_only_needed_calls(void)
 	snprintf(trace, sizeof trace, "/tmp/gpumon-trace-%d", (int)getpid());
 	unlink(trace);
 	setenv("FAKE_NVML_TRACE", trace, 1);
-	gpumon *g = open_ok(H200_LINE, 0);
+	gpumon *g = open_fake(H200_LINE, 0);
 	ok(truncate(trace, 0) == 0, "trace emptied"); /* count what sampling does, not what opening did */
 	gpumon_device_sample s;
 	for (int i = 0; i < 10; i++)
@@ -100,7 +89,7 @@ static void test_only_needed_calls(void)
 
 static void test_v1_only(void)
 {
-	gpumon *g = open_ok(H200_LINE, 1);
+	gpumon *g = open_fake(H200_LINE, 1);
 	gpumon_device_sample s;
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_OK, "v1-only driver samples");
 	is_int(s.memory_api, GPUMON_MEMAPI_V1, "memory from the v1 call, and says so");
@@ -132,7 +121,7 @@ static void test_optional_errors(void)
 		for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 			char text[1024];
 			snprintf(text, sizeof text, "%serror %s %s\n", H200_LINE, cases[i].fn, codes[c]);
-			gpumon *g = open_ok(text, 0);
+			gpumon *g = open_fake(text, 0);
 			gpumon_device_sample s;
 			int st = gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s);
 			is_int(st, GPUMON_OK, "%s %s: sample still succeeds", cases[i].fn, codes[c]);
@@ -143,20 +132,20 @@ static void test_optional_errors(void)
 		}
 	}
 	/* the v2 memory call failing falls back to v1 */
-	gpumon *g = open_ok(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 NOT_SUPPORTED\n", 0);
+	gpumon *g = open_fake(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 NOT_SUPPORTED\n", 0);
 	gpumon_device_sample s;
 	gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s);
 	is_int(s.memory_api, GPUMON_MEMAPI_V1, "v2 not supported: v1 used");
 	gpumon_close(g);
 	/* the required memory call failing is an error with a message */
-	g = open_ok(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 UNKNOWN from=0.2\nerror nvmlDeviceGetMemoryInfo UNKNOWN from=0.2\n", 0);
+	g = open_fake(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 UNKNOWN from=0.2\nerror nvmlDeviceGetMemoryInfo UNKNOWN from=0.2\n", 0);
 	sleep_s(0.3);
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s), GPUMON_E_NVML, "memory call failing: error");
 	ok(strstr(gpumon_errmsg(g), "nvmlDeviceGetMemoryInfo") != NULL, "message names the call: %s", gpumon_errmsg(g));
 	is_int(s.present, 0, "nothing present after a failed sample");
 	gpumon_close(g);
 	/* names and UUIDs are optional too */
-	g = open_ok(H200_LINE "error nvmlDeviceGetName NOT_SUPPORTED\nerror nvmlDeviceGetUUID UNKNOWN\n", 0);
+	g = open_fake(H200_LINE "error nvmlDeviceGetName NOT_SUPPORTED\nerror nvmlDeviceGetUUID UNKNOWN\n", 0);
 	gpumon_device_info d;
 	gpumon_device_info_get(g, 0, &d);
 	is_int(d.present, GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL, "name and UUID absent, the rest there");
@@ -165,7 +154,7 @@ static void test_optional_errors(void)
 
 static void test_changes_and_lost(void)
 {
-	gpumon *g = open_ok(H200_LINE
+	gpumon *g = open_fake(H200_LINE
 			    "gpu 1 name=\"Second\" total=80GiB used=2GiB\n"
 			    "at 0.3 gpu 0 used=5GiB\n"
 			    "at 0.3 lost 1\n",
@@ -188,14 +177,14 @@ static void test_changes_and_lost(void)
 	gpumon_close(g);
 
 	/* lost reported by an optional call, not the memory call */
-	g = open_ok(H200_LINE "error nvmlDeviceGetPowerUsage GPU_IS_LOST\n", 0);
+	g = open_fake(H200_LINE "error nvmlDeviceGetPowerUsage GPU_IS_LOST\n", 0);
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_E_LOST, "lost seen through the power call");
 	gpumon_close(g);
 }
 
 static void test_bad_arguments(void)
 {
-	gpumon *g = open_ok(H200_LINE, 0);
+	gpumon *g = open_fake(H200_LINE, 0);
 	gpumon_device_sample s;
 	is_int(gpumon_device_sample_read(g, 1, GPUMON_F_ALL, &s), GPUMON_E_NOT_FOUND, "device 1 of 1");
 	is_int(gpumon_device_sample_read(g, 0, 1u << 20, &s), GPUMON_E_INVAL, "unknown field bits");

@@ -2,11 +2,12 @@
 /* test_sampler.c — the background sampler against the fake NVML: change-only records with exact
  * min/max, heartbeats, process arrivals/changes/departures, a lost GPU, the flight recorder, a
  * full queue (drops counted), the absolute schedule, prompt stop and bad configurations. */
-#include "tap.h"
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
 #include <time.h>
 
-#include <gpumon/gpumon.h>
 
 #define GIB (1ULL << 30)
 #define MS 1000000ULL
@@ -22,17 +23,6 @@ static uint64_t now_ns(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-static gpumon *open_ok(const char *scenario)
-{
-	use_scenario(scenario, 0);
-	gpumon *g = NULL;
-	if (gpumon_open(&g) != GPUMON_OK) {
-		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
-		exit(1);
-	}
-	return g;
 }
 
 /* Drains every record for ms milliseconds into a growing array. */
@@ -58,7 +48,7 @@ static gpumon_record *collect(gpumon_sampler *s, unsigned ms, size_t *n)
 
 static void test_records(void)
 {
-	gpumon *g = open_ok("gpu 0 total=80GiB used=1GiB util=10 power=100000\n"
+	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB util=10 power=100000\n"
 			    "gpu 1 total=80GiB used=3GiB\n"
 			    "at 0.10 gpu 0 used=2GiB\n"
 			    "at 0.20 gpu 0 used=8GiB\n"  /* a 10 ms spike */
@@ -66,7 +56,7 @@ static void test_records(void)
 			    "at 0.12 proc 0 7001 used=1GiB\n"
 			    "at 0.25 proc 0 7001 used=2GiB\n"
 			    "at 0.35 proc 0 7001 gone\n"
-			    "at 0.40 lost 1\n");
+			    "at 0.40 lost 1\n", 0);
 	gpumon_sampler_config c = {.period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler starts");
@@ -151,7 +141,7 @@ static void test_records(void)
 
 static void test_queue_full_and_stop(void)
 {
-	gpumon *g = open_ok("gpu 0 total=80GiB used=1GiB\n");
+	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB\n", 0);
 	gpumon_sampler_config c = {.period_us = 1000, .heartbeat_ms = 1, .queue_records = 4};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler with a 4-record queue");
@@ -179,7 +169,7 @@ static void test_queue_full_and_stop(void)
 
 static void test_bad_config(void)
 {
-	gpumon *g = open_ok("gpu 0 total=80GiB\ngpu 1 total=80GiB\n");
+	gpumon *g = open_fake("gpu 0 total=80GiB\ngpu 1 total=80GiB\n", 0);
 	gpumon_sampler *s = (gpumon_sampler *)1;
 	gpumon_sampler_config c = {.period_us = 500};
 	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_E_INVAL, "period below 1 ms refused");
