@@ -378,6 +378,52 @@ GPUMON_API int gpumon_recording_commit(gpumon_recording *r);
  */
 GPUMON_API int gpumon_recording_close(gpumon_recording *r, int exit_status);
 
+/* ---------------------------------------------------------------------------------------------
+ * Leak detection: pure analysis of one series of memory figures, fed point by point (online, for
+ * alerts) or all at once (offline, a whole recording); the answer is the same either way. Feed the
+ * figure that says most: the framework's allocated bytes measured at the same point of each step
+ * when known, else the job's per-process NVML figure, else the device figure. It must not call
+ * warm-up, allocator caching or dynamic shapes that plateau, a one-off spike, or a single rise of
+ * the floor (optimizer state created late) a leak; it must call steady growth, fast or slow, one.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_leak gpumon_leak;
+
+/* Verdicts */
+enum {
+	GPUMON_LEAK_INSUFFICIENT_DATA = 0, /* too few points or too short a span to tell */
+	GPUMON_LEAK_NONE = 1,
+	GPUMON_LEAK_SUSPECTED = 2,
+};
+
+typedef struct gpumon_leak_result {
+	int verdict;                    /* GPUMON_LEAK_* */
+	double rate_bytes_per_step;     /* growth of the floor; 0 when no step numbers were given */
+	double rate_bytes_per_second;
+	int64_t start_step;             /* where the growth started; -1 unknown */
+	uint64_t start_t_ns;            /* likewise in time; 0 unknown */
+	double confidence;              /* 0..1 */
+	double steps_to_oom;            /* at this rate until limit_bytes; < 0 unknown */
+	double seconds_to_oom;          /* likewise; < 0 unknown */
+	uint64_t points;                /* points fed */
+} gpumon_leak_result;
+
+/* Creates a detector (no options yet: pass NULL). Returns 0 / GPUMON_E_INVAL / GPUMON_E_NOMEM. */
+GPUMON_API int gpumon_leak_create(const void *options, gpumon_leak **out);
+
+/*
+ * Feeds one point: step (-1 when unknown), time (CLOCK_MONOTONIC ns), the figure in bytes, and the
+ * bytes at which the process would run out (the device total, a --limit; 0 unknown). Points must
+ * come in time order (GPUMON_E_INVAL otherwise, the point ignored). Memory grows with the number
+ * of points only through a bounded summary: the detector runs for days.
+ */
+GPUMON_API int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes, uint64_t limit_bytes);
+
+/* The verdict on what was fed so far. */
+GPUMON_API void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out);
+
+/* Frees the detector; NULL is a no-op. */
+GPUMON_API void gpumon_leak_destroy(gpumon_leak *l);
+
 #ifdef __cplusplus
 }
 #endif
