@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "run_verdict.h"
 #include "run_alloc.h"
 #include "run_job.h"
 #include "run_socket.h"
@@ -55,6 +56,7 @@ struct fw_acc {             /* what one process reported over the socket */
 	char framework[16], version[32];
 	uint64_t peak_allocated, peak_reserved;
 	int has_allocated, has_reserved;
+	gpumon_leak *leak;         /* the verdict on its allocated floor */
 };
 
 struct run {
@@ -507,6 +509,8 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(s.framework, sizeof s.framework, "%s", f->framework);
 		if (!r->rec_failed)
 			rec_check(r, gpumon_recording_framework(r->rec, &s));
+		if (f) /* out of memory at the job's card (the smallest, when it has several) */
+			run_verdict_add(&f->leak, &s, r->o->alloc.gpu_total_bytes);
 		uint64_t peak = s.max_allocated_known && m->max_allocated > m->allocated ? m->max_allocated : m->allocated;
 		if (f && (s.allocated_known || s.max_allocated_known) && peak >= f->peak_allocated) {
 			f->peak_allocated = peak;
@@ -624,6 +628,7 @@ static void summary(const struct run *r, const char *path, const gpumon_sampler_
 		if (f->has_reserved)
 			fprintf(stderr, " reserved %s", cli_format_bytes(b, sizeof b, f->peak_reserved));
 		fprintf(stderr, "\n");
+		run_verdict_print(stderr, f->leak, f->pid);
 	}
 	for (size_t i = 0; i < r->plan.nvars; i++)
 		fprintf(stderr, "  set %s=%s\n", r->plan.vars[i].name, r->plan.vars[i].value);
@@ -795,6 +800,8 @@ int cmd_run(int argc, char **argv)
 	free(r.gpus);
 	free(r.procs);
 	free(r.job);
+	for (size_t i = 0; i < r.nfw; i++)
+		gpumon_leak_destroy(r.fw[i].leak);
 	free(r.warned);
 	return rc;
 }

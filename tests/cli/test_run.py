@@ -455,3 +455,35 @@ def test_limit_warn_once_and_job_peak(tmp_path):
     line = [l for l in r.stderr.splitlines() if l.startswith("  GPU 0 ")][0]
     assert re.search(r"job peak 5\.00 GiB at 0\.[2-4]\d s \(other processes held 1\.00 GiB then\)", line), line
     assert "other processes peak 1.00 GiB" in line and "GPU used peak 6.00 GiB" in line
+
+
+SERIES_CLIENT = textwrap.dedent("""
+    import json, os, random, socket, sys, time
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    leak = sys.argv[1] == "leak"
+    random.seed(7)
+    lines = [json.dumps({"v": 1, "type": "hello", "pid": os.getpid(), "framework": "torch"})]
+    for step in range(300):
+        floor = (2 << 30) + (step * (4 << 20) if leak else 0)
+        # what the allocator holds after a step: the floor, plus dynamic shapes now and then
+        allocated = floor + (random.randrange(0, 512) << 20 if step % 3 == 0 else 0)
+        lines.append(json.dumps({"type": "sample", "t": time.time() + step * 0.01, "step": step,
+                                 "allocated": allocated}))
+    s.sendall(("\\n".join(lines) + "\\n").encode())
+    s.close()
+""")
+
+
+@pytest.mark.parametrize("kind,verdict", [("leak", "SUSPECTED: the allocated floor rises by 4.00 MiB a step"),
+                                          ("clean", "none: the allocated floor does not keep rising")])
+def test_summary_leak_verdict(gpumon, tmp_path, kind, verdict):
+    """The summary judges the framework's allocated floor with the library's leak detector."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", SERIES_CLIENT, kind])
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (pid ")), "")
+    assert verdict in line, r.stderr
+    if kind == "leak":
+        # the H200 of the scenario has 140 GiB: (140 - 2 - 1.2) GiB left at 4 MiB a step
+        m = re.search(r"out of memory in about (\d+) more steps", line)
+        assert m and 30000 < int(m.group(1)) < 40000, line

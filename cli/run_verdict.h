@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* run_verdict.h — the leak verdict of `gpumon run`'s summary: the library's detector fed with what
+ * one process of the job reports (allocated bytes after each step). */
+#ifndef GPUMON_RUN_VERDICT_H
+#define GPUMON_RUN_VERDICT_H
+
+#include <stdio.h>
+#include <gpumon/gpumon.h>
+
+/* Feeds one framework sample; creates the detector at the first usable one (*l NULL before).
+ * Samples without an allocated figure are skipped; a step counter that goes back (a restarted
+ * loop) starts the series afresh. */
+void run_verdict_add(gpumon_leak **l, const gpumon_framework_sample *s, uint64_t limit_bytes);
+
+/* Prints "  leak (pid N): ..." for the detector's verdict. */
+void run_verdict_print(FILE *f, const gpumon_leak *l, unsigned pid);
+
+#endif
