@@ -56,6 +56,9 @@ gpumon *cli_open(int *exit_status);
  */
 int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap, unsigned *count);
 
+/* CLOCK_MONOTONIC in nanoseconds: the clock of libgpumon's samples and recordings. */
+uint64_t cli_now_ns(void);
+
 /* "1.5 GiB", "512 MiB", ... into buf (IEC units, 3 significant digits). */
 const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes);
 

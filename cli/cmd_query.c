@@ -535,13 +535,6 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Waits until CLOCK_MONOTONIC reaches deadline_ns or a stop signal comes. The stop signals are
  * blocked from the check of the flag until ppoll unblocks them atomically, so one arriving in
@@ -552,7 +545,7 @@ static void wait_until(uint64_t deadline_ns, const sigset_t *stops)
 	sigset_t orig;
 	sigprocmask(SIG_BLOCK, stops, &orig);
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = cli_now_ns();
 		if (stop_signal || now >= deadline_ns)
 			break;
 		uint64_t left = deadline_ns - now;
@@ -580,12 +573,12 @@ static int query_loop(struct run *r)
 	sigaction(SIGTERM, &sa, &old_term);
 
 	const uint64_t period = r->o->period_ns;
-	uint64_t next = now_ns();
+	uint64_t next = cli_now_ns();
 	int st = EXIT_OK;
 	while (!stop_signal && st == EXIT_OK) {
 		st = query_once(r);
 		next += period;
-		uint64_t now = now_ns();
+		uint64_t now = cli_now_ns();
 		if (next <= now)
 			next += ((now - next) / period + 1) * period;
 		if (st == EXIT_OK)

@@ -90,13 +90,6 @@ static int parse(int argc, char **argv, struct opts *o)
 	return EXIT_OK;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Moves queued records into the file; returns the status of the first failed write. */
 static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int timeout_ms, uint64_t *peak,
 		 uint64_t *peak_t, unsigned ndev)
@@ -121,7 +114,7 @@ static void default_name(char *buf, size_t len)
 static void summary(gpumon *g, const char *path, gpumon_sampler_stats *st, const uint64_t *peak,
 		    const uint64_t *peak_t, const unsigned *sel, unsigned count, int write_failed)
 {
-	double secs = (double)(mono_ns() - st->started_ns) / 1e9;
+	double secs = (double)(cli_now_ns() - st->started_ns) / 1e9;
 	fprintf(stderr, "gpumon: recording %s%s: %.1f s, %llu samples, %llu records", path,
 		write_failed ? " (stopped early: see above)" : "", secs, (unsigned long long)st->samples,
 		(unsigned long long)st->records);
@@ -186,9 +179,9 @@ int cmd_record(int argc, char **argv)
 	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a full disk: an error, not death */
 	fprintf(stderr, "gpumon: recording %u GPU%s every %u ms into %s%s\n", count, count == 1 ? "" : "s",
 		o.interval_ms, path, o.duration_s > 0 ? "" : " (Ctrl-C to stop)");
-	uint64_t end = o.duration_s > 0 ? mono_ns() + (uint64_t)(o.duration_s * 1e9) : 0;
+	uint64_t end = o.duration_s > 0 ? cli_now_ns() + (uint64_t)(o.duration_s * 1e9) : 0;
 	int write_failed = 0;
-	while (!stop_signal && (!end || mono_ns() < end)) {
+	while (!stop_signal && (!end || cli_now_ns() < end)) {
 		if (drain(s, r, buf, DRAIN_MS, peak, peak_t, n) != GPUMON_OK) {
 			cli_error("%s; recording stopped, what was written stays readable", gpumon_recording_errmsg(r));
 			write_failed = 1;
@@ -205,7 +198,7 @@ int cmd_record(int argc, char **argv)
 		char text[96];
 		snprintf(text, sizeof text, "%llu records dropped: the recording could not keep up",
 			 (unsigned long long)ss.dropped);
-		gpumon_recording_event(r, mono_ns(), "note", text);
+		gpumon_recording_event(r, cli_now_ns(), "note", text);
 	}
 	st = gpumon_recording_close(r, -1);
 	r = NULL;

@@ -115,13 +115,6 @@ static void help(void)
 	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md.\n");
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int bad_value(const char *opt, const char *v, const char *want)
 {
 	cli_error("run: %s '%s': %s", opt, v, want);
@@ -462,7 +455,7 @@ static size_t drain_sampler(struct run *r, gpumon_sampler *s, int timeout_ms)
 /* The sender's wall-clock time on our monotonic clock; the receive time when absent or absurd. */
 static uint64_t msg_time(const struct run *r, const struct run_msg *m)
 {
-	uint64_t now = now_ns();
+	uint64_t now = cli_now_ns();
 	if (!(m->has & RUN_HAS_T))
 		return now;
 	double d = ((double)r->start_ns + (m->t - r->start_wall) * 1e9);
@@ -559,7 +552,7 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 	while (!r->done) {
 		struct pollfd p = {.fd = wake, .events = POLLIN};
 		int woke = r->srv ? run_server_poll(r->srv, wake, wait_ms, on_msg, r) : poll(&p, 1, wait_ms) > 0;
-		uint64_t t = now_ns();
+		uint64_t t = cli_now_ns();
 		if (woke) {
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
@@ -575,7 +568,7 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 			r->last_commit_ns = t;
 		}
 	}
-	r->end_ns = now_ns();
+	r->end_ns = cli_now_ns();
 	/* the last samples (one period and a little) and whatever the job sent before it ended */
 	drain_sampler(r, smp, (int)r->o->interval_ms * 2 + 5);
 	for (int round = 0; r->srv && round < 50; round++) {
@@ -725,14 +718,14 @@ static int run_job(struct run *r, gpumon_sampler *smp, int wake)
 		for (size_t i = 0; i < r->plan.nnotes; i++)
 			fprintf(stderr, "%s: note: %s\n", cli_progname, r->plan.notes[i]);
 	struct timespec wall;
-	r->start_ns = now_ns();
+	r->start_ns = cli_now_ns();
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
 		rec_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
 	rec_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
 	run_job_release(1);
-	refresh_tree(r, now_ns());
+	refresh_tree(r, cli_now_ns());
 	loop(r, smp, wake);
 	rec_event(r, r->end_ns, "exit", "%d", r->status);
 	return r->status;

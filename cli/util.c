@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -97,6 +98,13 @@ int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap,
 		rc = EXIT_USAGE;
 	}
 	return rc;
+}
+
+uint64_t cli_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes)
