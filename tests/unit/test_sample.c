@@ -14,12 +14,6 @@
 	"total=150754820096 reserved=644939776 used=1GiB util=35 memutil=12 temp=41 power=127790 "         \
 	"energy=123456789 sm=1980 mem=3201\n"
 
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-	nanosleep(&ts, NULL);
-}
-
 static void test_full_sample(void)
 {
 	gpumon *g = open_fake(H200_LINE, 0);
@@ -40,10 +34,8 @@ static void test_full_sample(void)
 	is_int(s.energy_mj, 123456789, "energy");
 	is_int(s.clock_sm_mhz, 1980, "SM clock");
 	is_int(s.clock_mem_mhz, 3201, "memory clock");
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-	ok(s.t_ns > 0 && s.t_ns <= now_ns && now_ns - s.t_ns < 1000000000u, "timestamp is monotonic now");
+	uint64_t now = now_ns();
+	ok(s.t_ns > 0 && s.t_ns <= now && now - s.t_ns < 1000000000u, "timestamp is monotonic now");
 
 	gpumon_device_sample m;
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &m), GPUMON_OK, "memory only");
@@ -139,7 +131,7 @@ static void test_optional_errors(void)
 	gpumon_close(g);
 	/* the required memory call failing is an error with a message */
 	g = open_fake(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 UNKNOWN from=0.2\nerror nvmlDeviceGetMemoryInfo UNKNOWN from=0.2\n", 0);
-	sleep_s(0.3);
+	sleep_ms(300);
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s), GPUMON_E_NVML, "memory call failing: error");
 	ok(strstr(gpumon_errmsg(g), "nvmlDeviceGetMemoryInfo") != NULL, "message names the call: %s", gpumon_errmsg(g));
 	is_int(s.present, 0, "nothing present after a failed sample");
@@ -163,7 +155,7 @@ static void test_changes_and_lost(void)
 	gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s);
 	is_int(s.memory_used_bytes, 1LL << 30, "GPU 0 before: 1 GiB");
 	is_int(gpumon_device_sample_read(g, 1, GPUMON_F_ALL, &s), GPUMON_OK, "GPU 1 before: answers");
-	sleep_s(0.4);
+	sleep_ms(400);
 	gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s);
 	is_int(s.memory_used_bytes, 5LL << 30, "GPU 0 after: 5 GiB");
 	is_int(gpumon_device_sample_read(g, 1, GPUMON_F_ALL, &s), GPUMON_E_LOST, "GPU 1 after: lost");

@@ -12,19 +12,6 @@
 #define GIB (1ULL << 30)
 #define MS 1000000ULL
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&t, NULL);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Drains every record for ms milliseconds into a growing array. */
 static gpumon_record *collect(gpumon_sampler *s, unsigned ms, size_t *n)
 {
