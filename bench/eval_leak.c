@@ -32,6 +32,7 @@ struct outcome {
 	int label;          /* 1 leak, 0 clean, -1 unlabelled */
 	int verdict;
 	long long first_step; /* step (or point index without steps) of the first SUSPECTED; -1 never */
+	long long first_alert; /* likewise, of the first alert (SUSPECTED for long enough) */
 };
 
 /* The device total, the limit the job ran against; 0 when the recording does not say. */
@@ -59,6 +60,7 @@ static long long feed(sqlite3 *db, const char *sql, uint64_t limit, struct outco
 		return -1;
 	}
 	o->first_step = -1;
+	o->first_alert = -1;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t step = sqlite3_column_int64(st, 1);
 		if (gpumon_leak_add(l, step, (uint64_t)sqlite3_column_int64(st, 0),
@@ -69,6 +71,8 @@ static long long feed(sqlite3 *db, const char *sql, uint64_t limit, struct outco
 		gpumon_leak_result_get(l, end);
 		if (end->verdict == GPUMON_LEAK_SUSPECTED && o->first_step < 0)
 			o->first_step = step >= 0 ? step : n;
+		if (end->alert && o->first_alert < 0)
+			o->first_alert = step >= 0 ? step : n;
 		n++;
 	}
 	sqlite3_finalize(st);
@@ -116,7 +120,7 @@ static int evaluate(const char *path, struct outcome *o)
 		       r.rate_bytes_per_step / MIB, r.rate_bytes_per_second / MIB, (long long)r.start_step,
 		       r.confidence, r.steps_to_oom);
 	if (o->first_step >= 0)
-		printf("  first SUSPECTED at step %lld\n", o->first_step);
+		printf("  first SUSPECTED at step %lld, first alert at step %lld\n", o->first_step, o->first_alert);
 	if (o->label >= 0)
 		printf("  %s\n", (o->label == 1) == (r.verdict == GPUMON_LEAK_SUSPECTED) ? "right" : "WRONG");
 	return 0;
@@ -128,8 +132,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s RECORDING.gpumon...\n", argv[0]);
 		return 2;
 	}
-	int tp = 0, fp = 0, tn = 0, fn = 0, delays = 0, failed = 0;
-	double delay_sum = 0;
+	int tp = 0, fp = 0, tn = 0, fn = 0, delays = 0, failed = 0, false_alerts = 0, alerts = 0;
+	double delay_sum = 0, alert_sum = 0;
 	for (int i = 1; i < argc; i++) {
 		struct outcome o;
 		if (evaluate(argv[i], &o) != 0) {
@@ -144,14 +148,21 @@ int main(int argc, char **argv)
 				delay_sum += (double)o.first_step;
 				delays++;
 			}
+			if (o.first_alert >= 0) {
+				alert_sum += (double)o.first_alert;
+				alerts++;
+			}
 		} else if (o.label == 0) {
 			fp += said;
 			tn += !said;
+			false_alerts += o.first_alert >= 0;
 		}
 	}
 	printf("\nlabelled files: %d leak, %d clean; tp %d fp %d tn %d fn %d\n", tp + fn, tn + fp, tp, fp, tn, fn);
 	printf("precision %.3f  recall %.3f  mean detection delay %.1f steps\n",
 	       tp + fp ? (double)tp / (tp + fp) : 1.0, tp + fn ? (double)tp / (tp + fn) : 1.0,
 	       delays ? delay_sum / delays : 0.0);
+	printf("online alerts: %d of %d leaks alerted, mean first alert at step %.1f; %d clean files ever alerted\n",
+	       alerts, tp + fn, alerts ? alert_sum / alerts : 0.0, false_alerts);
 	return failed ? 1 : 0;
 }

@@ -405,6 +405,9 @@ typedef struct gpumon_leak_result {
 	double steps_to_oom;            /* at this rate until limit_bytes; < 0 unknown */
 	double seconds_to_oom;          /* likewise; < 0 unknown */
 	uint64_t points;                /* points fed */
+	uint64_t suspected_points;      /* points over which the verdict has said SUSPECTED without a break */
+	int alert;                      /* 1: SUSPECTED for long enough to tell someone (the last quarter of
+					 * the points, at least 16): what online alerts use */
 } gpumon_leak_result;
 
 /* Creates a detector (no options yet: pass NULL). Returns 0 / GPUMON_E_INVAL / GPUMON_E_NOMEM. */

@@ -30,6 +30,13 @@
 #define MIN_RISE_BYTES (1024.0 * 1024.0)
 /* Each side of a step (one jump) model holds at least this many windows. */
 #define MIN_SIDE 3
+/* An alert needs the verdict SUSPECTED at every window close for at least this many points and
+ * this share of the time since the growth started: a verdict that flickers on while a series
+ * settles (a cache filling ever more slowly) is no alert. */
+#define ALERT_MIN_POINTS 16
+#define ALERT_SHARE 0.35
+/* ... and not while the rise slows down: the last quarter under this share of the one before. */
+#define ALERT_SLOWDOWN 0.9
 
 /* One window: how many points, their smallest figure, and the span of steps and times. */
 struct window {
@@ -49,6 +56,8 @@ struct gpumon_leak {
 	int64_t last_step;
 	int steps;          /* every point so far came with a step number */
 	uint64_t limit_bytes; /* the latest non-zero limit */
+	uint64_t suspect_from; /* points when the verdict last turned SUSPECTED (and stayed); 0 when not */
+	uint64_t suspect_t_ns; /* the time of that point */
 };
 
 /* The series as the analysis sees it: one entry per complete window. */
@@ -80,6 +89,8 @@ void gpumon_leak_destroy(gpumon_leak *l)
 {
 	free(l);
 }
+
+static void evaluate(const gpumon_leak *l, gpumon_leak_result *out);
 
 static struct window merge(const struct window *a, const struct window *b)
 {
@@ -133,8 +144,18 @@ int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes,
 	l->last_step = step;
 	if (limit_bytes)
 		l->limit_bytes = limit_bytes;
-	if (l->cur.n >= l->width)
+	if (l->cur.n >= l->width) {
 		close_window(l);
+		/* the verdict changes only when a window closes: follow how long it has said SUSPECTED */
+		gpumon_leak_result r;
+		evaluate(l, &r);
+		if (r.verdict != GPUMON_LEAK_SUSPECTED)
+			l->suspect_from = 0;
+		else if (!l->suspect_from) {
+			l->suspect_from = l->points;
+			l->suspect_t_ns = t_ns;
+		}
+	}
 	return GPUMON_OK;
 }
 
@@ -304,10 +325,35 @@ static void describe_leak(const gpumon_leak *l, const struct series *s, gpumon_l
 		out->steps_to_oom = room / out->rate_bytes_per_step;
 }
 
+/* Growth that slows down is a cache filling, not yet a leak: the last quarter of the windows rises
+ * at well under the rate of the quarter before it. */
+static int slowing_down(const gpumon_leak *l)
+{
+	struct series s;
+	load_series(l, &s);
+	size_t q = s.n / 4;
+	if (q < MIN_SIDE)
+		return 0;
+	double recent = theil_sen(s.x, s.y, s.n - q, s.n), before = theil_sen(s.x, s.y, s.n - 2 * q, s.n - q);
+	return before > 0 && recent < ALERT_SLOWDOWN * before;
+}
+
 void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out)
 {
 	if (!out)
 		return;
+	evaluate(l, out);
+	if (!l || out->verdict != GPUMON_LEAK_SUSPECTED || !l->suspect_from)
+		return;
+	out->suspected_points = l->points - l->suspect_from + 1;
+	double since_start = (double)(l->last_t_ns - out->start_t_ns);
+	double suspected_for = (double)(l->last_t_ns - l->suspect_t_ns);
+	out->alert = out->suspected_points >= ALERT_MIN_POINTS && suspected_for >= ALERT_SHARE * since_start &&
+		     !slowing_down(l);
+}
+
+static void evaluate(const gpumon_leak *l, gpumon_leak_result *out)
+{
 	memset(out, 0, sizeof *out);
 	out->verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
 	out->start_step = -1;

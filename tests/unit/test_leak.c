@@ -121,6 +121,7 @@ static double figure(enum kind k, long i, long n, uint64_t *s, double *state)
 struct run {
 	gpumon_leak_result online_end, offline_end;
 	long first_suspected; /* step of the first SUSPECTED when fed point by point; -1 never */
+	long first_alert;     /* step of the first alert; -1 never */
 	int online_flips;     /* how often the online verdict went from SUSPECTED back to NONE */
 };
 
@@ -136,6 +137,7 @@ static void run_case(enum kind k, uint64_t seed, uint64_t limit, struct run *r)
 	uint64_t s = seed * 7919 + (uint64_t)k;
 	double state = 0;
 	r->first_suspected = -1;
+	r->first_alert = -1;
 	r->online_flips = 0;
 	int prev = GPUMON_LEAK_INSUFFICIENT_DATA;
 	/* asking after every point costs O(windows^2); the long series is asked every 100 points */
@@ -150,6 +152,8 @@ static void run_case(enum kind k, uint64_t seed, uint64_t limit, struct run *r)
 			int v = r->online_end.verdict;
 			if (v == GPUMON_LEAK_SUSPECTED && r->first_suspected < 0)
 				r->first_suspected = i;
+			if (r->online_end.alert && r->first_alert < 0)
+				r->first_alert = i;
 			if (prev == GPUMON_LEAK_SUSPECTED && v == GPUMON_LEAK_NONE)
 				r->online_flips++;
 			prev = v;
@@ -166,7 +170,7 @@ static int same_result(const gpumon_leak_result *a, const gpumon_leak_result *b)
 	       a->rate_bytes_per_second == b->rate_bytes_per_second && a->start_step == b->start_step &&
 	       a->start_t_ns == b->start_t_ns && a->confidence == b->confidence &&
 	       a->steps_to_oom == b->steps_to_oom && a->seconds_to_oom == b->seconds_to_oom &&
-	       a->points == b->points;
+	       a->points == b->points && a->alert == b->alert && a->suspected_points == b->suspected_points;
 }
 
 static const char *verdict_name(int v)
@@ -177,12 +181,13 @@ static const char *verdict_name(int v)
 /* Every case on SEEDS seeds: the verdict, the rate and the start, and online = offline. */
 static void test_cases(void)
 {
-	int tp = 0, fp = 0, fn = 0, tn = 0, flips = 0, alarms = 0;
+	int tp = 0, fp = 0, fn = 0, tn = 0, flips = 0, alarms = 0, false_alerts = 0;
 	double delay_sum = 0;
 	for (int k = 0; k < KINDS; k++) {
 		const struct scase *c = &cases[k];
 		int right = 0, rate_ok = 0, start_ok = 0, same = 0, case_alarms = 0, case_flips = 0;
-		double worst_rate = 0, worst_start = 0, delay = 0;
+		int alerted = 0;
+		double worst_rate = 0, worst_start = 0, delay = 0, alert_delay = 0;
 		for (uint64_t seed = 1; seed <= SEEDS; seed++) {
 			struct run r;
 			run_case((enum kind)k, seed, 0, &r);
@@ -207,15 +212,21 @@ static void test_cases(void)
 				worst_rate = re > worst_rate ? re : worst_rate;
 				worst_start = se > worst_start ? se : worst_start;
 				delay += (double)(r.first_suspected - c->start_step);
+				alert_delay += (double)(r.first_alert - c->start_step);
+				alerted += e->alert;
 			} else {
 				fp += e->verdict == GPUMON_LEAK_SUSPECTED;
 				alarms += r.first_suspected >= 0;
+				false_alerts += r.first_alert >= 0;
+				alerted += r.first_alert < 0;
 				tn += e->verdict != GPUMON_LEAK_SUSPECTED;
 			}
 		}
 		is_int(right, SEEDS, "%s: %s on %d of %d seeds", c->name, c->leak ? "SUSPECTED" : "NONE", right,
 		       SEEDS);
 		is_int(same, SEEDS, "%s: online = offline", c->name);
+		is_int(alerted, SEEDS, "%s: %s on %d of %d seeds", c->name,
+		       c->leak ? "alert at the end" : "never an alert", alerted, SEEDS);
 		if (case_alarms || case_flips)
 			printf("# %s, online: SUSPECTED before the end on %d seeds, back to NONE %d times\n",
 			       c->name, case_alarms, case_flips);
@@ -224,14 +235,16 @@ static void test_cases(void)
 			is_int(start_ok, SEEDS, "%s: start within 15 %% of the run (worst %.1f %%)", c->name,
 			       worst_start * 100);
 			delay_sum += delay;
-			printf("# %s: first SUSPECTED %.0f steps after the start on average (%.1f %% of %ld)\n",
-			       c->name, delay / SEEDS, delay / SEEDS / (double)c->steps * 100, c->steps);
+			printf("# %s: first SUSPECTED %.0f steps after the start on average (%.1f %% of %ld), "
+			       "first alert %.0f\n", c->name, delay / SEEDS, delay / SEEDS / (double)c->steps * 100,
+			       c->steps, alert_delay / SEEDS);
 		}
 	}
 	printf("# synthetic: %d series, tp %d fp %d tn %d fn %d; precision %.3f recall %.3f\n", KINDS * SEEDS, tp,
 	       fp, tn, fn, tp + fp ? (double)tp / (tp + fp) : 1.0, tp + fn ? (double)tp / (tp + fn) : 1.0);
 	printf("# online: %d clean series said SUSPECTED at some point before the end; the verdict went "
-	       "from SUSPECTED back to NONE %d times in all\n", alarms, flips);
+	       "from SUSPECTED back to NONE %d times in all; %d clean series raised an alert\n", alarms, flips,
+	       false_alerts);
 	(void)delay_sum;
 }
 
