@@ -92,7 +92,7 @@ static void read_devices(recfile *rf)
 				    "SELECT dev, uuid, name, pci_bus_id, memory_total_bytes, lost_t_ns FROM devices "
 				    "ORDER BY dev",
 				    -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (rf->ndevices >= RECFILE_MAX_DEVICES)
 			continue;
 		recfile_device *d = &rf->devices[rf->ndevices++];
@@ -258,7 +258,7 @@ static void read_side_tables(recfile_iter *it)
 	int rc = sqlite3_prepare_v2(db,
 				    "SELECT dev, pid, first_t_ns, ppid, user, name, command FROM processes ORDER BY rowid",
 				    -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (it->nprocs == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			struct proc *p = realloc(it->procs, ncap * sizeof *p);
@@ -283,7 +283,7 @@ static void read_side_tables(recfile_iter *it)
 	cap = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT source, pid, device, framework FROM framework_sources ORDER BY source", -1,
 				&s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (it->nsources == cap) {
 			size_t ncap = cap ? cap * 2 : 8;
 			struct source *p = realloc(it->sources, ncap * sizeof *p);
@@ -304,7 +304,7 @@ static void read_side_tables(recfile_iter *it)
 
 	cap = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT text FROM events WHERE kind = 'job' ORDER BY rowid", -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		long long pid;
 		if (!t || sscanf(t, "pid %lld", &pid) != 1)
