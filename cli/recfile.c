@@ -142,6 +142,21 @@ int recfile_open(const char *path, recfile *rf, char *err, size_t errlen)
 		recfile_close(rf);
 		return EXIT_OTHER;
 	}
+	if ((rc & 0xff) == SQLITE_CORRUPT) {
+		/* SQLite refuses a file shorter than its header says (cut off by a full disk or a partial
+		 * copy) unless the schema may be "written"; on a read-only connection that only lets it
+		 * read the pages that are there */
+		sqlite3_exec(rf->db, "PRAGMA writable_schema = ON", NULL, NULL, NULL);
+		if (query_one(rf->db, "PRAGMA application_id", &app, NULL, 0, &rc) >= 0) {
+			rc = app == APPLICATION_ID ? SQLITE_OK : SQLITE_NOTADB;
+			add_damage(rf, "the file is damaged or cut short (%lld bytes)", (long long)sb.st_size);
+		}
+	}
+	if (rc == SQLITE_NOTADB && app != 0 && app != APPLICATION_ID) {
+		set_err(err, errlen, "%s is not a gpumon recording (an SQLite database of another program)", path);
+		recfile_close(rf);
+		return EXIT_OTHER;
+	}
 	if (rc != SQLITE_OK) {
 		set_err(err, errlen, "cannot read %s: %s", path, rf->db ? sqlite3_errmsg(rf->db) : "out of memory");
 		recfile_close(rf);

@@ -176,17 +176,14 @@ static int row(char *line, struct csv_state *st, report *r)
 	}
 	st->last_t_ns = t_ns;
 	st->have_last = 1;
+	/* the NVML-side rows first: a framework row compares itself with the process figure of now */
 	recrow rw;
-	if (known[C_ALLOC] || known[C_RESERVED] || known[C_MAXALLOC]) {
+	if (known[C_DEVUSED] || known[C_DEVTOTAL]) {
 		memset(&rw, 0, sizeof rw);
-		rw.kind = RECROW_FRAMEWORK;
+		rw.kind = RECROW_DEVICE;
 		rw.t_ns = t_ns;
-		rw.u.framework.pid = -1;
-		rw.u.framework.step = (recval){known[C_STEP] ? (int64_t)v[C_STEP] : 0, known[C_STEP]};
-		rw.u.framework.allocated = (recval){known[C_ALLOC] ? (int64_t)v[C_ALLOC] : 0, known[C_ALLOC]};
-		rw.u.framework.reserved = (recval){known[C_RESERVED] ? (int64_t)v[C_RESERVED] : 0, known[C_RESERVED]};
-		rw.u.framework.max_allocated = (recval){known[C_MAXALLOC] ? (int64_t)v[C_MAXALLOC] : 0, known[C_MAXALLOC]};
-		rw.u.framework.framework = "csv";
+		rw.u.device.used = (recval){known[C_DEVUSED] ? (int64_t)v[C_DEVUSED] : 0, known[C_DEVUSED]};
+		rw.u.device.total = (recval){known[C_DEVTOTAL] ? (int64_t)v[C_DEVTOTAL] : 0, known[C_DEVTOTAL]};
 		if (report_add(r, &rw) != 0)
 			return -1;
 	}
@@ -201,12 +198,16 @@ static int row(char *line, struct csv_state *st, report *r)
 		if (report_add(r, &rw) != 0)
 			return -1;
 	}
-	if (known[C_DEVUSED] || known[C_DEVTOTAL]) {
+	if (known[C_ALLOC] || known[C_RESERVED] || known[C_MAXALLOC]) {
 		memset(&rw, 0, sizeof rw);
-		rw.kind = RECROW_DEVICE;
+		rw.kind = RECROW_FRAMEWORK;
 		rw.t_ns = t_ns;
-		rw.u.device.used = (recval){known[C_DEVUSED] ? (int64_t)v[C_DEVUSED] : 0, known[C_DEVUSED]};
-		rw.u.device.total = (recval){known[C_DEVTOTAL] ? (int64_t)v[C_DEVTOTAL] : 0, known[C_DEVTOTAL]};
+		rw.u.framework.pid = -1;
+		rw.u.framework.step = (recval){known[C_STEP] ? (int64_t)v[C_STEP] : 0, known[C_STEP]};
+		rw.u.framework.allocated = (recval){known[C_ALLOC] ? (int64_t)v[C_ALLOC] : 0, known[C_ALLOC]};
+		rw.u.framework.reserved = (recval){known[C_RESERVED] ? (int64_t)v[C_RESERVED] : 0, known[C_RESERVED]};
+		rw.u.framework.max_allocated = (recval){known[C_MAXALLOC] ? (int64_t)v[C_MAXALLOC] : 0, known[C_MAXALLOC]};
+		rw.u.framework.framework = "csv";
 		if (report_add(r, &rw) != 0)
 			return -1;
 	}

@@ -154,17 +154,25 @@ void report_snapshot_oom(report *r, int64_t t_ns, const char *line)
 			if (from >= 0)
 				in->rise_seconds = (double)(peak_t - from) / 1e9;
 		}
-		/* one point a second for the last seconds, oldest first */
+		/* about one point a second over the last seconds, back from the moment, then oldest first */
 		int n = 0;
-		int64_t next = t_ns - OOM_WINDOW_NS;
-		for (int k = d->ring_n - 1; k >= 0 && n < 16; k--) {
+		int64_t next = t_ns;
+		for (int k = 0; k < d->ring_n && n < 16; k++) {
 			int i = (d->ring_head + RING - 1 - k) % RING;
-			if (d->ring[i].t_ns < next || d->ring[i].t_ns > t_ns)
+			if (d->ring[i].t_ns > next)
 				continue;
+			if (d->ring[i].t_ns < t_ns - OOM_WINDOW_NS)
+				break;
 			o->last[n].t_ns = d->ring[i].t_ns;
 			o->last[n].used = d->ring[i].used;
 			n++;
-			next = d->ring[i].t_ns + 1000000000;
+			next = d->ring[i].t_ns - 1000000000;
+		}
+		for (int a = 0, b = n - 1; a < b; a++, b--) {
+			int64_t tt = o->last[a].t_ns, uu = o->last[a].used;
+			o->last[a] = o->last[b];
+			o->last[b].t_ns = tt;
+			o->last[b].used = uu;
 		}
 		o->nlast = n;
 	}
@@ -259,7 +267,7 @@ static json_t *source_json(const report *r)
 		gmtime_r(&secs, &tm);
 		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	}
-	int64_t end = r->src.end_mono_ns > 0 ? r->src.end_mono_ns : r->last_t_ns;
+	int64_t end = r->src.end_mono_ns > r->last_t_ns ? r->src.end_mono_ns : r->last_t_ns;
 	json_object_set_new(s, "path", jstr(r->src.path ? r->src.path : ""));
 	json_object_set_new(s, "type", json_string(r->src.type ? r->src.type : "recording"));
 	json_object_set_new(s, "kind", r->src.kind && r->src.kind[0] ? json_string(r->src.kind) : json_null());
