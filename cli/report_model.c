@@ -275,7 +275,7 @@ static int add_process(report *r, const recrow *row)
 		p->peak = p->used;
 	if (p->job) {
 		r->job_total += (p->used_known ? p->used : 0) - old;
-		if (!r->job_known) {
+		if (!r->job_known && p->used_known) {
 			r->job_known = 1;
 			r->job_dev = p->dev;
 			r->job_first_t_ns = row->t_ns;
@@ -286,7 +286,9 @@ static int add_process(report *r, const recrow *row)
 		}
 		if (row->t_ns - r->job_first_t_ns <= EARLY_NS && r->job_total > r->job_early)
 			r->job_early = r->job_total;
-		gpumon_peaks_add(r->job_peaks, t_rel(r, row->t_ns), (uint64_t)r->job_total, largest_on(r, p->dev, 1));
+		if (p->used_known) /* the job's figure is only as known as its latest row */
+			gpumon_peaks_add(r->job_peaks, t_rel(r, row->t_ns), (uint64_t)r->job_total,
+					 largest_on(r, p->dev, 1));
 	}
 	return 0;
 }
