@@ -68,6 +68,7 @@ void report_destroy(report *r)
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		series_free(&r->procs[i].line);
+		gpumon_leak_destroy(r->procs[i].leak);
 		free(r->procs[i].label);
 		free(r->procs[i].user);
 		free(r->procs[i].command);
@@ -186,8 +187,18 @@ static int add_device(report *r, const recrow *row)
 	}
 	if (floor_known)
 		gpumon_leak_add(d->leak, -1, t_rel(r, row->t_ns), (uint64_t)floor, report_dev_total(r, row->u.device.dev));
-	/* the job's NVML figure, judged at the device rows' steady cadence (process rows come only on
-	 * change, too sparse for the detector) */
+	/* each process's NVML figure and the job's, judged at the device rows' steady cadence (process
+	 * rows come only on change, too sparse for the detector) */
+	uint64_t limit = report_dev_total(r, row->u.device.dev);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		if (p->dev != row->u.device.dev || !p->present || !p->used_known)
+			continue;
+		if (!p->leak && gpumon_leak_create(NULL, &p->leak) != GPUMON_OK)
+			return -1;
+		if (gpumon_leak_add(p->leak, -1, t_rel(r, row->t_ns), (uint64_t)p->used, limit) == GPUMON_OK)
+			report_note_alert(r, p->leak, &p->alert_t_ns, row->t_ns);
+	}
 	if (r->job_known && row->u.device.dev == r->job_dev) {
 		if (gpumon_leak_add(r->job_leak, -1, t_rel(r, row->t_ns), (uint64_t)r->job_total,
 				    report_dev_total(r, r->job_dev)) == GPUMON_OK)
