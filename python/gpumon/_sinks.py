@@ -153,7 +153,7 @@ class RunSocketSink(Sink):
     the training loop: what the socket does not take now waits in a bounded buffer, and whole
     lines that do not fit are dropped (a partial line is never dropped, so framing holds)."""
 
-    MAX_PENDING = 1 << 20
+    MAX_PENDING = 256 << 10
 
     def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int]):
         self.what = f"gpumon run socket {path}"
@@ -165,7 +165,7 @@ class RunSocketSink(Sink):
             self.sock.close()
             raise
         self.sock.setblocking(False)
-        self.pending = b""
+        self.pending = bytearray()
         self.dropped = 0
         self.device = device
         hello = {"v": 1, "type": "hello", "pid": os.getpid(), "framework": framework}
@@ -187,7 +187,7 @@ class RunSocketSink(Sink):
                 n = self.sock.send(self.pending)
             except (BlockingIOError, InterruptedError):
                 return
-            self.pending = self.pending[n:]
+            del self.pending[:n]
 
     def write(self, s) -> None:
         m = {"type": "sample", "t": s.time, "step": s.step}
@@ -216,4 +216,4 @@ class RunSocketSink(Sink):
     def _pump_blocking(self) -> None:
         while self.pending:
             n = self.sock.send(self.pending)
-            self.pending = self.pending[n:]
+            del self.pending[:n]

@@ -454,7 +454,7 @@ class GPUMonitor:
             sec.seconds = time.perf_counter() - t0
             sec.end_bytes = alloc
             if sec.exact:
-                sec.peak_bytes = max(peak, alloc)
+                sec.peak_bytes = max(sec.peak_bytes, peak, alloc)
                 self._peak_carry = max(self._peak_carry, peak)
                 for outer in self._open_sections:
                     if outer.peak_bytes is not None:
