@@ -1,0 +1,139 @@
+# SPDX-License-Identifier: MIT
+"""Alerts: libgpumon's leak detector fed online with allocated bytes (one warning through
+`warnings` and the logger, with the rate and steps to out-of-memory, on_alert called once), and
+the headroom threshold."""
+import logging
+import random
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import pytest
+
+from conftest import GIB, MIB, child_env, h200
+
+import gpumon
+
+
+def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1):
+    """A loop: 2 GiB of weights, activations of random size freed each step, a warm-up that grows
+    the floor by 300 MiB over `warmup` steps, and a leak kept forever."""
+    rnd = random.Random(seed)
+    torch._fake.alloc(2 * GIB)
+    for i in range(steps):
+        if i < warmup:
+            torch._fake.alloc(300 * MIB // warmup)
+        act = rnd.choice([64, 128, 256, 384, 512]) * MIB
+        torch._fake.alloc(act)
+        torch._fake.free(act)
+        if leak_per_step:
+            torch._fake.alloc(leak_per_step)
+        mon.step()
+
+
+def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog):
+    scenario(h200())
+    alerts = []
+    caplog.set_level(logging.WARNING, logger="gpumon")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
+            training(torch, mon, 400, leak_per_step=4 * MIB)
+    leak_w = [x for x in w if issubclass(x.category, gpumon.LeakWarning)]
+    assert len(leak_w) == 1 and len(alerts) == 1
+    a = alerts[0]
+    assert a["kind"] == "leak" and a["alert"] is True
+    assert a["step"] <= 200, "flagged within 200 steps"
+    assert abs(a["rate_bytes_per_step"] - 4 * MIB) < 0.05 * 4 * MIB
+    assert a["steps_to_oom"] is not None and a["steps_to_oom"] > 0
+    msg = str(leak_w[0].message)
+    assert msg == a["message"]
+    assert "memory leak suspected on GPU 0 (torch allocated)" in msg
+    assert "4.0 MiB per step" in msg and "out of memory in about" in msg
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [msg]
+    assert mon.summary()["alerts"][0]["kind"] == "leak"
+
+
+def test_clean_loop_with_warmup_and_dynamic_shapes_is_not_flagged(scenario, torch):
+    scenario(h200())
+    alerts = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
+            training(torch, mon, 1000, warmup=50)
+            verdict = mon.leak()
+    assert alerts == [] and not [x for x in w if issubclass(x.category, gpumon.GpumonWarning)]
+    assert verdict["verdict"] == "none" and verdict["points"] == 1000
+
+
+def test_leak_detection_off(scenario, torch):
+    scenario(h200())
+    with gpumon.GPUMonitor(interval=1, logger=False, leak_detection=False) as mon:
+        training(torch, mon, 200, leak_per_step=8 * MIB)
+        assert mon.leak() is None and mon.alerts == []
+
+
+def test_explicit_steps_that_go_back_start_a_new_series(scenario, torch):
+    scenario(h200())
+    with gpumon.GPUMonitor(interval=1, logger=False) as mon:
+        mon.sample(step=10)
+        mon.sample(step=11)
+        mon.sample(step=0)   # a restarted counter: no error, a new series
+        assert mon.leak()["points"] == 1
+
+
+def test_headroom_warns_once(scenario, torch):
+    scenario(h200(used="139GiB"))
+    alerts = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append) as mon:
+            for _ in range(5):
+                mon.step()
+    hw = [str(x.message) for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
+    assert len(hw) == 1 and len(alerts) == 1 and alerts[0]["kind"] == "headroom"
+    assert "below the 5% headroom at step 1" in hw[0]
+
+
+def test_headroom_off_and_threshold(scenario, torch):
+    scenario(h200(used="120GiB"))   # ~14% free
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=None) as mon:
+            mon.step()
+        with gpumon.GPUMonitor(interval=1, logger=False) as mon:     # 5%: fine
+            mon.step()
+        with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=0.2) as mon:
+            mon.step()
+    assert len([x for x in w if issubclass(x.category, gpumon.HeadroomWarning)]) == 1
+
+
+def test_headroom_warns_again_after_recovering(tmp_path):
+    code = textwrap.dedent("""
+        import time, warnings, torch, gpumon
+        warnings.simplefilter("always")
+        with warnings.catch_warnings(record=True) as w:
+            mon = gpumon.GPUMonitor(interval=1, logger=False)
+            mon.sample(); mon.sample()
+            time.sleep(0.6); mon.sample()
+            time.sleep(0.6); mon.sample()
+        print(sum(issubclass(x.category, gpumon.HeadroomWarning) for x in w))
+    """)
+    scn = h200(used="139GiB") + "at 0.5 gpu 0 used=40GiB\nat 1.0 gpu 0 used=139GiB\n"
+    r = subprocess.run([sys.executable, "-c", code], env=child_env(tmp_path, scn), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "2"
+
+
+def test_on_alert_exception_reaches_the_loop(scenario, torch):
+    scenario(h200(used="139GiB"))
+
+    def stop(alert):
+        raise RuntimeError("stop training: " + alert["kind"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=stop) as mon:
+            with pytest.raises(RuntimeError, match="stop training: headroom"):
+                mon.step()
