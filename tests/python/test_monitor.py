@@ -244,3 +244,18 @@ def test_help_is_useful():
     sig = inspect.signature(gpumon.GPUMonitor)
     assert list(sig.parameters)[:10] == ["device", "interval", "framework", "logger", "csv", "jsonl",
                                          "tensorboard", "record", "on_alert", "min_headroom"]
+
+
+def test_section_every(scenario, torch):
+    scenario(h200())
+    with gpumon.GPUMonitor(logger=False) as mon:
+        got = []
+        for i in range(7):
+            with mon.section("attn", every=3) as s:
+                torch._fake.alloc(MIB * (i + 1))
+                torch._fake.free(MIB * (i + 1))
+            got.append(s.peak_delta_bytes)
+        assert got == [MIB, None, None, 4 * MIB, None, None, 7 * MIB]
+        assert mon.summary()["sections"]["attn"] == {"count": 3, "max_peak_delta_bytes": 7 * MIB}
+        with pytest.raises(ValueError, match="every must be a positive int"):
+            mon.section("x", every=0)
