@@ -21,7 +21,7 @@
 
 struct gpumon_tfevents {
 	FILE *f;
-	int failed;      /* a write failed: every later write returns GPUMON_E_IO at once */
+	int failed; /* a write failed: every later write returns GPUMON_E_IO at once */
 	char *path;
 	char err[512];
 };
@@ -131,8 +131,8 @@ static int create_file(gpumon_tfevents *w, const char *dir, double wall_time)
 	if (!(w->path = malloc(cap)))
 		return GPUMON_E_NOMEM;
 	for (unsigned counter = 0; counter < 1000; counter++) {
-		snprintf(w->path, cap, "%s/events.out.tfevents.%010lld.%s.%ld.%u", dir,
-			 (long long)wall_time, host, (long)getpid(), counter);
+		snprintf(w->path, cap, "%s/events.out.tfevents.%010lld.%s.%ld.%u", dir, (long long)wall_time,
+			 host, (long)getpid(), counter);
 		int fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 		if (fd >= 0) {
 			if (!(w->f = fdopen(fd, "wb"))) {
@@ -143,7 +143,8 @@ static int create_file(gpumon_tfevents *w, const char *dir, double wall_time)
 			return 0;
 		}
 		if (errno != EEXIST) {
-			set_err(w, "could not create the TensorBoard event file %s: %s", w->path, strerror(errno));
+			set_err(w, "could not create the TensorBoard event file %s: %s", w->path,
+				strerror(errno));
 			return GPUMON_E_IO;
 		}
 	}

@@ -18,18 +18,10 @@ PyObject *gpx_raise(int status, const char *msg)
 	switch (status) {
 	case GPUMON_E_INVAL:
 	case GPUMON_E_NOT_FOUND:
-	case GPUMON_E_AMBIGUOUS:
-		PyErr_SetString(PyExc_ValueError, m);
-		break;
-	case GPUMON_E_NOMEM:
-		PyErr_NoMemory();
-		break;
-	case GPUMON_E_EXISTS:
-		PyErr_SetString(PyExc_FileExistsError, m);
-		break;
-	case GPUMON_E_IO:
-		PyErr_SetString(PyExc_OSError, m);
-		break;
+	case GPUMON_E_AMBIGUOUS: PyErr_SetString(PyExc_ValueError, m); break;
+	case GPUMON_E_NOMEM: PyErr_NoMemory(); break;
+	case GPUMON_E_EXISTS: PyErr_SetString(PyExc_FileExistsError, m); break;
+	case GPUMON_E_IO: PyErr_SetString(PyExc_OSError, m); break;
 	default: {
 		/* str(e) is the message; e.status the libgpumon status */
 		PyObject *e = PyObject_CallFunction(gpx_error_type, "s", m);
@@ -63,8 +55,7 @@ void gpx_free_self(PyObject *self)
 /* ---- Nvml: a gpumon handle ---------------------------------------------------------------------- */
 
 typedef struct {
-	PyObject_HEAD
-	gpumon *g;
+	PyObject_HEAD gpumon *g;
 } NvmlObject;
 
 static gpumon *nvml_get(NvmlObject *self)
@@ -148,16 +139,17 @@ static PyObject *nvml_device_info(PyObject *op, PyObject *args)
 	int rc = gpumon_device_info_get(g, dev, &di);
 	if (rc) {
 		char msg[128];
-		snprintf(msg, sizeof msg, "no GPU at NVML index %u (this machine has %u)", dev, gpumon_device_count(g));
+		snprintf(msg, sizeof msg, "no GPU at NVML index %u (this machine has %u)", dev,
+			 gpumon_device_count(g));
 		return gpx_raise(rc, msg);
 	}
-	return Py_BuildValue("{s:I,s:N,s:N,s:N,s:N,s:O}", "index", di.index,
-			     "name", di.present & GPUMON_INFO_NAME ? PyUnicode_FromString(di.name) : Py_NewRef(Py_None),
-			     "uuid", di.present & GPUMON_INFO_UUID ? PyUnicode_FromString(di.uuid) : Py_NewRef(Py_None),
-			     "pci_bus_id", di.present & GPUMON_INFO_PCI_BUS_ID ? PyUnicode_FromString(di.pci_bus_id)
-									: Py_NewRef(Py_None),
-			     "memory_total_bytes", opt_u64(di.present & GPUMON_INFO_MEMORY_TOTAL, di.memory_total_bytes),
-			     "lost", di.lost ? Py_True : Py_False);
+	return Py_BuildValue(
+	    "{s:I,s:N,s:N,s:N,s:N,s:O}", "index", di.index, "name",
+	    di.present & GPUMON_INFO_NAME ? PyUnicode_FromString(di.name) : Py_NewRef(Py_None), "uuid",
+	    di.present & GPUMON_INFO_UUID ? PyUnicode_FromString(di.uuid) : Py_NewRef(Py_None), "pci_bus_id",
+	    di.present & GPUMON_INFO_PCI_BUS_ID ? PyUnicode_FromString(di.pci_bus_id) : Py_NewRef(Py_None),
+	    "memory_total_bytes", opt_u64(di.present & GPUMON_INFO_MEMORY_TOTAL, di.memory_total_bytes),
+	    "lost", di.lost ? Py_True : Py_False);
 }
 
 static PyObject *nvml_device_find(PyObject *op, PyObject *args)
@@ -228,28 +220,28 @@ static PyObject *nvml_process_used(PyObject *op, PyObject *args)
 }
 
 static PyMethodDef nvml_methods[] = {
-	{"close", nvml_close, METH_NOARGS, "close() -- shut NVML down for this handle (idempotent)."},
-	{"device_count", nvml_device_count, METH_NOARGS, "device_count() -> number of GPUs."},
-	{"driver_version", nvml_driver_version, METH_NOARGS, "driver_version() -> str or None."},
-	{"device_info", nvml_device_info, METH_VARARGS,
-	 "device_info(index) -> dict: index, name, uuid, pci_bus_id, memory_total_bytes, lost."},
-	{"device_find", nvml_device_find, METH_VARARGS,
-	 "device_find(spec) -> NVML index of the GPU named by an index, UUID (or prefix) or PCI bus id."},
-	{"sample", nvml_sample, METH_VARARGS,
-	 "sample(index[, want]) -> (t_ns, memory_api, total, used, free, reserved, util_gpu_pct, "
-	 "util_memory_pct, temperature_c, power_mw); None where the driver gives no value."},
-	{"process_used", nvml_process_used, METH_VARARGS,
-	 "process_used(index, pid) -> bytes pid holds on the GPU, or None when unknown."},
-	{NULL, NULL, 0, NULL},
+    {"close", nvml_close, METH_NOARGS, "close() -- shut NVML down for this handle (idempotent)."},
+    {"device_count", nvml_device_count, METH_NOARGS, "device_count() -> number of GPUs."},
+    {"driver_version", nvml_driver_version, METH_NOARGS, "driver_version() -> str or None."},
+    {"device_info", nvml_device_info, METH_VARARGS,
+     "device_info(index) -> dict: index, name, uuid, pci_bus_id, memory_total_bytes, lost."},
+    {"device_find", nvml_device_find, METH_VARARGS,
+     "device_find(spec) -> NVML index of the GPU named by an index, UUID (or prefix) or PCI bus id."},
+    {"sample", nvml_sample, METH_VARARGS,
+     "sample(index[, want]) -> (t_ns, memory_api, total, used, free, reserved, util_gpu_pct, "
+     "util_memory_pct, temperature_c, power_mw); None where the driver gives no value."},
+    {"process_used", nvml_process_used, METH_VARARGS,
+     "process_used(index, pid) -> bytes pid holds on the GPU, or None when unknown."},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot nvml_slots[] = {
-	{Py_tp_doc, (void *)"Nvml() -- a libgpumon handle: NVML loaded and initialised."},
-	{Py_tp_init, (void *)nvml_init},
-	{Py_tp_new, (void *)PyType_GenericNew},
-	{Py_tp_dealloc, (void *)nvml_dealloc},
-	{Py_tp_methods, nvml_methods},
-	{0, NULL},
+    {Py_tp_doc, (void *)"Nvml() -- a libgpumon handle: NVML loaded and initialised."},
+    {Py_tp_init, (void *)nvml_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)nvml_dealloc},
+    {Py_tp_methods, nvml_methods},
+    {0, NULL},
 };
 
 static PyType_Spec nvml_spec = {"gpumon._gpumon.Nvml", sizeof(NvmlObject), 0, Py_TPFLAGS_DEFAULT, nvml_slots};
@@ -257,8 +249,7 @@ static PyType_Spec nvml_spec = {"gpumon._gpumon.Nvml", sizeof(NvmlObject), 0, Py
 /* ---- Leak: the online leak detector ------------------------------------------------------------- */
 
 typedef struct {
-	PyObject_HEAD
-	gpumon_leak *l;
+	PyObject_HEAD gpumon_leak *l;
 } LeakObject;
 
 static int leak_init(PyObject *op, PyObject *args, PyObject *kw)
@@ -307,35 +298,34 @@ static PyObject *leak_result(PyObject *op, PyObject *unused)
 		return gpx_raise(GPUMON_E_INVAL, "the leak detector is not initialised");
 	gpumon_leak_result_get(self->l, &r);
 	const char *verdict = r.verdict == GPUMON_LEAK_SUSPECTED ? "suspected"
-			      : r.verdict == GPUMON_LEAK_NONE	   ? "none"
-								   : "insufficient_data";
-	return Py_BuildValue("{s:s,s:d,s:d,s:N,s:N,s:d,s:N,s:N,s:K,s:K,s:O}", "verdict", verdict,
-			     "rate_bytes_per_step", r.rate_bytes_per_step, "rate_bytes_per_second",
-			     r.rate_bytes_per_second, "start_step",
-			     r.start_step >= 0 ? PyLong_FromLongLong(r.start_step) : Py_NewRef(Py_None),
-			     "start_t_ns", r.start_t_ns ? PyLong_FromUnsignedLongLong(r.start_t_ns) : Py_NewRef(Py_None),
-			     "confidence", r.confidence, "steps_to_oom",
-			     r.steps_to_oom >= 0 ? PyFloat_FromDouble(r.steps_to_oom) : Py_NewRef(Py_None),
-			     "seconds_to_oom",
-			     r.seconds_to_oom >= 0 ? PyFloat_FromDouble(r.seconds_to_oom) : Py_NewRef(Py_None),
-			     "points", (unsigned long long)r.points, "suspected_points",
-			     (unsigned long long)r.suspected_points, "alert", r.alert ? Py_True : Py_False);
+			      : r.verdict == GPUMON_LEAK_NONE	 ? "none"
+								 : "insufficient_data";
+	return Py_BuildValue(
+	    "{s:s,s:d,s:d,s:N,s:N,s:d,s:N,s:N,s:K,s:K,s:O}", "verdict", verdict, "rate_bytes_per_step",
+	    r.rate_bytes_per_step, "rate_bytes_per_second", r.rate_bytes_per_second, "start_step",
+	    r.start_step >= 0 ? PyLong_FromLongLong(r.start_step) : Py_NewRef(Py_None), "start_t_ns",
+	    r.start_t_ns ? PyLong_FromUnsignedLongLong(r.start_t_ns) : Py_NewRef(Py_None), "confidence",
+	    r.confidence, "steps_to_oom",
+	    r.steps_to_oom >= 0 ? PyFloat_FromDouble(r.steps_to_oom) : Py_NewRef(Py_None), "seconds_to_oom",
+	    r.seconds_to_oom >= 0 ? PyFloat_FromDouble(r.seconds_to_oom) : Py_NewRef(Py_None), "points",
+	    (unsigned long long)r.points, "suspected_points", (unsigned long long)r.suspected_points, "alert",
+	    r.alert ? Py_True : Py_False);
 }
 
 static PyMethodDef leak_methods[] = {
-	{"add", leak_add, METH_VARARGS,
-	 "add(step, t_ns, bytes, limit_bytes) -- feed one point (step -1 unknown, limit 0 unknown)."},
-	{"result", leak_result, METH_NOARGS, "result() -> dict: the verdict on the points so far."},
-	{NULL, NULL, 0, NULL},
+    {"add", leak_add, METH_VARARGS,
+     "add(step, t_ns, bytes, limit_bytes) -- feed one point (step -1 unknown, limit 0 unknown)."},
+    {"result", leak_result, METH_NOARGS, "result() -> dict: the verdict on the points so far."},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot leak_slots[] = {
-	{Py_tp_doc, (void *)"Leak() -- libgpumon's leak detector (docs/leak-detection.md)."},
-	{Py_tp_init, (void *)leak_init},
-	{Py_tp_new, (void *)PyType_GenericNew},
-	{Py_tp_dealloc, (void *)leak_dealloc},
-	{Py_tp_methods, leak_methods},
-	{0, NULL},
+    {Py_tp_doc, (void *)"Leak() -- libgpumon's leak detector (docs/leak-detection.md)."},
+    {Py_tp_init, (void *)leak_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)leak_dealloc},
+    {Py_tp_methods, leak_methods},
+    {0, NULL},
 };
 
 static PyType_Spec leak_spec = {"gpumon._gpumon.Leak", sizeof(LeakObject), 0, Py_TPFLAGS_DEFAULT, leak_slots};
@@ -350,8 +340,8 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 }
 
 static PyMethodDef module_methods[] = {
-	{"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
-	{NULL, NULL, 0, NULL},
+    {"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
+    {NULL, NULL, 0, NULL},
 };
 
 static int add_type(PyObject *m, const char *name, PyType_Spec *spec)
@@ -369,8 +359,15 @@ static int add_type(PyObject *m, const char *name, PyType_Spec *spec)
 }
 
 static struct PyModuleDef module_def = {
-	PyModuleDef_HEAD_INIT, "_gpumon", "libgpumon for the gpumon package (use the package, not this).", -1,
-	module_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_gpumon",
+    "libgpumon for the gpumon package (use the package, not this).",
+    -1,
+    module_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__gpumon(void);
@@ -381,10 +378,10 @@ PyMODINIT_FUNC PyInit__gpumon(void)
 		return NULL;
 	if (!gpx_error_type) {
 		gpx_error_type = PyErr_NewExceptionWithDoc(
-			"gpumon._gpumon.Error",
-			"libgpumon failed: no NVIDIA driver, the driver did not answer, or a GPU was lost. "
-			"e.status is libgpumon's status code.",
-			PyExc_RuntimeError, NULL);
+		    "gpumon._gpumon.Error",
+		    "libgpumon failed: no NVIDIA driver, the driver did not answer, or a GPU was lost. "
+		    "e.status is libgpumon's status code.",
+		    PyExc_RuntimeError, NULL);
 		if (!gpx_error_type)
 			goto fail;
 	}

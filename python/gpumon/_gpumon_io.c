@@ -11,8 +11,7 @@
 /* ---- TfEvents ------------------------------------------------------------------------------------ */
 
 typedef struct {
-	PyObject_HEAD
-	gpumon_tfevents *w;
+	PyObject_HEAD gpumon_tfevents *w;
 } TfEventsObject;
 
 static int tfe_init(PyObject *op, PyObject *args, PyObject *kw)
@@ -100,35 +99,35 @@ static PyObject *tfe_path(PyObject *op, void *closure)
 }
 
 static PyMethodDef tfe_methods[] = {
-	{"scalar", tfe_scalar, METH_VARARGS,
-	 "scalar(tag, step, wall_time, value) -- append one scalar (stored as float32)."},
-	{"flush", tfe_flush, METH_NOARGS, "flush() -- make what was written visible to readers."},
-	{"close", tfe_close, METH_NOARGS, "close() -- flush and close the file (idempotent)."},
-	{NULL, NULL, 0, NULL},
+    {"scalar", tfe_scalar, METH_VARARGS,
+     "scalar(tag, step, wall_time, value) -- append one scalar (stored as float32)."},
+    {"flush", tfe_flush, METH_NOARGS, "flush() -- make what was written visible to readers."},
+    {"close", tfe_close, METH_NOARGS, "close() -- flush and close the file (idempotent)."},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef tfe_getset[] = {
-	{"path", tfe_path, NULL, "the event file's path (None once closed)", NULL},
-	{NULL, NULL, NULL, NULL, NULL},
+    {"path", tfe_path, NULL, "the event file's path (None once closed)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot tfe_slots[] = {
-	{Py_tp_doc, (void *)"TfEvents(logdir, wall_time=0) -- a new TensorBoard event file in logdir."},
-	{Py_tp_init, (void *)tfe_init},
-	{Py_tp_new, (void *)PyType_GenericNew},
-	{Py_tp_dealloc, (void *)tfe_dealloc},
-	{Py_tp_methods, tfe_methods},
-	{Py_tp_getset, tfe_getset},
-	{0, NULL},
+    {Py_tp_doc, (void *)"TfEvents(logdir, wall_time=0) -- a new TensorBoard event file in logdir."},
+    {Py_tp_init, (void *)tfe_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)tfe_dealloc},
+    {Py_tp_methods, tfe_methods},
+    {Py_tp_getset, tfe_getset},
+    {0, NULL},
 };
 
-static PyType_Spec tfe_spec = {"gpumon._gpumon.TfEvents", sizeof(TfEventsObject), 0, Py_TPFLAGS_DEFAULT, tfe_slots};
+static PyType_Spec tfe_spec = {"gpumon._gpumon.TfEvents", sizeof(TfEventsObject), 0, Py_TPFLAGS_DEFAULT,
+			       tfe_slots};
 
 /* ---- Recording ----------------------------------------------------------------------------------- */
 
 typedef struct {
-	PyObject_HEAD
-	gpumon_recording *r;
+	PyObject_HEAD gpumon_recording *r;
 	PyObject *nvml; /* the Nvml object whose handle the recording was created with (kept alive) */
 } RecordingObject;
 
@@ -214,7 +213,8 @@ static PyObject *rec_framework(PyObject *op, PyObject *args)
 	long long step;
 	PyObject *a, *res, *mx;
 	const char *fw;
-	if (!r || !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
+	if (!r ||
+	    !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
 		return NULL;
 	memset(&f, 0, sizeof f);
 	f.t_ns = t_ns;
@@ -241,7 +241,8 @@ static PyObject *rec_device(PyObject *op, PyObject *args)
 	PyObject *tot, *used, *fr, *res, *util;
 	uint64_t v[5];
 	int known[5];
-	if (!r || !PyArg_ParseTuple(args, "IKIOOOOO:device", &dev, &t_ns, &api, &tot, &used, &fr, &res, &util))
+	if (!r ||
+	    !PyArg_ParseTuple(args, "IKIOOOOO:device", &dev, &t_ns, &api, &tot, &used, &fr, &res, &util))
 		return NULL;
 	PyObject *in[5] = {tot, used, fr, res, util};
 	static const char *names[5] = {"total", "used", "free", "reserved", "util_gpu_pct"};
@@ -322,27 +323,28 @@ static PyObject *rec_close(PyObject *op, PyObject *args)
 }
 
 static PyMethodDef rec_methods[] = {
-	{"framework", rec_framework, METH_VARARGS,
-	 "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- a "
-	 "framework sample (None: unknown)."},
-	{"device", rec_device, METH_VARARGS,
-	 "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
-	{"event", rec_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an event (marker, step, alert ...)."},
-	{"commit", rec_commit, METH_NOARGS, "commit() -- commit what is pending."},
-	{"close", rec_close, METH_VARARGS, "close(exit_status=-1) -- finish the file (idempotent)."},
-	{NULL, NULL, 0, NULL},
+    {"framework", rec_framework, METH_VARARGS,
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- a "
+     "framework sample (None: unknown)."},
+    {"device", rec_device, METH_VARARGS,
+     "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
+    {"event", rec_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an event (marker, step, alert ...)."},
+    {"commit", rec_commit, METH_NOARGS, "commit() -- commit what is pending."},
+    {"close", rec_close, METH_VARARGS, "close(exit_status=-1) -- finish the file (idempotent)."},
+    {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot rec_slots[] = {
-	{Py_tp_doc, (void *)"Recording(nvml, path, command=None) -- a new gpumon recording (SQLite)."},
-	{Py_tp_init, (void *)rec_init},
-	{Py_tp_new, (void *)PyType_GenericNew},
-	{Py_tp_dealloc, (void *)rec_dealloc},
-	{Py_tp_methods, rec_methods},
-	{0, NULL},
+    {Py_tp_doc, (void *)"Recording(nvml, path, command=None) -- a new gpumon recording (SQLite)."},
+    {Py_tp_init, (void *)rec_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)rec_dealloc},
+    {Py_tp_methods, rec_methods},
+    {0, NULL},
 };
 
-static PyType_Spec rec_spec = {"gpumon._gpumon.Recording", sizeof(RecordingObject), 0, Py_TPFLAGS_DEFAULT, rec_slots};
+static PyType_Spec rec_spec = {"gpumon._gpumon.Recording", sizeof(RecordingObject), 0, Py_TPFLAGS_DEFAULT,
+			       rec_slots};
 
 int gpx_add_io_types(PyObject *m)
 {

@@ -67,9 +67,10 @@ int main(void)
 
 	unsigned char got[512], want[512];
 	long n = slurp(path, got, sizeof got);
-	int wn = unhex("1800000000000000 a37f4b22 09000000000000f03f1a0d627261696e2e4576656e743a32 86bf577a"
-		       "1d00000000000000 602fdf23 09000000000000f03f10052a100a0e0a076770752f6d656d150000003f 28e85066",
-		       want);
+	int wn = unhex(
+	    "1800000000000000 a37f4b22 09000000000000f03f1a0d627261696e2e4576656e743a32 86bf577a"
+	    "1d00000000000000 602fdf23 09000000000000f03f10052a100a0e0a076770752f6d656d150000003f 28e85066",
+	    want);
 	is_int(n, wn, "the file holds exactly the two records");
 	ok(n == wn && !memcmp(got, want, (size_t)wn), "byte for byte the golden records");
 
@@ -90,7 +91,8 @@ int main(void)
 	snprintf(bad, sizeof bad, "%s/file/sub", dir);
 	w = NULL;
 	is_int(gpumon_tfevents_open(bad, 0, &w), GPUMON_E_IO, "a path through a file is refused");
-	ok(w && strstr(gpumon_tfevents_errmsg(w), bad), "the message names it: %s", w ? gpumon_tfevents_errmsg(w) : "");
+	ok(w && strstr(gpumon_tfevents_errmsg(w), bad), "the message names it: %s",
+	   w ? gpumon_tfevents_errmsg(w) : "");
 	gpumon_tfevents_close(w);
 	w = NULL;
 	is_int(gpumon_tfevents_open("", 0, &w), GPUMON_E_INVAL, "an empty directory name is refused");
