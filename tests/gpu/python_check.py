@@ -180,10 +180,11 @@ def tb_check(tmp):
     tags = {"memory/allocated_mib": "allocated", "memory/peak_mib": "peak", "memory/reserved_mib": "reserved",
             "memory/process_mib": "process", "gpu/used_mib": "device_used"}
     for tag, attr in tags.items():
-        got = [(e.step, e.wall_time, e.value) for e in ea.Scalars(tag)]
         want = [(s.step, s.time, f32(getattr(s, attr) / MIB)) for s in samples if getattr(s, attr) is not None]
         if not want:
             bad.append(f"{tag}: no sample had a value")
+            continue
+        got = [(e.step, e.wall_time, e.value) for e in ea.Scalars(tag)]
         if got != want:
             bad.append(f"{tag}: got {got[:2]}..., want {want[:2]}...")
     files = os.listdir(logdir)
