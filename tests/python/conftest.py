@@ -79,12 +79,6 @@ def paddle(no_frameworks):
     return paddle
 
 
-@pytest.fixture
-def quiet():
-    """logger=False-like: a list collecting the log lines."""
-    return []
-
-
 def child_env(tmp_path, scenario_text, **extra):
     """An environment for a child Python: the package, the fakes, the fake NVML."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}

@@ -4,14 +4,11 @@
 the headroom threshold."""
 import logging
 import random
-import subprocess
-import sys
-import textwrap
 import warnings
 
 import pytest
 
-from conftest import GIB, MIB, child_env, h200
+from conftest import GIB, MIB, h200
 
 import gpumon
 
@@ -109,22 +106,34 @@ def test_headroom_off_and_threshold(scenario, torch):
     assert len([x for x in w if issubclass(x.category, gpumon.HeadroomWarning)]) == 1
 
 
-def test_headroom_warns_again_after_recovering(tmp_path):
-    code = textwrap.dedent("""
-        import time, warnings, torch, gpumon
+class StubNvml:
+    """Stands in for the monitor's NVML handle: answers with the used bytes it is given."""
+
+    def __init__(self, total=150 * GIB):
+        self.total, self.used = total, 0
+
+    def sample(self, dev, want=None):
+        return (0, 2, self.total, self.used, self.total - self.used, 0, 50, 10, 40, 100000)
+
+    def process_used(self, dev, pid):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_headroom_warns_again_after_recovering(scenario, torch):
+    scenario(h200())
+    stub = StubNvml()
+    with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        with warnings.catch_warnings(record=True) as w:
-            mon = gpumon.GPUMonitor(interval=1, logger=False)
-            mon.sample(); mon.sample()
-            time.sleep(0.6); mon.sample()
-            time.sleep(0.6); mon.sample()
-        print(sum(issubclass(x.category, gpumon.HeadroomWarning) for x in w))
-    """)
-    scn = h200(used="139GiB") + "at 0.5 gpu 0 used=40GiB\nat 1.0 gpu 0 used=139GiB\n"
-    r = subprocess.run([sys.executable, "-c", code], env=child_env(tmp_path, scn), capture_output=True,
-                       text=True, timeout=30)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "2"
+        with gpumon.GPUMonitor(interval=1, logger=False) as mon:
+            mon._nvml = stub
+            for used in (145, 146, 100, 147, 147):
+                stub.used = used * GIB
+                mon.step()
+    hw = [str(x.message) for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
+    assert len(hw) == 2 and "at step 1" in hw[0] and "at step 4" in hw[1]
 
 
 def test_on_alert_exception_reaches_the_loop(scenario, torch):
