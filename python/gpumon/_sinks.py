@@ -135,8 +135,9 @@ class RecordSink(Sink):
         self.pid = os.getpid()
 
     def write(self, s) -> None:
-        self.rec.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
-                           s.allocated, s.reserved, s.peak, s.framework)
+        if s.allocated is not None or s.reserved is not None or s.peak is not None:
+            self.rec.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
+                               s.allocated, s.reserved, s.peak, s.framework)
         if self.dev is not None and s.device_total is not None:
             self.rec.device(self.dev, s.t_ns, s.memory_api or 0, s.device_total, s.device_used,
                             s.device_free, s.device_reserved, s.util_gpu)
@@ -190,13 +191,14 @@ class RunSocketSink(Sink):
             del self.pending[:n]
 
     def write(self, s) -> None:
-        m = {"type": "sample", "t": s.time, "step": s.step}
-        if self.device is not None:
-            m["device"] = self.device
-        for key, v in (("allocated", s.allocated), ("reserved", s.reserved), ("max_allocated", s.peak)):
-            if v is not None:
-                m[key] = int(v)
-        self._send(m)
+        figures = {key: int(v) for key, v in (("allocated", s.allocated), ("reserved", s.reserved),
+                                              ("max_allocated", s.peak)) if v is not None}
+        if figures:  # framework "none" has no allocator figures: only the step is worth sending
+            m = {"type": "sample", "t": s.time, "step": s.step}
+            if self.device is not None:
+                m["device"] = self.device
+            m.update(figures)
+            self._send(m)
         self._send({"type": "step", "step": s.step, "t": s.time})
 
     def event(self, t_ns: int, kind: str, text: str) -> None:

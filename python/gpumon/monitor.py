@@ -171,6 +171,15 @@ def _logger_emit(logger: Any) -> Optional[Callable[[str], None]]:
     raise ValueError(f"logger must be a logging.Logger, a callable taking a line, None or False, got {logger!r}")
 
 
+def _logger_warn(logger: Any) -> Callable[[str], None]:
+    """Where alerts go besides `warnings`: the user's logger or callable, else logger "gpumon"."""
+    if isinstance(logger, logging.Logger):
+        return logger.warning
+    if callable(logger) and logger is not None and logger is not False:
+        return logger
+    return log.warning
+
+
 class GPUMonitor:
     """Watches GPU memory from inside a training loop.
 
@@ -215,6 +224,7 @@ class GPUMonitor:
         if on_alert is not None and not callable(on_alert):
             raise ValueError(f"on_alert must be callable, got {on_alert!r}")
         emit = _logger_emit(logger)
+        self._warn_line = _logger_warn(logger)
         self.interval = interval
         self.adapter: Adapter = make_adapter(framework, device)
         self.framework = self.adapter.name
@@ -419,7 +429,7 @@ class GPUMonitor:
         a = dict(info, kind=kind, message=msg)
         self.alerts.append(a)
         warnings.warn(msg, category, stacklevel=4)
-        log.warning(msg)
+        self._warn_line(msg)
         self._event("alert", msg)
         if self._on_alert is not None:
             self._on_alert(a)

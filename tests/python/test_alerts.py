@@ -146,3 +146,25 @@ def test_on_alert_exception_reaches_the_loop(scenario, torch):
         with gpumon.GPUMonitor(interval=1, logger=False, on_alert=stop) as mon:
             with pytest.raises(RuntimeError, match="stop training: headroom"):
                 mon.step()
+
+
+def test_alerts_go_to_the_users_logger(scenario, torch):
+    scenario(h200(used="139GiB"))
+    lines = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=lines.append) as mon:
+            mon.step()
+    assert len(lines) == 2 and lines[0].startswith("[Step 1]") and "below the 5% headroom" in lines[1]
+    lg = logging.getLogger("my.training")
+    got = []
+    h = logging.Handler()
+    h.emit = lambda r: got.append((r.levelno, r.getMessage()))
+    lg.addHandler(h)
+    lg.setLevel(logging.INFO)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=lg) as mon:
+            mon.step()
+    lg.removeHandler(h)
+    assert [lv for lv, _ in got] == [logging.INFO, logging.WARNING] and "headroom" in got[1][1]

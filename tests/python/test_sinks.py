@@ -150,3 +150,14 @@ def test_record_needs_nvml(scenario, torch, monkeypatch, tmp_path):
     with pytest.warns(gpumon.GpumonWarning):
         with pytest.raises(ValueError, match="needs NVML"):
             gpumon.GPUMonitor(record=tmp_path / "r.gpumon", logger=False)
+
+
+def test_recording_without_framework_holds_device_samples_only(scenario, no_frameworks, tmp_path):
+    scenario(h200())
+    rec = tmp_path / "r.gpumon"
+    with gpumon.GPUMonitor(framework="none", interval=1, logger=False, record=rec) as mon:
+        mon.step()
+        mon.step()
+    db = sqlite3.connect(rec)
+    assert db.execute("SELECT count(*) FROM framework_samples").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM device_samples").fetchone() == (2,)
