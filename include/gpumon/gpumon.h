@@ -509,6 +509,8 @@ typedef struct gpumon_oom_diagnosis {
 
 /* Fills *out from *in. GPUMON_E_INVAL on NULL. */
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
+
+/* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
  * written without TensorFlow. One writer owns one new file in a directory; values are float32, as
  * TensorBoard's simple_value stores them. Not thread-safe: one thread per writer.
