@@ -160,6 +160,9 @@ static void on_process(struct run_oom *o, const gpumon_record *rec)
 		o->h[i].dev = rec->dev;
 		o->h[i].pid = p->pid;
 		o->h[i].first_t = rec->t_ns;
+	}
+	/* again each time: a pid first listed between fork and exec had gpumon's command line */
+	if (p->flags & (GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN)) {
 		if (p->flags & GPUMON_PROC_USER_KNOWN)
 			snprintf(o->h[i].user, sizeof o->h[i].user, "%.31s", p->user);
 		if (p->flags & GPUMON_PROC_CMDLINE_KNOWN)
@@ -494,7 +497,8 @@ static void print_last_seconds(FILE *f, const struct run *r)
 	if (!o->nring)
 		return;
 	uint64_t end = o->ring[o->nring - 1].t_ns;
-	fprintf(f, "    GPU %u used, highest of each second (s before the last sample):", o->dev);
+	fprintf(f, "    GPU %u used, highest of each second before the last sample:", o->dev);
+	int shown = 0;
 	for (int sec = 9; sec >= 0; sec--) {
 		uint64_t hi = 0;
 		int any = 0;
@@ -506,7 +510,7 @@ static void print_last_seconds(FILE *f, const struct run *r)
 			}
 		}
 		if (any)
-			fprintf(f, " -%d %s%s", sec, cli_format_bytes(a, sizeof a, hi), sec ? "," : "");
+			fprintf(f, "%s %s%d s: %s", shown++ ? "," : "", sec ? "-" : "", sec, cli_format_bytes(a, sizeof a, hi));
 	}
 	fprintf(f, "\n");
 }
@@ -540,9 +544,9 @@ void run_oom_print(FILE *f, const struct run *r)
 	for (size_t i = 0; i < r->nfw; i++)
 		fw_series |= r->fw[i].leak != NULL;
 	if (!fw_series && o->nvml_leak)
-		run_verdict_print(f, o->nvml_leak, "job, NVML", "the job's memory as NVML lists it (its processes together, every 100 ms)");
+		run_verdict_print(f, o->nvml_leak, "job, NVML", "the job's memory as NVML lists it (its processes together, read every 100 ms)");
 	else if (!fw_series && o->dev_leak)
-		run_verdict_print(f, o->dev_leak, "GPU, NVML", "the used memory of the GPUs (every process on them, every 100 ms)");
+		run_verdict_print(f, o->dev_leak, "GPU, NVML", "the GPUs' used memory (every process on them, read every 100 ms)");
 	if (!o->have)
 		return;
 	fprintf(f, "  out of memory at %.2f s: %s%s\n", secs(r, o->t_ns), o->why,
@@ -556,7 +560,7 @@ void run_oom_print(FILE *f, const struct run *r)
 	fprintf(f, "  diagnosis: %s: %s\n", cause_words[o->d.cause], o->d.text);
 	gpumon_device_info info;
 	if (gpumon_device_info_get(r->g, o->dev, &info) == GPUMON_OK)
-		fprintf(f, "    who held GPU %u %s at %.2f s:\n", o->dev, info.uuid, secs(r, o->peak_t));
+		fprintf(f, "    who held GPU %u %s at %.2f s:\n", o->dev, info.uuid, secs(r, o->t_ns));
 	print_holders(f, r);
 	print_last_seconds(f, r);
 }

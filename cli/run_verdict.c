@@ -28,7 +28,7 @@ void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const cha
 		return;
 	gpumon_leak_result_get(l, &v);
 	if (v.verdict == GPUMON_LEAK_INSUFFICIENT_DATA) {
-		fprintf(f, "  leak (%s): not enough data to tell (%llu samples of %s)\n", who, (unsigned long long)v.points,
+		fprintf(f, "  leak (%s): not enough data to tell: %llu samples of %s\n", who, (unsigned long long)v.points,
 			what);
 		return;
 	}
@@ -44,7 +44,7 @@ void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const cha
 		fprintf(f, "%s a second", cli_format_bytes(a, sizeof a, (uint64_t)v.rate_bytes_per_second));
 	if (v.start_step >= 0)
 		fprintf(f, " from step %lld", (long long)v.start_step);
-	fprintf(f, " (confidence %.2f%s)", v.confidence, v.alert ? ", lasting" : ", not lasting yet");
+	fprintf(f, " (confidence %.2f%s)", v.confidence, v.alert ? ", sustained" : "");
 	if (v.steps_to_oom >= 0)
 		fprintf(f, "; out of memory in about %.0f more steps", v.steps_to_oom);
 	else if (v.seconds_to_oom >= 0)
