@@ -59,7 +59,9 @@ static void help(void)
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
 	       "signal N killed it; 127 not found, 126 not executable); 2 bad option, 255 recording error.\n"
-	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md.\n");
+	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
+	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
+	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n");
 }
 
 static int bad_value(const char *opt, const char *v, const char *want)

@@ -311,11 +311,14 @@ void run_oom_signal(struct run *r, uint64_t t, const char *framework, const char
 		return;
 	if (o->signs++ < MAX_OOM_EVENTS)
 		run_event(r, t, "oom", "%s%s%.300s", framework ? framework : "", framework ? ": " : "", text);
+	/* the summary quotes the last message: in a traceback, the exception's own line comes last */
+	if (!o->have || framework)
+		snprintf(o->why, sizeof o->why, "%s%s%.300s", framework ? framework : "",
+			 framework ? " message on the job's stderr: " : "", text);
 	if (o->have)
 		return;
 	o->have = 1;
 	o->t_ns = t;
-	snprintf(o->why, sizeof o->why, "%s%s%.300s", framework ? framework : "", framework ? " message on the job's stderr: " : "", text);
 	capture_ring(r, t);
 	capture_holders(o, t);
 }
@@ -549,8 +552,7 @@ void run_oom_print(FILE *f, const struct run *r)
 		run_verdict_print(f, o->dev_leak, "GPU, NVML", "the GPUs' used memory (every process on them, read every 100 ms)");
 	if (!o->have)
 		return;
-	fprintf(f, "  out of memory at %.2f s: %s%s\n", secs(r, o->t_ns), o->why,
-		o->signs > 1 ? "" : "");
+	fprintf(f, "  out of memory at %.2f s: %s\n", secs(r, o->t_ns), o->why);
 	if (o->signs > 1)
 		fprintf(f, "    (%u out-of-memory signs in all)\n", o->signs);
 	if (!o->diagnosed) {
