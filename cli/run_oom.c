@@ -161,15 +161,16 @@ static void on_process(struct run_oom *o, const gpumon_record *rec)
 		o->h[i].pid = p->pid;
 		o->h[i].first_t = rec->t_ns;
 	}
-	/* again each time: a pid first listed between fork and exec had gpumon's command line */
-	if (p->flags & (GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN)) {
-		if (p->flags & GPUMON_PROC_USER_KNOWN)
-			snprintf(o->h[i].user, sizeof o->h[i].user, "%.31s", p->user);
-		if (p->flags & GPUMON_PROC_CMDLINE_KNOWN)
-			snprintf(o->h[i].cmd, sizeof o->h[i].cmd, "%.119s", p->cmdline);
-		else if (p->flags & GPUMON_PROC_NAME_KNOWN)
-			snprintf(o->h[i].cmd, sizeof o->h[i].cmd, "%.119s", p->name);
-	}
+	/* again each time: a pid first listed between fork and exec had gpumon's command line; but
+	   not the "[name]" of a process that is exiting */
+	if (p->flags & GPUMON_PROC_USER_KNOWN)
+		snprintf(o->h[i].user, sizeof o->h[i].user, "%.31s", p->user);
+	if ((p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0] && p->cmdline[0] != '[')
+		snprintf(o->h[i].cmd, sizeof o->h[i].cmd, "%.119s", p->cmdline);
+	else if ((p->flags & GPUMON_PROC_NAME_KNOWN) && !o->h[i].cmd[0])
+		snprintf(o->h[i].cmd, sizeof o->h[i].cmd, "%.119s", p->name);
+	else if ((p->flags & GPUMON_PROC_CMDLINE_KNOWN) && !o->h[i].cmd[0])
+		snprintf(o->h[i].cmd, sizeof o->h[i].cmd, "%.119s", p->cmdline);
 	o->h[i].used_known = !!(p->flags & GPUMON_PROC_USED_KNOWN);
 	o->h[i].used = o->h[i].used_known ? p->used_bytes : 0;
 }
@@ -260,19 +261,26 @@ static size_t ring_peak(const gpumon_device_sample *s, size_t n)
 	return best;
 }
 
-/* The GPU to diagnose: of the job's GPUs (all sampled ones when the job held none), the fullest
-   over the window; its ring becomes the moment's. */
+/* Whether dev is one of the job's GPUs: one where NVML listed a process of the job, or any
+   sampled GPU when it listed none (a job in another PID namespace, a driver without process lists). */
+static int job_gpu(const struct run *r, unsigned dev)
+{
+	int any = 0;
+	for (unsigned d = 0; d < r->ngpus; d++)
+		any |= r->gpus[d].sampled && (r->gpus[d].job_now || r->gpus[d].job_peak);
+	return r->gpus[dev].sampled && (!any || r->gpus[dev].job_now || r->gpus[dev].job_peak);
+}
+
+/* The GPU to diagnose: of the job's GPUs, the fullest over the window; its ring becomes the
+   moment's. */
 static void capture_ring(struct run *r, uint64_t t)
 {
 	struct run_oom *o = r->oom;
-	int job_gpus = 0;
 	double best = -1;
-	for (unsigned d = 0; d < r->ngpus; d++)
-		job_gpus |= r->gpus[d].sampled && (r->gpus[d].job_now || r->gpus[d].job_peak);
 	for (unsigned d = 0; d < r->ngpus; d++) {
 		gpumon_device_sample *s = NULL;
 		size_t n = 0;
-		if (!r->gpus[d].sampled || (job_gpus && !r->gpus[d].job_now && !r->gpus[d].job_peak))
+		if (!job_gpu(r, d))
 			continue;
 		uint64_t since = t > WINDOW_NS ? t - WINDOW_NS : 0;
 		if (gpumon_sampler_ring(r->smp, d, since, &s, &n) != GPUMON_OK)
@@ -443,8 +451,8 @@ void run_oom_finish(struct run *r)
 	for (unsigned d = 0; !o->have && d < r->ngpus; d++) {
 		gpumon_device_sample *s = NULL;
 		size_t n = 0;
-		if (!r->gpus[d].sampled || gpumon_sampler_ring(r->smp, d, r->end_ns > WINDOW_NS ? r->end_ns - WINDOW_NS : 0,
-							    &s, &n) != GPUMON_OK)
+		if (!job_gpu(r, d) || gpumon_sampler_ring(r->smp, d, r->end_ns > WINDOW_NS ? r->end_ns - WINDOW_NS : 0,
+							  &s, &n) != GPUMON_OK)
 			continue;
 		size_t k = n ? ring_peak(s, n) : 0;
 		if (n && s[k].memory_total_bytes &&

@@ -377,3 +377,19 @@ def test_framework_verdict_wins_over_nvml(gpumon, tmp_path):
     r = run(gpumon, tmp_path, ["--", PY, "-c", LEAK_THEN_OOM.replace("sys.exit(1)", "sys.exit(0)")])
     assert r.returncode == 0
     assert "  leak (pid " in r.stderr and "leak (job, NVML)" not in r.stderr and "leak (GPU, NVML)" not in r.stderr
+
+
+@needs_unshare
+@pytest.mark.parametrize("job_gpu,sign", [(0, False), (1, True)])
+def test_a_full_gpu_counts_only_when_it_is_the_jobs(tmp_path, job_gpu, sign):
+    """GPU 1 is full; the job failed: that is an out-of-memory sign only when the job was on GPU 1."""
+    scn = TWO.replace("used=60GiB", "used=79.4GiB") + f"proc {job_gpu} 2 used=1GiB\n"
+    r = run_in_namespace(tmp_path, scn, "import sys, time; time.sleep(0.5); sys.exit(2)")
+    assert r.returncode == 2, r.stderr
+    db = open_recording(tmp_path / "ns.gpumon")
+    oom = [t for (t,) in db.execute("select text from events where kind = 'oom'")]
+    if sign:
+        assert len(oom) == 1 and oom[0].startswith("memory at the limit: GPU 1 used"), oom
+        assert "  diagnosis: " in r.stderr
+    else:
+        assert oom == [] and "diagnosis" not in r.stderr, r.stderr
