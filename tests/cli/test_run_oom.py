@@ -393,3 +393,17 @@ def test_a_full_gpu_counts_only_when_it_is_the_jobs(tmp_path, job_gpu, sign):
         assert "  diagnosis: " in r.stderr
     else:
         assert oom == [] and "diagnosis" not in r.stderr, r.stderr
+
+
+@needs_unshare
+def test_over_the_limit_is_an_oom_sign(tmp_path):
+    """--limit's alert path: the job stopped for holding more than the limit gets forensics."""
+    scn = H200.replace("used=0 ", "used=6GiB ") + "proc 0 999 used=1GiB name=neighbour\nat 0.3 proc 0 2 used=5GiB\n"
+    r = run_in_namespace(tmp_path, scn, "import time; time.sleep(5)", args=["--limit", "4G", "--on-exceed", "term"])
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
+    db = open_recording(tmp_path / "ns.gpumon")
+    oom = [t for (t,) in db.execute("select text from events where kind = 'oom'")]
+    assert oom == ["memory at the limit: job process 2 held 5.00 GiB, over --limit 4.00 GiB"], oom
+    assert len([t for (t,) in db.execute("select text from events where kind = 'diagnosis'")]) == 1
+    row = next(l for l in r.stderr.splitlines() if l.strip().startswith("2 "))
+    assert re.match(r"\s+2\s+\S+\s+5\.00\s+yes\s+.*time\.sleep", row), row
