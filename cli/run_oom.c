@@ -5,8 +5,10 @@
  * job's NVML figure as a leak series, the job's peak, and the CUDA index -> GPU mapping. */
 #include "run_oom.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "run_verdict.h"
@@ -301,6 +303,28 @@ static void capture_ring(struct run *r, uint64_t t)
 	}
 }
 
+/* The command line of a live pid from /proc, over what the first listing said (a process may be
+   listed between fork and exec); unchanged when it cannot be read. */
+static void fresh_command(struct holder *h)
+{
+	char path[64], buf[sizeof h->cmd];
+	snprintf(path, sizeof path, "/proc/%u/cmdline", h->pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		n--;
+	buf[n] = 0;
+	memcpy(h->cmd, buf, (size_t)n + 1);
+}
+
 static void capture_holders(struct run_oom *o, uint64_t t)
 {
 	uint64_t since = o->nring ? o->ring[ring_peak(o->ring, o->nring)].t_ns : t;
@@ -308,8 +332,12 @@ static void capture_holders(struct run_oom *o, uint64_t t)
 	o->mh = calloc(o->nh ? o->nh : 1, sizeof *o->mh);
 	o->nmh = 0;
 	for (size_t i = 0; o->mh && i < o->nh; i++)
-		if (o->h[i].dev == o->dev && o->h[i].first_t <= t && (!o->h[i].gone_t || o->h[i].gone_t >= since))
-			o->mh[o->nmh++] = o->h[i];
+		if (o->h[i].dev == o->dev && o->h[i].first_t <= t && (!o->h[i].gone_t || o->h[i].gone_t >= since)) {
+			o->mh[o->nmh] = o->h[i];
+			if (!o->h[i].gone_t)
+				fresh_command(&o->mh[o->nmh]);
+			o->nmh++;
+		}
 }
 
 void run_oom_signal(struct run *r, uint64_t t, const char *framework, const char *text)
@@ -480,10 +508,20 @@ static double secs(const struct run *r, uint64_t t)
 	return t > r->start_ns ? (double)(t - r->start_ns) / 1e9 : 0;
 }
 
+/* A command for one row of a table: control characters (a newline in python -c) as blanks. */
+static const char *one_line(const char *cmd, char *buf, size_t len)
+{
+	size_t i;
+	for (i = 0; cmd[i] && i + 1 < len; i++)
+		buf[i] = (unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f ? ' ' : cmd[i];
+	buf[i] = 0;
+	return buf;
+}
+
 static void print_holders(FILE *f, const struct run *r)
 {
 	const struct run_oom *o = r->oom;
-	char a[32];
+	char a[32], cmd[sizeof o->mh->cmd];
 	if (!o->nmh) {
 		fprintf(f, "    no process was listed on GPU %u then\n", o->dev);
 		return;
@@ -496,7 +534,8 @@ static void print_holders(FILE *f, const struct run *r)
 		else
 			snprintf(a, sizeof a, "n/a");
 		fprintf(f, "    %8u  %-12.12s %9s  %-3s  %.60s%s\n", h->pid, h->user[0] ? h->user : "?", a,
-			run_job_has(r, h->pid) ? "yes" : "no", h->cmd[0] ? h->cmd : "?", strlen(h->cmd) > 60 ? "..." : "");
+			run_job_has(r, h->pid) ? "yes" : "no", h->cmd[0] ? one_line(h->cmd, cmd, sizeof cmd) : "?",
+			strlen(h->cmd) > 60 ? "..." : "");
 	}
 }
 
@@ -529,7 +568,7 @@ static void print_last_seconds(FILE *f, const struct run *r)
 static void print_peak(FILE *f, const struct run *r)
 {
 	gpumon_peak p;
-	char a[32];
+	char a[32], cmd[sizeof r->oom->h->cmd];
 	if (gpumon_peaks_global(r->oom->peaks, &p) != GPUMON_OK || !p.bytes)
 		return;
 	fprintf(f, "  job peak (its processes together, NVML): %s at %.2f s", cli_format_bytes(a, sizeof a, p.bytes),
@@ -538,7 +577,7 @@ static void print_peak(FILE *f, const struct run *r)
 		fprintf(f, ", largest process pid %lld", (long long)p.owner_pid);
 		for (size_t i = 0; i < r->oom->nh; i++)
 			if (r->oom->h[i].pid == (unsigned)p.owner_pid && r->oom->h[i].cmd[0]) {
-				fprintf(f, " (%.60s)", r->oom->h[i].cmd);
+				fprintf(f, " (%.60s)", one_line(r->oom->h[i].cmd, cmd, sizeof cmd));
 				break;
 			}
 	}

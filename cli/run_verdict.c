@@ -28,8 +28,8 @@ void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const cha
 		return;
 	gpumon_leak_result_get(l, &v);
 	if (v.verdict == GPUMON_LEAK_INSUFFICIENT_DATA) {
-		fprintf(f, "  leak (%s): not enough data to tell: %llu samples of %s\n", who, (unsigned long long)v.points,
-			what);
+		fprintf(f, "  leak (%s): not enough data to tell: %llu sample%s of %s\n", who, (unsigned long long)v.points,
+			v.points == 1 ? "" : "s", what);
 		return;
 	}
 	if (v.verdict == GPUMON_LEAK_NONE) {
