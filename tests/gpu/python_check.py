@@ -4,7 +4,7 @@
 
   leak      a training loop with a planted leak (2 MiB a step) is flagged within 200 steps
   clean     a loop with warm-up (optimizer state), dynamic shapes and a rare long batch is not
-  section   section() peaks equal torch's own max_memory_allocated deltas, same run and apart
+  section   section() peaks equal torch's own max_memory_allocated deltas for the same block
   tb        TensorBoard files read back with tensorboard's EventAccumulator give the exact values
   nvml      the process figure equals pynvml's for this process
   run       examples/train_torch.py under `gpumon run`: the recording holds its samples and steps
@@ -152,9 +152,12 @@ def section_check():
             y = op()
         same_run = torch.cuda.max_memory_allocated() - a1
         del y
-        good = s.exact and s.peak_delta_bytes == torch_delta == same_run and s.start_bytes == a1
+        # the claim is equality with torch's figure for the same block; a call of the op just
+        # before is shown for reference (a train step's allocations differ from one call to the next)
+        good = s.exact and s.peak_delta_bytes == same_run and s.start_bytes == a1
         ok &= good
-        rows.append(f"{name}: section {s.peak_delta_bytes} B, torch apart {torch_delta} B, torch same run {same_run} B")
+        rows.append(f"{name}: section {s.peak_delta_bytes} B, torch same run {same_run} B "
+                    f"(the op run just before: {torch_delta} B)")
     mon.close()
     check("section", ok, "; ".join(rows))
     del net, opt
