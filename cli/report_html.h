@@ -15,7 +15,7 @@
  * files: the summary as plain HTML, then the timelines drawn in the browser by the embedded chart
  * library from a copy of doc embedded in the page. Every string of doc is escaped, so a command
  * line holding markup shows as text; a value that is null or missing is shown as "n/a", never as 0.
- * doc is only read; out is neither flushed nor closed.
+ * doc is only read; out is flushed (to catch write errors) but not closed.
  * Returns 0, or -1 with one sentence in err (errlen bytes, always NUL-terminated) when doc is not a
  * JSON object or writing to out failed.
  */

@@ -211,6 +211,14 @@
 		syncing = false;
 	}
 
+	/* The x range on the chart's element (data-x-min, data-x-max), for scripts that read the page. */
+	function showScale(u, key) {
+		if (key !== 'x' || !u.root)
+			return;
+		u.root.setAttribute('data-x-min', String(u.scales.x.min));
+		u.root.setAttribute('data-x-max', String(u.scales.x.max));
+	}
+
 	/* Mouse wheel zooms around the cursor; shift-drag or middle-drag pans. */
 	function wheelPanPlugin() {
 		function init(u) {
@@ -332,14 +340,26 @@
 			plugins: plugins,
 			cursor: {
 				sync: byStep ? undefined : {key: 'gpumon', setSeries: false},
-				drag: {x: true, y: false}
+				drag: {x: true, y: false},
+				bind: {
+					/* a double-click shows the whole run on every time chart */
+					dblclick: function (self, target, handler) {
+						return function (e) {
+							if (byStep)
+								return handler(e);
+							timeCharts.forEach(function (c) {
+								c.setScale('x', {min: opts.range[0], max: opts.range[1]});
+							});
+							return null;
+						};
+					}
+				}
 			},
 			scales: {
+				/* uPlot ranges x through this on every change, zooms included: keep what it is given */
 				x: {
 					time: false,
 					range: function (self, min, max) {
-						if (!byStep && isNum(opts.range[0]))
-							return opts.range;
 						return min === max ? [min - 1, max + 1] : [min, max];
 					}
 				},
@@ -365,11 +385,16 @@
 				}
 			}],
 			series: s,
-			hooks: byStep ? {} : {setScale: [syncScale]}
+			hooks: {setScale: byStep ? [showScale] : [showScale, syncScale]}
 		}, [x].concat(ys), where.body);
+		u.root.setAttribute('data-x-axis', byStep ? 'step' : 'time');
 		all.push(u);
-		if (!byStep)
+		if (!byStep) {
+			/* every time chart starts on the whole run, whatever its own samples cover */
 			timeCharts.push(u);
+			u.setScale('x', {min: opts.range[0], max: opts.range[1]});
+		}
+		showScale(u, 'x');
 		return u;
 	}
 
@@ -649,7 +674,10 @@
 	}
 
 	try {
+		var t0 = performance.now();
 		main();
+		/* how long drawing took, for docs/report-html.md's figures */
+		root.setAttribute('data-gpumon-draw-ms', String(Math.round(performance.now() - t0)));
 		root.setAttribute('data-gpumon-state', 'ready');
 	} catch (e) {
 		root.setAttribute('data-gpumon-state', 'failed');
