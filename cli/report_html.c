@@ -314,7 +314,7 @@ static void put_peak(FILE *f, const json_t *peak)
 	double v;
 
 	fputs("<dt>Peak</dt><dd id=\"peak\">", f);
-	if (!peak) {
+	if (!peak || !jnum(peak, "bytes", &v)) {
 		put_na(f);
 		fputs("</dd>\n", f);
 		return;
@@ -347,7 +347,7 @@ static void put_summary(FILE *f, const json_t *doc)
 	put_leak(f, jobj(doc, "leak"));
 	put_peak(f, jobj(doc, "peak"));
 	fputs("<dt>Fragmentation</dt><dd id=\"fragmentation\">", f);
-	if (frag) {
+	if (jnum(frag, "bytes", &v)) {
 		put_bytes(f, frag, "bytes");
 		fputs(" reserved by the allocator but not allocated, at ", f);
 		put_time(f, frag, "time");
@@ -355,7 +355,7 @@ static void put_summary(FILE *f, const json_t *doc)
 		put_na(f);
 	}
 	fputs("</dd>\n<dt>Unaccounted</dt><dd id=\"unaccounted\">", f);
-	if (un) {
+	if (jnum(un, "bytes", &v)) {
 		put_bytes(f, un, "bytes");
 		fputs(" at ", f);
 		put_time(f, un, "time");

@@ -305,6 +305,14 @@
 	 * (value(i) gives the legend figure at data index i when it differs from the drawn one).
 	 * byStep: x is the step number instead of the time (then the chart zooms on its own).
 	 */
+	function isolated(u, si) {
+		var y = u.data[si], idx = u.series[0].idxs || [0, y.length - 1], out = [];
+		for (var i = Math.max(0, idx[0]); i <= idx[1] && i < y.length; i++)
+			if (y[i] != null && (i === 0 || y[i - 1] == null) && (i === y.length - 1 || y[i + 1] == null))
+				out.push(i);
+		return out;
+	}
+
 	function memoryChart(where, x, ys, series, opts) {
 		var byStep = !!opts.byStep;
 		var stepped = uPlot.paths.stepped({align: 1});
@@ -323,7 +331,8 @@
 				fill: d.fill,
 				paths: stepped,
 				spanGaps: false,
-				points: {show: false},
+				/* a sample with gaps on both sides draws no line: show it as a dot */
+				points: {show: true, size: 5, filter: isolated},
 				value: function (u, v, si, di) {
 					if (d.value)
 						return di == null ? '--' : fmtBytes(d.value(di));

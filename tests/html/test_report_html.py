@@ -167,6 +167,8 @@ def check_healthy(page):
     assert page.html_attr("data-gpumon-state") == "ready", \
         "the timelines' script did not finish (state %r)" % page.html_attr("data-gpumon-state")
     assert len(page.tags("canvas")) == int(page.html_attr("data-gpumon-charts"))
+    # self-contained: nothing in the page names another file or address to load
+    assert [n.tag for n in page.nodes if n.attrs.get("src") or n.attrs.get("href")] == []
 
 
 def fixture(name):
