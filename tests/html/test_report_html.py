@@ -140,19 +140,19 @@ def make_page(doc_path, out_dir, name):
 
 
 def render(doc_path, name, tmp_path):
-    """Writes the page of doc_path, renders it twice (DOM, then screenshot) and returns a Page."""
+    """Writes the page of doc_path, renders it (DOM and screenshot) and returns a Page."""
     out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
     os.makedirs(out_dir, exist_ok=True)
     html_path = make_page(doc_path, out_dir, name)
-    url = "file://" + os.path.abspath(html_path)
-    dom = run_chromium(url, tmp_path / "profile-dom", ["--dump-dom"])
     png_path = os.path.join(out_dir, name + ".png")
     if os.path.exists(png_path):
         os.unlink(png_path)
-    shot = run_chromium(url, tmp_path / "profile-png", ["--screenshot=" + png_path, "--hide-scrollbars"])
-    assert os.path.getsize(png_path) > 1000, "no screenshot was written: " + shot.stderr[-2000:]
+    r = run_chromium("file://" + os.path.abspath(html_path), tmp_path / "profile",
+                     ["--dump-dom", "--screenshot=" + png_path, "--hide-scrollbars"])
+    assert os.path.exists(png_path) and os.path.getsize(png_path) > 1000, \
+        "no screenshot was written: " + r.stderr[-2000:]
     print("screenshot of %s: %s" % (name, png_path))
-    page = Page(dom.stdout, dom.stderr + shot.stderr, html_path, png_path)
+    page = Page(r.stdout, r.stderr, html_path, png_path)
     check_healthy(page)
     return page
 
