@@ -344,8 +344,9 @@ PROBE = r"""
   /* each step acts, then the next one (after uPlot's deferred redraw) notes what it did */
   var steps = [
     function () { out.initial = charts(); mouse('mousemove', over(), 0.5); },
+    function () { out.hover = [legend(0), legend(2)]; mouse('mousemove', over(), 402.5 / 812.4); },
     function () {
-      out.hover = [legend(0), legend(2)];
+      out.mark = document.querySelector('.markinfo').textContent;
       mouse('mousedown', over(), 0.25); mouse('mousemove', over(), 0.5); mouse('mouseup', over(), 0.5);
     },
     function () { out.dragged = charts(); mouse('wheel', over(1), 0.5, {deltaY: -100}); },
@@ -399,6 +400,8 @@ def test_zoom_pan_hover_and_steps(tmp_path):
     assert hover0[:2] == ["6:46.000", "--"], hover0
     assert re.fullmatch(r"\d+\.\d GiB", hover0[2]) and hover0[3:] == ["615 MiB", "140 GiB"], hover0
     assert hover2[0] == hover0[0] and re.fullmatch(r"\d+(\.\d+)? GiB", hover2[-1]), hover2
+    # the pointer on the peak's mark names it
+    assert probe["mark"] == "6:42.5 peak: 74.6 GiB"
     # dragging over 25 % .. 50 % zooms every chart there
     for axis, lo, hi in probe["dragged"]:
         assert axis == "time" and near(lo, 0.25 * 812.4) and near(hi, 0.5 * 812.4), probe["dragged"]
