@@ -120,6 +120,10 @@
 
 	/* ---- marks: the peak, the leak's start, OOM, alerts and events as vertical lines -------- */
 
+	function textOr(s) {
+		return typeof s === 'string' ? s : 'n/a';
+	}
+
 	function collectMarks(doc) {
 		var marks = [];
 		function add(t, short, text, color, dash, row) {
@@ -137,12 +141,12 @@
 			    '#7a0010', [], 2);
 		arr(doc.alerts).forEach(function (a) {
 			if (obj(a))
-				add(a.time, 'alert', 'alert: ' + String(a.text), '#c25e00', [2, 3], 3);
+				add(a.time, 'alert', 'alert: ' + textOr(a.text), '#c25e00', [2, 3], 3);
 		});
 		arr(doc.events).forEach(function (e) {
 			if (obj(e))
 				add(e.time, typeof e.kind === 'string' ? e.kind : 'event',
-				    (typeof e.kind === 'string' ? e.kind + ': ' : '') + String(e.text), '#444', [4, 4], 4);
+				    (typeof e.kind === 'string' ? e.kind + ': ' : '') + textOr(e.text), '#444', [4, 4], 4);
 		});
 		return marks;
 	}
