@@ -60,7 +60,11 @@ static const char *fmt_bytes(char *buf, size_t len, double bytes)
 	if (u == 0)
 		snprintf(buf, len, "%s%.0f B", sign, v);
 	else
-		snprintf(buf, len, v < 10 ? "%s%.2f %s" : v < 100 ? "%s%.1f %s" : "%s%.0f %s", sign, v, units[u]);
+		snprintf(buf, len,
+			 v < 10	   ? "%s%.2f %s"
+			 : v < 100 ? "%s%.1f %s"
+				   : "%s%.0f %s",
+			 sign, v, units[u]);
 	return buf;
 }
 
@@ -263,8 +267,11 @@ static void put_leak(FILE *f, const json_t *leak)
 	char b[48], c[48];
 
 	put(f, "<dt>Leak</dt><dd id=\"leak\" data-verdict=\"%s\">",
-	    !verdict ? "n/a" : !strcmp(verdict, "leak") ? "leak" : !strcmp(verdict, "none") ? "none"
-	    : !strcmp(verdict, "insufficient_data") ? "insufficient_data" : "unknown");
+	    !verdict				    ? "n/a"
+	    : !strcmp(verdict, "leak")		    ? "leak"
+	    : !strcmp(verdict, "none")		    ? "none"
+	    : !strcmp(verdict, "insufficient_data") ? "insufficient_data"
+						    : "unknown");
 	if (!verdict) {
 		put_na(f);
 	} else if (!strcmp(verdict, "leak")) {
@@ -280,7 +287,8 @@ static void put_leak(FILE *f, const json_t *leak)
 		if (jnum(leak, "start_step", &v))
 			put(f, ", from step %.0f", v);
 		if (jnum(leak, "start_time", &v))
-			put(f, jnum(leak, "start_step", &w) ? " at %s" : ", from %s", fmt_clock(b, sizeof b, v));
+			put(f, jnum(leak, "start_step", &w) ? " at %s" : ", from %s",
+			    fmt_clock(b, sizeof b, v));
 		if (jnum(leak, "confidence", &v))
 			put(f, " (confidence %.2f)", v);
 		fputs(". Out of memory in ", f);
@@ -325,8 +333,10 @@ static void put_peak(FILE *f, const json_t *peak)
 	put_time(f, peak, "time");
 	if (what) {
 		fputs(" <span class=\"dim\">(", f);
-		put_text(f, !strcmp(what, "job") ? "the job's processes" : !strcmp(what, "device") ? "GPU used"
-			    : !strcmp(what, "framework") ? "framework allocated" : what);
+		put_text(f, !strcmp(what, "job")	 ? "the job's processes"
+			    : !strcmp(what, "device")	 ? "GPU used"
+			    : !strcmp(what, "framework") ? "framework allocated"
+							 : what);
 		fputs(")</span>", f);
 	}
 	if (jnum(peak, "dev", &v))
@@ -385,7 +395,9 @@ static void put_oom(FILE *f, const json_t *oom)
 	fputs("</p>\n", f);
 	if (holders && json_array_size(holders) > 0) {
 		fputs("<table id=\"oom-holders\"><caption>Who held the GPU's memory</caption>\n"
-		      "<tr><th>PID</th><th>user</th><th class=\"num\">memory</th><th></th><th>command</th></tr>\n", f);
+		      "<tr><th>PID</th><th>user</th><th "
+		      "class=\"num\">memory</th><th></th><th>command</th></tr>\n",
+		      f);
 		json_array_foreach(holders, i, h) {
 			fputs("<tr><td>", f);
 			if (jnum(h, "pid", &v))
@@ -396,7 +408,9 @@ static void put_oom(FILE *f, const json_t *oom)
 			put_text_or_na(f, jstr(h, "user"));
 			fputs("</td><td class=\"num\">", f);
 			put_bytes(f, h, "bytes");
-			fputs(json_is_true(json_object_get(h, "job")) ? "</td><td class=\"job\">job" : "</td><td>", f);
+			fputs(json_is_true(json_object_get(h, "job")) ? "</td><td class=\"job\">job"
+								      : "</td><td>",
+			      f);
 			fputs("</td><td><code>", f);
 			put_text_or_na(f, jstr(h, "command"));
 			fputs("</code></td></tr>\n", f);
@@ -405,7 +419,8 @@ static void put_oom(FILE *f, const json_t *oom)
 	}
 	if (last && json_array_size(last) > 0) {
 		fputs("<details><summary>The last seconds before it</summary>\n<table>"
-		      "<tr><th>time</th><th class=\"num\">used</th><th class=\"num\">total</th></tr>\n", f);
+		      "<tr><th>time</th><th class=\"num\">used</th><th class=\"num\">total</th></tr>\n",
+		      f);
 		json_array_foreach(last, i, h) {
 			fputs("<tr><td>", f);
 			put_time(f, h, "time");
@@ -452,8 +467,9 @@ static void put_windows(FILE *f, const json_t *doc)
 	size_t i;
 	if (!a || json_array_size(a) == 0)
 		return;
-	put(f, "<details id=\"windows\"><summary>Peak in each window of time (%zu)</summary>\n<table>\n"
-	       "<tr><th>from</th><th>to</th><th class=\"num\">peak</th><th>at</th><th>held by</th></tr>\n",
+	put(f,
+	    "<details id=\"windows\"><summary>Peak in each window of time (%zu)</summary>\n<table>\n"
+	    "<tr><th>from</th><th>to</th><th class=\"num\">peak</th><th>at</th><th>held by</th></tr>\n",
 	    json_array_size(a));
 	json_array_foreach(a, i, w) {
 		fputs("<tr><td>", f);
@@ -544,7 +560,8 @@ static void make_nonce(char *buf, size_t len)
 	if (getrandom(r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
+		unsigned long long x = (unsigned long long)ts.tv_nsec ^
+				       ((unsigned long long)ts.tv_sec << 20) ^
 				       ((unsigned long long)getpid() << 40);
 		for (size_t i = 0; i < sizeof r; i++) {
 			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -559,16 +576,16 @@ static void make_nonce(char *buf, size_t len)
 /* Runs first in <body>: every script error, console.error, failed promise or blocked load becomes
  * a line in the visible #gpumon-errors box, so that a broken page says so (and tests can read it). */
 static const char error_hook_js[] =
-	"(function(){var box=document.getElementById('gpumon-errors'),n=0;"
-	"function note(m){n++;box.hidden=false;box.setAttribute('data-count',String(n));"
-	"var li=document.createElement('li');li.textContent=String(m);box.lastChild.appendChild(li);}"
-	"window.gpumonError=note;"
-	"window.addEventListener('error',function(e){note((e.message||'error')+' (line '+(e.lineno||0)+')');});"
-	"window.addEventListener('unhandledrejection',function(e){note('unhandled rejection: '+e.reason);});"
-	"document.addEventListener('securitypolicyviolation',function(e){note('blocked by the page\\'s "
-	"security policy: '+e.violatedDirective+' '+(e.blockedURI||''));});"
-	"var ce=console.error;console.error=function(){note(Array.prototype.join.call(arguments,' '));"
-	"return ce.apply(console,arguments);};})();";
+    "(function(){var box=document.getElementById('gpumon-errors'),n=0;"
+    "function note(m){n++;box.hidden=false;box.setAttribute('data-count',String(n));"
+    "var li=document.createElement('li');li.textContent=String(m);box.lastChild.appendChild(li);}"
+    "window.gpumonError=note;"
+    "window.addEventListener('error',function(e){note((e.message||'error')+' (line '+(e.lineno||0)+')');});"
+    "window.addEventListener('unhandledrejection',function(e){note('unhandled rejection: '+e.reason);});"
+    "document.addEventListener('securitypolicyviolation',function(e){note('blocked by the page\\'s "
+    "security policy: '+e.violatedDirective+' '+(e.blockedURI||''));});"
+    "var ce=console.error;console.error=function(){note(Array.prototype.join.call(arguments,' '));"
+    "return ce.apply(console,arguments);};})();";
 
 static void put_asset(FILE *f, const unsigned char *a, size_t len)
 {
@@ -591,10 +608,13 @@ int report_html_write(FILE *out, const json_t *doc, char *err, size_t errlen)
 	path = jstr(jobj(doc, "source"), "path");
 
 	fputs("<!DOCTYPE html>\n<html lang=\"en\" data-gpumon-state=\"loading\">\n<head>\n"
-	      "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+	      "<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, "
+	      "initial-scale=1\">\n",
 	      out);
-	put(out, "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-		 "script-src 'nonce-%s'; style-src 'unsafe-inline'; img-src data:\">\n", nonce);
+	put(out,
+	    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+	    "script-src 'nonce-%s'; style-src 'unsafe-inline'; img-src data:\">\n",
+	    nonce);
 	fputs("<meta name=\"generator\" content=\"gpumon report\">\n<title>gpumon report", out);
 	if (path) {
 		fputs(": ", out);
@@ -623,12 +643,14 @@ int report_html_write(FILE *out, const json_t *doc, char *err, size_t errlen)
 	      "turn the mouse wheel to zoom, shift-drag to pan, double-click to see everything again; "
 	      "all charts follow. Hover for values; click a legend entry to hide that line.</p>\n"
 	      "<div id=\"charts\"></div>\n"
-	      "<noscript><p class=\"warn\">The timelines are drawn by JavaScript, which is off.</p></noscript>\n"
+	      "<noscript><p class=\"warn\">The timelines are drawn by JavaScript, which is "
+	      "off.</p></noscript>\n"
 	      "</section>\n</main>\n",
 	      out);
 
 	if (put_document(out, doc) != 0) {
-		snprintf(err, errlen, "could not write the report document into the HTML page (out of memory)");
+		snprintf(err, errlen,
+			 "could not write the report document into the HTML page (out of memory)");
 		return -1;
 	}
 	put(out, "<script nonce=\"%s\">\n", nonce);
