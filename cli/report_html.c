@@ -388,9 +388,17 @@ static void put_oom(FILE *f, const json_t *oom)
 		return;
 	fputs("<section class=\"oom\" id=\"oom\">\n<h2>Out of memory at ", f);
 	put_time(f, oom, "time");
+	if (jnum(oom, "dev", &v))
+		put(f, " on GPU %.0f", v);
 	fputs("</h2>\n<p>Cause: <strong id=\"oom-cause\">", f);
 	put_text_or_na(f, cause);
-	fputs("</strong></p>\n<p id=\"oom-diagnosis\">", f);
+	fputs("</strong></p>\n", f);
+	if (jstr(oom, "message")) { /* what the job itself said, when it was seen */
+		fputs("<p>The job said: <code id=\"oom-message\">", f);
+		put_text(f, jstr(oom, "message"));
+		fputs("</code></p>\n", f);
+	}
+	fputs("<p id=\"oom-diagnosis\">", f);
 	put_text_or_na(f, jstr(oom, "diagnosis"));
 	fputs("</p>\n", f);
 	if (holders && json_array_size(holders) > 0) {

@@ -329,6 +329,7 @@
 		series.forEach(function (d) {
 			s.push({
 				label: d.label,
+				show: d.show !== false,
 				stroke: d.stroke,
 				width: d.width || 1.5,
 				dash: d.dash,
@@ -420,11 +421,15 @@
 		});
 		var where = chartBox('GPU ' + (isNum(d.dev) ? d.dev : 'n/a') + ': memory of the GPU',
 				     '(NVML: used, the exact peak between samples, reserved by the driver, total)');
+		/* the total line only from the start when the run came near it: otherwise it squeezes
+		 * the used line flat (a click on its legend entry shows it) */
+		var top = Math.max(peakOf(c.ys[0]), peakOf(c.ys[1]));
+		var showTotal = !isNum(d.total_bytes) || top >= 0.5 * d.total_bytes;
 		memoryChart(where, c.x, [c.ys[0], c.ys[1], c.ys[2], total], [
 			{label: 'used', stroke: '#1f5fbf', width: 2},
 			{label: 'used, exact peak', stroke: '#1f5fbf', dash: [4, 3], width: 1},
 			{label: 'reserved by driver', stroke: '#8e44ad', dash: [2, 2]},
-			{label: 'total', stroke: '#666', dash: [8, 4], width: 1}
+			{label: 'total', stroke: '#666', dash: [8, 4], width: 1, show: showTotal}
 		], {marks: marks, range: range});
 		return true;
 	}

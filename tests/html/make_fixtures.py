@@ -105,7 +105,8 @@ def oom():
         "windows": [],
         "fragmentation": None,
         "unaccounted": None,
-        "oom": {"time": 59.9, "cause": "co-tenant",
+        "oom": {"time": 59.9, "dev": 0, "cause": "co-tenant",
+                "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
                 "diagnosis": "Your job held 60.0 GiB, steady for the last 30 s; pid 9999 (bob) grew from "
                              "60.0 GiB to 79.0 GiB in the 30 s before the failure and took the rest.",
                 "holders": [{"pid": 9999, "user": "bob", "command": "python big_eval.py", "bytes": 84840284160,
@@ -167,7 +168,7 @@ def hostile():
         "peak": {"bytes": 5 * GIB, "time": 10.0, "what": "job", "dev": 0, "owner": owner},
         "windows": [{"start": 0.0, "end": 19.0, "peak_bytes": 5 * GIB, "peak_time": 10.0, "owner": owner}],
         "fragmentation": None, "unaccounted": None,
-        "oom": {"time": 19.0, "cause": "unknown<script>", "diagnosis": HOSTILE + " \u2029 end",
+        "oom": {"time": 19.0, "cause": "unknown<script>", "message": HOSTILE, "diagnosis": HOSTILE + " \u2029 end",
                 "holders": [dict(owner, bytes=5 * GIB, job=True)], "last_seconds": []},
         "alerts": [{"time": 5.0, "text": "<script>alert(2)</script>"}],
         "events": [{"time": 19.0, "kind": "exit<b>", "text": HOSTILE}],

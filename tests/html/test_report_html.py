@@ -171,6 +171,13 @@ def check_healthy(page):
     assert [n.tag for n in page.nodes if n.attrs.get("src") or n.attrs.get("href")] == []
 
 
+def legend_entries(page, label):
+    """The classes of the legend entries named label (uPlot marks a hidden line "u-off")."""
+    return [n.attrs.get("class", "") for n in page.nodes
+            if n.tag == "tr" and "u-series" in n.attrs.get("class", "")
+            and any(c.attrs.get("class") == "u-label" and c.text() == label for c in n.walk())]
+
+
 def fixture(name):
     return os.path.join(FIXTURES, name + ".json")
 
@@ -202,6 +209,8 @@ def test_leak_run(tmp_path):
     assert "job 1234 alice python train.py --batch-size 64" in legend
     assert "other 5555 bob python eval.py" in legend
     assert "used, exact peak" in legend and "max allocated" in legend
+    # far below the total: its line starts hidden so that it does not flatten the used line
+    assert ["u-off" in c for c in legend_entries(page, "total")] == [True, True]
 
 
 def test_oom(tmp_path):
@@ -210,12 +219,15 @@ def test_oom(tmp_path):
     assert page.by_id("leak").attrs["data-verdict"] == "none"
     assert "139 GiB at 0:59.5" in page.text_of("peak")
     assert page.text_of("oom-cause") == "co-tenant"
-    assert "Out of memory at 0:59.9" in page.text_of("oom")
+    assert "Out of memory at 0:59.9 on GPU 0" in page.text_of("oom")
+    assert page.text_of("oom-message") == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert "pid 9999 (bob) grew" in page.text_of("oom-diagnosis")
     rows = [" ".join(" ".join(c.text() for c in r.children if isinstance(c, Node)).split())
             for r in page.by_id("oom-holders").walk() if r.tag == "tr"]
     assert rows[1:] == ["9999 bob 79.0 GiB python big_eval.py", "4321 alice 60.0 GiB job python train.py"]
     assert "0:59.9 oom CUDA out of memory (pid 4321)" in page.text_of("events")
+    # near the total: its line shows
+    assert ["u-off" in c for c in legend_entries(page, "total")] == [False]
 
 
 def test_csv_minimal(tmp_path):
@@ -237,7 +249,7 @@ def test_hostile_strings_stay_text(tmp_path):
     cmd = doc["source"]["command"]
     # shown as text, byte for byte (quotes, &, U+2028 and CJK included)
     assert page.text_of("source-command") == " ".join(cmd.split())
-    assert HOSTILE in page.text_of("oom-diagnosis")
+    assert HOSTILE in page.text_of("oom-diagnosis") and page.text_of("oom-message") == HOSTILE
     assert "<script>alert(2)</script>" in page.text_of("alerts")
     assert "table <script>alert(4)</script> is unreadable & lost" in page.text_of("damage")
     assert page.tags("title")[0].text() == "gpumon report: " + doc["source"]["path"]
