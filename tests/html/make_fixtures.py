@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Writes the report documents (docs/report-html.md) that the HTML page tests render: run it from
 anywhere to regenerate tests/html/fixtures/*.json after a change of the document's format. The
-series are made by formulas (no randomness), so the files come out the same every time."""
+series are made by formulas (no randomness), so the files come out the same every time.
+fixtures/h200_record.json is not made here: it is what `gpumon report` makes (with its timeline)
+of examples/recordings/h200_train_leak.gpumon, a recording of a real H200."""
 import json
 import math
 import os

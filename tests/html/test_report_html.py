@@ -213,6 +213,20 @@ def test_leak_run(tmp_path):
     assert ["u-off" in c for c in legend_entries(page, "total")] == [True, True]
 
 
+def test_real_h200_recording(tmp_path):
+    """fixtures/h200_record.json: the document `gpumon report` makes of the bundled recording of a
+    real H200 (examples/recordings/h200_train_leak.gpumon), timeline included."""
+    page = render(fixture("h200_record"), "h200_record", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "2"
+    assert page.by_id("leak").attrs["data-verdict"] == "leak"
+    t = page.text_of("leak")
+    assert "+176 MiB a second, from 0:07.7" in t and "about 12 min 48 s" in t, t
+    t = page.text_of("peak")
+    assert t.startswith("7.99 GiB at 0:47.2 (GPU used) on GPU 0, held by pid 678 (root)"), t
+    assert page.text_of("source-duration") == "53.2 s"
+    assert page.text_of("fragmentation") == "n/a"
+
+
 def test_oom(tmp_path):
     page = render(fixture("oom"), "oom", tmp_path)
     assert page.html_attr("data-gpumon-charts") == "2"
