@@ -364,6 +364,11 @@ PROBE = r"""
     for (var k in extra || {}) o[k] = extra[k];
     el.dispatchEvent(type === 'wheel' ? new WheelEvent(type, o) : new MouseEvent(type, o));
   }
+  function select(value) {
+    var sel = document.querySelector('.chart select');
+    sel.value = value;
+    sel.dispatchEvent(new Event('change'));
+  }
   function over(i) {
     return document.querySelectorAll('.u-over')[i || 0];
   }
@@ -381,15 +386,11 @@ PROBE = r"""
       mouse('mousedown', over(), 0.5, {shiftKey: true}); mouse('mousemove', over(), 0.25, {shiftKey: true});
       mouse('mouseup', over(), 0.25, {shiftKey: true});
     },
-    function () { out.panned = charts(); mouse('dblclick', over(), 0.5); },
+    function () { out.panned = charts(); select('step'); },
+    function () { out.step = charts(); select('time'); },
+    function () { out.back = charts(); mouse('dblclick', over(), 0.5); },
     function () {
       out.reset = charts();
-      var sel = document.querySelector('.chart select');
-      sel.value = 'step';
-      sel.dispatchEvent(new Event('change'));
-    },
-    function () {
-      out.step = charts();
       var pre = document.createElement('pre');
       pre.id = 'probe';
       pre.textContent = JSON.stringify(out);
@@ -438,8 +439,10 @@ def test_zoom_pan_hover_and_steps(tmp_path):
     # shift-drag by a quarter of the width pans right by a quarter of the range
     (_, lo2, hi2) = probe["panned"][0]
     assert near(hi2 - lo2, hi1 - lo1) and near(lo2 - lo1, 0.25 * (hi1 - lo1)), probe["panned"]
+    # the framework chart by step shows steps 0 .. 399; the others keep their time and zoom; back
+    # on time it takes the others' zoom
+    assert probe["step"][:4] == probe["panned"][:4]
+    assert probe["step"][4] == ["step", 0, 399]
+    assert probe["back"] == probe["panned"]
     # a double-click shows everything again
     assert probe["reset"] == [["time", 0, 812.4]] * 5
-    # the framework chart by step: steps 0 .. 399; the others stay on time
-    assert probe["step"][:4] == [["time", 0, 812.4]] * 4
-    assert probe["step"][4][0] == "step" and probe["step"][4][1] == 0 and probe["step"][4][2] == 399
