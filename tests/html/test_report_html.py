@@ -41,7 +41,8 @@ def chromium_binary():
 def run_chromium(url, profile, extra):
     args = [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--user-data-dir=" + str(profile),
+            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+            "--user-data-dir=" + str(profile),
             # networking off: no name resolves and every connection goes to a closed local port
             "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
             "--proxy-bypass-list=<-loopback>",
