@@ -447,3 +447,51 @@ def test_zoom_pan_hover_and_steps(tmp_path):
     assert probe["back"] == probe["panned"]
     # a double-click shows everything again
     assert probe["reset"] == [["time", 0, 812.4]] * 5
+
+
+# ---- the page as `gpumon report --html` writes it ------------------------------------------------
+
+GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
+EXAMPLES = os.path.join(HERE, "../../examples")
+
+
+@pytest.mark.parametrize("name,recording,charts", [
+    ("cli_h200_record", "recordings/h200_train_leak.gpumon", "2"),
+    ("cli_leak_graph", "traces/leak_graph.gpumon", "3"),
+])
+def test_gpumon_report_html(tmp_path, name, recording, charts):
+    """the real command on real H200 recordings: the page renders, and --html leaves the text and
+    JSON outputs as they are without it"""
+    out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
+    os.makedirs(out_dir, exist_ok=True)
+    html_path = os.path.join(out_dir, name + ".html")
+    png_path = os.path.join(out_dir, name + ".png")
+    src = os.path.join(EXAMPLES, recording)
+    plain = subprocess.run([GPUMON_BIN, "report", src, "--json"], capture_output=True, text=True)
+    with_html = subprocess.run([GPUMON_BIN, "report", src, "--json", "--html", html_path],
+                               capture_output=True, text=True)
+    assert with_html.returncode == 0, with_html.stderr
+    assert json.loads(with_html.stdout) == json.loads(plain.stdout)
+    assert "timeline" not in json.loads(with_html.stdout)
+    r = run_chromium("file://" + os.path.abspath(html_path), tmp_path / "profile",
+                     ["--dump-dom", "--screenshot=" + png_path, "--hide-scrollbars"])
+    print("screenshot of %s: %s" % (name, png_path))
+    page = Page(r.stdout, r.stderr, html_path, png_path)
+    check_healthy(page)
+    assert page.html_attr("data-gpumon-charts") == charts
+    assert page.by_id("leak").attrs["data-verdict"] == json.loads(plain.stdout)["leak"]["verdict"] == "leak"
+
+
+def test_gpumon_report_html_errors(tmp_path):
+    src = os.path.join(EXAMPLES, "recordings/h200_train_leak.gpumon")
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html", str(tmp_path / "no/such/dir/x.html")],
+                       capture_output=True, text=True)
+    assert r.returncode == 255 and "cannot create" in r.stderr and "x.html" in r.stderr
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html"], capture_output=True, text=True)
+    assert r.returncode == 2 and "needs a value" in r.stderr
+    copy = tmp_path / "rec.gpumon"
+    shutil.copy(src, copy)
+    r = subprocess.run([GPUMON_BIN, "report", str(copy), "--html", str(copy)], capture_output=True, text=True)
+    assert r.returncode == 2 and "overwrite" in r.stderr
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html", "/dev/full"], capture_output=True, text=True)
+    assert r.returncode == 255 and "No space left" in r.stderr
