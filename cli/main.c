@@ -17,6 +17,7 @@ static const cli_command commands[] = {
 	{"run", "run a job with allocator settings, record its GPU memory, exit with its status", cmd_run},
 	{"export", "write a recording's samples out as CSV or JSON lines", cmd_export},
 	{"watch", "the live terminal view: memory bars, history, processes, leak marks", cmd_watch},
+	{"report", "what a recording or CSV means: leak verdict, peaks, out-of-memory cause", cmd_report},
 };
 
 static void usage(FILE *f)

@@ -92,7 +92,7 @@ static void read_devices(recfile *rf)
 				    "SELECT dev, uuid, name, pci_bus_id, memory_total_bytes, lost_t_ns FROM devices "
 				    "ORDER BY dev",
 				    -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (rf->ndevices >= RECFILE_MAX_DEVICES)
 			continue;
 		recfile_device *d = &rf->devices[rf->ndevices++];
@@ -139,6 +139,21 @@ int recfile_open(const char *path, recfile *rf, char *err, size_t errlen)
 	if (rc == SQLITE_NOTADB || (rc == SQLITE_OK && app != APPLICATION_ID)) {
 		set_err(err, errlen, "%s is not a gpumon recording (%s)", path,
 			rc == SQLITE_NOTADB ? "not an SQLite database" : "an SQLite database of another program");
+		recfile_close(rf);
+		return EXIT_OTHER;
+	}
+	if ((rc & 0xff) == SQLITE_CORRUPT) {
+		/* SQLite refuses a file shorter than its header says (cut off by a full disk or a partial
+		 * copy) unless the schema may be "written"; on a read-only connection that only lets it
+		 * read the pages that are there */
+		sqlite3_exec(rf->db, "PRAGMA writable_schema = ON", NULL, NULL, NULL);
+		if (query_one(rf->db, "PRAGMA application_id", &app, NULL, 0, &rc) >= 0) {
+			rc = app == APPLICATION_ID ? SQLITE_OK : SQLITE_NOTADB;
+			add_damage(rf, "the file is damaged or cut short (%lld bytes)", (long long)sb.st_size);
+		}
+	}
+	if (rc == SQLITE_NOTADB && app != 0 && app != APPLICATION_ID) {
+		set_err(err, errlen, "%s is not a gpumon recording (an SQLite database of another program)", path);
 		recfile_close(rf);
 		return EXIT_OTHER;
 	}
@@ -258,7 +273,7 @@ static void read_side_tables(recfile_iter *it)
 	int rc = sqlite3_prepare_v2(db,
 				    "SELECT dev, pid, first_t_ns, ppid, user, name, command FROM processes ORDER BY rowid",
 				    -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (it->nprocs == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
 			struct proc *p = realloc(it->procs, ncap * sizeof *p);
@@ -283,7 +298,7 @@ static void read_side_tables(recfile_iter *it)
 	cap = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT source, pid, device, framework FROM framework_sources ORDER BY source", -1,
 				&s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (it->nsources == cap) {
 			size_t ncap = cap ? cap * 2 : 8;
 			struct source *p = realloc(it->sources, ncap * sizeof *p);
@@ -304,7 +319,7 @@ static void read_side_tables(recfile_iter *it)
 
 	cap = 0;
 	rc = sqlite3_prepare_v2(db, "SELECT text FROM events WHERE kind = 'job' ORDER BY rowid", -1, &s, NULL);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		const char *t = (const char *)sqlite3_column_text(s, 0);
 		long long pid;
 		if (!t || sscanf(t, "pid %lld", &pid) != 1)
