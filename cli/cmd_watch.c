@@ -331,7 +331,7 @@ int cmd_watch(int argc, char **argv)
 			return rc;
 		}
 		ngpu = watch_replay_ngpu(src.r);
-		snprintf(v.title, sizeof v.title, "REPLAY");
+		snprintf(v.title, sizeof v.title, "REPLAY of %s", watch_replay_file(src.r));
 		watch_replay_describe(src.r, v.banner[0], sizeof v.banner[0]);
 		if (!o.interval_given) /* the clock on the screen moves more smoothly */
 			v.interval_ms = 500;

@@ -120,8 +120,11 @@ void watch_replay_close(watch_replay *r);
 unsigned watch_replay_ngpu(const watch_replay *r);
 void watch_replay_info(const watch_replay *r, unsigned dev, gpumon_device_info *out);
 
-/* "Recording of HOST, DATE UTC: COMMAND (FILE)" into buf. */
+/* "RECORDING of HOST, DATE UTC: COMMAND" (and what is damaged) into buf. */
 void watch_replay_describe(const watch_replay *r, char *buf, size_t len);
+
+/* The recording's file name (without its directory). */
+const char *watch_replay_file(const watch_replay *r);
 
 /* Feeds m every row due at wall time now_ns (CLOCK_MONOTONIC). Returns 1 when the recording is
  * over, 0 while it plays, < 0 when reading it failed (err says why). */

@@ -12,6 +12,7 @@
 
 #define GRAPH_LABEL 10 /* columns left of the graph for its scale */
 #define MAX_GRAPH_ROWS 4
+#define BAR_TEXT 46 /* columns right of the bar for its figures: the longest they can be */
 
 static int nearly_full(const watch_gpu *g)
 {
@@ -86,15 +87,14 @@ static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *
 	if (sel && sel->gpu == g->info.index && (sel->flags & GPUMON_PROC_USED_KNOWN))
 		mine = sel->used_bytes < used ? sel->used_bytes : used;
 	if (s->present & GPUMON_F_MEM_RESERVED)
-		snprintf(text, sizeof text, "%s used + %s rsv / %s  %3u %%", cli_format_bytes(a, sizeof a, used),
+		snprintf(text, sizeof text, "%s used + %s rsv / %s  %u %%", cli_format_bytes(a, sizeof a, used),
 			 cli_format_bytes(b, sizeof b, reserved), cli_format_bytes(c, sizeof c, s->memory_total_bytes),
 			 (unsigned)(used * 100 / total));
 	else
-		snprintf(text, sizeof text, "%s used (with rsv) / %s  %3u %%", cli_format_bytes(a, sizeof a, used),
+		snprintf(text, sizeof text, "%s used (with rsv) / %s  %u %%", cli_format_bytes(a, sizeof a, used),
 			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), (unsigned)(used * 100 / total));
-	int w = cols - 4 - (int)strlen(text) - 1;
-	if (w < 10)
-		w = 10;
+	/* the same bar width on every GPU, so that the bars compare at a glance */
+	int w = cols - 5 - BAR_TEXT;
 	int rw = (int)((reserved * (uint64_t)w + total - 1) / total);
 	int uw = (int)((used * (uint64_t)w + total - 1) / total);
 	int mw = mine ? (int)((mine * (uint64_t)w + total - 1) / total) : 0;

@@ -135,7 +135,7 @@ static void proc_remove(watch_model *m, size_t i)
  * ring always spans at least POINTS - 1 seconds. */
 static void proc_point(struct mproc *p, uint64_t t_ns, uint64_t v)
 {
-	if (p->npt) {
+	if (p->npt > 1) { /* the oldest figure stays: it is what the change is measured from */
 		unsigned last = (p->head + p->npt - 1) % POINTS;
 		if (t_ns < p->pt_t[last] + NS) {
 			p->pt_v[last] = v;
@@ -213,7 +213,7 @@ int watch_model_record(watch_model *m, const gpumon_record *r)
 	return GPUMON_OK;
 }
 
-/* The change of p's memory over the last minute (scaled to a minute for a younger process). */
+/* The change of p's memory over the last minute (since it appeared, for a younger process). */
 static int proc_change(const struct mproc *p, uint64_t now_ns, double *out)
 {
 	if (!p->npt || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
@@ -230,7 +230,7 @@ static int proc_change(const struct mproc *p, uint64_t now_ns, double *out)
 	uint64_t t0 = p->pt_t[p->head];
 	if (now_ns < t0 + CHANGE_MIN_NS)
 		return 0;
-	*out = (now_v - (double)p->pt_v[p->head]) * (double)CHANGE_WINDOW_NS / (double)(now_ns - t0);
+	*out = now_v - (double)p->pt_v[p->head]; /* all of its life lies within the last minute */
 	return 1;
 }
 

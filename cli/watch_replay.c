@@ -115,8 +115,8 @@ void watch_replay_describe(const watch_replay *r, char *buf, size_t len)
 	}
 	const char *what = r->rf.command ? r->rf.command
 			   : !strcmp(r->rf.kind, "record") ? "all processes (gpumon record)" : "command unknown";
-	snprintf(buf, len, "RECORDING of %s, %s: %s (%s)%s%s", r->rf.host[0] ? r->rf.host : "an unknown host", date,
-		 what, r->file, r->rf.damage[0] ? "; " : "", r->rf.damage);
+	snprintf(buf, len, "RECORDING of %s, %s: %s%s%s", r->rf.host[0] ? r->rf.host : "an unknown host", date, what,
+		 r->rf.damage[0] ? "; " : "", r->rf.damage);
 }
 
 static uint64_t wall_to_rec(const watch_replay *r, uint64_t now_ns)
@@ -278,4 +278,9 @@ void watch_replay_position(const watch_replay *r, char *buf, size_t len)
 		snprintf(buf, len, "END of recording %s / %s", a, b);
 	else
 		snprintf(buf, len, "%s / %s  speed %gx", a, b, r->speed);
+}
+
+const char *watch_replay_file(const watch_replay *r)
+{
+	return r->file;
 }

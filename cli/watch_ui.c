@@ -33,7 +33,7 @@ int watch_put(int y, int x, int end, attr_t attr, const char *s)
 		end = maxx;
 	if (y < 0 || y >= maxy || x >= end)
 		return x;
-	attr_set(attr, 0, NULL);
+	attrset(attr);
 	/* multi-byte text (user names, command lines) is converted so that clipping counts columns */
 	wchar_t w[1024];
 	size_t n = mbstowcs(w, s, sizeof w / sizeof w[0] - 1);
@@ -44,7 +44,7 @@ int watch_put(int y, int x, int end, attr_t attr, const char *s)
 		w[n] = 0;
 		mvaddnwstr(y, x, w, end - x);
 	}
-	attr_set(A_NORMAL, 0, NULL);
+	attrset(A_NORMAL);
 	int after = x + (int)n;
 	return after < end ? after : end;
 }
@@ -56,16 +56,16 @@ void watch_fill(const watch_view *v, int y, int x, int n, attr_t attr, wchar_t w
 		return;
 	if (x + n > maxx)
 		n = maxx - x;
-	attr_set(attr, 0, NULL);
+	attrset(attr);
 	if (v->utf8) {
 		wchar_t w[2] = {wide, 0};
 		cchar_t cc;
-		setcchar(&cc, w, attr, 0, NULL);
+		setcchar(&cc, w, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
 		mvhline_set(y, x, &cc, n);
 	} else {
 		mvhline(y, x, (chtype)(unsigned char)ascii | attr, n);
 	}
-	attr_set(A_NORMAL, 0, NULL);
+	attrset(A_NORMAL);
 }
 
 int watch_screen_start(watch_view *v, char *err, size_t errlen)
@@ -180,12 +180,15 @@ static void title(const watch_snap *snap, const watch_view *v, int cols)
 	char right[192];
 	attr_t at = watch_attr(v, WATCH_PAIR_TITLE, A_REVERSE);
 	move(0, 0);
-	attr_set(at, 0, NULL);
+	attrset(at);
 	hline(' ', cols);
 	int x = watch_put(0, 0, cols, at | A_BOLD, " gpumon watch  ");
 	watch_put(0, x, cols, at, v->title);
-	snprintf(right, sizeof right, "%s%s%s  %u GPU%s  %zu proc%s ", v->paused ? "PAUSED  " : "", v->position,
-		 v->position[0] ? "" : "", snap->ngpu, snap->ngpu == 1 ? "" : "s", snap->nproc, snap->nproc == 1 ? "" : "s");
+	if (v->position[0]) /* a replay: where in the recording, rather than counts */
+		snprintf(right, sizeof right, "%s%s ", v->paused ? "PAUSED  " : "", v->position);
+	else
+		snprintf(right, sizeof right, "%s%u GPU%s  %zu proc%s ", v->paused ? "PAUSED  " : "", snap->ngpu,
+			 snap->ngpu == 1 ? "" : "s", snap->nproc, snap->nproc == 1 ? "" : "s");
 	int w = (int)strlen(right);
 	if (cols - w > x + 1)
 		watch_put(0, cols - w, cols, at | (v->paused ? A_BOLD : 0), right);
@@ -198,7 +201,7 @@ static void table_header(const watch_view *v, int y, int cols)
 	snprintf(h, sizeof h, "%c %3s %7s %-10.10s %10s %10s %10s %s", ' ', "GPU", "PID", "USER", "MEMORY", "CHG/MIN",
 		 "LEAK/MIN", "COMMAND");
 	move(y, 0);
-	attr_set(A_REVERSE, 0, NULL);
+	attrset(A_REVERSE);
 	hline(' ', cols);
 	watch_put(y, 0, cols, A_REVERSE | A_BOLD, h);
 	int n = snprintf(filt, sizeof filt, " sort: %s", watch_sort_name(v->sort));
@@ -232,7 +235,7 @@ static void table_row(const watch_proc *p, const watch_view *v, int y, int cols,
 	attr_t at = selected ? A_REVERSE : A_NORMAL;
 	if (selected) {
 		move(y, 0);
-		attr_set(at, 0, NULL);
+		attrset(at);
 		hline(' ', cols);
 	}
 	watch_put(y, 0, cols, at, line);
