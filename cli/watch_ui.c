@@ -255,9 +255,9 @@ static void detail(const watch_proc *p, const watch_view *v, int y, int cols)
 		return;
 	}
 	if (p->leak && p->leak_seconds_to_oom >= 0)
-		snprintf(b, sizeof b, ", out of memory in ~%.0f min at this rate", p->leak_seconds_to_oom / 60.0);
+		snprintf(b, sizeof b, ", full in ~%.0f min", p->leak_seconds_to_oom / 60.0);
 	if (p->leak)
-		snprintf(line, sizeof line, "pid %u on GPU %u: LEAK suspected, memory rising %s/min%s: %s", p->pid,
+		snprintf(line, sizeof line, "pid %u on GPU %u: LEAK suspected, %s/min%s: %s", p->pid,
 			 p->gpu, watch_format_change(a, sizeof a, p->leak_bytes_per_min), b,
 			 p->command[0] ? p->command : "n/a");
 	else
