@@ -319,8 +319,7 @@ int cmd_watch(int argc, char **argv)
 				return rc;
 			}
 			snprintf(v.banner[1], sizeof v.banner[1],
-				 "No NVIDIA driver on this machine (libnvidia-ml.so.1 not found): showing a bundled "
-				 "recording, not this machine");
+				 "No NVIDIA driver (libnvidia-ml.so.1 not found): a recording, not this machine");
 		}
 	}
 	unsigned ngpu;

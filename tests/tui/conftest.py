@@ -68,13 +68,16 @@ class Pane:
 
     def wait(self, pattern, timeout=15, escapes=False, absent=False):
         """Waits until the screen matches the regular expression (or no longer does, with
-        absent); returns the screen. Fails with the last screen when the deadline passes."""
+        absent) and has stopped changing (two captures 50 ms apart are the same, so a screen
+        caught half drawn is not taken); returns it. Fails with the last screen at the deadline."""
         deadline = time.monotonic() + timeout
+        last = None
         while True:
             s = self.screen(escapes)
             found = re.search(pattern, s, re.M) is not None
-            if found != absent:
+            if found != absent and s == last:
                 return s
+            last = s
             if time.monotonic() > deadline:
                 pytest.fail(f"screen {'still shows' if absent else 'never showed'} {pattern!r} within "
                             f"{timeout} s; last screen:\n{s}")
@@ -131,11 +134,11 @@ def sleepers():
     """Real processes, so that /proc gives the fake NVML's pids a user and a command line."""
     procs = []
 
-    def start(n, tag="gpumon-watch-test"):
+    def start(n):
         out = []
         for i in range(n):
-            # exec -a names the process; the command line tells the tests' processes apart
-            p = subprocess.Popen(["sh", "-c", f"exec sleep {600 + i}"])
+            # Popen returns once sleep runs (it reports a failed exec), so /proc has its command line
+            p = subprocess.Popen(["sleep", str(600 + i)])
             procs.append(p)
             out.append(p.pid)
         return out

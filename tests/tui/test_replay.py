@@ -4,6 +4,7 @@ played back on the screen, at the speed asked for; without a driver the bundled 
 import os
 import re
 import socket
+import time
 
 import pytest
 
@@ -60,12 +61,17 @@ def test_replay_speed(watch, recording):
     slow.wait(r"speed 0.5x")
     slow.keys("-", "-")
     slow.wait(r"speed 0.125x")
-    # paused, the position stands still
+    slow.keys("+", "+", "+")
+    slow.wait(r"speed 1x")
+    # paused, the position stands still while time passes; unpaused, it moves on
     slow.keys("p")
     s = slow.wait("PAUSED")
     pos = re.search(r"(\d\d:\d\d) / ", s).group(1)
+    time.sleep(1.5)  # time has to pass for the check to mean anything
     s = slow.wait(r"PAUSED")
     assert re.search(r"(\d\d:\d\d) / ", s).group(1) == pos
+    slow.keys("p")
+    slow.wait(rf"(?!{pos})\d\d:\d\d / ")
 
 
 def test_replay_errors(tmp_path):
@@ -87,9 +93,9 @@ def test_replay_of_a_file_that_is_not_a_recording(watch, tmp_path):
 
 def test_without_a_driver_the_bundled_recording_plays(watch):
     assert os.path.exists(BUNDLED), f"the bundled recording {BUNDLED} is missing"
-    p = watch(env={"GPUMON_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"})
+    p = watch(env={"GPUMON_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}, width=80, height=24)
     s = p.wait(r"RECORDING of ")
-    assert "No NVIDIA driver on this machine (libnvidia-ml.so.1 not found): showing a bundled recording" in s
+    assert "No NVIDIA driver (libnvidia-ml.so.1 not found): a recording, not this machine" in s
     assert "h200_train_leak.gpumon" in s
     assert re.search(r"GPU 0  NVIDIA H200", s), s
     p.keys("q")

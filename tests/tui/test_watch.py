@@ -45,8 +45,14 @@ def test_content_gpus_bars_and_processes(watch, sleepers):
         (0, a, USER, "20.0 GiB"), (1, b, USER, "9.50 GiB"), (1, c, USER, "512 MiB")]
     assert [r[4] for r in rows] == ["sleep 600", "sleep 601", "sleep 602"]
     assert "sort: memory" in s
-    # the selected (first) process's details
+    # the selected (first) process's details, and its share in its GPU's bar
     assert f"pid {a} on GPU 0 (user {USER}): sleep 600" in s
+    bars = re.findall(r"^ \[([▒▓█░]+)\]", s, re.M)
+    assert "▓" in bars[0] and "▓" not in bars[1], bars
+    p.keys("Down")
+    s = p.wait(f"pid {b} on GPU 1")
+    bars = re.findall(r"^ \[([▒▓█░]+)\]", s, re.M)
+    assert "▓" not in bars[0] and "▓" in bars[1] and "█" in bars[1], bars  # b's share, c's the rest
     p.keys("q")
     assert p.exit_status() == 0
 
