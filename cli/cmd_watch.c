@@ -15,6 +15,7 @@
 #include "watch_draw.h"
 
 #define BATCH 256
+#define FIRST_REFRESH_NS 150000000ull
 #define BUNDLED_NAME "h200_train_leak.gpumon"
 #ifndef GPUMON_SOURCE_DIR
 #define GPUMON_SOURCE_DIR "."
@@ -196,6 +197,9 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 			v->help = 0;
 		return 0;
 	}
+	if (ch == KEY_UP || ch == KEY_DOWN || ch == KEY_PPAGE || ch == KEY_NPAGE || ch == KEY_HOME || ch == KEY_END ||
+	    ch == 'j' || ch == 'k')
+		v->moved = 1;
 	switch (ch) {
 	case KEY_UP: case 'k': v->cur = v->cur ? v->cur - 1 : 0; break;
 	case KEY_DOWN: case 'j': v->cur++; break;
@@ -243,7 +247,7 @@ static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu
 	watch_snap snap;
 	memset(&snap, 0, sizeof snap);
 	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u, next = cli_now_ns();
-	int rc = EXIT_OK, dirty = 1;
+	int rc = EXIT_OK, dirty = 1, first = 1;
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
 		if (now >= next) {
@@ -259,6 +263,10 @@ static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu
 			next += interval_ns;
 			if (next <= now)
 				next = now + interval_ns;
+			if (first) { /* the sampler's first records come just after the start: show them */
+				next = now + (interval_ns < FIRST_REFRESH_NS ? interval_ns : FIRST_REFRESH_NS);
+				first = 0;
+			}
 			dirty = 1;
 		}
 		if (dirty) {

@@ -76,6 +76,9 @@ typedef struct watch_view {
 	int prompting;             /* the user filter prompt is open */
 	char input[64];            /* what has been typed at the prompt */
 	size_t cur, top;           /* cursor and first shown row, in the filtered, sorted rows */
+	int moved;                 /* a key moved the cursor: it stays there, not on sel_pid */
+	int sel_valid;             /* the cursor follows this process when the rows change order */
+	unsigned sel_gpu, sel_pid;
 	size_t page_rows;          /* rows of the table on the last screen drawn */
 	unsigned interval_ms;
 	int color, utf8;

@@ -350,9 +350,18 @@ void watch_draw(const watch_snap *snap, watch_view *v)
 	erase();
 	size_t *idx = malloc((snap->nproc ? snap->nproc : 1) * sizeof *idx);
 	size_t n = idx ? watch_rows(snap, v, idx) : 0;
+	for (size_t i = 0; v->sel_valid && !v->moved && i < n; i++)
+		if (snap->procs[idx[i]].gpu == v->sel_gpu && snap->procs[idx[i]].pid == v->sel_pid)
+			v->cur = i;
+	v->moved = 0;
 	if (v->cur >= n)
 		v->cur = n ? n - 1 : 0;
 	const watch_proc *sel = n ? &snap->procs[idx[v->cur]] : NULL;
+	if (sel) {
+		v->sel_valid = 1;
+		v->sel_gpu = sel->gpu;
+		v->sel_pid = sel->pid;
+	}
 	title(snap, v, cols);
 	int y = 1;
 	for (int b = 0; b < 2; b++)

@@ -102,7 +102,8 @@ def test_arrows_and_pages_move_the_selection(watch, sleepers):
 def test_sort_cycles_through_columns(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c))
-    p.wait("sort: memory")
+    p.wait("sleep 602")
+    assert "sort: memory" in p.screen()
     p.keys("s")
     p.wait("sort: change/min")
     p.keys("s")
@@ -291,3 +292,19 @@ def test_usage_errors_and_no_terminal():
     assert r.returncode == 2 and "needs a terminal" in r.stderr
     r = gpumon(["watch", "--help"])
     assert r.returncode == 0 and "--replay FILE" in r.stdout
+
+
+def test_selection_follows_its_process_when_the_order_changes(watch, sleepers):
+    a, b = sleepers(2)
+    p = watch(scenario=f"""\
+        gpu 0 name=G total=80GiB used=30GiB
+        proc 0 {a} used=20GiB
+        proc 0 {b} used=10GiB
+        at 2 proc 0 {b} used=40GiB
+        """, args=["--interval", "200"])
+    p.wait(rf"pid {a} on GPU 0")
+    p.keys("Down")
+    p.wait(rf"pid {b} on GPU 0")
+    s = p.wait(r"40\.0 GiB", timeout=10)
+    assert [r[1] for r in table(s)] == [b, a]  # b is now first ...
+    assert f"pid {b} on GPU 0" in s  # ... and still the selected one
