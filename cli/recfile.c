@@ -17,6 +17,8 @@
 
 #define APPLICATION_ID 0x4750554d /* "GPUM" */
 #define FORMAT_VERSION 1
+/* Skips over damage per table before the rest of it is given up as unreadable. */
+#define MAX_RESUMES 1000
 
 static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void set_err(char *err, size_t len, const char *fmt, ...)
@@ -232,6 +234,8 @@ struct cursor {
 	int have, done;
 	int64_t lost;     /* rows skipped over damage */
 	int lost_end;     /* the rest of the table was unreadable */
+	int resumed;      /* no row read since the last skip over damage */
+	int resumes;
 };
 
 struct recfile_iter {
@@ -366,8 +370,10 @@ static int64_t next_readable(recfile_iter *it, struct cursor *c)
 		int rc = sqlite3_step(s);
 		int64_t r = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
 		sqlite3_finalize(s);
-		if (rc == SQLITE_ROW)
+		if (rc == SQLITE_ROW && r > c->last_rowid) /* a damaged tree can answer out of order */
 			return r;
+		if (rc == SQLITE_ROW)
+			continue;
 		if (rc == SQLITE_DONE)
 			return -1;
 	}
@@ -381,8 +387,12 @@ static void cursor_advance(recfile_iter *it, struct cursor *c)
 	while (!c->done) {
 		int rc = c->st ? sqlite3_step(c->st) : SQLITE_ERROR;
 		if (rc == SQLITE_ROW) {
-			c->last_rowid = sqlite3_column_int64(c->st, 0);
+			int64_t id = sqlite3_column_int64(c->st, 0);
+			if (id <= c->last_rowid) /* out of order: a damaged page; never go back */
+				continue;
+			c->last_rowid = id;
 			c->have = 1;
+			c->resumed = 0;
 			return;
 		}
 		if (rc == SQLITE_DONE) {
@@ -395,7 +405,9 @@ static void cursor_advance(recfile_iter *it, struct cursor *c)
 			it->failed = 1;
 			return;
 		}
-		int64_t next = next_readable(it, c);
+		if (c->resumed) /* failed again right where it resumed: skip that row too */
+			c->last_rowid++, c->lost++;
+		int64_t next = ++c->resumes > MAX_RESUMES ? -1 : next_readable(it, c);
 		if (next < 0) {
 			c->done = 1;
 			c->lost_end = 1;
@@ -403,6 +415,7 @@ static void cursor_advance(recfile_iter *it, struct cursor *c)
 		}
 		c->lost += next - c->last_rowid - 1;
 		c->last_rowid = next - 1;
+		c->resumed = 1;
 		if (cursor_prepare(it, c) != 0) {
 			c->done = 1;
 			c->lost_end = 1;

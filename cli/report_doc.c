@@ -65,7 +65,30 @@ void report_leak_choice(report *r, gpumon_leak_result *res, char *what, size_t l
 		*alert_t_ns = r->job_alert_t_ns;
 		return;
 	}
-	/* 3. a GPU's used memory: a leak on any, else the best-fed */
+	/* 3. one process as NVML sees it (a system-wide recording): a leak on any, else the best-fed */
+	int bp = -1;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		if (!r->procs[i].leak)
+			continue;
+		gpumon_leak_result_get(r->procs[i].leak, &v);
+		int better = bp < 0 || (v.verdict == GPUMON_LEAK_SUSPECTED && res->verdict != GPUMON_LEAK_SUSPECTED) ||
+			     (v.verdict == res->verdict && v.verdict == GPUMON_LEAK_SUSPECTED && v.confidence > res->confidence) ||
+			     (v.verdict == res->verdict && v.verdict != GPUMON_LEAK_SUSPECTED && v.points > res->points);
+		if (better) {
+			*res = v;
+			bp = (int)i;
+		}
+	}
+	if (bp >= 0 && res->verdict != GPUMON_LEAK_INSUFFICIENT_DATA) {
+		snprintf(what, len, "pid %lld on GPU %d (NVML)", (long long)r->procs[bp].pid, r->procs[bp].dev);
+		*alert_t_ns = r->procs[bp].alert_t_ns;
+		return;
+	}
+	memset(res, 0, sizeof *res);
+	res->verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
+	res->start_step = -1;
+	res->steps_to_oom = res->seconds_to_oom = -1;
+	/* 4. a GPU's used memory: a leak on any, else the best-fed */
 	int bd = -1;
 	for (int d = 0; d < r->ndev; d++) {
 		if (!r->dev[d].seen)

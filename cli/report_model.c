@@ -68,6 +68,7 @@ void report_destroy(report *r)
 	}
 	for (size_t i = 0; i < r->nprocs; i++) {
 		series_free(&r->procs[i].line);
+		gpumon_leak_destroy(r->procs[i].leak);
 		free(r->procs[i].label);
 		free(r->procs[i].user);
 		free(r->procs[i].command);
@@ -186,8 +187,18 @@ static int add_device(report *r, const recrow *row)
 	}
 	if (floor_known)
 		gpumon_leak_add(d->leak, -1, t_rel(r, row->t_ns), (uint64_t)floor, report_dev_total(r, row->u.device.dev));
-	/* the job's NVML figure, judged at the device rows' steady cadence (process rows come only on
-	 * change, too sparse for the detector) */
+	/* each process's NVML figure and the job's, judged at the device rows' steady cadence (process
+	 * rows come only on change, too sparse for the detector) */
+	uint64_t limit = report_dev_total(r, row->u.device.dev);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct rproc *p = &r->procs[i];
+		if (p->dev != row->u.device.dev || !p->present || !p->used_known)
+			continue;
+		if (!p->leak && gpumon_leak_create(NULL, &p->leak) != GPUMON_OK)
+			return -1;
+		if (gpumon_leak_add(p->leak, -1, t_rel(r, row->t_ns), (uint64_t)p->used, limit) == GPUMON_OK)
+			report_note_alert(r, p->leak, &p->alert_t_ns, row->t_ns);
+	}
 	if (r->job_known && row->u.device.dev == r->job_dev) {
 		if (gpumon_leak_add(r->job_leak, -1, t_rel(r, row->t_ns), (uint64_t)r->job_total,
 				    report_dev_total(r, r->job_dev)) == GPUMON_OK)
@@ -275,7 +286,7 @@ static int add_process(report *r, const recrow *row)
 		p->peak = p->used;
 	if (p->job) {
 		r->job_total += (p->used_known ? p->used : 0) - old;
-		if (!r->job_known) {
+		if (!r->job_known && p->used_known) {
 			r->job_known = 1;
 			r->job_dev = p->dev;
 			r->job_first_t_ns = row->t_ns;
@@ -286,7 +297,9 @@ static int add_process(report *r, const recrow *row)
 		}
 		if (row->t_ns - r->job_first_t_ns <= EARLY_NS && r->job_total > r->job_early)
 			r->job_early = r->job_total;
-		gpumon_peaks_add(r->job_peaks, t_rel(r, row->t_ns), (uint64_t)r->job_total, largest_on(r, p->dev, 1));
+		if (p->used_known) /* the job's figure is only as known as its latest row */
+			gpumon_peaks_add(r->job_peaks, t_rel(r, row->t_ns), (uint64_t)r->job_total,
+					 largest_on(r, p->dev, 1));
 	}
 	return 0;
 }

@@ -38,6 +38,8 @@ struct rproc {
 	int64_t used, peak;
 	char *label, *user, *command;
 	series line;
+	gpumon_leak *leak; /* its NVML figure at each device row of its GPU while it is listed */
+	int64_t alert_t_ns;
 };
 
 struct rfw {

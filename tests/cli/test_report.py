@@ -382,3 +382,30 @@ def test_large_csv_bounded_memory(gpumon, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["leak"]["verdict"] == "none"
     assert max(before, after) < 40 * 1024, f"max RSS {max(before, after)} KiB"  # the file is 45 MB
+
+
+def test_system_recording_leak_on_one_process(gpumon, tmp_path):
+    """`gpumon record` of a machine: a process leaks, then exits and the device empties; the
+    verdict is on the process's own figure, not the device's, which falls back to 0"""
+    rec = Rec(tmp_path / "machine.gpumon", kind="record")
+    rec.process(0.5, 7000, 2 * GiB, user="carol", command="python serve.py")
+    for i in range(400):
+        s = 1 + i * 0.1
+        rec.process(s, 678, GiB + i * 20 * MiB, command="python train.py")
+        rec.device(s, 3 * GiB + i * 20 * MiB)
+    rec.db.execute("INSERT INTO process_samples VALUES (?, 0, 678, NULL, 1)", (rec.t(41),))
+    for i in range(50):
+        rec.device(41 + i * 0.1, 2 * GiB)
+    doc = report_json(gpumon, rec.close())
+    assert doc["leak"]["verdict"] == "leak"
+    assert doc["leak"]["series"] == "pid 678 on GPU 0 (NVML)"
+    assert doc["leak"]["rate_bytes_per_second"] == pytest.approx(200 * MiB, rel=0.05)
+    assert doc["peak"]["what"] == "device"
+
+
+def test_bundled_h200_recording(gpumon):
+    path = os.path.join(os.path.dirname(__file__), "../../examples/recordings/h200_train_leak.gpumon")
+    doc = report_json(gpumon, path)
+    assert doc["source"]["kind"] == "record"
+    assert doc["leak"]["verdict"] == "leak" and "(NVML)" in doc["leak"]["series"]
+    assert doc["peak"]["owner"]["command"].startswith("python3 tests/gpu/trainer.py leak_cache")
