@@ -172,14 +172,26 @@ static int process_record(watch_model *m, const gpumon_record *r)
 		m->procs[m->nproc++] = p;
 	}
 	p->p = r->process;
-	if (r->process.flags & GPUMON_PROC_USED_KNOWN) {
+	if (r->process.flags & GPUMON_PROC_USED_KNOWN)
 		proc_point(p, r->t_ns, r->process.used_bytes);
-		/* one point per record, time only: the process's figure is reserved memory plus context
-		 * (docs/leak-detection.md, choice 2), and a watcher knows no step numbers */
-		if (gpumon_leak_add(p->leak, -1, r->t_ns, r->process.used_bytes, total_of(&m->g[r->dev])) == GPUMON_OK)
+	return GPUMON_OK;
+}
+
+/* Feeds the leak detector of every process on dev its figure at this device record: process
+ * records come only when a figure changes, too sparse for the detector, while device records come
+ * at a steady cadence (a heartbeat at least every second) — as `gpumon report` judges a
+ * recording, so both say the same. Time only: a watcher knows no step numbers, and the process's
+ * figure is reserved memory plus context (docs/leak-detection.md, choice 2). */
+static void feed_leaks(watch_model *m, unsigned dev, uint64_t t_ns)
+{
+	uint64_t limit = total_of(&m->g[dev]);
+	for (size_t i = 0; i < m->nproc; i++) {
+		struct mproc *p = m->procs[i];
+		if (p->gpu != dev || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
+			continue;
+		if (gpumon_leak_add(p->leak, -1, t_ns, p->p.used_bytes, limit) == GPUMON_OK)
 			gpumon_leak_result_get(p->leak, &p->res);
 	}
-	return GPUMON_OK;
 }
 
 int watch_model_record(watch_model *m, const gpumon_record *r)
@@ -193,6 +205,7 @@ int watch_model_record(watch_model *m, const gpumon_record *r)
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE:
 		device_record(g, r);
+		feed_leaks(m, r->dev, r->t_ns);
 		break;
 	case GPUMON_REC_PROCESS:
 		return process_record(m, r);

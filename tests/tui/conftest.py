@@ -68,16 +68,16 @@ class Pane:
 
     def wait(self, pattern, timeout=15, escapes=False, absent=False):
         """Waits until the screen matches the regular expression (or no longer does, with
-        absent) and has stopped changing (two captures 50 ms apart are the same, so a screen
-        caught half drawn is not taken); returns it. Fails with the last screen at the deadline."""
+        absent) in two captures 50 ms apart, and returns the second: a screen caught while curses
+        was still drawing it is not taken. Fails with the last screen at the deadline."""
         deadline = time.monotonic() + timeout
-        last = None
+        before = False
         while True:
             s = self.screen(escapes)
-            found = re.search(pattern, s, re.M) is not None
-            if found != absent and s == last:
+            found = (re.search(pattern, s, re.M) is not None) != absent
+            if found and before:
                 return s
-            last = s
+            before = found
             if time.monotonic() > deadline:
                 pytest.fail(f"screen {'still shows' if absent else 'never showed'} {pattern!r} within "
                             f"{timeout} s; last screen:\n{s}")

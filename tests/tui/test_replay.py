@@ -93,10 +93,16 @@ def test_replay_of_a_file_that_is_not_a_recording(watch, tmp_path):
 
 def test_without_a_driver_the_bundled_recording_plays(watch):
     assert os.path.exists(BUNDLED), f"the bundled recording {BUNDLED} is missing"
-    p = watch(env={"GPUMON_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"}, width=80, height=24)
+    p = watch(["--interval", "100"], env={"GPUMON_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1"},
+              width=80, height=24)
     s = p.wait(r"RECORDING of ")
     assert "No NVIDIA driver (libnvidia-ml.so.1 not found): a recording, not this machine" in s
     assert "h200_train_leak.gpumon" in s
     assert re.search(r"GPU 0  NVIDIA H200", s), s
+    # the torch job in it leaks 4 MiB a step: the leak mark shows before the job ends (41-48 s)
+    p.keys("+", "+")
+    p.wait("speed 4x")
+    s = p.wait(r"^!\s+0\s+\d+ ", timeout=20)
+    assert re.search(r"LEAK suspected, \+\d[\d.]* GiB/min", s), s
     p.keys("q")
     assert p.exit_status() == 0

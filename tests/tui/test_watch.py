@@ -268,8 +268,9 @@ def test_gpu_lost_while_watching(watch, sleepers):
 def test_leak_is_marked_with_its_rate(watch, sleepers):
     leaky, steady = sleepers(2)
     lines = [f"gpu 0 name=G total=80GiB used=10GiB", f"proc 0 {leaky} used=1GiB", f"proc 0 {steady} used=4GiB"]
-    for k in range(1, 140):  # 64 MiB more every 0.1 s: 38400 MiB/min
+    for k in range(1, 140):  # 64 MiB more every 0.1 s: 38400 MiB/min, on the process and its GPU
         lines.append(f"at {k / 10:.1f} proc 0 {leaky} used={1024 + 64 * k}MiB")
+        lines.append(f"at {k / 10:.1f} gpu 0 used={10240 + 64 * k}MiB")
         if k % 10 == 0:  # the steady one changes too, up and down, without a trend
             lines.append(f"at {k / 10:.1f} proc 0 {steady} used={4096 + (k % 20) * 8}MiB")
     p = watch(scenario="\n".join(lines) + "\n", args=["--interval", "100"])
