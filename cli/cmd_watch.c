@@ -227,6 +227,7 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 			watch_replay_pause(src->r, v->paused, cli_now_ns());
 		break;
 	case 'h': case '?': v->help = 1; break;
+	case 12: clearok(curscr, TRUE); break; /* Ctrl-L: redraw everything (a garbled SSH screen) */
 	case '+': case '-':
 		if (!src->r) {
 			snprintf(v->message, sizeof v->message, "+ and - change the speed of a replay; this is live");

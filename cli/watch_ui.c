@@ -281,15 +281,10 @@ static void key_line(const watch_view *v, int y, int cols)
 		watch_put(y, 0, cols, A_BOLD, v->message);
 		return;
 	}
-	watch_put(y, 0, cols, A_NORMAL,
-		  v->position[0] ? "q quit  \u2191\u2193 PgUp PgDn move  s sort  g GPU  u user  c clear  "
-				   "p pause  +/- speed  h help"
-				 : "q quit  \u2191\u2193 PgUp PgDn move  s sort  g GPU  u user  c clear  p pause  h help");
-	if (!v->utf8)
-		watch_put(y, 0, cols, A_NORMAL, v->position[0] ? "q quit  arrows PgUp PgDn move  s sort  g GPU  u user  "
-								 "c clear  p pause  +/- speed  h help"
-							       : "q quit  arrows PgUp PgDn move  s sort  g GPU  u user  "
-								 "c clear  p pause  h help");
+	char keys[160];
+	snprintf(keys, sizeof keys, "q quit  %s PgUp PgDn move  s sort  g GPU  u user  c clear  p pause  %sh help",
+		 v->utf8 ? "\u2191\u2193" : "arrows", v->position[0] ? "+/- speed  " : "");
+	watch_put(y, 0, cols, A_NORMAL, keys);
 }
 
 static void help_screen(const watch_view *v, int cols)
@@ -308,6 +303,7 @@ static void help_screen(const watch_view *v, int cols)
 		"  p or space   pause: the screen stays still; sampling goes on",
 		"  + / -        replay: play twice as fast / half as fast",
 		"  h or ?       this help; any key returns",
+		"  Ctrl-L       redraw the whole screen",
 		"",
 		"Bar: reserved by the driver, the selected process, other used memory, free.",
 		"Graph: the largest memory used in each few seconds of the last minutes.",

@@ -5,8 +5,8 @@
 # (1) builds gpumon in Release; (2) runs `gpumon watch --interval 100` on a 100x30 pseudo-terminal
 # while a torch job leaks 64 MiB every 0.25 s, and checks that the screen shows the GPU, the job's
 # row (pid, user, command) and the leak mark; (3) measures the CPU of `gpumon watch` at --interval
-# 1000 and 100 over 60 s each (bench/bench_watch.py --terminal pty). Needs the NVIDIA driver and
-# python3 with torch; no tmux. About 3.5 minutes. Files in $OUT (3): watch_check.txt (the log and
+# 1000 and 100 over 50 s each (bench/bench_watch.py --terminal pty). Needs the NVIDIA driver and
+# python3 with torch; no tmux. About 3 minutes. Files in $OUT (3): watch_check.txt (the log and
 # the verdicts), watch_screen.txt (the text of the screen in step 2), watch_bench.json.
 # Exit status: 0 when every check and goal held, 1 otherwise.
 set -u
@@ -43,7 +43,7 @@ export GPUMON_BIN=$BUILD/cli/gpumon
 status=0
 
 # ---- (2) the screen, with a leaking torch job -----------------------------------------------------
-timeout 60 "$PY" - "$OUT/watch_screen.txt" <<'EOF' 2>&1 | tee -a "$log"
+timeout 90 "$PY" - "$OUT/watch_screen.txt" <<'EOF' 2>&1 | tee -a "$log"
 import os, re, subprocess, sys, time
 sys.path.insert(0, "bench")
 from bench_watch import PtyTerminal
@@ -61,14 +61,17 @@ assert job.stdout.readline().strip() == "ready"
 env = dict(os.environ, LANG="C.UTF-8", TERM="xterm-256color")
 term = PtyTerminal()
 term.start([os.environ["GPUMON_BIN"], "watch", "--interval", "100"], env)
-seen, deadline = "", time.monotonic() + 45
-while time.monotonic() < deadline and "LEAK suspected" not in seen:
+seen, deadline = "", time.monotonic() + 40
+def text_of(raw):
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b[=>]", " ", raw)
+while time.monotonic() < deadline and "LEAK suspected" not in text_of(seen):
+    os.write(term.fd, b"\x0c")  # Ctrl-L: the whole screen again, not only what changed
+    term.out = b""
     term.pump(1)
-    seen += term.screen()
-    seen = seen[-200000:]
+    seen = term.screen()
 term.stop()
 job.kill()
-text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][0-9A-Za-z]|\x1b[=>]", " ", seen)
+text = text_of(seen)
 open(sys.argv[1], "w").write(text[-20000:])
 checks = {
     "the GPU (NVIDIA ...)": "NVIDIA" in text,
@@ -83,7 +86,7 @@ EOF
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
 # ---- (3) CPU cost ---------------------------------------------------------------------------------
-timeout 170 "$PY" bench/bench_watch.py --terminal pty --seconds 60 --intervals 1000,100 \
+timeout 140 "$PY" bench/bench_watch.py --terminal pty --seconds 50 --intervals 1000,100 \
 	--json "$OUT/watch_bench.json" 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 
