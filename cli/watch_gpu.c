@@ -13,6 +13,8 @@
 #define GRAPH_LABEL 10 /* columns left of the graph for its scale */
 #define MAX_GRAPH_ROWS 4
 #define BAR_TEXT 46 /* columns right of the bar for its figures: the longest they can be */
+#define COMPACT_TEXT 52 /* likewise on the one-line form */
+#define COMPACT_BAR_X 7 /* where the bar starts on the one-line form, after "GPU NN" */
 
 static int nearly_full(const watch_gpu *g)
 {
@@ -76,25 +78,16 @@ static void title_line(const watch_gpu *g, const watch_view *v, int y, int cols)
 	watch_put(y, cols - w > x + 2 ? cols - w : x + 2, cols, A_NORMAL, right);
 }
 
-/* Bar widths rounded so that any use shows; the four parts add up to w. */
-static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int cols)
+/* Draws "[bar]" from column x0 with w cells inside: driver-reserved, the selected process's share,
+ * other used memory, free; widths rounded up so that any use shows. Returns the column after it. */
+static int draw_bar(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int x0, int w)
 {
 	const gpumon_device_sample *s = &g->s;
-	char a[32], b[32], c[32], text[128];
 	uint64_t total = s->memory_total_bytes ? s->memory_total_bytes : 1;
 	uint64_t reserved = (s->present & GPUMON_F_MEM_RESERVED) ? s->memory_reserved_bytes : 0;
 	uint64_t used = s->memory_used_bytes, mine = 0;
 	if (sel && sel->gpu == g->info.index && (sel->flags & GPUMON_PROC_USED_KNOWN))
 		mine = sel->used_bytes < used ? sel->used_bytes : used;
-	if (s->present & GPUMON_F_MEM_RESERVED)
-		snprintf(text, sizeof text, "%s used + %s rsv / %s  %u %%", cli_format_bytes(a, sizeof a, used),
-			 cli_format_bytes(b, sizeof b, reserved), cli_format_bytes(c, sizeof c, s->memory_total_bytes),
-			 (unsigned)(used * 100 / total));
-	else
-		snprintf(text, sizeof text, "%s used (with rsv) / %s  %u %%", cli_format_bytes(a, sizeof a, used),
-			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), (unsigned)(used * 100 / total));
-	/* the same bar width on every GPU, so that the bars compare at a glance */
-	int w = cols - 5 - BAR_TEXT;
 	int rw = (int)((reserved * (uint64_t)w + total - 1) / total);
 	int uw = (int)((used * (uint64_t)w + total - 1) / total);
 	int mw = mine ? (int)((mine * (uint64_t)w + total - 1) / total) : 0;
@@ -106,8 +99,7 @@ static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *
 		mw = uw;
 	unsigned pct = (unsigned)(used * 100 / total);
 	int pair = pct >= WATCH_NEARLY_FULL_PCT ? WATCH_PAIR_FULL : pct >= 75 ? WATCH_PAIR_WARN : WATCH_PAIR_USED;
-	watch_put(y, 1, cols, A_NORMAL, "[");
-	int x = 2;
+	int x = watch_put(y, x0, x0 + 1, A_NORMAL, "[");
 	watch_fill(v, y, x, rw, watch_attr(v, WATCH_PAIR_RESERVED, A_NORMAL), L'\u2592', '%');
 	x += rw;
 	watch_fill(v, y, x, mw, watch_attr(v, WATCH_PAIR_SEL, A_BOLD), L'\u2593', '@');
@@ -116,8 +108,62 @@ static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *
 	x += uw - mw;
 	watch_fill(v, y, x, w - rw - uw, A_DIM, L'\u2591', '.');
 	x += w - rw - uw;
-	watch_put(y, x, cols, A_NORMAL, "]");
-	watch_put(y, x + 2, cols, pct >= WATCH_NEARLY_FULL_PCT ? A_BOLD : A_NORMAL, text);
+	return watch_put(y, x, x + 1, A_NORMAL, "]");
+}
+
+static unsigned used_pct(const watch_gpu *g)
+{
+	uint64_t total = g->s.memory_total_bytes ? g->s.memory_total_bytes : 1;
+	return (unsigned)(g->s.memory_used_bytes * 100 / total);
+}
+
+/* The bar with used, reserved and total; the same bar width on every GPU, so that they compare at
+ * a glance. */
+static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int cols)
+{
+	const gpumon_device_sample *s = &g->s;
+	char a[32], b[32], c[32], text[128];
+	if (s->present & GPUMON_F_MEM_RESERVED)
+		snprintf(text, sizeof text, "%s used + %s rsv / %s  %u %%", cli_format_bytes(a, sizeof a, s->memory_used_bytes),
+			 cli_format_bytes(b, sizeof b, s->memory_reserved_bytes),
+			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), used_pct(g));
+	else
+		snprintf(text, sizeof text, "%s used (with rsv) / %s  %u %%",
+			 cli_format_bytes(a, sizeof a, s->memory_used_bytes),
+			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), used_pct(g));
+	int x = draw_bar(g, v, sel, y, 1, cols - 5 - BAR_TEXT);
+	watch_put(y, x + 1, cols, used_pct(g) >= WATCH_NEARLY_FULL_PCT ? A_BOLD : A_NORMAL, text);
+}
+
+/* One line for a GPU when there are too many for the full panels: index, bar, figures. */
+static void compact_line(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int cols)
+{
+	char label[16], text[160], a[32], c[32], *p = text;
+	size_t n = sizeof text;
+	const gpumon_device_sample *s = &g->s;
+	snprintf(label, sizeof label, "GPU %u", g->info.index);
+	int x = watch_put(y, 0, cols, A_BOLD, label);
+	if (g->lost || !g->have_sample) {
+		watch_put(y, x + 1, cols, g->lost ? watch_attr(v, WATCH_PAIR_FULL, A_REVERSE) : A_NORMAL,
+			  g->lost ? "LOST: fell off the bus or needs a reset" : "waiting for the first sample");
+		return;
+	}
+	addf(&p, &n, "%8s / %-8s %3u %%", cli_format_bytes(a, sizeof a, s->memory_used_bytes),
+	     cli_format_bytes(c, sizeof c, s->memory_total_bytes), used_pct(g));
+	if (s->present & GPUMON_F_UTIL_GPU)
+		addf(&p, &n, "  util %3u %%", s->util_gpu_pct);
+	else
+		addf(&p, &n, "  util  n/a");
+	if (s->present & GPUMON_F_TEMPERATURE)
+		addf(&p, &n, "  %3u C", s->temperature_c);
+	else
+		addf(&p, &n, "  n/a C");
+	if (s->present & GPUMON_F_POWER)
+		addf(&p, &n, "  %4.0f W", s->power_mw / 1000.0);
+	else
+		addf(&p, &n, "  n/a W");
+	x = draw_bar(g, v, sel, y, COMPACT_BAR_X, cols - COMPACT_BAR_X - 3 - COMPACT_TEXT);
+	watch_put(y, x + 1, cols, used_pct(g) >= WATCH_NEARLY_FULL_PCT ? A_BOLD : A_NORMAL, text);
 }
 
 /* The largest value over the seconds [from, to) of the history, WATCH_NONE when none. */
@@ -224,26 +270,34 @@ static int panel_rows(const watch_gpu *g, int h)
 	return g->lost ? 1 : !g->have_sample ? 1 : 2 + h + nearly_full(g);
 }
 
+/* Rows the shown GPUs need: full panels with h graph rows (h >= 0), or one line each (h < 0), with
+ * or without the lines naming who holds a nearly full GPU. */
+static int rows_needed(const watch_snap *snap, const watch_view *v, int h, int holders)
+{
+	int need = 0;
+	for (unsigned i = 0; i < snap->ngpu; i++)
+		if (shown(v, i))
+			need += h >= 0 ? panel_rows(&snap->gpus[i], h) : 1 + (holders && nearly_full(&snap->gpus[i]));
+	return need;
+}
+
 int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_proc *sel, int y, int max_rows,
 		    int cols)
 {
-	int h = MAX_GRAPH_ROWS, need = 0;
-	for (; h >= 0; h--) {
-		need = 0;
-		for (unsigned i = 0; i < snap->ngpu; i++)
-			if (shown(v, i))
-				need += panel_rows(&snap->gpus[i], h);
-		if (need <= max_rows)
-			break;
-	}
-	if (h < 0)
-		h = 0;
-	int row = 0;
+	/* the most that fits: full panels with the tallest graph, then one line a GPU (with, then
+	 * without, who holds a nearly full one), then as many lines as fit */
+	int h = MAX_GRAPH_ROWS, holders = 1;
+	while (h >= 0 && rows_needed(snap, v, h, 1) > max_rows)
+		h--;
+	if (h < 0 && rows_needed(snap, v, -1, 1) > max_rows)
+		holders = 0;
+	int row = 0, truncated = rows_needed(snap, v, h, holders) > max_rows;
 	for (unsigned i = 0; i < snap->ngpu; i++) {
 		const watch_gpu *g = &snap->gpus[i];
 		if (!shown(v, i))
 			continue;
-		if (row + panel_rows(g, h) > max_rows - (need > max_rows)) {
+		int need = h >= 0 ? panel_rows(g, h) : 1 + (holders && nearly_full(g));
+		if (row + need > max_rows - truncated) {
 			char more[96];
 			unsigned left = 0;
 			for (unsigned j = i; j < snap->ngpu; j++)
@@ -253,14 +307,18 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 			watch_put(y + row++, 0, cols, A_BOLD, more);
 			break;
 		}
-		title_line(g, v, y + row++, cols);
-		if (g->lost || !g->have_sample)
-			continue;
-		bar_line(g, v, sel, y + row++, cols);
-		if (h > 0)
-			graph(g, v, y + row, h, cols);
-		row += h;
-		if (nearly_full(g))
+		if (h < 0) {
+			compact_line(g, v, sel, y + row++, cols);
+		} else {
+			title_line(g, v, y + row++, cols);
+			if (g->lost || !g->have_sample)
+				continue;
+			bar_line(g, v, sel, y + row++, cols);
+			if (h > 0)
+				graph(g, v, y + row, h, cols);
+			row += h;
+		}
+		if (nearly_full(g) && (h >= 0 || holders))
 			holders_line(snap, g, v, y + row++, cols);
 	}
 	return row;

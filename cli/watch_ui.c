@@ -204,14 +204,22 @@ static void table_header(const watch_view *v, int y, int cols)
 	attrset(A_REVERSE);
 	hline(' ', cols);
 	watch_put(y, 0, cols, A_REVERSE | A_BOLD, h);
-	int n = snprintf(filt, sizeof filt, " sort: %s", watch_sort_name(v->sort));
-	if (v->gpu_filter >= 0)
-		n += snprintf(filt + n, sizeof filt - (size_t)n, "  GPU %d only", v->gpu_filter);
-	if (v->user_filter[0])
-		snprintf(filt + n, sizeof filt - (size_t)n, "  user %s only", v->user_filter);
-	int w = (int)strlen(filt) + 1;
-	if (cols - w > (int)strlen(h) + 1)
-		watch_put(y, cols - w, cols, A_REVERSE, filt);
+	/* the filters, then the sort order; shorter forms, then without the sort order, when narrow */
+	for (int form = 0; form < 3; form++) {
+		int n = 0;
+		filt[0] = 0;
+		if (v->gpu_filter >= 0)
+			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " GPU %d" : " GPU %d only", v->gpu_filter);
+		if (v->user_filter[0])
+			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " user %s" : " user %s only", v->user_filter);
+		if (form < 2)
+			snprintf(filt + n, sizeof filt - (size_t)n, form ? " by %s" : "  sort: %s", watch_sort_name(v->sort));
+		int w = (int)strlen(filt) + 1;
+		if (cols - w > (int)strlen(h)) {
+			watch_put(y, cols - w, cols, A_REVERSE | A_BOLD, filt);
+			break;
+		}
+	}
 }
 
 static void table_row(const watch_proc *p, const watch_view *v, int y, int cols, int selected)

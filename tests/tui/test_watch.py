@@ -309,3 +309,22 @@ def test_selection_follows_its_process_when_the_order_changes(watch, sleepers):
     s = p.wait(r"40\.0 GiB", timeout=10)
     assert [r[1] for r in table(s)] == [b, a]  # b is now first ...
     assert f"pid {b} on GPU 0" in s  # ... and still the selected one
+
+
+def test_many_gpus_get_one_line_each(watch):
+    scn = "".join(f'gpu {i} name="NVIDIA H200" total=141GiB reserved=600MiB used={10 + i * 8}GiB util={i * 6} '
+                  f'temp={40 + i} power={200000 + i * 20000}\n' for i in range(16))
+    scn += "lost 5\nerror nvmlDeviceGetPowerUsage NOT_SUPPORTED gpu=3\n"
+    small = watch(scenario=scn, width=80, height=24)
+    s = small.wait(r"^\+2 more GPUs: press g")
+    assert re.search(r"^GPU 0  \[[▒▓█░]+\] 10\.0 GiB / 141 GiB    7 %  util   0 %   40 C   200 W$", s, re.M), s
+    assert re.search(r"^GPU 3  \[.*  43 C  n/a W$", s, re.M)
+    assert re.search(r"^GPU 5 LOST", s, re.M) and re.search(r"^GPU 13 \[", s, re.M)
+    assert "GPU 14" not in s and "q quit" in s
+    small.keys("g")  # one GPU: its whole panel again, with the graph
+    s = small.wait(r"COMMAND +GPU 0 *$")  # the filter, in short on a narrow screen
+    assert re.search(r"^GPU 0  NVIDIA H200 .*util   0 %", s, re.M) and "GPU 1 " not in s
+    big = watch(scenario=scn, width=100, height=40)
+    s = big.wait(r"^GPU 15 \[")
+    assert "more GPUs" not in s
+    assert re.search(r"^ nearly full \(92 %\): no process is listed as holding it", s, re.M), s
