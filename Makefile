@@ -22,6 +22,8 @@ MAKEFLAGS += --no-print-directory
 # Debian packages: to build and run, and in addition to test.
 DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev libncurses-dev
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux
+# headless Chromium renders the `gpumon report --html` page in tests/html
+DEPS_TEST += chromium-headless-shell
 
 .PHONY: all build run test test-werror test-asan fuzz bench install deps deps-test clean help
 
