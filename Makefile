@@ -2,7 +2,7 @@
 # The commands people type. CMake does the building; this file installs what is missing from
 # Debian, picks the build directories, and runs things.
 #
-#   make run     install missing build dependencies, build, and show this machine's GPUs
+#   make run     install missing build dependencies, build, and show this machine's GPUs (live)
 #   make test    the same set-up, then every test: a -Werror build, then the whole suite again
 #                under ASan+UBSan (clang) with short fuzz runs
 #   make fuzz    run every fuzz target longer (FUZZ_SECONDS each, default 300)
@@ -20,8 +20,8 @@ JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
-DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev
-DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev libncurses-dev
+DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux
 # headless Chromium renders the `gpumon report --html` page in tests/html
 DEPS_TEST += chromium-headless-shell
 
@@ -59,8 +59,10 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS) --target gpumon
 
 # gpumon's own line explains a missing driver (exit 12); make adds nothing to it.
+# On a terminal with no ARGS: the live view (which plays the bundled recording without a driver).
 run: build
-	@$(BUILD)/cli/gpumon $(ARGS); st=$$?; [ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
+	@if [ -z "$(ARGS)" ] && [ -t 0 ] && [ -t 1 ]; then $(BUILD)/cli/gpumon watch; \
+	else $(BUILD)/cli/gpumon $(ARGS); fi; st=$$?; [ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
 
 test: deps-test test-werror test-asan
 

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+/* watch_model.c — what `gpumon watch` has learnt from the sampler's records: the latest sample of
+ * each GPU with a per-second history of its memory, and the processes holding memory with their
+ * recent figures (for the change per minute) and an online leak detector each. The screen reads it
+ * through a snapshot, so a paused screen keeps still while the model goes on. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "watch.h"
+
+#define POINTS 128                /* recent figures of a process, at least 1 s apart */
+#define NS 1000000000ull
+#define CHANGE_WINDOW_NS (60 * NS) /* "change per minute" looks this far back */
+#define CHANGE_MIN_NS (5 * NS)    /* a younger process has no change figure yet */
+
+struct mgpu {
+	gpumon_device_info info;
+	int have_sample, lost;
+	gpumon_device_sample s;
+	uint64_t val[WATCH_HIST_SECONDS]; /* slot sec % WATCH_HIST_SECONDS: largest used bytes */
+	uint64_t sec[WATCH_HIST_SECONDS]; /* the second a slot holds, + 1 (0: empty) */
+	uint64_t first_sec;
+	int any;
+};
+
+struct mproc {
+	unsigned gpu;
+	gpumon_process p;
+	uint64_t pt_t[POINTS], pt_v[POINTS]; /* ring of recent figures, oldest at head when full */
+	unsigned npt, head;
+	gpumon_leak *leak;
+	gpumon_leak_result res;
+};
+
+struct watch_model {
+	unsigned ngpu;
+	struct mgpu *g;
+	struct mproc **procs;
+	size_t nproc, cap;
+	uint64_t now_ns;
+};
+
+int watch_model_create(unsigned ngpu, watch_model **out)
+{
+	watch_model *m = calloc(1, sizeof *m);
+	*out = NULL;
+	if (!m)
+		return GPUMON_E_NOMEM;
+	m->ngpu = ngpu;
+	m->g = calloc(ngpu ? ngpu : 1, sizeof *m->g);
+	if (!m->g) {
+		free(m);
+		return GPUMON_E_NOMEM;
+	}
+	for (unsigned i = 0; i < ngpu; i++)
+		m->g[i].info.index = i;
+	*out = m;
+	return GPUMON_OK;
+}
+
+static void proc_free(struct mproc *p)
+{
+	if (p) {
+		gpumon_leak_destroy(p->leak);
+		free(p);
+	}
+}
+
+void watch_model_destroy(watch_model *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nproc; i++)
+		proc_free(m->procs[i]);
+	free(m->procs);
+	free(m->g);
+	free(m);
+}
+
+void watch_model_set_info(watch_model *m, unsigned dev, const gpumon_device_info *info)
+{
+	if (dev < m->ngpu) {
+		m->g[dev].info = *info;
+		m->g[dev].lost = m->g[dev].lost || info->lost;
+	}
+}
+
+static uint64_t total_of(const struct mgpu *g)
+{
+	if (g->have_sample && (g->s.present & GPUMON_F_MEMORY) && g->s.memory_total_bytes)
+		return g->s.memory_total_bytes;
+	return (g->info.present & GPUMON_INFO_MEMORY_TOTAL) ? g->info.memory_total_bytes : 0;
+}
+
+static void device_record(struct mgpu *g, const gpumon_record *r)
+{
+	g->have_sample = 1;
+	g->s = r->sample;
+	if (!(r->sample.present & GPUMON_F_MEMORY))
+		return;
+	uint64_t v = r->used_max_bytes > r->sample.memory_used_bytes ? r->used_max_bytes : r->sample.memory_used_bytes;
+	uint64_t sec = r->t_ns / NS;
+	size_t slot = sec % WATCH_HIST_SECONDS;
+	if (!g->any || sec < g->first_sec) {
+		g->any = 1;
+		g->first_sec = sec;
+	}
+	if (g->sec[slot] != sec + 1) {
+		g->sec[slot] = sec + 1;
+		g->val[slot] = v;
+	} else if (v > g->val[slot]) {
+		g->val[slot] = v;
+	}
+}
+
+static struct mproc *proc_find(const watch_model *m, unsigned dev, unsigned pid, size_t *at)
+{
+	for (size_t i = 0; i < m->nproc; i++)
+		if (m->procs[i]->gpu == dev && m->procs[i]->p.pid == pid) {
+			if (at)
+				*at = i;
+			return m->procs[i];
+		}
+	return NULL;
+}
+
+static void proc_remove(watch_model *m, size_t i)
+{
+	proc_free(m->procs[i]);
+	m->procs[i] = m->procs[--m->nproc];
+}
+
+/* Adds a figure to the ring; figures less than a second after the newest update it instead, so the
+ * ring always spans at least POINTS - 1 seconds. */
+static void proc_point(struct mproc *p, uint64_t t_ns, uint64_t v)
+{
+	if (p->npt > 1) { /* the oldest figure stays: it is what the change is measured from */
+		unsigned last = (p->head + p->npt - 1) % POINTS;
+		if (t_ns < p->pt_t[last] + NS) {
+			p->pt_v[last] = v;
+			return;
+		}
+	}
+	unsigned slot = (p->head + p->npt) % POINTS;
+	if (p->npt == POINTS)
+		p->head = (p->head + 1) % POINTS;
+	else
+		p->npt++;
+	p->pt_t[slot] = t_ns;
+	p->pt_v[slot] = v;
+}
+
+static int process_record(watch_model *m, const gpumon_record *r)
+{
+	struct mproc *p = proc_find(m, r->dev, r->process.pid, NULL);
+	if (!p) {
+		if (m->nproc == m->cap) {
+			size_t cap = m->cap ? 2 * m->cap : 64;
+			struct mproc **n = realloc(m->procs, cap * sizeof *n);
+			if (!n)
+				return GPUMON_E_NOMEM;
+			m->procs = n;
+			m->cap = cap;
+		}
+		p = calloc(1, sizeof *p);
+		if (!p || gpumon_leak_create(NULL, &p->leak) != GPUMON_OK) {
+			free(p);
+			return GPUMON_E_NOMEM;
+		}
+		p->gpu = r->dev;
+		m->procs[m->nproc++] = p;
+	}
+	p->p = r->process;
+	if (r->process.flags & GPUMON_PROC_USED_KNOWN)
+		proc_point(p, r->t_ns, r->process.used_bytes);
+	return GPUMON_OK;
+}
+
+/* Feeds the leak detector of every process on dev its figure at this device record: process
+ * records come only when a figure changes, too sparse for the detector, while device records come
+ * at a steady cadence (a heartbeat at least every second) — as `gpumon report` judges a
+ * recording, so both say the same. Time only: a watcher knows no step numbers, and the process's
+ * figure is reserved memory plus context (docs/leak-detection.md, choice 2). */
+static void feed_leaks(watch_model *m, unsigned dev, uint64_t t_ns)
+{
+	uint64_t limit = total_of(&m->g[dev]);
+	for (size_t i = 0; i < m->nproc; i++) {
+		struct mproc *p = m->procs[i];
+		if (p->gpu != dev || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
+			continue;
+		if (gpumon_leak_add(p->leak, -1, t_ns, p->p.used_bytes, limit) == GPUMON_OK)
+			gpumon_leak_result_get(p->leak, &p->res);
+	}
+}
+
+int watch_model_record(watch_model *m, const gpumon_record *r)
+{
+	if (r->dev >= m->ngpu)
+		return GPUMON_OK;
+	if (r->t_ns > m->now_ns)
+		m->now_ns = r->t_ns;
+	struct mgpu *g = &m->g[r->dev];
+	size_t at;
+	switch (r->kind) {
+	case GPUMON_REC_DEVICE:
+		device_record(g, r);
+		feed_leaks(m, r->dev, r->t_ns);
+		break;
+	case GPUMON_REC_PROCESS:
+		return process_record(m, r);
+	case GPUMON_REC_PROCESS_GONE:
+		if (proc_find(m, r->dev, r->process.pid, &at))
+			proc_remove(m, at);
+		break;
+	case GPUMON_REC_LOST:
+		g->lost = 1;
+		g->info.lost = 1;
+		for (size_t i = m->nproc; i-- > 0;)
+			if (m->procs[i]->gpu == r->dev)
+				proc_remove(m, i);
+		break;
+	default:
+		break;
+	}
+	return GPUMON_OK;
+}
+
+/* The change of p's memory over the last minute (since it appeared, for a younger process). */
+static int proc_change(const struct mproc *p, uint64_t now_ns, double *out)
+{
+	if (!p->npt || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
+		return 0;
+	uint64_t since = now_ns > CHANGE_WINDOW_NS ? now_ns - CHANGE_WINDOW_NS : 0;
+	double now_v = (double)p->p.used_bytes;
+	for (unsigned k = p->npt; k-- > 0;) {
+		unsigned i = (p->head + k) % POINTS;
+		if (p->pt_t[i] <= since) {
+			*out = now_v - (double)p->pt_v[i];
+			return 1;
+		}
+	}
+	uint64_t t0 = p->pt_t[p->head];
+	if (now_ns < t0 + CHANGE_MIN_NS)
+		return 0;
+	*out = now_v - (double)p->pt_v[p->head]; /* all of its life lies within the last minute */
+	return 1;
+}
+
+static void gpu_snapshot(const struct mgpu *g, uint64_t now_ns, watch_gpu *o)
+{
+	o->info = g->info;
+	o->have_sample = g->have_sample;
+	o->lost = g->lost;
+	o->s = g->s;
+	o->hist_known = 0;
+	uint64_t now_sec = now_ns / NS, carry = WATCH_NONE;
+	for (size_t i = 0; i < WATCH_HIST_SECONDS; i++) {
+		uint64_t age = WATCH_HIST_SECONDS - 1 - i;
+		o->hist[i] = WATCH_NONE;
+		if (!g->any || now_sec < age || now_sec - age < g->first_sec)
+			continue;
+		uint64_t sec = now_sec - age;
+		size_t slot = sec % WATCH_HIST_SECONDS;
+		if (g->sec[slot] == sec + 1)
+			carry = g->val[slot];
+		o->hist[i] = carry; /* a second without a record kept the previous figure */
+		o->hist_known++;
+	}
+}
+
+int watch_model_snapshot(const watch_model *m, watch_snap *snap)
+{
+	if (snap->ngpu != m->ngpu || !snap->gpus) {
+		watch_gpu *g = calloc(m->ngpu ? m->ngpu : 1, sizeof *g);
+		if (!g)
+			return GPUMON_E_NOMEM;
+		free(snap->gpus);
+		snap->gpus = g;
+		snap->ngpu = m->ngpu;
+	}
+	if (snap->cap < m->nproc) {
+		watch_proc *p = realloc(snap->procs, m->nproc * sizeof *p);
+		if (!p)
+			return GPUMON_E_NOMEM;
+		snap->procs = p;
+		snap->cap = m->nproc;
+	}
+	snap->now_ns = m->now_ns;
+	for (unsigned i = 0; i < m->ngpu; i++)
+		gpu_snapshot(&m->g[i], m->now_ns, &snap->gpus[i]);
+	snap->nproc = m->nproc;
+	for (size_t i = 0; i < m->nproc; i++) {
+		const struct mproc *p = m->procs[i];
+		watch_proc *o = &snap->procs[i];
+		memset(o, 0, sizeof *o);
+		o->gpu = p->gpu;
+		o->pid = p->p.pid;
+		o->flags = p->p.flags;
+		o->used_bytes = p->p.used_bytes;
+		o->change_known = proc_change(p, m->now_ns, &o->change_bytes_per_min);
+		o->leak = p->res.alert;
+		o->leak_bytes_per_min = p->res.rate_bytes_per_second * 60.0;
+		o->leak_seconds_to_oom = p->res.seconds_to_oom;
+		if (p->p.flags & GPUMON_PROC_USER_KNOWN)
+			snprintf(o->user, sizeof o->user, "%s", p->p.user);
+		if ((p->p.flags & GPUMON_PROC_CMDLINE_KNOWN) && p->p.cmdline[0])
+			snprintf(o->command, sizeof o->command, "%s", p->p.cmdline);
+		else if (p->p.flags & GPUMON_PROC_NAME_KNOWN)
+			snprintf(o->command, sizeof o->command, "%s", p->p.name);
+	}
+	return GPUMON_OK;
+}
+
+void watch_snap_free(watch_snap *snap)
+{
+	free(snap->gpus);
+	free(snap->procs);
+	memset(snap, 0, sizeof *snap);
+}

@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: MIT */
+/* watch_ui.c — the screen of `gpumon watch`: curses set-up (colour or monochrome, wide characters
+ * or ASCII), the title and recording lines, the process table with its leak marks, the selected
+ * process's details, the key line, the help screen and the user filter prompt. The GPU panels are
+ * in watch_gpu.c. */
+#include <langinfo.h>
+#include <locale.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "watch_draw.h"
+
+#define MIN_COLS 80
+#define MIN_ROWS 24
+#define MIN_TABLE_ROWS 5
+#define LEAK_COL 47 /* where the LEAK/MIN column starts in a table row */
+
+/* ---- curses helpers ------------------------------------------------------------------------------ */
+
+attr_t watch_attr(const watch_view *v, int pair, attr_t mono)
+{
+	return v->color ? (attr_t)COLOR_PAIR(pair) : mono;
+}
+
+int watch_put(int y, int x, int end, attr_t attr, const char *s)
+{
+	int maxy, maxx;
+	getmaxyx(stdscr, maxy, maxx);
+	if (end > maxx)
+		end = maxx;
+	if (y < 0 || y >= maxy || x >= end)
+		return x;
+	attrset(attr);
+	/* multi-byte text (user names, command lines) is converted so that clipping counts columns */
+	wchar_t w[1024];
+	size_t n = mbstowcs(w, s, sizeof w / sizeof w[0] - 1);
+	if (n == (size_t)-1) {
+		mvaddnstr(y, x, s, end - x);
+		n = strlen(s);
+	} else {
+		w[n] = 0;
+		mvaddnwstr(y, x, w, end - x);
+	}
+	attrset(A_NORMAL);
+	int after = x + (int)n;
+	return after < end ? after : end;
+}
+
+void watch_fill(const watch_view *v, int y, int x, int n, attr_t attr, wchar_t wide, char ascii)
+{
+	int maxx = getmaxx(stdscr);
+	if (n <= 0 || x >= maxx)
+		return;
+	if (x + n > maxx)
+		n = maxx - x;
+	attrset(attr);
+	if (v->utf8) {
+		wchar_t w[2] = {wide, 0};
+		cchar_t cc;
+		setcchar(&cc, w, attr & ~A_COLOR, (short)PAIR_NUMBER(attr), NULL);
+		mvhline_set(y, x, &cc, n);
+	} else {
+		mvhline(y, x, (chtype)(unsigned char)ascii | attr, n);
+	}
+	attrset(A_NORMAL);
+}
+
+int watch_screen_start(watch_view *v, char *err, size_t errlen)
+{
+	setlocale(LC_ALL, "");
+	v->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	if (!newterm(NULL, stdout, stdin)) {
+		snprintf(err, errlen, "cannot start the terminal screen: is TERM (%s) a terminal type this "
+			 "machine knows?", getenv("TERM") ? getenv("TERM") : "unset");
+		return -1;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(25);
+	curs_set(0);
+	const char *nc = getenv("NO_COLOR");
+	v->color = !(nc && nc[0]) && has_colors();
+	if (v->color) {
+		start_color();
+		use_default_colors();
+		init_pair(WATCH_PAIR_USED, COLOR_GREEN, -1);
+		init_pair(WATCH_PAIR_WARN, COLOR_YELLOW, -1);
+		init_pair(WATCH_PAIR_FULL, COLOR_RED, -1);
+		init_pair(WATCH_PAIR_RESERVED, COLOR_BLUE, -1);
+		init_pair(WATCH_PAIR_SEL, COLOR_MAGENTA, -1);
+		init_pair(WATCH_PAIR_TITLE, COLOR_BLACK, COLOR_CYAN);
+		init_pair(WATCH_PAIR_GRAPH, COLOR_CYAN, -1);
+		init_pair(WATCH_PAIR_REPLAY, COLOR_BLACK, COLOR_YELLOW);
+	}
+	return 0;
+}
+
+void watch_screen_end(void)
+{
+	endwin();
+}
+
+/* ---- rows ----------------------------------------------------------------------------------------- */
+
+const char *watch_sort_name(int sort)
+{
+	static const char *const names[WATCH_SORT_COUNT] = {"memory", "change/min", "GPU", "pid", "user", "command"};
+	return sort >= 0 && sort < WATCH_SORT_COUNT ? names[sort] : "?";
+}
+
+/* qsort has no context argument: the sort order of the call in progress. */
+static int sort_order;
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static int row_cmp(const void *x, const void *y)
+{
+	const watch_proc *a = x, *b = y;
+	int ka, kb, c = 0;
+	switch (sort_order) {
+	case WATCH_SORT_MEMORY:
+		ka = !!(a->flags & GPUMON_PROC_USED_KNOWN), kb = !!(b->flags & GPUMON_PROC_USED_KNOWN);
+		c = ka != kb ? kb - ka : cmp_u64_desc(a->used_bytes, b->used_bytes);
+		break;
+	case WATCH_SORT_CHANGE:
+		c = a->change_known != b->change_known ? b->change_known - a->change_known
+		    : a->change_bytes_per_min < b->change_bytes_per_min ? 1
+		    : a->change_bytes_per_min > b->change_bytes_per_min ? -1 : 0;
+		break;
+	case WATCH_SORT_GPU: c = (a->gpu > b->gpu) - (a->gpu < b->gpu); break;
+	case WATCH_SORT_PID: c = (a->pid > b->pid) - (a->pid < b->pid); break;
+	case WATCH_SORT_USER: c = strcmp(a->user, b->user); break;
+	case WATCH_SORT_COMMAND: c = strcmp(a->command, b->command); break;
+	}
+	if (!c)
+		c = (a->gpu > b->gpu) - (a->gpu < b->gpu);
+	return c ? c : (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+size_t watch_rows(const watch_snap *snap, const watch_view *v, size_t *idx)
+{
+	watch_proc *p = snap->procs;
+	sort_order = v->sort;
+	if (snap->nproc)
+		qsort(p, snap->nproc, sizeof *p, row_cmp);
+	size_t n = 0;
+	for (size_t i = 0; i < snap->nproc; i++) {
+		if (v->gpu_filter >= 0 && p[i].gpu != (unsigned)v->gpu_filter)
+			continue;
+		if (v->user_filter[0] && strcmp(p[i].user, v->user_filter))
+			continue;
+		idx[n++] = i;
+	}
+	return n;
+}
+
+const char *watch_format_change(char *buf, size_t len, double bytes)
+{
+	char a[32];
+	if (fabs(bytes) < 0.5)
+		snprintf(buf, len, "0 B");
+	else
+		snprintf(buf, len, "%c%s", bytes < 0 ? '-' : '+', cli_format_bytes(a, sizeof a, (uint64_t)llround(fabs(bytes))));
+	return buf;
+}
+
+/* ---- the main screen ------------------------------------------------------------------------------ */
+
+static void title(const watch_snap *snap, const watch_view *v, int cols)
+{
+	char right[192];
+	attr_t at = watch_attr(v, WATCH_PAIR_TITLE, A_REVERSE);
+	move(0, 0);
+	attrset(at);
+	hline(' ', cols);
+	int x = watch_put(0, 0, cols, at | A_BOLD, " gpumon watch  ");
+	watch_put(0, x, cols, at, v->title);
+	if (v->position[0]) /* a replay: where in the recording, rather than counts */
+		snprintf(right, sizeof right, "%s%s ", v->paused ? "PAUSED  " : "", v->position);
+	else
+		snprintf(right, sizeof right, "%s%u GPU%s  %zu proc%s ", v->paused ? "PAUSED  " : "", snap->ngpu,
+			 snap->ngpu == 1 ? "" : "s", snap->nproc, snap->nproc == 1 ? "" : "s");
+	int w = (int)strlen(right);
+	if (cols - w > x + 1)
+		watch_put(0, cols - w, cols, at | (v->paused ? A_BOLD : 0), right);
+}
+
+/* The column layout of the table: mark, GPU, PID, USER, MEMORY, CHG/MIN, LEAK/MIN, COMMAND. */
+static void table_header(const watch_view *v, int y, int cols)
+{
+	char h[256], filt[128] = "";
+	snprintf(h, sizeof h, "%c %3s %7s %-10.10s %10s %10s %10s %s", ' ', "GPU", "PID", "USER", "MEMORY", "CHG/MIN",
+		 "LEAK/MIN", "COMMAND");
+	move(y, 0);
+	attrset(A_REVERSE);
+	hline(' ', cols);
+	watch_put(y, 0, cols, A_REVERSE | A_BOLD, h);
+	/* the filters, then the sort order; shorter forms, then without the sort order, when narrow */
+	for (int form = 0; form < 3; form++) {
+		int n = 0;
+		filt[0] = 0;
+		if (v->gpu_filter >= 0)
+			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " GPU %d" : " GPU %d only", v->gpu_filter);
+		if (v->user_filter[0])
+			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " user %s" : " user %s only", v->user_filter);
+		if (form < 2)
+			snprintf(filt + n, sizeof filt - (size_t)n, form ? " by %s" : "  sort: %s", watch_sort_name(v->sort));
+		int w = (int)strlen(filt) + 1;
+		if (cols - w > (int)strlen(h)) {
+			watch_put(y, cols - w, cols, A_REVERSE | A_BOLD, filt);
+			break;
+		}
+	}
+}
+
+static void table_row(const watch_proc *p, const watch_view *v, int y, int cols, int selected)
+{
+	char line[700], mem[32], chg[32], leak[32];
+	if (p->flags & GPUMON_PROC_USED_KNOWN)
+		cli_format_bytes(mem, sizeof mem, p->used_bytes);
+	else
+		snprintf(mem, sizeof mem, "n/a");
+	if (p->change_known)
+		watch_format_change(chg, sizeof chg, p->change_bytes_per_min);
+	else
+		snprintf(chg, sizeof chg, "n/a");
+	if (p->leak)
+		watch_format_change(leak, sizeof leak, p->leak_bytes_per_min);
+	else
+		leak[0] = 0;
+	const char *cmd = p->command[0] ? p->command : (p->flags & GPUMON_PROC_FOREIGN) ? "(other PID namespace)" : "n/a";
+	snprintf(line, sizeof line, "%c %3u %7u %-10.10s %10s %10s %10s %s", p->leak ? '!' : ' ', p->gpu, p->pid,
+		 p->user[0] ? p->user : "n/a", mem, chg, leak, cmd);
+	attr_t at = selected ? A_REVERSE : A_NORMAL;
+	if (selected) {
+		move(y, 0);
+		attrset(at);
+		hline(' ', cols);
+	}
+	watch_put(y, 0, cols, at, line);
+	if (p->leak) {
+		watch_put(y, 0, 1, at | watch_attr(v, WATCH_PAIR_FULL, A_BOLD) | A_BOLD, "!");
+		watch_put(y, LEAK_COL, LEAK_COL + 10, at | watch_attr(v, WATCH_PAIR_FULL, A_BOLD) | A_BOLD, line + LEAK_COL);
+	}
+}
+
+/* One line on the selected process: where it is, whether it leaks, its whole command. */
+static void detail(const watch_proc *p, const watch_view *v, int y, int cols)
+{
+	char line[900], a[32], b[64] = "";
+	if (!p) {
+		watch_put(y, 0, cols, A_DIM, v->gpu_filter >= 0 || v->user_filter[0]
+						     ? "no process matches the filter (c clears it)" : "no process holds GPU memory");
+		return;
+	}
+	if (p->leak && p->leak_seconds_to_oom >= 0)
+		snprintf(b, sizeof b, ", full in ~%.0f min", p->leak_seconds_to_oom / 60.0);
+	if (p->leak)
+		snprintf(line, sizeof line, "pid %u on GPU %u: LEAK suspected, %s/min%s: %s", p->pid,
+			 p->gpu, watch_format_change(a, sizeof a, p->leak_bytes_per_min), b,
+			 p->command[0] ? p->command : "n/a");
+	else
+		snprintf(line, sizeof line, "pid %u on GPU %u (user %s): %s", p->pid, p->gpu, p->user[0] ? p->user : "n/a",
+			 p->command[0] ? p->command : "n/a");
+	watch_put(y, 0, cols, p->leak ? watch_attr(v, WATCH_PAIR_FULL, A_BOLD) : A_NORMAL, line);
+}
+
+static void key_line(const watch_view *v, int y, int cols)
+{
+	if (v->prompting) {
+		char line[160];
+		snprintf(line, sizeof line, "Show only the processes of user (empty: all, Esc: cancel): %s", v->input);
+		int x = watch_put(y, 0, cols, A_BOLD, line);
+		curs_set(1);
+		move(y, x);
+		return;
+	}
+	curs_set(0);
+	if (v->message[0]) {
+		watch_put(y, 0, cols, A_BOLD, v->message);
+		return;
+	}
+	char keys[160];
+	snprintf(keys, sizeof keys, "q quit  %s PgUp PgDn move  s sort  g GPU  u user  c clear  p pause  %sh help",
+		 v->utf8 ? "\u2191\u2193" : "arrows", v->position[0] ? "+/- speed  " : "");
+	watch_put(y, 0, cols, A_NORMAL, keys);
+}
+
+static void help_screen(const watch_view *v, int cols)
+{
+	static const char *const lines[] = {
+		"gpumon watch: GPU memory, live",
+		"",
+		"  q            quit",
+		"  Up/Down      move the selection (its share of its GPU's memory shows in the bar)",
+		"  PgUp/PgDn    a page up or down; Home/End: first or last process",
+		"  s            sort the processes by the next column: memory, change/min, GPU, pid,",
+		"               user, command",
+		"  g            show one GPU after the other, then all again",
+		"  u            show only the processes of one user (type the name, Enter)",
+		"  c            clear the GPU and user filters",
+		"  p or space   pause: the screen stays still; sampling goes on",
+		"  + / -        replay: play twice as fast / half as fast",
+		"  h or ?       this help; any key returns",
+		"  Ctrl-L       redraw the whole screen",
+		"",
+		"Bar: reserved by the driver, the selected process, other used memory, free.",
+		"Graph: the largest memory used in each few seconds of the last minutes.",
+		"CHG/MIN: how much the process's memory changed over the last minute.",
+		"! and LEAK/MIN: the leak detector sees the process's memory floor rising steadily,",
+		"and has for a while (docs/leak-detection.md); the rate is per minute.",
+		"n/a: the driver does not report that value.",
+	};
+	erase();
+	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		watch_put((int)i + 1, 2, cols, i == 0 ? A_BOLD : A_NORMAL, lines[i]);
+	(void)v;
+}
+
+static void too_small(int rows, int cols)
+{
+	char line[96];
+	erase();
+	snprintf(line, sizeof line, "terminal too small: %dx%d", cols, rows);
+	watch_put(rows / 2 - 1, 0, cols, A_BOLD, line);
+	snprintf(line, sizeof line, "gpumon watch needs %dx%d", MIN_COLS, MIN_ROWS);
+	watch_put(rows / 2, 0, cols, A_NORMAL, line);
+	watch_put(rows / 2 + 1, 0, cols, A_NORMAL, "q quits");
+}
+
+void watch_draw(const watch_snap *snap, watch_view *v)
+{
+	int rows, cols;
+	getmaxyx(stdscr, rows, cols);
+	if (rows < MIN_ROWS || cols < MIN_COLS) {
+		too_small(rows, cols);
+		refresh();
+		return;
+	}
+	if (v->help) {
+		help_screen(v, cols);
+		refresh();
+		return;
+	}
+	erase();
+	size_t *idx = malloc((snap->nproc ? snap->nproc : 1) * sizeof *idx);
+	size_t n = idx ? watch_rows(snap, v, idx) : 0;
+	for (size_t i = 0; v->sel_valid && !v->moved && i < n; i++)
+		if (snap->procs[idx[i]].gpu == v->sel_gpu && snap->procs[idx[i]].pid == v->sel_pid)
+			v->cur = i;
+	v->moved = 0;
+	if (v->cur >= n)
+		v->cur = n ? n - 1 : 0;
+	const watch_proc *sel = n ? &snap->procs[idx[v->cur]] : NULL;
+	if (sel) {
+		v->sel_valid = 1;
+		v->sel_gpu = sel->gpu;
+		v->sel_pid = sel->pid;
+	}
+	title(snap, v, cols);
+	int y = 1;
+	for (int b = 0; b < 2; b++)
+		if (v->banner[b][0])
+			watch_put(y++, 0, cols, watch_attr(v, WATCH_PAIR_REPLAY, A_REVERSE) | A_BOLD, v->banner[b]);
+	/* the table keeps at least MIN_TABLE_ROWS rows; the GPUs get the rest */
+	int fixed = y + 1 /* header */ + 2 /* detail, keys */;
+	y += watch_draw_gpus(snap, v, sel, y, rows - fixed - MIN_TABLE_ROWS, cols);
+	table_header(v, y++, cols);
+	int page = rows - 2 - y;
+	v->page_rows = (size_t)(page > 0 ? page : 1);
+	if (v->cur < v->top)
+		v->top = v->cur;
+	if (v->cur >= v->top + v->page_rows)
+		v->top = v->cur - v->page_rows + 1;
+	if (v->top + v->page_rows > n)
+		v->top = n > v->page_rows ? n - v->page_rows : 0;
+	for (size_t i = v->top; i < n && i < v->top + v->page_rows; i++)
+		table_row(&snap->procs[idx[i]], v, y++, cols, i == v->cur);
+	if (!n)
+		watch_put(y, 2, cols, A_DIM, "(none)");
+	detail(sel, v, rows - 2, cols);
+	key_line(v, rows - 1, cols);
+	free(idx);
+	refresh();
+}
