@@ -20,8 +20,8 @@ JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
-DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev
-DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libmicrohttpd-dev
+DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base prometheus
 
 .PHONY: all build run test test-werror test-asan fuzz bench install deps deps-test clean help
 
