@@ -382,7 +382,10 @@ int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_e
 		do
 			gpumon__exporter_collect_once(e, 20);
 		while (!gpumon__exporter_collect_ready(e) && gpumon__now_ns() < until);
-		gpumon__exporter_collect_once(e, 0);
+		/* the first process lists follow the device samples: take records until 50 ms pass
+		   without one */
+		while (gpumon__exporter_collect_once(e, 50) > 0 && gpumon__now_ns() < until)
+			;
 		if (gpumon__exporter_render(e) != GPUMON_OK)
 			st = gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory rendering the metrics");
 	}

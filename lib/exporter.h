@@ -74,7 +74,8 @@ struct gpumon_exporter {
 /* exporter_collect.c */
 /* Prepares the collector's tables from g's devices; GPUMON_E_NOMEM on failure. */
 int gpumon__exporter_collect_init(gpumon_exporter *e);
-/* Drains the sampler for up to wait_ms, applies the records; 0 or GPUMON_E_NOMEM. */
+/* Drains the sampler (waiting up to wait_ms for the first record), applies the records;
+ * returns how many. */
 int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms);
 /* 1 when every GPU has a sample or is lost. */
 int gpumon__exporter_collect_ready(const gpumon_exporter *e);

@@ -20,7 +20,7 @@
 /* Copies the buffer into dst (len bytes), or "" when it failed or does not fit. */
 static void take(struct prom_buf *b, char *dst, size_t len)
 {
-	if (!b->failed && b->len < len)
+	if (b->p && !b->failed && b->len < len)
 		memcpy(dst, b->p, b->len + 1);
 	else
 		dst[0] = 0;
@@ -229,15 +229,16 @@ static void rotate_peaks(gpumon_exporter *e, uint64_t now)
 
 int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms)
 {
-	size_t n = 0;
+	size_t n = 0, total = 0;
 	do { /* a full batch means more may be waiting: take them now, without waiting */
 		gpumon_sampler_poll(e->sampler, e->recbuf, BATCH, &n, wait_ms);
 		for (size_t i = 0; i < n; i++)
 			on_record(e, &e->recbuf[i]);
+		total += n;
 		wait_ms = 0;
 	} while (n == BATCH);
 	rotate_peaks(e, gpumon__now_ns());
-	return GPUMON_OK;
+	return total > INT32_MAX ? INT32_MAX : (int)total;
 }
 
 int gpumon__exporter_collect_ready(const gpumon_exporter *e)
