@@ -236,30 +236,58 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const cha
 	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg), MHD_RESPMEM_PERSISTENT, NULL, NULL);
 }
 
-/* The snapshot plus the per-scrape families, in a new buffer. */
+/* A /metrics response: the shared snapshot and this scrape's own families. */
+struct scrape {
+	struct snapshot *snap;
+	char tail[512];
+};
+
+static void scrape_free(void *cls)
+{
+	struct scrape *r = cls;
+	gpumon__snapshot_release(r->snap);
+	free(r);
+}
+
+/* Answers /metrics with the latest snapshot (sent from where it lies, no copy) and the per-scrape
+ * families after it. */
 static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uint64_t t0)
 {
-	enum { TAIL = 512 };
+	struct scrape *r = malloc(sizeof *r);
+	if (!r)
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 	pthread_mutex_lock(&e->snap_lock);
-	size_t len = e->snap_len;
-	char *body = e->snap ? malloc(len + TAIL) : NULL;
-	if (body)
-		memcpy(body, e->snap, len);
+	r->snap = e->snap;
+	if (r->snap)
+		atomic_fetch_add(&r->snap->refs, 1);
 	pthread_mutex_unlock(&e->snap_lock);
-	if (!body)
-		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet (or out of memory)\n");
+	if (!r->snap) {
+		free(r);
+		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
+	}
 	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
 	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
-	int k = snprintf(body + len, TAIL,
+	int k = snprintf(r->tail, sizeof r->tail,
 			 "# HELP gpumon_exporter_scrapes_total Requests for /metrics answered, this one included.\n"
 			 "# TYPE gpumon_exporter_scrapes_total counter\ngpumon_exporter_scrapes_total %llu\n"
 			 "# HELP gpumon_exporter_scrape_duration_seconds Time the previous /metrics request took to answer, in seconds.\n"
 			 "# TYPE gpumon_exporter_scrape_duration_seconds gauge\ngpumon_exporter_scrape_duration_seconds %.9f\n",
 			 n, last);
-	len += k > 0 && k < TAIL ? (size_t)k : 0;
-	enum MHD_Result r = reply(c, MHD_HTTP_OK, CONTENT_TYPE, body, len, MHD_RESPMEM_MUST_FREE, NULL, NULL);
+	struct MHD_IoVec iov[2] = {
+		{r->snap->data, r->snap->len},
+		{r->tail, k > 0 && (size_t)k < sizeof r->tail ? (size_t)k : 0},
+	};
+	struct MHD_Response *resp = MHD_create_response_from_iovec(iov, 2, scrape_free, r);
+	if (!resp) {
+		scrape_free(r);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
 	atomic_store(&e->last_scrape_ns, gpumon__now_ns() - t0);
-	return r;
+	return ret;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -281,7 +309,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return metrics(e, c, t0);
 	if (!strcmp(url, "/healthz")) {
 		pthread_mutex_lock(&e->snap_lock);
-		uint64_t t = e->snap_t_ns;
+		uint64_t t = e->snap ? e->snap->t_ns : 0;
 		pthread_mutex_unlock(&e->snap_lock);
 		if (t && t0 - t < HEALTHY_NS)
 			return text(c, MHD_HTTP_OK, "ok\n");
@@ -371,6 +399,11 @@ int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_e
 		gpumon_sampler_config sc = {
 			.period_us = (c->interval_ms ? c->interval_ms : 10) * 1000u,
 			.process_period_us = e->processes ? 0 : UINT32_MAX,
+			/* the flight recorder is not used here: keep it small (it is resident memory) */
+			.ring_seconds = 1,
+			/* the collector drains every 50 ms; 1,024 records (~1 KiB each) is headroom for
+			   the process records of 1,000 processes changing at once */
+			.queue_records = 1024,
 			.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
 				       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
 		};

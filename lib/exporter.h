@@ -13,6 +13,17 @@
 
 #define EXPORTER_MAX_FRAMEWORK 256
 
+/* A rendered page, shared by the responses that send it; freed by the last reference. */
+struct snapshot {
+	atomic_uint refs;
+	uint64_t t_ns;   /* when it was rendered */
+	size_t len;
+	char data[]; /* len bytes, not NUL-terminated */
+};
+
+/* Drops a reference; NULL is a no-op. */
+void gpumon__snapshot_release(struct snapshot *s);
+
 /* A process on a GPU, as the collector knows it. */
 struct eproc {
 	struct prom_proc pub;  /* what is rendered */
@@ -50,16 +61,16 @@ struct gpumon_exporter {
 	const struct prom_proc **order; /* scratch for rendering, cap_procs long */
 	uint64_t window_start_ns;
 	double render_seconds;
+	size_t last_len;       /* the previous page's length */
 
 	pthread_t collector;
 	int collector_started;
 	atomic_int stopping;
 
-	/* the latest snapshot, swapped by the collector, copied by HTTP threads */
+	/* the latest snapshot, swapped by the collector; HTTP threads take a reference and send it
+	   without copying it */
 	pthread_mutex_t snap_lock;
-	char *snap;
-	size_t snap_len;
-	uint64_t snap_t_ns;
+	struct snapshot *snap;
 
 	/* framework figures pushed by the embedding program */
 	pthread_mutex_t fw_lock;

@@ -4,6 +4,7 @@
  * per process) and renders it into a snapshot a few times a second. Only this thread touches the
  * state; HTTP threads see nothing but the published snapshot. */
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,6 +252,12 @@ int gpumon__exporter_collect_ready(const gpumon_exporter *e)
 
 /* ---- rendering -------------------------------------------------------------------------------- */
 
+void gpumon__snapshot_release(struct snapshot *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1)
+		free(s);
+}
+
 static int by_used_desc(const void *a, const void *b)
 {
 	const struct prom_proc *x = *(const struct prom_proc *const *)a, *y = *(const struct prom_proc *const *)b;
@@ -309,20 +316,31 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	pthread_mutex_unlock(&e->fw_lock);
 	v.fw = fw;
 
+	/* rendered straight into the snapshot's memory, behind room for its header, then shrunk to
+	   size: no copy, and the capacity of the last page avoids growing step by step */
+	static const char header[offsetof(struct snapshot, data)];
 	struct prom_buf b = {0};
+	gpumon__prom_reserve(&b, sizeof header + e->last_len + 4096);
+	gpumon__prom_put(&b, header, sizeof header);
 	int st = gpumon__prom_render(&v, &b);
 	if (st != GPUMON_OK) {
 		gpumon__prom_free(&b);
 		return st;
 	}
+	char *mem = realloc(b.p, b.len);
+	if (mem)
+		b.p = mem;
+	struct snapshot *snap = (struct snapshot *)(void *)b.p;
+	atomic_init(&snap->refs, 1);
+	snap->len = b.len - sizeof header;
+	e->last_len = snap->len;
 	uint64_t t1 = gpumon__now_ns();
+	snap->t_ns = t1;
 	pthread_mutex_lock(&e->snap_lock);
-	char *old = e->snap;
-	e->snap = b.p;
-	e->snap_len = b.len;
-	e->snap_t_ns = t1;
+	struct snapshot *old = e->snap;
+	e->snap = snap;
 	pthread_mutex_unlock(&e->snap_lock);
-	free(old);
+	gpumon__snapshot_release(old);
 	e->render_seconds = (double)(t1 - t0) / 1e9;
 	return GPUMON_OK;
 }
@@ -377,6 +395,6 @@ void gpumon__exporter_collect_free(gpumon_exporter *e)
 	e->gpus = NULL;
 	e->eg = NULL;
 	e->nprocs = e->cap_procs = 0;
-	free(e->snap);
+	gpumon__snapshot_release(e->snap);
 	e->snap = NULL;
 }

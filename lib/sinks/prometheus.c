@@ -18,7 +18,7 @@ void gpumon__prom_free(struct prom_buf *b)
 }
 
 /* Makes room for extra more bytes (plus a NUL); 0 or -1 (failed set). */
-static int reserve(struct prom_buf *b, size_t extra)
+int gpumon__prom_reserve(struct prom_buf *b, size_t extra)
 {
 	if (b->failed)
 		return -1;
@@ -42,9 +42,9 @@ static int reserve(struct prom_buf *b, size_t extra)
 	return 0;
 }
 
-static void put(struct prom_buf *b, const char *s, size_t n)
+void gpumon__prom_put(struct prom_buf *b, const char *s, size_t n)
 {
-	if (reserve(b, n) != 0)
+	if (gpumon__prom_reserve(b, n) != 0)
 		return;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
@@ -53,7 +53,7 @@ static void put(struct prom_buf *b, const char *s, size_t n)
 
 void gpumon__prom_puts(struct prom_buf *b, const char *s)
 {
-	put(b, s, strlen(s));
+	gpumon__prom_put(b, s, strlen(s));
 }
 
 void gpumon__prom_printf(struct prom_buf *b, const char *fmt, ...)
@@ -68,10 +68,10 @@ void gpumon__prom_printf(struct prom_buf *b, const char *fmt, ...)
 		return;
 	}
 	if ((size_t)n < sizeof small) {
-		put(b, small, (size_t)n);
+		gpumon__prom_put(b, small, (size_t)n);
 		return;
 	}
-	if (reserve(b, (size_t)n) != 0)
+	if (gpumon__prom_reserve(b, (size_t)n) != 0)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
@@ -120,20 +120,20 @@ void gpumon__prom_label_value(struct prom_buf *b, const char *v, size_t max_byte
 		size_t k = utf8_len(s + i, n - i);
 		size_t out = k ? k : 1;
 		if (used + out > max_bytes) {
-			put(b, "...", 3);
+			gpumon__prom_put(b, "...", 3);
 			return;
 		}
 		used += out;
 		if (!k)
-			put(b, "?", 1);
+			gpumon__prom_put(b, "?", 1);
 		else if (s[i] == '\\')
-			put(b, "\\\\", 2);
+			gpumon__prom_put(b, "\\\\", 2);
 		else if (s[i] == '"')
-			put(b, "\\\"", 2);
+			gpumon__prom_put(b, "\\\"", 2);
 		else if (s[i] == '\n')
-			put(b, "\\n", 2);
+			gpumon__prom_put(b, "\\n", 2);
 		else
-			put(b, (const char *)s + i, k);
+			gpumon__prom_put(b, (const char *)s + i, k);
 		i += out;
 	}
 }

@@ -18,6 +18,9 @@ struct prom_buf {
 };
 
 void gpumon__prom_free(struct prom_buf *b);
+/* Makes room for extra more bytes; 0, or -1 with failed set. */
+int gpumon__prom_reserve(struct prom_buf *b, size_t extra);
+void gpumon__prom_put(struct prom_buf *b, const char *s, size_t n);
 void gpumon__prom_puts(struct prom_buf *b, const char *s);
 void gpumon__prom_printf(struct prom_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "# HELP name help\n# TYPE name type\n" */
