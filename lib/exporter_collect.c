@@ -102,7 +102,8 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	gpumon__prom_puts(&b, "\"");
 	if (cid[0])
 		gpumon__prom_printf(&b, ",container_id=\"%s\"", cid);
-	take(&b, ep->pub.labels, sizeof ep->pub.labels);
+	ep->pub.labels = b.p && !b.failed ? strdup(b.p) : NULL;
+	gpumon__prom_free(&b);
 	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "", 28);
 	take(&b, ep->pub.name, sizeof ep->pub.name);
 }
@@ -120,6 +121,7 @@ static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
 static void drop_proc(gpumon_exporter *e, struct eproc *ep)
 {
 	gpumon_leak_destroy(ep->leak);
+	free(ep->pub.labels);
 	*ep = e->procs[--e->nprocs];
 }
 
@@ -145,6 +147,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 	ep->pub.pid = p->pid;
 	ep->seconds_to_oom = -1;
 	proc_labels(e, ep, p);
+	if (!ep->pub.labels) {
+		gpumon_leak_destroy(ep->leak);
+		return NULL;
+	}
 	e->nprocs++;
 	return ep;
 }
@@ -382,8 +388,10 @@ int gpumon__exporter_collect_init(gpumon_exporter *e)
 
 void gpumon__exporter_collect_free(gpumon_exporter *e)
 {
-	for (size_t i = 0; i < e->nprocs; i++)
+	for (size_t i = 0; i < e->nprocs; i++) {
 		gpumon_leak_destroy(e->procs[i].leak);
+		free(e->procs[i].pub.labels);
+	}
 	free(e->procs);
 	free(e->order);
 	free(e->gpus);

@@ -31,7 +31,6 @@ void gpumon__prom_label_value(struct prom_buf *b, const char *v, size_t max_byte
 
 /* Label strings are prebuilt once (they do not change while a GPU or process lives). */
 #define PROM_GPU_LABELS 640
-#define PROM_PROC_LABELS 1024
 
 struct prom_gpu {
 	gpumon_device_info info;
@@ -56,7 +55,8 @@ struct prom_proc {
 	int rate_known;             /* the detector suspects a leak: rate below holds a value */
 	double rate_bytes_per_second;
 	char name[64];              /* process name for nvidia_smi compat (escaped) */
-	char labels[PROM_PROC_LABELS]; /* gpu,uuid,pid,user,command[,container_id] */
+	char *labels;               /* gpu,uuid,pid,user,command[,container_id]; malloc'd, exact size
+				       (hundreds of processes: fixed arrays would waste memory) */
 };
 
 struct prom_view {
