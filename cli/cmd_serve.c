@@ -2,6 +2,7 @@
 /* cmd_serve.c — `gpumon serve`: the Prometheus exporter. A thin front end over
  * gpumon_exporter_start(): parses the options, raises the open-file limit for the connection
  * limit, serves until SIGINT or SIGTERM. The metrics are listed in docs/metrics.md. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,15 @@ int cmd_serve(int argc, char **argv)
 		return rc;
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGINT/SIGTERM are blocked in every thread (the exporter's threads inherit the mask) and
+	   taken only in sigsuspend below, so that none is lost between a check and a wait */
+	sigset_t stop_set, old;
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGINT);
+	sigaddset(&stop_set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_set, &old);
+	sigdelset(&old, SIGINT);
+	sigdelset(&old, SIGTERM);
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	gpumon_exporter *e = NULL;
@@ -173,7 +183,7 @@ int cmd_serve(int argc, char **argv)
 		c.tls_cert_file ? "https" : "http", addr, gpumon_device_count(g),
 		gpumon_device_count(g) == 1 ? "" : "s");
 	while (!stop_signal)
-		pause();
+		sigsuspend(&old);
 	gpumon_exporter_stop(e);
 	gpumon_close(g);
 	return EXIT_OK;
