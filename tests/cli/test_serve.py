@@ -604,3 +604,13 @@ def test_tls_bad_files(gpumon, tmp_path):
     assert r.returncode != 0 and "cannot start the HTTP server" in r.stderr
     r = gpumon(["serve", "--basic-auth-file", str(tmp_path / "missing")], scenario=H200)
     assert r.returncode != 0 and "cannot open the basic auth file" in r.stderr
+
+
+def test_man_page_documents_serve():
+    man = os.environ.get("GPUMON_MAN", os.path.join(os.path.dirname(__file__), "../../man/gpumon.1"))
+    text = subprocess.run(["groff", "-man", "-Tutf8", man], capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "GROFF_NO_SGR": "1"}).stdout
+    text = " ".join(re.sub(r".\x08", "", text).replace("\u2010\n", "").split())
+    for word in ["gpumon serve", "--listen", "--insecure-listen", "--basic-auth-file", "--compat", "19400",
+                 "--peak-window", "/healthz"]:
+        assert word in text, word
