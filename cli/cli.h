@@ -32,6 +32,7 @@ int cmd_query(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 
 /* The program's name for messages ("gpumon"). */

@@ -12,9 +12,8 @@
 #include <sqlite3.h>
 
 #include "cli.h"
+#include "recfile.h"
 
-#define APPLICATION_ID 0x4750554d /* "GPUM" */
-#define FORMAT_VERSION 1
 
 /* What a table of the export is made of. The first column is the row's t_ns; every column whose
  * name ends in "t_ns" is written as seconds since the start ("..._t_s"). */
@@ -125,73 +124,6 @@ static int parse(int argc, char **argv, struct opts *o)
 		cli_error("export: %s (see gpumon export --help)",
 			  !o->file ? "which recording? name a FILE" : "choose --csv or --jsonl");
 		return EXIT_USAGE;
-	}
-	return EXIT_OK;
-}
-
-/* The first column of the first row of sql as an integer; 0, or the SQLite error code. */
-static int query_int(sqlite3 *db, const char *sql, int64_t *v, int *found)
-{
-	sqlite3_stmt *s = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
-	*found = 0;
-	if (rc == SQLITE_OK && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		*found = sqlite3_column_type(s, 0) == SQLITE_INTEGER;
-		*v = sqlite3_column_int64(s, 0);
-	}
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* Opens file read-only and checks that it is a recording this program reads. Prints the reason
- * and returns EXIT_OTHER when not. */
-static int open_recording(const char *file, sqlite3 **db, struct start *start)
-{
-	struct stat sb;
-	int64_t app = 0, version = 0;
-	int found, found2;
-	if (stat(file, &sb) != 0) {
-		cli_error("export: %s: %s", file, strerror(errno));
-		return EXIT_OTHER;
-	}
-	if (S_ISDIR(sb.st_mode)) {
-		cli_error("export: %s is a directory", file);
-		return EXIT_OTHER;
-	}
-	int rc = sqlite3_open_v2(file, db, SQLITE_OPEN_READONLY, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_busy_timeout(*db, 2000);
-		rc = query_int(*db, "PRAGMA application_id", &app, &found);
-	}
-	if (rc == SQLITE_NOTADB || (rc == SQLITE_OK && app != APPLICATION_ID)) {
-		cli_error("export: %s is not a gpumon recording (%s)", file,
-			  rc == SQLITE_NOTADB ? "not an SQLite database"
-					      : "an SQLite database of another program");
-		return EXIT_OTHER;
-	}
-	if (rc == SQLITE_OK)
-		rc = query_int(*db, "PRAGMA user_version", &version, &found);
-	if (rc == SQLITE_OK && version != FORMAT_VERSION) {
-		cli_error("export: %s is a gpumon recording of format version %" PRId64
-			  "; this gpumon (%s) reads "
-			  "version %d%s",
-			  file, version, GPUMON_VERSION_STRING, FORMAT_VERSION,
-			  version > FORMAT_VERSION ? ": export it with a newer gpumon" : "");
-		return EXIT_OTHER;
-	}
-	if (rc == SQLITE_OK)
-		rc = query_int(*db, "SELECT value FROM meta WHERE key = 'start_mono_ns'", &start->mono_ns,
-			       &found);
-	if (rc == SQLITE_OK)
-		rc = query_int(*db, "SELECT value FROM meta WHERE key = 'start_wall_ns'", &start->wall_ns,
-			       &found2);
-	if (rc != SQLITE_OK) {
-		cli_error("export: cannot read %s: %s", file, sqlite3_errmsg(*db));
-		return EXIT_OTHER;
-	}
-	if (!found || !found2) {
-		cli_error("export: %s is damaged: its meta table has no start time", file);
-		return EXIT_OTHER;
 	}
 	return EXIT_OK;
 }
@@ -371,9 +303,19 @@ int cmd_export(int argc, char **argv)
 		cli_error("export: -o %s would overwrite the recording", o.out);
 		return EXIT_USAGE;
 	}
-	sqlite3 *db = NULL;
-	struct start st;
-	rc = open_recording(o.file, &db, &st);
+	recfile rf;
+	char err[512];
+	struct start st = {0, 0};
+	rc = recfile_open(o.file, &rf, err, sizeof err);
+	if (rc != EXIT_OK)
+		cli_error("export: %s", err);
+	else if (!rf.start_mono_ns && !rf.start_wall_ns) {
+		cli_error("export: %s is damaged: its meta table has no start time", o.file);
+		rc = EXIT_OTHER;
+	}
+	st.mono_ns = rf.start_mono_ns;
+	st.wall_ns = rf.start_wall_ns;
+	sqlite3 *db = rc == EXIT_OK ? rf.db : NULL;
 	FILE *f = stdout;
 	if (rc == EXIT_OK && o.out && !(f = fopen(o.out, "w"))) {
 		cli_error("export: cannot create %s: %s", o.out, strerror(errno));
@@ -388,6 +330,6 @@ int cmd_export(int argc, char **argv)
 		cli_error("export: cannot write %s: %s", o.out ? o.out : "the output", strerror(errno));
 		rc = EXIT_OTHER;
 	}
-	sqlite3_close(db);
+	recfile_close(&rf);
 	return rc;
 }

@@ -16,6 +16,7 @@ static const cli_command commands[] = {
 	{"record", "record GPU memory and processes into a SQLite file until Ctrl-C", cmd_record},
 	{"run", "run a job with allocator settings, record its GPU memory, exit with its status", cmd_run},
 	{"export", "write a recording's samples out as CSV or JSON lines", cmd_export},
+	{"report", "what a recording or CSV means: leak verdict, peaks, out-of-memory cause", cmd_report},
 	{"serve", "a Prometheus exporter: /metrics with memory, peaks, processes and leak alerts", cmd_serve},
 };
 

@@ -428,6 +428,89 @@ GPUMON_API void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result 
 GPUMON_API void gpumon_leak_destroy(gpumon_leak *l);
 
 /* ---------------------------------------------------------------------------------------------
+ * Peaks: the highest figure of a series and of each window of time, with when and whose, in
+ * bounded memory. Windows start at the first point and are window_ns long; when more than
+ * max_windows would be needed, neighbours merge pairwise and windows become twice as long.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_peaks gpumon_peaks;
+
+typedef struct gpumon_peak {
+	uint64_t bytes;       /* the highest figure */
+	uint64_t t_ns;        /* when it was seen (the first time, if it repeats) */
+	int64_t owner_pid;    /* whose it was as the caller said (e.g. the largest process); -1 unknown */
+	uint64_t start_t_ns;  /* the window: [start, end); the whole series for the global peak */
+	uint64_t end_t_ns;
+	uint64_t points;      /* points in the window */
+} gpumon_peak;
+
+/* Creates a tracker. window_ns > 0, 2 <= max_windows <= 4096. GPUMON_E_INVAL / GPUMON_E_NOMEM. */
+GPUMON_API int gpumon_peaks_create(uint64_t window_ns, unsigned max_windows, gpumon_peaks **out);
+
+/* Feeds one point (CLOCK_MONOTONIC ns, bytes, owner pid or -1). Points before the first one are
+ * refused with GPUMON_E_INVAL; later points may come slightly out of order. */
+GPUMON_API int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t owner_pid);
+
+/* The global peak: 0, or GPUMON_E_NOT_FOUND when nothing was fed. */
+GPUMON_API int gpumon_peaks_global(const gpumon_peaks *p, gpumon_peak *out);
+
+/* Copies the peaks of the windows that hold points, oldest first, into out[0..cap-1]; returns
+ * how many there are (which may exceed cap). */
+GPUMON_API size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap);
+
+/* Frees the tracker; NULL is a no-op. */
+GPUMON_API void gpumon_peaks_destroy(gpumon_peaks *p);
+
+/* ---------------------------------------------------------------------------------------------
+ * Out-of-memory forensics: from what was on the card when a job ran out of memory, the most likely
+ * cause in plain words (the seed's table: a leak, another process holding the card, a transient
+ * peak, an allocator that pre-reserved most of it). A pure function: the caller gathers the figures
+ * (a recording, or the sampler's flight recorder) and says which it knows.
+ * ------------------------------------------------------------------------------------------- */
+enum {
+	GPUMON_OOM_UNKNOWN = 0,
+	GPUMON_OOM_LEAK = 1,           /* the job's floor kept rising until the card was full */
+	GPUMON_OOM_CO_TENANT = 2,      /* other processes held the memory the job needed */
+	GPUMON_OOM_TRANSIENT_PEAK = 3, /* a sudden peak well above the job's usual level */
+	GPUMON_OOM_PREALLOCATION = 4,  /* the allocator had reserved most of the card, little of it in use */
+};
+
+/* Which fields of gpumon_oom_input are known */
+#define GPUMON_OOM_F_TOTAL      (1u << 0)
+#define GPUMON_OOM_F_USED       (1u << 1)
+#define GPUMON_OOM_F_JOB        (1u << 2)
+#define GPUMON_OOM_F_OTHERS     (1u << 3)
+#define GPUMON_OOM_F_FLOOR      (1u << 4)
+#define GPUMON_OOM_F_FRAMEWORK  (1u << 5) /* allocated_bytes and reserved_bytes */
+#define GPUMON_OOM_F_LEAK       (1u << 6)
+#define GPUMON_OOM_F_EARLY      (1u << 7)
+
+typedef struct gpumon_oom_input {
+	unsigned known;               /* GPUMON_OOM_F_* */
+	uint64_t total_bytes;         /* the card's memory, or the limit the job ran against */
+	uint64_t used_bytes;          /* used on the card at the moment (the peak of the last seconds) */
+	uint64_t job_bytes;           /* the job's processes together (NVML) at that moment */
+	uint64_t others_bytes;        /* every other process on the card at that moment */
+	int64_t top_other_pid;        /* the largest other process; -1 none */
+	uint64_t top_other_bytes;
+	const char *top_other_user;   /* NULL unknown */
+	const char *top_other_command;
+	uint64_t floor_bytes;         /* the job's usual level: the lowest used over the seconds before */
+	double rise_seconds;          /* how long the climb from floor to the peak took; < 0 unknown */
+	uint64_t early_bytes;         /* the job's figure (NVML) in its first seconds on the card */
+	uint64_t allocated_bytes;     /* the framework's figures just before the end */
+	uint64_t reserved_bytes;
+	gpumon_leak_result leak;      /* the leak detector's result on the job */
+} gpumon_oom_input;
+
+typedef struct gpumon_oom_diagnosis {
+	int cause;                    /* GPUMON_OOM_* */
+	char text[640];               /* the diagnosis in plain words, with the figures and what to do */
+} gpumon_oom_diagnosis;
+
+/* Fills *out from *in. GPUMON_E_INVAL on NULL. */
+GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
+
+/* ---------------------------------------------------------------------------------------------
  * NVML failures by function, counted since gpumon_open (for an exporter's error counter).
  * A field the driver does not offer is not a failure and is not counted.
  * ------------------------------------------------------------------------------------------- */

@@ -64,7 +64,7 @@ static inline void sleep_ms(unsigned ms)
 }
 
 /* Writes the scenario text to a temporary file and selects the fake NVML (full, or v1-only). */
-static void use_scenario(const char *text, int v1_only)
+static inline void use_scenario(const char *text, int v1_only)
 {
 	static char path[64];
 	if (!path[0]) {
@@ -93,7 +93,7 @@ static inline gpumon *open_fake(const char *scenario, int v1_only)
 }
 #endif
 
-static void remove_scenario(void)
+static inline void remove_scenario(void)
 {
 	const char *p = getenv("FAKE_NVML_SCENARIO");
 	if (p)

@@ -1,0 +1,411 @@
+# SPDX-License-Identifier: MIT
+"""`gpumon report`: the verdicts, peaks, fragmentation, unaccounted memory and out-of-memory cause
+from CSV files and recordings, and bad input: CSVs without `time` or a memory column, rows that
+cannot be read, damaged and truncated recordings, files that are neither, and a large file read
+in bounded memory.
+
+Recordings are made from a template written by the library itself (`test_recording PATH`, see
+test_export.py), emptied and refilled here with known rows, so the schema is the library's.
+"""
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import sqlite3
+import subprocess
+
+import pytest
+
+from test_export import make_recording
+
+MiB = 1 << 20
+GiB = 1 << 30
+S = 10**9
+TOTAL = 80 * GiB
+EXAMPLES = os.path.join(os.path.dirname(__file__), "../../examples/traces")
+
+
+def report_json(gpumon, path, *args):
+    r = gpumon(["report", str(path), "--json", *args])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def write_csv(path, header, rows):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for row in rows:
+            f.write(",".join("" if v is None else str(v) for v in row) + "\n")
+    return path
+
+
+def allocated_series(steps, leak_per_step=0, seed=1, warmup=0):
+    """allocated after each step: a 2 GiB floor, dynamic shapes up to 300 MiB, a leak if asked"""
+    rnd = random.Random(seed)
+    for i in range(steps):
+        base = 2 * GiB + (min(i, warmup) * 8 * MiB if warmup else 0)
+        yield i, base + leak_per_step * i + rnd.randrange(6) * 60 * MiB + rnd.randrange(MiB)
+
+
+# ---- CSV ---------------------------------------------------------------------------------------
+
+
+def test_csv_leak_rate_and_json_keys(gpumon, tmp_path):
+    rows = [(i * 0.1, i, a, a + 512 * MiB, a + 300 * MiB, 0, TOTAL)
+            for i, a in allocated_series(600, leak_per_step=4 * MiB)]
+    path = write_csv(tmp_path / "leak.csv",
+                     ["time", "step", "allocated", "reserved", "max_allocated", "unused", "device_total"], rows)
+    doc = report_json(gpumon, path)
+    assert doc["leak"]["verdict"] == "leak"
+    assert doc["leak"]["rate_bytes_per_step"] == pytest.approx(4 * MiB, rel=0.05)
+    assert doc["leak"]["series"].startswith("framework allocated")
+    assert doc["leak"]["start_step"] is not None and doc["leak"]["start_step"] < 60
+    # no device or process column: the peak is the framework's max_allocated, at the last step
+    last = rows[-1]
+    assert doc["peak"]["what"] == "framework"
+    assert doc["peak"]["bytes"] == max(r[4] for r in rows)
+    assert doc["peak"]["time"] == pytest.approx(last[0], abs=1e-6)
+    assert doc["fragmentation"]["bytes"] == max(r[3] - r[2] for r in rows)
+    assert doc["unaccounted"] is None  # no process figure to compare with
+    assert doc["oom"] is None
+    assert doc["source"]["type"] == "csv" and doc["source"]["damage"] is None
+    text = gpumon(["report", str(path)])
+    assert text.returncode == 0
+    assert "LEAK" in text.stdout and "a step" in text.stdout
+    assert "Unaccounted:    n/a" in text.stdout
+
+
+def test_csv_clean_and_short(gpumon, tmp_path):
+    rows = [(i * 0.1, i, a) for i, a in allocated_series(600, warmup=40)]
+    doc = report_json(gpumon, write_csv(tmp_path / "clean.csv", ["time", "step", "allocated"], rows))
+    assert doc["leak"]["verdict"] == "none"
+    assert doc["leak"]["rate_bytes_per_step"] is None
+    short = write_csv(tmp_path / "short.csv", ["time", "allocated"], [(i, GiB + i * MiB) for i in range(20)])
+    doc = report_json(gpumon, short)
+    assert doc["leak"]["verdict"] == "insufficient_data"
+    assert doc["leak"]["confidence"] is None
+
+
+def test_csv_device_peak_exact_and_columns_any_order(gpumon, tmp_path):
+    rnd = random.Random(3)
+    rows = [(f"{i * 0.5:.1f}", "x", 10 * GiB + rnd.randrange(GiB), TOTAL) for i in range(100)]
+    rows[37] = ("18.5", "x", 71 * GiB + 5, TOTAL)
+    path = write_csv(tmp_path / "dev.csv", ["note", "time", "device_used", "device_total"],
+                     [(r[1], r[0], r[2], r[3]) for r in rows])
+    doc = report_json(gpumon, path)
+    assert doc["peak"] == {"bytes": 71 * GiB + 5, "time": 18.5, "what": "device", "dev": 0, "owner": None}
+    assert doc["windows"] and doc["windows"][0]["peak_bytes"] == 71 * GiB + 5
+
+
+def test_csv_process_and_framework_give_unaccounted(gpumon, tmp_path):
+    rows = [(i, i, 5 * GiB, 6 * GiB, 6 * GiB + 700 * MiB + i) for i in range(10)]
+    doc = report_json(gpumon, write_csv(tmp_path / "p.csv",
+                                        ["time", "step", "allocated", "reserved", "process_used"], rows))
+    assert doc["unaccounted"]["bytes"] == 700 * MiB + 9
+    assert doc["peak"]["what"] == "job"
+    assert doc["peak"]["bytes"] == 6 * GiB + 700 * MiB + 9
+
+
+@pytest.mark.parametrize("header,needle", [
+    (["step", "allocated"], "no `time` column"),
+    (["time", "step", "util"], "no memory column"),
+    (["time", "device_total"], "no memory column"),
+])
+def test_csv_missing_columns(gpumon, tmp_path, header, needle):
+    path = write_csv(tmp_path / "bad.csv", header, [(1, 2, 3)])
+    r = gpumon(["report", str(path)])
+    assert r.returncode == 2
+    assert needle in r.stderr and str(path) in r.stderr
+    assert r.stdout == ""
+
+
+def test_csv_bad_rows_skipped_and_named(gpumon, tmp_path):
+    rows = [(i, GiB + i) for i in range(100)]
+    rows[10] = (10, "lots")
+    rows[20] = (5, GiB)            # time goes back
+    rows[30] = (30, -4)            # negative bytes
+    rows[40] = ("", GiB)           # no time
+    rows[50] = (50, "")            # unknown: not a problem, not a zero
+    doc = report_json(gpumon, write_csv(tmp_path / "rows.csv", ["time", "allocated"], rows))
+    damage = doc["source"]["damage"]
+    assert damage.startswith("4 rows skipped")
+    assert "line 12" in damage and "'lots'" in damage and "allocated" in damage
+    assert doc["peak"]["bytes"] == GiB + 99
+
+
+def test_csv_quoting_bom_crlf_comments(gpumon, tmp_path):
+    path = tmp_path / "q.csv"
+    path.write_bytes(b"\xef\xbb\xbf# exported by a script\r\n\"time\",\"note, with comma\",allocated\r\n"
+                     b"0,\"a \"\"quoted\"\" note, here\",100\r\n1,b,300\r\n2,c,200\r\n")
+    doc = report_json(gpumon, path)
+    assert doc["peak"]["bytes"] == 300 and doc["peak"]["time"] == 1.0
+    assert doc["source"]["damage"] is None
+
+
+def test_not_a_csv_nor_a_recording(gpumon, tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    r = gpumon(["report", str(empty)])
+    assert r.returncode == 2 and "empty" in r.stderr
+    long_line = tmp_path / "long.csv"
+    long_line.write_text("time,allocated\n" + "1," + "9" * (2 << 20) + "\n")
+    r = gpumon(["report", str(long_line)])
+    assert r.returncode == 2 and "longer than" in r.stderr and "line 2" in r.stderr
+    r = gpumon(["report", str(tmp_path / "missing.csv")])
+    assert r.returncode == 255 and "No such file" in r.stderr
+    r = gpumon(["report", str(tmp_path)])
+    assert r.returncode == 255 and "directory" in r.stderr
+    other = tmp_path / "other.db"
+    db = sqlite3.connect(other)
+    db.execute("CREATE TABLE t (x)")
+    db.commit()
+    db.close()
+    r = gpumon(["report", str(other)])
+    assert r.returncode == 255 and "not a gpumon recording" in r.stderr
+
+
+def test_usage(gpumon):
+    r = gpumon(["report"])
+    assert r.returncode == 2 and "which file" in r.stderr
+    r = gpumon(["report", "a", "b"])
+    assert r.returncode == 2 and "one file" in r.stderr
+    r = gpumon(["report", "--frobnicate", "a"])
+    assert r.returncode == 2 and "--frobnicate" in r.stderr
+    r = gpumon(["report", "--help"])
+    assert r.returncode == 0 and "docs/report.md" in r.stdout
+
+
+# ---- recordings --------------------------------------------------------------------------------
+
+
+class Rec:
+    """A recording with known rows: the library's file, emptied and refilled."""
+
+    def __init__(self, path, kind="run", exit_status=None):
+        make_recording(path)
+        self.path = path
+        self.db = sqlite3.connect(path)
+        for t in ("devices", "processes", "device_samples", "process_samples", "framework_sources",
+                  "framework_samples", "events"):
+            self.db.execute(f"DELETE FROM {t}")
+        self.db.execute("DELETE FROM meta WHERE key IN ('kind', 'job_pid', 'exit_status', 'command')")
+        self.start = dict(self.db.execute("SELECT key, value FROM meta"))["start_mono_ns"]
+        self.db.execute("INSERT INTO meta VALUES ('kind', ?)", (kind,))
+        if exit_status is not None:
+            self.db.execute("INSERT INTO meta VALUES ('exit_status', ?)", (exit_status,))
+        self.db.execute("INSERT INTO devices VALUES (0, 'GPU-aaaaaaaa-0000-0000-0000-000000000000', 'NVIDIA H200',"
+                        " '00000000:00:06.0', ?, NULL)", (TOTAL,))
+        self.sources = {}
+
+    def t(self, s):
+        return self.start + int(s * S)
+
+    def device(self, s, used, used_max=None):
+        self.db.execute("INSERT INTO device_samples (t_ns, dev, memory_api, used_bytes, total_bytes,"
+                        " used_min_bytes, used_max_bytes, used_max_t_ns) VALUES (?, 0, 2, ?, ?, ?, ?, ?)",
+                        (self.t(s), used, TOTAL, used, used_max or used, self.t(s)))
+
+    def process(self, s, pid, used, user="alice", command="python train.py", job=False):
+        if not self.db.execute("SELECT 1 FROM processes WHERE pid = ?", (pid,)).fetchone():
+            self.db.execute("INSERT INTO processes (dev, pid, first_t_ns, flags, foreign_pid, user, command)"
+                            " VALUES (0, ?, ?, 49, 0, ?, ?)", (pid, self.t(s), user, command))
+            if job:
+                self.db.execute("INSERT INTO events VALUES (?, 'job', ?)", (self.t(s), f"pid {pid}: {command}"))
+        self.db.execute("INSERT INTO process_samples VALUES (?, 0, ?, ?, 0)", (self.t(s), pid, used))
+
+    def framework(self, s, pid, step, allocated, reserved, max_allocated=None):
+        if pid not in self.sources:
+            self.sources[pid] = len(self.sources) + 1
+            self.db.execute("INSERT INTO framework_sources VALUES (?, ?, 0, 'torch', ?)",
+                            (self.sources[pid], pid, self.t(s)))
+        self.db.execute("INSERT INTO framework_samples VALUES (?, ?, ?, ?, ?, ?)",
+                        (self.t(s), self.sources[pid], step, allocated, reserved, max_allocated or allocated))
+
+    def event(self, s, kind, text):
+        self.db.execute("INSERT INTO events VALUES (?, ?, ?)", (self.t(s), kind, text))
+
+    def close(self):
+        self.db.commit()
+        self.db.close()
+        return self.path
+
+
+def test_recording_job_peak_owner_unaccounted(gpumon, tmp_path):
+    rec = Rec(tmp_path / "run.gpumon", exit_status=0)
+    rec.process(0.5, 9000, 3 * GiB, user="bob", command="python other.py")
+    for i in range(300):
+        s = 1 + i * 0.1
+        alloc = 4 * GiB + (i % 5) * 100 * MiB
+        rec.framework(s, 100, i, alloc, 6 * GiB)
+        job = 6 * GiB + 512 * MiB + (2 * GiB if i == 150 else 0)
+        rec.process(s, 100, job, job=True)
+        rec.process(s, 101, 256 * MiB, command="python train.py --worker", job=True)
+        rec.device(s, job + 256 * MiB + 3 * GiB)
+    doc = report_json(gpumon, rec.close())
+    assert doc["source"]["kind"] == "run" and doc["source"]["exit_status"] == 0
+    assert doc["leak"]["verdict"] == "none"
+    assert doc["peak"]["what"] == "job"
+    assert doc["peak"]["bytes"] == 8 * GiB + 512 * MiB + 256 * MiB  # both job processes, not bob's
+    assert doc["peak"]["time"] == pytest.approx(16.0)
+    assert doc["peak"]["owner"]["pid"] == 100
+    assert doc["fragmentation"]["bytes"] == 2 * GiB
+    assert doc["unaccounted"]["bytes"] == 2 * GiB + 512 * MiB and doc["unaccounted"]["pid"] == 100
+    assert doc["devices"][0]["name"] == "NVIDIA H200"
+
+
+def test_recording_oom_co_tenant(gpumon, tmp_path):
+    rec = Rec(tmp_path / "oom.gpumon", exit_status=1)
+    rec.process(0.2, 4242, 30 * GiB, user="bob", command="python colleague.py")
+    for i in range(100):
+        s = 1 + i * 0.1
+        job = 20 * GiB + i * 300 * MiB
+        rec.process(s, 100, job, job=True)
+        rec.device(s, job + 30 * GiB)
+    rec.event(11.0, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    doc = report_json(gpumon, rec.close())
+    oom = doc["oom"]
+    assert oom["cause"] == "co-tenant"
+    assert "4242" in oom["diagnosis"] and "bob" in oom["diagnosis"]
+    assert [h["pid"] for h in oom["holders"]] == [100, 4242]
+    assert oom["holders"][0]["job"] is True and oom["holders"][1]["job"] is False
+    assert oom["last_seconds"] and oom["last_seconds"][-1]["used_bytes"] == 20 * GiB + 99 * 300 * MiB + 30 * GiB
+    assert any("out of memory" in a["text"] for a in doc["alerts"])
+    text = gpumon(["report", str(rec.path)]).stdout
+    assert "Out of memory:" in text and "co-tenant" in text and "who held what" in text
+
+
+def test_recording_oom_leak_and_transient(gpumon, tmp_path):
+    rec = Rec(tmp_path / "leak.gpumon", exit_status=1)
+    for i, a in allocated_series(400, leak_per_step=40 * MiB):
+        rec.framework(1 + i * 0.05, 100, i, a, a + GiB)
+    rec.event(21.5, "oom", "CUDA out of memory")
+    doc = report_json(gpumon, rec.close())
+    assert doc["leak"]["verdict"] == "leak"
+    assert doc["oom"]["cause"] == "leak"
+    assert any(a["text"].startswith("leak suspected") for a in doc["alerts"])
+
+    rec = Rec(tmp_path / "peak.gpumon", exit_status=1)
+    for i in range(200):
+        s = 1 + i * 0.1
+        job = 20 * GiB + (i % 3) * MiB
+        if i >= 198:
+            job = TOTAL - GiB
+        rec.process(s, 100, job, job=True)
+        rec.device(s, job + GiB)
+    rec.event(20.95, "oom", "RESOURCE_EXHAUSTED: Out of memory")
+    doc = report_json(gpumon, rec.close())
+    assert doc["oom"]["cause"] == "transient peak", doc["oom"]["diagnosis"]
+
+
+def test_recording_full_card_without_message_is_oom(gpumon, tmp_path):
+    rec = Rec(tmp_path / "full.gpumon", exit_status=1)
+    for i in range(50):
+        rec.process(1 + i * 0.1, 100, TOTAL - GiB, job=True)
+        rec.device(1 + i * 0.1, TOTAL)
+    doc = report_json(gpumon, rec.close())
+    assert doc["oom"] is not None and "card was full" in doc["oom"]["message"]
+    rec = Rec(tmp_path / "ok.gpumon", exit_status=0)
+    rec.device(1, TOTAL)
+    assert report_json(gpumon, rec.close())["oom"] is None
+
+
+def big_recording(path, n):
+    rec = Rec(path, exit_status=0)
+    for i in range(n):
+        s = 1 + i * 0.01
+        rec.device(s, 10 * GiB + i * MiB)
+        rec.framework(s, 100, i, 2 * GiB + i * MiB, 3 * GiB + i * MiB)
+    return rec.close()
+
+
+def test_truncated_recording_reads_what_is_intact(gpumon, tmp_path):
+    whole = big_recording(tmp_path / "whole.gpumon", 20000)
+    full = report_json(gpumon, whole)
+    assert full["source"]["damage"] is None
+    cut = tmp_path / "cut.gpumon"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    r = gpumon(["report", str(cut), "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source"]["damage"] and "unreadable" in doc["source"]["damage"]
+    assert doc["peak"]["bytes"] is not None and doc["peak"]["bytes"] <= full["peak"]["bytes"]
+    text = gpumon(["report", str(cut)]).stdout
+    assert "Not read:" in text
+
+
+def test_corrupt_page_skipped_and_counted(gpumon, tmp_path):
+    whole = big_recording(tmp_path / "whole.gpumon", 20000)
+    data = bytearray(whole.read_bytes())
+    page = 4096
+    db = sqlite3.connect(whole)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    # scribble over a page in the middle of the file (a leaf of one of the sample tables)
+    mid = (len(data) // page // 2) * page
+    data[mid:mid + page] = bytes([0x5A]) * page
+    bad = tmp_path / "bad.gpumon"
+    bad.write_bytes(bytes(data))
+    r = gpumon(["report", str(bad), "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert re.search(r"\d+ rows of table \w+ are unreadable", doc["source"]["damage"]), doc["source"]["damage"]
+    # rows after the bad page were still read: the last samples are in
+    assert doc["source"]["duration_s"] == pytest.approx(1 + 19999 * 0.01, abs=0.05)
+
+
+def test_real_h200_traces(gpumon):
+    for name, verdict in [("leak_graph", "leak"), ("leak_cache", "leak"), ("leak_slow", "leak"),
+                          ("clean_warmup", "none"), ("clean_dynamic", "none"), ("clean_rare_long", "none"),
+                          ("clean_late_state", "none")]:
+        doc = report_json(gpumon, os.path.join(EXAMPLES, name + ".gpumon"))
+        assert doc["leak"]["verdict"] == verdict, name
+        assert doc["peak"]["what"] == "job" and doc["peak"]["owner"]["pid"] > 0, name
+        assert doc["source"]["damage"] is None, name
+    doc = report_json(gpumon, os.path.join(EXAMPLES, "leak_cache.gpumon"))
+    assert doc["leak"]["rate_bytes_per_step"] == pytest.approx(4 * MiB, rel=0.05)
+
+
+def test_large_csv_bounded_memory(gpumon, tmp_path):
+    """a million rows (~45 MB): streamed, so the report's memory does not grow with the file"""
+    path = tmp_path / "big.csv"
+    with open(path, "w") as f:
+        f.write("time,step,allocated,reserved,device_used,device_total\n")
+        for i in range(1_000_000):
+            a = 2 * GiB + (i % 97) * MiB
+            f.write(f"{i * 0.001:.3f},{i},{a},{a + GiB},{a + 2 * GiB},{TOTAL}\n")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r = gpumon(["report", str(path), "--json"], timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["leak"]["verdict"] == "none"
+    assert max(before, after) < 40 * 1024, f"max RSS {max(before, after)} KiB"  # the file is 45 MB
+
+
+def test_system_recording_leak_on_one_process(gpumon, tmp_path):
+    """`gpumon record` of a machine: a process leaks, then exits and the device empties; the
+    verdict is on the process's own figure, not the device's, which falls back to 0"""
+    rec = Rec(tmp_path / "machine.gpumon", kind="record")
+    rec.process(0.5, 7000, 2 * GiB, user="carol", command="python serve.py")
+    for i in range(400):
+        s = 1 + i * 0.1
+        rec.process(s, 678, GiB + i * 20 * MiB, command="python train.py")
+        rec.device(s, 3 * GiB + i * 20 * MiB)
+    rec.db.execute("INSERT INTO process_samples VALUES (?, 0, 678, NULL, 1)", (rec.t(41),))
+    for i in range(50):
+        rec.device(41 + i * 0.1, 2 * GiB)
+    doc = report_json(gpumon, rec.close())
+    assert doc["leak"]["verdict"] == "leak"
+    assert doc["leak"]["series"] == "pid 678 on GPU 0 (NVML)"
+    assert doc["leak"]["rate_bytes_per_second"] == pytest.approx(200 * MiB, rel=0.05)
+    assert doc["peak"]["what"] == "device"
+
+
+def test_bundled_h200_recording(gpumon):
+    path = os.path.join(os.path.dirname(__file__), "../../examples/recordings/h200_train_leak.gpumon")
+    doc = report_json(gpumon, path)
+    assert doc["source"]["kind"] == "record"
+    assert doc["leak"]["verdict"] == "leak" and "(NVML)" in doc["leak"]["series"]
+    assert doc["peak"]["owner"]["command"].startswith("python3 tests/gpu/trainer.py leak_cache")
