@@ -4,11 +4,13 @@
  * answers GET/HEAD on /metrics, /healthz and / from the collector's latest snapshot, and bounds
  * what a client can make it hold (connections, header bytes, idle time). */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,61 @@ static const char INDEX_HTML[] =
 	"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpumon exporter</title></head>\n"
 	"<body><h1>gpumon exporter</h1>\n<ul><li><a href=\"metrics\">metrics</a> (Prometheus text format)</li>\n"
 	"<li><a href=\"healthz\">healthz</a></li></ul></body></html>\n";
+
+/* ---- libmicrohttpd, loaded when an exporter starts ------------------------------------------------ */
+
+/* libmicrohttpd pulls in GnuTLS and p11-kit, whose start-up costs every program about 25 ms and
+ * 3 MB of memory: it is loaded with dlopen by the exporter only, never linked into libgpumon. */
+#define MHD_LIBRARY_FILE "libmicrohttpd.so.12"
+
+struct mhd_api {
+	__typeof__(MHD_start_daemon) *start_daemon;
+	__typeof__(MHD_stop_daemon) *stop_daemon;
+	__typeof__(MHD_is_feature_supported) *is_feature_supported;
+	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+	__typeof__(MHD_create_response_from_iovec) *create_response_from_iovec;
+	__typeof__(MHD_add_response_header) *add_response_header;
+	__typeof__(MHD_queue_response) *queue_response;
+	__typeof__(MHD_destroy_response) *destroy_response;
+	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+};
+
+static int load_mhd(gpumon_exporter *e)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+		{"MHD_start_daemon", offsetof(struct mhd_api, start_daemon)},
+		{"MHD_stop_daemon", offsetof(struct mhd_api, stop_daemon)},
+		{"MHD_is_feature_supported", offsetof(struct mhd_api, is_feature_supported)},
+		{"MHD_create_response_from_buffer", offsetof(struct mhd_api, create_response_from_buffer)},
+		{"MHD_create_response_from_iovec", offsetof(struct mhd_api, create_response_from_iovec)},
+		{"MHD_add_response_header", offsetof(struct mhd_api, add_response_header)},
+		{"MHD_queue_response", offsetof(struct mhd_api, queue_response)},
+		{"MHD_destroy_response", offsetof(struct mhd_api, destroy_response)},
+		{"MHD_lookup_connection_value", offsetof(struct mhd_api, lookup_connection_value)},
+	};
+	e->api = calloc(1, sizeof *e->api);
+	if (!e->api)
+		return gpumon__seterr(e->g, GPUMON_E_NOMEM, "out of memory for the exporter");
+	e->mhd_lib = dlopen(MHD_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
+	if (!e->mhd_lib) {
+		const char *why = dlerror();
+		return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+				      "cannot load %s for the HTTP server (%s): install the Debian package libmicrohttpd12",
+				      MHD_LIBRARY_FILE, why ? why : "not found");
+	}
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		void *f = dlsym(e->mhd_lib, syms[i].name);
+		if (!f)
+			return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+					      "%s has no %s: libmicrohttpd 0.9.74 or newer is needed", MHD_LIBRARY_FILE,
+					      syms[i].name);
+		memcpy((char *)e->api + syms[i].off, &f, sizeof f);
+	}
+	return GPUMON_OK;
+}
 
 /* ---- files and addresses ------------------------------------------------------------------------ */
 
@@ -205,7 +262,7 @@ static int authorized(gpumon_exporter *e, struct MHD_Connection *c)
 {
 	if (!e->auth_len)
 		return 1;
-	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *h = e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
 	unsigned char dec[sizeof e->auth + 4];
 	if (!h || strncasecmp(h, "Basic ", 6) != 0)
 		return 0;
@@ -213,27 +270,27 @@ static int authorized(gpumon_exporter *e, struct MHD_Connection *c)
 	return n >= 0 && equal_ct(dec, (size_t)n, e->auth, e->auth_len);
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+static enum MHD_Result reply(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *type, const char *body,
 			     size_t len, enum MHD_ResponseMemoryMode mode, const char *hname, const char *hvalue)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, mode);
+	struct MHD_Response *r = api->create_response_from_buffer(len, (void *)body, mode);
 	if (!r) {
 		if (mode == MHD_RESPMEM_MUST_FREE)
 			free((void *)body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	api->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	api->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (hname)
-		MHD_add_response_header(r, hname, hvalue);
-	enum MHD_Result ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+		api->add_response_header(r, hname, hvalue);
+	enum MHD_Result ret = api->queue_response(c, status, r);
+	api->destroy_response(r);
 	return ret;
 }
 
-static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+static enum MHD_Result text(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *msg)
 {
-	return reply(c, status, "text/plain; charset=utf-8", msg, strlen(msg), MHD_RESPMEM_PERSISTENT, NULL, NULL);
+	return reply(api, c, status, "text/plain; charset=utf-8", msg, strlen(msg), MHD_RESPMEM_PERSISTENT, NULL, NULL);
 }
 
 /* A /metrics response: the shared snapshot and this scrape's own families. */
@@ -255,7 +312,7 @@ static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uin
 {
 	struct scrape *r = malloc(sizeof *r);
 	if (!r)
-		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 	pthread_mutex_lock(&e->snap_lock);
 	r->snap = e->snap;
 	if (r->snap)
@@ -263,7 +320,7 @@ static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uin
 	pthread_mutex_unlock(&e->snap_lock);
 	if (!r->snap) {
 		free(r);
-		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
 	}
 	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
 	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
@@ -277,15 +334,15 @@ static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uin
 		{r->snap->data, r->snap->len},
 		{r->tail, k > 0 && (size_t)k < sizeof r->tail ? (size_t)k : 0},
 	};
-	struct MHD_Response *resp = MHD_create_response_from_iovec(iov, 2, scrape_free, r);
+	struct MHD_Response *resp = e->api->create_response_from_iovec(iov, 2, scrape_free, r);
 	if (!resp) {
 		scrape_free(r);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, resp);
-	MHD_destroy_response(resp);
+	e->api->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	e->api->add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = e->api->queue_response(c, MHD_HTTP_OK, resp);
+	e->api->destroy_response(resp);
 	atomic_store(&e->last_scrape_ns, gpumon__now_ns() - t0);
 	return ret;
 }
@@ -300,10 +357,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	(void)req_cls;
 	uint64_t t0 = gpumon__now_ns();
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
+		return reply(e->api, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
 			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	if (!authorized(e, c))
-		return reply(c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
+		return reply(e->api, c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
 			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpumon\", charset=\"UTF-8\"");
 	if (!strcmp(url, "/metrics"))
 		return metrics(e, c, t0);
@@ -312,13 +369,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		uint64_t t = e->snap ? e->snap->t_ns : 0;
 		pthread_mutex_unlock(&e->snap_lock);
 		if (t && t0 - t < HEALTHY_NS)
-			return text(c, MHD_HTTP_OK, "ok\n");
-		return text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
+			return text(e->api, c, MHD_HTTP_OK, "ok\n");
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
 	}
 	if (!strcmp(url, "/"))
-		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1,
+		return reply(e->api, c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1,
 			     MHD_RESPMEM_PERSISTENT, NULL, NULL);
-	return text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+	return text(e->api, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
 }
 
 /* ---- life cycle -------------------------------------------------------------------------------- */
@@ -335,14 +392,14 @@ static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int f
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, timeout, NULL};
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL};
 	if (e->tls_cert) {
-		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 			return gpumon__seterr(e->g, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
 		flags |= MHD_USE_TLS;
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, e->tls_cert};
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, e->tls_key};
 	}
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	e->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!e->mhd) {
 		close(fd);
 		return gpumon__seterr(e->g, GPUMON_E_IO, "cannot start the HTTP server on %s%s", e->address,
@@ -389,7 +446,9 @@ int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_e
 	pthread_mutex_init(&e->snap_lock, NULL);
 	pthread_mutex_init(&e->fw_lock, NULL);
 	int fd = -1;
-	int st = configure(e, c);
+	int st = load_mhd(e);
+	if (st == GPUMON_OK)
+		st = configure(e, c);
 	if (st == GPUMON_OK)
 		st = bind_listen(e, c->listen ? c->listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len,
 				 c->insecure_listen, &fd);
@@ -474,7 +533,10 @@ void gpumon_exporter_stop(gpumon_exporter *e)
 	if (!e)
 		return;
 	if (e->mhd)
-		MHD_stop_daemon(e->mhd);
+		e->api->stop_daemon(e->mhd);
+	if (e->mhd_lib)
+		dlclose(e->mhd_lib);
+	free(e->api);
 	atomic_store(&e->stopping, 1);
 	if (e->collector_started)
 		pthread_join(e->collector, NULL);

@@ -80,6 +80,8 @@ struct gpumon_exporter {
 	atomic_ullong scrapes;
 	atomic_ullong last_scrape_ns;
 	void *mhd;             /* struct MHD_Daemon */
+	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_start (exporter.c) */
+	struct mhd_api *api;
 };
 
 /* exporter_collect.c */
