@@ -4,13 +4,11 @@ lost GPUs, process limits, leak flags, NVML error counts, the peers' names), the
 options, and hardening: methods, header and body limits, malformed requests, the connection limit,
 idle timeouts, a slow-loris client, 1,000 idle connections, TLS and basic auth."""
 import base64
-import http.client
 import os
 import re
 import resource
 import shutil
 import socket
-import ssl
 import subprocess
 import textwrap
 import threading
@@ -36,6 +34,11 @@ PROMTOOL = shutil.which("promtool")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+# http.client and ssl are imported inside the tests that use them: at the top they would add ~8 MB
+# to the pytest process while other test files run, and a test that measures its children's
+# memory through fork (test_report.py's bounded-memory test) would count it.
+
+
 class Server:
     """A running `gpumon serve`; .addr is "127.0.0.1:PORT"."""
 
@@ -59,6 +62,7 @@ class Server:
         self.port = int(self.port)
 
     def get(self, path="/metrics", method="GET", headers=None, context=None):
+        import http.client  # here, not at the top: see the note above Server
         if self.scheme == "https":
             c = http.client.HTTPSConnection(self.host, self.port, timeout=10, context=context)
         else:
@@ -375,6 +379,7 @@ def test_non_loopback_refused(gpumon):
 def test_non_loopback_with_insecure_listen(serve):
     s = serve("--listen", "0.0.0.0:0", "--insecure-listen")
     assert s.addr.startswith("0.0.0.0:")
+    import http.client
     c = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
     c.request("GET", "/healthz")
     assert c.getresponse().status == 200
@@ -569,6 +574,7 @@ def tls_files(tmp_path):
 
 
 def test_tls_and_basic_auth(serve, tls_files):
+    import ssl
     cert, key, auth = tls_files
     s = serve("--listen", "0.0.0.0:0", "--tls-cert", cert, "--tls-key", key, "--basic-auth-file", auth)
     assert s.scheme == "https"
