@@ -20,8 +20,10 @@ JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
-DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libmicrohttpd-dev
-DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base prometheus
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev libmicrohttpd-dev
+DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf prometheus
+# headless Chromium renders the `gpumon report --html` page in tests/html
+DEPS_TEST += chromium-headless-shell
 
 .PHONY: all build run test test-werror test-asan fuzz bench install deps deps-test clean help
 

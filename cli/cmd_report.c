@@ -4,9 +4,11 @@
  * it, fragmentation, unaccounted memory, and after an out-of-memory death, its likely cause. */
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "report.h"
+#include "report_html.h"
 
 static void help(void)
 {
@@ -19,13 +21,16 @@ static void help(void)
 	       "device_total (bytes); other columns are ignored. See docs/report.md.\n\n"
 	       "Options:\n"
 	       "  --json       print the summary as JSON (keys in docs/report.md) instead of text\n"
+	       "  --html OUT   also write a self-contained HTML page (no network needed) with the summary\n"
+	       "               and interactive timelines: GPUs, processes stacked, the framework's\n"
+	       "               figures, marks for the peak, the leak start, alerts (docs/report-html.md)\n"
 	       "  -h, --help   this help\n\n"
 	       "A damaged recording is read as far as it is intact; what could not be read is named.\n"
 	       "Exit status: 0 ok, 2 bad usage or an unusable CSV, 255 unreadable file.\n");
 }
 
 struct opts {
-	const char *file;
+	const char *file, *html;
 	int json;
 };
 
@@ -33,11 +38,17 @@ static int parse(int argc, char **argv, struct opts *o)
 {
 	memset(o, 0, sizeof *o);
 	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int bad = 0;
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			help();
 			return -1;
 		} else if (!strcmp(argv[i], "--json")) {
 			o->json = 1;
+		} else if ((v = cli_option_value(argc, argv, &i, "--html", NULL, &bad))) {
+			o->html = v;
+		} else if (bad) {
+			return EXIT_USAGE;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			cli_error("report: unknown option '%s' (see gpumon report --help)", argv[i]);
 			return EXIT_USAGE;
@@ -49,7 +60,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (!o->file) {
-		cli_error("report: which file? Usage: gpumon report FILE [--json]");
+		cli_error("report: which file? Usage: gpumon report FILE [--json] [--html OUT]");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -135,6 +146,13 @@ static int read_csv(const char *path, report **out, char *err, size_t errlen)
 	return EXIT_OK;
 }
 
+/* Whether two paths name the same file. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct opts o;
@@ -148,11 +166,37 @@ int cmd_report(int argc, char **argv)
 		cli_error("report: %s", err);
 		return rc;
 	}
-	json_t *doc = report_document(r, 0);
+	if (o.html && same_file(o.file, o.html)) {
+		cli_error("report: --html %s would overwrite the input", o.html);
+		report_destroy(r);
+		return EXIT_USAGE;
+	}
+	json_t *doc = report_document(r, o.html != NULL);
 	if (!doc) {
 		cli_error("report: out of memory");
 		report_destroy(r);
 		return EXIT_OTHER;
+	}
+	if (o.html) {
+		FILE *f = fopen(o.html, "w");
+		if (!f) {
+			cli_error("report: cannot create %s: %s", o.html, strerror(errno));
+			json_decref(doc);
+			report_destroy(r);
+			return EXIT_OTHER;
+		}
+		int bad = report_html_write(f, doc, err, sizeof err);
+		if (fclose(f) != 0 && !bad) {
+			snprintf(err, sizeof err, "could not write %s: %s", o.html, strerror(errno));
+			bad = -1;
+		}
+		if (bad) {
+			cli_error("report: %s", err);
+			json_decref(doc);
+			report_destroy(r);
+			return EXIT_OTHER;
+		}
+		json_object_del(doc, "timeline"); /* the text and JSON outputs stay the same with --html */
 	}
 	if (o.json) {
 		if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0)

@@ -15,74 +15,21 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "run_verdict.h"
 #include "run_alloc.h"
 #include "run_job.h"
+#include "run_oom.h"
 #include "run_socket.h"
+#include "run_state.h"
+#include "run_stderr.h"
 #include "run_tree.h"
+#include "run_verdict.h"
 
 extern char **environ;
-
-enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 
 #define TREE_PERIOD_NS 100000000ull
 #define COMMIT_PERIOD_NS 200000000ull
 #define RECBUF 256
-#define MAX_FW 64
-
-struct opts {
-	struct run_alloc_opts alloc;
-	const char *framework, *out, *gpu;
-	unsigned interval_ms;
-	int on_exceed, on_exceed_set, quiet;
-	char **cmd;
-};
-
-struct proc_mem {           /* a process holding memory on a GPU now */
-	unsigned dev, pid;
-	uint64_t used;
-	int job;
-};
-
-struct gpu_acc {            /* what the summary says about one GPU */
-	int sampled;
-	uint64_t job_now, others_now, job_peak, job_peak_t, others_at_peak, last_t, others_peak;
-	long double job_integral; /* byte-nanoseconds, for the average */
-	uint64_t used_peak, used_peak_t;
-};
-
-struct fw_acc {             /* what one process reported over the socket */
-	unsigned pid;
-	char framework[16], version[32];
-	uint64_t peak_allocated, peak_reserved;
-	int has_allocated, has_reserved;
-	gpumon_leak *leak;         /* the verdict on its allocated floor */
-};
-
-struct run {
-	struct opts *o;
-	gpumon *g;
-	gpumon_recording *rec;
-	int rec_failed;
-	struct run_server *srv;
-	pid_t child;
-	int done, status;
-	uint64_t start_ns, end_ns, last_tree_ns, last_commit_ns;
-	double start_wall;
-	pid_t *job;                /* every pid seen in the job's tree, sorted */
-	size_t njob;
-	struct run_tree tree;      /* the latest scan */
-	struct proc_mem *procs;
-	size_t nprocs;
-	struct gpu_acc *gpus;
-	unsigned ngpus;
-	struct fw_acc fw[MAX_FW];
-	size_t nfw;
-	unsigned *warned;          /* pids already warned about (EXCEED_WARN) */
-	size_t nwarned;
-	int acted;                 /* term/kill sent */
-	struct run_alloc_plan plan;
-};
+#define STDERR_GRACE_MS 200 /* how long the job's stderr may stay open after it ended */
 
 static void help(void)
 {
@@ -112,7 +59,9 @@ static void help(void)
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
 	       "signal N killed it; 127 not found, 126 not executable); 2 bad option, 255 recording error.\n"
-	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md.\n");
+	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
+	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
+	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n");
 }
 
 static int bad_value(const char *opt, const char *v, const char *want)
@@ -237,13 +186,11 @@ static void rec_check(struct run *r, int st)
 		  gpumon_recording_errmsg(r->rec));
 }
 
-static void rec_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void rec_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
 {
 	char text[1200];
 	va_list ap;
-	if (r->rec_failed)
+	if (r->rec_failed || !r->rec)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
@@ -253,7 +200,7 @@ static void rec_event(struct run *r, uint64_t t, const char *kind, const char *f
 
 /* ---- the job's processes -------------------------------------------------------------------- */
 
-static int job_has(const struct run *r, unsigned pid)
+int run_job_has(const struct run *r, unsigned pid)
 {
 	size_t lo = 0, hi = r->njob;
 	while (lo < hi) {
@@ -293,9 +240,9 @@ static void job_add(struct run *r, pid_t pid, uint64_t t)
 	}
 	/* the job's process tree, one "job" event per pid as it joins (docs/run-protocol.md) */
 	if (pid == r->child)
-		rec_event(r, t, "job", "pid %d: the command", (int)pid);
+		run_event(r, t, "job", "pid %d: the command", (int)pid);
 	else
-		rec_event(r, t, "job", "pid %d: %s", (int)pid, cmd);
+		run_event(r, t, "job", "pid %d: %s", (int)pid, cmd);
 }
 
 static void recount(struct run *r, unsigned dev, uint64_t t);
@@ -306,13 +253,13 @@ static void refresh_tree(struct run *r, uint64_t t)
 	run_tree_free(&r->tree);
 	run_tree_scan(getpid(), 0, &r->tree);
 	for (size_t i = 0; i < r->tree.n; i++)
-		if (r->tree.pids[i] != getpid() && !job_has(r, (unsigned)r->tree.pids[i]))
+		if (r->tree.pids[i] != getpid() && !run_job_has(r, (unsigned)r->tree.pids[i]))
 			job_add(r, r->tree.pids[i], t);
-	if (r->child > 0 && !job_has(r, (unsigned)r->child))
+	if (r->child > 0 && !run_job_has(r, (unsigned)r->child))
 		job_add(r, r->child, t);
 	int changed = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i].job && job_has(r, r->procs[i].pid)) {
+		if (!r->procs[i].job && run_job_has(r, r->procs[i].pid)) {
 			r->procs[i].job = 1;
 			changed = 1;
 		}
@@ -356,8 +303,11 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 	cli_format_bytes(a, sizeof a, total);
 	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
 	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
-	rec_event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid,
+	run_event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid,
 		  (unsigned long long)total, (unsigned long long)r->o->alloc.limit_bytes, act);
+	char text[160];
+	snprintf(text, sizeof text, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
+	run_oom_signal(r, t, NULL, text);
 	if (r->o->on_exceed != EXCEED_WARN) {
 		r->acted = 1;
 		signal_job(r, r->o->on_exceed == EXCEED_TERM ? SIGTERM : SIGKILL);
@@ -386,6 +336,7 @@ static void recount(struct run *r, unsigned dev, uint64_t t)
 		a->job_peak_t = t;
 		a->others_at_peak = others;
 	}
+	run_oom_job_changed(r, t);
 }
 
 static void on_process(struct run *r, const gpumon_record *rec)
@@ -406,9 +357,9 @@ static void on_process(struct run *r, const gpumon_record *rec)
 			r->procs = n;
 			r->nprocs++;
 			/* a pid new to the GPU: is it the job's? a fresh scan says (at most every 10 ms) */
-			if (!job_has(r, pid) && rec->t_ns > r->last_tree_ns + TREE_PERIOD_NS / 10)
+			if (!run_job_has(r, pid) && rec->t_ns > r->last_tree_ns + TREE_PERIOD_NS / 10)
 				refresh_tree(r, rec->t_ns);
-			r->procs[i] = (struct proc_mem){rec->dev, pid, 0, job_has(r, pid)};
+			r->procs[i] = (struct proc_mem){rec->dev, pid, 0, run_job_has(r, pid)};
 		}
 		r->procs[i].used = (rec->process.flags & GPUMON_PROC_USED_KNOWN) ? rec->process.used_bytes : 0;
 	}
@@ -425,6 +376,7 @@ static void on_records(struct run *r, const gpumon_record *recs, size_t n)
 		const gpumon_record *rec = &recs[k];
 		if (rec->dev >= r->ngpus)
 			continue;
+		run_oom_on_record(r, rec);
 		if (rec->kind == GPUMON_REC_DEVICE && rec->used_max_bytes > r->gpus[rec->dev].used_peak) {
 			r->gpus[rec->dev].used_peak = rec->used_max_bytes;
 			r->gpus[rec->dev].used_peak_t = rec->used_max_t_ns;
@@ -473,6 +425,7 @@ static struct fw_acc *fw_of(struct run *r, unsigned pid)
 		return NULL;
 	memset(&r->fw[r->nfw], 0, sizeof r->fw[0]);
 	r->fw[r->nfw].pid = pid;
+	r->fw[r->nfw].device = -1;
 	return &r->fw[r->nfw++];
 }
 
@@ -487,7 +440,7 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
 			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
 		}
-		rec_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
+		run_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
 			  m->framework[0] ? m->framework : "unknown framework", m->fw_version);
 	} else if (m->type == RUN_MSG_SAMPLE) {
 		gpumon_framework_sample s = {
@@ -502,8 +455,10 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(s.framework, sizeof s.framework, "%s", f->framework);
 		if (!r->rec_failed)
 			rec_check(r, gpumon_recording_framework(r->rec, &s));
-		if (f) /* out of memory at the job's card (the smallest, when it has several) */
+		if (f) { /* out of memory at the job's card (the smallest, when it has several) */
 			run_verdict_add(&f->leak, &s, r->o->alloc.gpu_total_bytes);
+			run_summary_fw_sample(r, f, &s);
+		}
 		uint64_t peak = s.max_allocated_known && m->max_allocated > m->allocated ? m->max_allocated : m->allocated;
 		if (f && (s.allocated_known || s.max_allocated_known) && peak >= f->peak_allocated) {
 			f->peak_allocated = peak;
@@ -514,9 +469,9 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			f->has_reserved = 1;
 		}
 	} else if (m->type == RUN_MSG_STEP) {
-		rec_event(r, t, "step", "%lld", (long long)m->step);
+		run_event(r, t, "step", "%lld", (long long)m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
-		rec_event(r, t, "marker", "%s", m->text);
+		run_event(r, t, "marker", "%s", m->text);
 	}
 }
 
@@ -544,6 +499,12 @@ static char *settings_text(const struct run *r, const char *cvd)
 	return s;
 }
 
+/* An out-of-memory message on the job's stderr. */
+static void on_oom_line(void *ctx, uint64_t t, const char *framework, const char *line)
+{
+	run_oom_signal(ctx, t, framework, line);
+}
+
 static void loop(struct run *r, gpumon_sampler *smp, int wake)
 {
 	static const char *const names[32] = {[SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
@@ -557,10 +518,12 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
 				if (sigs & (1u << s))
-					rec_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
+					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status);
 		drain_sampler(r, smp, 0);
+		run_stderr_take(r->err, on_oom_line, r);
+		run_oom_tick(r, t);
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
 			refresh_tree(r, t);
 		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && !r->rec_failed) {
@@ -580,63 +543,6 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 			break;
 	}
 	drain_sampler(r, smp, 0);
-}
-
-static void summary(const struct run *r, const char *path, const gpumon_sampler_stats *ss)
-{
-	char a[32], b[32], c[32];
-	double secs = (double)(r->end_ns - r->start_ns) / 1e9;
-	fprintf(stderr, "\ngpumon run summary\n  recording: %s%s\n", path,
-		r->rec_failed ? " (stopped early, see above)" : "");
-	fprintf(stderr, "  job exited with status %d after %.1f s\n", r->status, secs);
-	for (unsigned d = 0; d < r->ngpus; d++) {
-		const struct gpu_acc *g = &r->gpus[d];
-		gpumon_device_info info;
-		if (!g->sampled || gpumon_device_info_get(r->g, d, &info) != GPUMON_OK)
-			continue;
-		long double span = r->end_ns > r->start_ns ? (long double)(r->end_ns - r->start_ns) : 1;
-		long double integral = g->job_integral;
-		if (g->last_t && r->end_ns > g->last_t)
-			integral += (long double)g->job_now * (long double)(r->end_ns - g->last_t);
-		if (g->job_peak) {
-			fprintf(stderr, "  GPU %u %s: job peak %s at %.2f s (other processes held %s then)", d, info.uuid,
-				cli_format_bytes(a, sizeof a, g->job_peak), (double)(g->job_peak_t - r->start_ns) / 1e9,
-				cli_format_bytes(b, sizeof b, g->others_at_peak));
-			fprintf(stderr, ", average %s", cli_format_bytes(c, sizeof c, (uint64_t)(integral / span)));
-		} else {
-			/* not "0 B": the driver never listed a process of the job with memory here */
-			fprintf(stderr, "  GPU %u %s: no process of the job held memory here", d, info.uuid);
-		}
-		fprintf(stderr, "; other processes peak %s", cli_format_bytes(c, sizeof c, g->others_peak));
-		fprintf(stderr, "; GPU used peak %s\n", cli_format_bytes(b, sizeof b, g->used_peak));
-	}
-	for (size_t i = 0; i < r->nfw; i++) {
-		const struct fw_acc *f = &r->fw[i];
-		if (!f->has_allocated && !f->has_reserved)
-			continue;
-		fprintf(stderr, "  framework peak (%s%s%s, pid %u):", f->framework[0] ? f->framework : "unknown",
-			f->version[0] ? " " : "", f->version, f->pid);
-		if (f->has_allocated)
-			fprintf(stderr, " allocated %s", cli_format_bytes(a, sizeof a, f->peak_allocated));
-		if (f->has_reserved)
-			fprintf(stderr, " reserved %s", cli_format_bytes(b, sizeof b, f->peak_reserved));
-		fprintf(stderr, "\n");
-		run_verdict_print(stderr, f->leak, f->pid);
-	}
-	for (size_t i = 0; i < r->plan.nvars; i++)
-		fprintf(stderr, "  set %s=%s\n", r->plan.vars[i].name, r->plan.vars[i].value);
-	for (size_t i = 0; i < r->plan.nnotes; i++)
-		fprintf(stderr, "  note: %s\n", r->plan.notes[i]);
-	if (ss->dropped)
-		fprintf(stderr, "  dropped records: %llu (the recording misses some samples)\n",
-			(unsigned long long)ss->dropped);
-	if (r->srv) {
-		struct run_server_stats st;
-		run_server_stats_get(r->srv, &st);
-		if (st.malformed || st.unknown)
-			fprintf(stderr, "  socket: %llu malformed and %llu unknown messages ignored\n",
-				(unsigned long long)st.malformed, (unsigned long long)st.unknown);
-	}
 }
 
 /* The GPU, the plan and the recording's path: everything decided before the job is forked. */
@@ -704,6 +610,7 @@ static int start_recording(struct run *r, const char *path, const char *cvd, gpu
 	gpumon_sampler_config cfg = {.period_us = r->o->interval_ms * 1000, .devices = devs, .ndevices = n};
 	st = gpumon_sampler_start(r->g, &cfg, smp);
 	free(devs);
+	r->smp = *smp;
 	if (st != GPUMON_OK) {
 		cli_error("run: cannot start sampling: %s", gpumon_errmsg(r->g));
 		return EXIT_OTHER;
@@ -722,12 +629,18 @@ static int run_job(struct run *r, gpumon_sampler *smp, int wake)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
-		rec_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
-	rec_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
+		run_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
+	run_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
 	run_job_release(1);
 	refresh_tree(r, cli_now_ns());
 	loop(r, smp, wake);
-	rec_event(r, r->end_ns, "exit", "%d", r->status);
+	/* the job's last words on stderr (an out-of-memory message is often among them), then the
+	   forensics while the flight recorder still runs */
+	run_stderr_close(r->err, STDERR_GRACE_MS, on_oom_line, r);
+	r->err = NULL;
+	drain_sampler(r, smp, 0);
+	run_oom_finish(r);
+	run_event(r, r->end_ns, "exit", "%d", r->status);
 	return r->status;
 }
 
@@ -758,10 +671,25 @@ int cmd_run(int argc, char **argv)
 	if (rc == EXIT_OK && !(env = run_job_env(environ, r.plan.vars, r.plan.nvars, o.gpu ? cvd : NULL,
 						  r.srv ? run_server_path(r.srv) : NULL)))
 		rc = EXIT_OTHER;
-	/* the job is forked first and waits, so that the recording names its pid */
-	if (rc == EXIT_OK && (wake = run_job_start(o.cmd, env, &r.child)) < 0) {
+	for (size_t i = 0; env && env[i]; i++)
+		if (!strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21))
+			r.cvd_set = snprintf(r.cvd, sizeof r.cvd, "%s", env[i] + 21) >= 0;
+	if (rc == EXIT_OK && run_oom_create(&r))
+		cli_error("run: out of memory for the forensics; the job runs without them");
+	/* the job's stderr through gpumon, scanned for out-of-memory messages; the job is forked
+	   first and waits, so that the recording names its pid */
+	int err_fd = -1;
+	if (rc == EXIT_OK)
+		r.err = run_stderr_open(&err_fd);
+	if (rc == EXIT_OK && (wake = run_job_start(o.cmd, env, err_fd, &r.child)) < 0) {
 		cli_error("run: cannot start the job: %s", strerror(errno));
 		rc = EXIT_OTHER;
+	}
+	if (r.err && r.child <= 0)
+		close(err_fd);
+	if (r.err && (r.child <= 0 || run_stderr_start(r.err, err_fd))) {
+		run_stderr_close(r.err, 0, on_oom_line, &r);
+		r.err = NULL;
 	}
 	run_job_env_free(env);
 	if (rc == EXIT_OK && (rc = start_recording(&r, path, cvd, &smp)) != EXIT_OK)
@@ -771,6 +699,7 @@ int cmd_run(int argc, char **argv)
 	else if (r.child > 0)
 		waitpid(r.child, NULL, 0);
 	run_job_finish(wake);
+	run_stderr_close(r.err, STDERR_GRACE_MS, on_oom_line, &r);
 	gpumon_sampler_stats ss = {0};
 	if (smp) {
 		gpumon_sampler_stats_get(smp, &ss);
@@ -781,7 +710,7 @@ int cmd_run(int argc, char **argv)
 		if (st != GPUMON_OK && !r.rec_failed)
 			cli_error("run: the recording could not be completed: %s", gpumon_strerror(st));
 		if (!o.quiet)
-			summary(&r, path, &ss);
+			run_summary_print(&r, path, &ss);
 	} else if (r.rec) {
 		gpumon_recording_close(r.rec, -1);
 		unlink(path); /* ours, and nothing ran: leave no empty recording behind */
@@ -796,5 +725,6 @@ int cmd_run(int argc, char **argv)
 	for (size_t i = 0; i < r.nfw; i++)
 		gpumon_leak_destroy(r.fw[i].leak);
 	free(r.warned);
+	run_oom_destroy(&r);
 	return rc;
 }

@@ -191,7 +191,7 @@ static void on_forward(int sig, siginfo_t *si, void *uc)
 	errno = e;
 }
 
-static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const sigset_t *old, int gate)
+static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const sigset_t *old, int gate, int err_fd)
 {
 	char go = 0;
 	ssize_t n;
@@ -206,6 +206,8 @@ static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const s
 	while (n < 0 && errno == EINTR);
 	if (n != 1 || go != 'g')
 		_exit(0); /* gpumon could not start recording: run nothing */
+	if (err_fd >= 0 && dup2(err_fd, STDERR_FILENO) < 0)
+		_exit(126);
 	execvpe(cmd[0], cmd, env);
 	int e = errno;
 	/* write(2) only: this runs between fork and exec in a process that has threads */
@@ -218,7 +220,7 @@ static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const s
 	_exit(e == ENOENT ? 127 : 126);
 }
 
-int run_job_start(char **cmd, char **env, pid_t *pid)
+int run_job_start(char **cmd, char **env, int err_fd, pid_t *pid)
 {
 	int p[2], gate[2];
 	sigset_t block, old;
@@ -247,7 +249,7 @@ int run_job_start(char **cmd, char **env, pid_t *pid)
 	sigprocmask(SIG_BLOCK, &block, &old);
 	pid_t c = fork();
 	if (c == 0)
-		exec_child(cmd, env, &old, gate[0]);
+		exec_child(cmd, env, &old, gate[0], err_fd);
 	int e = errno;
 	close(gate[0]);
 	if (c > 0)

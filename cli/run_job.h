@@ -37,11 +37,12 @@ void run_job_env_free(char **env);
  * Makes gpumon a subreaper (orphaned grandchildren stay below it), installs the handlers
  * (SIGCHLD wakes the loop; INT, TERM, HUP and QUIT sent by a process are passed to the job, those
  * from the terminal are left to the job, which shares the terminal's process group), forks and
- * execs cmd with env once run_job_release(1) is called. The child exits 127 (not found) or 126 (not executable) after one line on
- * stderr when exec fails. Returns the fd that becomes readable when something happened (pass it
- * to run_job_wake) and sets *pid; -1 when the fork failed (errno set).
+ * execs cmd with env once run_job_release(1) is called, with err_fd as its stderr when >= 0. The
+ * child exits 127 (not found) or 126 (not executable) after one line on stderr when exec fails.
+ * Returns the fd that becomes readable when something happened (pass it to run_job_wake) and sets
+ * *pid; -1 when the fork failed (errno set).
  */
-int run_job_start(char **cmd, char **env, pid_t *pid);
+int run_job_start(char **cmd, char **env, int err_fd, pid_t *pid);
 
 /* Lets the forked job exec (go) or leave with status 0 having run nothing (!go). Once only. */
 void run_job_release(int go);

@@ -12,7 +12,8 @@
  * loop) starts the series afresh. */
 void run_verdict_add(gpumon_leak **l, const gpumon_framework_sample *s, uint64_t limit_bytes);
 
-/* Prints "  leak (pid N): ..." for the detector's verdict. */
-void run_verdict_print(FILE *f, const gpumon_leak *l, unsigned pid);
+/* Prints "  leak (WHO): ..." for the detector's verdict on the series named by what ("the
+ * allocated floor", ...). Nothing when l is NULL. */
+void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const char *what);
 
 #endif

@@ -511,6 +511,46 @@ typedef struct gpumon_oom_diagnosis {
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
+ * written without TensorFlow. One writer owns one new file in a directory; values are float32, as
+ * TensorBoard's simple_value stores them. Not thread-safe: one thread per writer.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_tfevents gpumon_tfevents;
+
+/*
+ * Creates dir when missing (and its parents) and a new file in it named
+ * events.out.tfevents.<unix seconds, 10 digits>.<host>.<pid>.<counter> (counter: the first not
+ * taken; nothing is overwritten), and writes the file-version record. wall_time is the Unix time
+ * in seconds for the name and that record; <= 0 means now. On success returns 0 and sets *out.
+ * On failure returns GPUMON_E_INVAL (dir NULL or empty), GPUMON_E_IO (the directory or file
+ * could not be created: the message names the path and the reason) or GPUMON_E_NOMEM; *out is
+ * then still set when possible, to a writer holding the message, and must be closed.
+ */
+GPUMON_API int gpumon_tfevents_open(const char *dir, double wall_time, gpumon_tfevents **out);
+
+/* The path of the file being written ("" when none); valid until gpumon_tfevents_close(). */
+GPUMON_API const char *gpumon_tfevents_path(const gpumon_tfevents *w);
+
+/* The last error message ("" when none); valid until the next call on w. */
+GPUMON_API const char *gpumon_tfevents_errmsg(const gpumon_tfevents *w);
+
+/*
+ * Appends one scalar event: tag (1..1024 bytes, UTF-8, e.g. "memory/allocated_mib"), step >= 0,
+ * wall_time in Unix seconds (<= 0: now), value. Buffered: gpumon_tfevents_flush() or _close()
+ * makes it visible to readers. Returns 0, GPUMON_E_INVAL (bad tag or step; nothing written) or
+ * GPUMON_E_IO (disk full, file removed ...): the writer then refuses every later write.
+ */
+GPUMON_API int gpumon_tfevents_scalar(gpumon_tfevents *w, const char *tag, int64_t step, double wall_time,
+				      float value);
+
+/* Writes what is buffered to the file. Returns 0 or GPUMON_E_IO. */
+GPUMON_API int gpumon_tfevents_flush(gpumon_tfevents *w);
+
+/* Flushes, closes the file and frees w. Returns the first write error seen, 0 when none.
+ * NULL: no-op, 0. */
+GPUMON_API int gpumon_tfevents_close(gpumon_tfevents *w);
+
+/* ---------------------------------------------------------------------------------------------
  * NVML failures by function, counted since gpumon_open (for an exporter's error counter).
  * A field the driver does not offer is not a failure and is not counted.
  * ------------------------------------------------------------------------------------------- */

@@ -19,7 +19,7 @@ SCN = """\
 gpu 0 name="NVIDIA H200" total=140GiB reserved=615MiB used=1GiB util=20 power=120000
 gpu 1 name="NVIDIA H200" total=140GiB used=2GiB
 at 0.30 gpu 0 used=9GiB
-at 0.32 gpu 0 used=3GiB
+at 0.34 gpu 0 used=3GiB
 proc 0 4194000 used=1GiB
 at 0.25 proc 0 4194001 used=2GiB
 at 0.60 proc 0 4194001 gone
@@ -48,12 +48,12 @@ def test_record_duration_contents(tmp_path):
     assert f"recording {out}" in se
     # the scenario's 0.30 s, counted from NVML's start; the recording starts a little later
     m = re.search(r"GPU 0 peak 9\.00 GiB at (\d+\.\d+) s", se)
-    assert m and 0.1 <= float(m.group(1)) <= 0.33, se
+    assert m and 0.0 <= float(m.group(1)) <= 0.35, se
     db = sqlite3.connect(out)
     meta = dict(db.execute("SELECT key, value FROM meta"))
     assert meta["kind"] == "record" and "end_mono_ns" in meta and "exit_status" not in meta
     assert db.execute("SELECT count(*) FROM devices").fetchone()[0] == 2
-    # the 20 ms spike: a row with its exact value and maximum
+    # the 40 ms spike: a row with its exact value and maximum
     assert db.execute("SELECT count(*) FROM device_samples WHERE dev=0 AND used_bytes=?", (9 * GIB,)).fetchone()[0] >= 1
     assert db.execute("SELECT max(used_max_bytes) FROM device_samples WHERE dev=0").fetchone()[0] == 9 * GIB
     # change-only: far fewer rows than the 400 samples taken per GPU

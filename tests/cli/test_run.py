@@ -453,7 +453,10 @@ def test_limit_warn_once_and_job_peak(tmp_path):
     assert r.stderr.count("over --limit 4.00 GiB: warning only") == 1
     # the job's peak, when, and what the neighbour held then
     line = [l for l in r.stderr.splitlines() if l.startswith("  GPU 0 ")][0]
-    assert re.search(r"job peak 5\.00 GiB at 0\.[2-4]\d s \(other processes held 1\.00 GiB then\)", line), line
+    # the process appears 0.3 s after the driver was opened; the job starts a little after that
+    # (how much later depends on the machine's load), and the time is counted from the job's start
+    m = re.search(r"job peak 5\.00 GiB at (\d+\.\d\d) s \(other processes held 1\.00 GiB then\)", line)
+    assert m and 0.0 <= float(m.group(1)) <= 0.5, line
     assert "other processes peak 1.00 GiB" in line and "GPU used peak 6.00 GiB" in line
 
 

@@ -19,9 +19,13 @@ BUILD=${GPUMON_BUILD:-/tmp/gpumon-serve-build}
 PY=${PYTHON:-python3}
 
 . tests/gpu/deps.sh
-if [ -d .deps/microhttpd/usr ]; then
+if [ -d .deps/microhttpd/usr ]; then # libmicrohttpd unpacked there: add it to deps.sh's prefix
 	prefix="${prefix:+$prefix;}$PWD/.deps/microhttpd/usr"
-	prefix_args=(-DCMAKE_PREFIX_PATH="$prefix")
+	args=()
+	for a in "${prefix_args[@]}"; do
+		case $a in -DCMAKE_PREFIX_PATH=*) ;; *) args+=("$a") ;; esac
+	done
+	prefix_args=("${args[@]}" -DCMAKE_PREFIX_PATH="$prefix")
 	export LD_LIBRARY_PATH="$PWD/.deps/microhttpd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* _gpumon.h — what the two C files of the extension share: the error mapping, the heap-type
+ * deallocation helper, and access to an Nvml object's handle. Limited API only. */
+#ifndef GPUMON_PY_GPUMON_H
+#define GPUMON_PY_GPUMON_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "gpumon/gpumon.h"
+
+/* The module's exception for driver failures (a RuntimeError subclass). */
+extern PyObject *gpx_error_type;
+
+/* Raises the Python exception that fits status (ValueError for bad arguments and unknown
+ * devices, OSError / FileExistsError for files, MemoryError, else gpx_error_type) with msg, or
+ * the status's description when msg is empty. Returns NULL. */
+PyObject *gpx_raise(int status, const char *msg);
+
+/* tp_dealloc's last step for the extension's heap types. */
+void gpx_free_self(PyObject *self);
+
+/* The Nvml type (set when the module is initialised). */
+extern PyObject *gpx_nvml_type;
+
+/* The gpumon handle of an Nvml object; NULL with ValueError set when it is closed. */
+gpumon *gpx_nvml_handle(PyObject *nvml);
+
+/* Adds TfEvents and Recording to the module m. Returns 0 or -1 with an exception set. */
+int gpx_add_io_types(PyObject *m);
+
+#endif

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/* _gpumon_io.c — the extension's writers: TfEvents (TensorBoard event files written by
+ * libgpumon) and Recording (a gpumon SQLite recording of framework samples, device samples and
+ * events). Each wraps one libgpumon object; errors become OSError naming the file. */
+#include "_gpumon.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- TfEvents ------------------------------------------------------------------------------------ */
+
+typedef struct {
+	PyObject_HEAD gpumon_tfevents *w;
+} TfEventsObject;
+
+static int tfe_init(PyObject *op, PyObject *args, PyObject *kw)
+{
+	TfEventsObject *self = (TfEventsObject *)op;
+	static char *kwlist[] = {"logdir", "wall_time", NULL};
+	const char *dir;
+	double wall_time = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|d:TfEvents", kwlist, &dir, &wall_time))
+		return -1;
+	gpumon_tfevents_close(self->w);
+	self->w = NULL;
+	gpumon_tfevents *w = NULL;
+	int rc = gpumon_tfevents_open(dir, wall_time, &w);
+	if (rc) {
+		gpx_raise(rc, gpumon_tfevents_errmsg(w));
+		gpumon_tfevents_close(w);
+		return -1;
+	}
+	self->w = w;
+	return 0;
+}
+
+static void tfe_dealloc(PyObject *op)
+{
+	gpumon_tfevents_close(((TfEventsObject *)op)->w);
+	gpx_free_self(op);
+}
+
+static gpumon_tfevents *tfe_get(TfEventsObject *self)
+{
+	if (!self->w)
+		PyErr_SetString(PyExc_ValueError, "the TensorBoard writer is closed");
+	return self->w;
+}
+
+static PyObject *tfe_scalar(PyObject *op, PyObject *args)
+{
+	const char *tag;
+	long long step;
+	double wall_time, value;
+	gpumon_tfevents *w = tfe_get((TfEventsObject *)op);
+	if (!w || !PyArg_ParseTuple(args, "sLdd:scalar", &tag, &step, &wall_time, &value))
+		return NULL;
+	int rc = gpumon_tfevents_scalar(w, tag, step, wall_time, (float)value);
+	if (rc)
+		return gpx_raise(rc, gpumon_tfevents_errmsg(w));
+	Py_RETURN_NONE;
+}
+
+static PyObject *tfe_flush(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	gpumon_tfevents *w = tfe_get((TfEventsObject *)op);
+	if (!w)
+		return NULL;
+	int rc = gpumon_tfevents_flush(w);
+	if (rc)
+		return gpx_raise(rc, gpumon_tfevents_errmsg(w));
+	Py_RETURN_NONE;
+}
+
+static PyObject *tfe_close(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	TfEventsObject *self = (TfEventsObject *)op;
+	if (!self->w)
+		Py_RETURN_NONE;
+	char msg[600];
+	snprintf(msg, sizeof msg, "%s", gpumon_tfevents_errmsg(self->w));
+	int rc = gpumon_tfevents_close(self->w);
+	self->w = NULL;
+	if (rc)
+		return gpx_raise(rc, msg);
+	Py_RETURN_NONE;
+}
+
+static PyObject *tfe_path(PyObject *op, void *closure)
+{
+	(void)closure;
+	TfEventsObject *self = (TfEventsObject *)op;
+	if (!self->w)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeFSDefault(gpumon_tfevents_path(self->w));
+}
+
+static PyMethodDef tfe_methods[] = {
+    {"scalar", tfe_scalar, METH_VARARGS,
+     "scalar(tag, step, wall_time, value) -- append one scalar (stored as float32)."},
+    {"flush", tfe_flush, METH_NOARGS, "flush() -- make what was written visible to readers."},
+    {"close", tfe_close, METH_NOARGS, "close() -- flush and close the file (idempotent)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef tfe_getset[] = {
+    {"path", tfe_path, NULL, "the event file's path (None once closed)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot tfe_slots[] = {
+    {Py_tp_doc, (void *)"TfEvents(logdir, wall_time=0) -- a new TensorBoard event file in logdir."},
+    {Py_tp_init, (void *)tfe_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)tfe_dealloc},
+    {Py_tp_methods, tfe_methods},
+    {Py_tp_getset, tfe_getset},
+    {0, NULL},
+};
+
+static PyType_Spec tfe_spec = {"gpumon._gpumon.TfEvents", sizeof(TfEventsObject), 0, Py_TPFLAGS_DEFAULT,
+			       tfe_slots};
+
+/* ---- Recording ----------------------------------------------------------------------------------- */
+
+typedef struct {
+	PyObject_HEAD gpumon_recording *r;
+	PyObject *nvml; /* the Nvml object whose handle the recording was created with (kept alive) */
+} RecordingObject;
+
+static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
+{
+	RecordingObject *self = (RecordingObject *)op;
+	static char *kwlist[] = {"nvml", "path", "command", NULL};
+	PyObject *nvml;
+	const char *path, *command = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "Os|z:Recording", kwlist, &nvml, &path, &command))
+		return -1;
+	int is = PyObject_IsInstance(nvml, gpx_nvml_type);
+	if (is <= 0) {
+		if (!is)
+			PyErr_SetString(PyExc_TypeError, "Recording needs an Nvml object");
+		return -1;
+	}
+	gpumon *g = gpx_nvml_handle(nvml);
+	if (!g)
+		return -1;
+	if (self->r) {
+		gpumon_recording_close(self->r, -1);
+		self->r = NULL;
+	}
+	gpumon_run_info info = {"run", command, NULL, (int)getpid()};
+	gpumon_recording *r = NULL;
+	int rc = gpumon_recording_create(g, path, &info, &r);
+	if (rc) {
+		char msg[600];
+		snprintf(msg, sizeof msg, "%s", r ? gpumon_recording_errmsg(r) : "");
+		gpumon_recording_close(r, -1);
+		gpx_raise(rc, msg);
+		return -1;
+	}
+	self->r = r;
+	Py_XDECREF(self->nvml);
+	self->nvml = Py_NewRef(nvml);
+	return 0;
+}
+
+static void rec_dealloc(PyObject *op)
+{
+	RecordingObject *self = (RecordingObject *)op;
+	gpumon_recording_close(self->r, -1);
+	self->r = NULL;
+	Py_CLEAR(self->nvml);
+	gpx_free_self(op);
+}
+
+static gpumon_recording *rec_get(RecordingObject *self)
+{
+	if (!self->r)
+		PyErr_SetString(PyExc_ValueError, "the recording is closed");
+	return self->r;
+}
+
+/* An optional non-negative integer: None -> *known = 0. */
+static int opt_arg(PyObject *o, uint64_t *v, int *known, const char *what)
+{
+	*v = 0;
+	*known = 0;
+	if (o == Py_None)
+		return 0;
+	unsigned long long x = PyLong_AsUnsignedLongLong(o);
+	if (x == (unsigned long long)-1 && PyErr_Occurred()) {
+		PyErr_Clear();
+		PyErr_Format(PyExc_ValueError, "%s must be a non-negative integer or None", what);
+		return -1;
+	}
+	*v = x;
+	*known = 1;
+	return 0;
+}
+
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
+static PyObject *rec_framework(PyObject *op, PyObject *args)
+{
+	gpumon_recording *r = rec_get((RecordingObject *)op);
+	gpumon_framework_sample f;
+	unsigned long long t_ns;
+	unsigned pid;
+	int device;
+	long long step;
+	PyObject *a, *res, *mx;
+	const char *fw;
+	if (!r ||
+	    !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
+		return NULL;
+	memset(&f, 0, sizeof f);
+	f.t_ns = t_ns;
+	f.pid = pid;
+	f.device = device;
+	f.step = step;
+	snprintf(f.framework, sizeof f.framework, "%s", fw);
+	if (opt_arg(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
+	    opt_arg(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
+	    opt_arg(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
+		return NULL;
+	int rc = gpumon_recording_framework(r, &f);
+	if (rc)
+		return gpx_raise(rc, gpumon_recording_errmsg(r));
+	Py_RETURN_NONE;
+}
+
+/* device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct): one device record */
+static PyObject *rec_device(PyObject *op, PyObject *args)
+{
+	gpumon_recording *r = rec_get((RecordingObject *)op);
+	unsigned dev, api;
+	unsigned long long t_ns;
+	PyObject *tot, *used, *fr, *res, *util;
+	uint64_t v[5];
+	int known[5];
+	if (!r ||
+	    !PyArg_ParseTuple(args, "IKIOOOOO:device", &dev, &t_ns, &api, &tot, &used, &fr, &res, &util))
+		return NULL;
+	PyObject *in[5] = {tot, used, fr, res, util};
+	static const char *names[5] = {"total", "used", "free", "reserved", "util_gpu_pct"};
+	for (int i = 0; i < 5; i++)
+		if (opt_arg(in[i], &v[i], &known[i], names[i]))
+			return NULL;
+	gpumon_record rec;
+	memset(&rec, 0, sizeof rec);
+	rec.kind = GPUMON_REC_DEVICE;
+	rec.dev = dev;
+	rec.t_ns = t_ns;
+	rec.sample.t_ns = t_ns;
+	rec.sample.memory_api = api;
+	if (known[0] && known[1] && known[2]) {
+		rec.sample.present |= GPUMON_F_MEMORY;
+		rec.sample.memory_total_bytes = v[0];
+		rec.sample.memory_used_bytes = v[1];
+		rec.sample.memory_free_bytes = v[2];
+	}
+	if (known[3]) {
+		rec.sample.present |= GPUMON_F_MEM_RESERVED;
+		rec.sample.memory_reserved_bytes = v[3];
+	}
+	if (known[4]) {
+		rec.sample.present |= GPUMON_F_UTIL_GPU;
+		rec.sample.util_gpu_pct = (unsigned)v[4];
+	}
+	rec.used_min_bytes = rec.used_max_bytes = v[1];
+	rec.used_max_t_ns = t_ns;
+	rec.interval_samples = 1;
+	int rc = gpumon_recording_write(r, &rec, 1);
+	if (rc)
+		return gpx_raise(rc, gpumon_recording_errmsg(r));
+	Py_RETURN_NONE;
+}
+
+static PyObject *rec_event(PyObject *op, PyObject *args)
+{
+	gpumon_recording *r = rec_get((RecordingObject *)op);
+	unsigned long long t_ns;
+	const char *kind, *text = NULL;
+	if (!r || !PyArg_ParseTuple(args, "Ks|z:event", &t_ns, &kind, &text))
+		return NULL;
+	int rc = gpumon_recording_event(r, t_ns, kind, text);
+	if (rc)
+		return gpx_raise(rc, gpumon_recording_errmsg(r));
+	Py_RETURN_NONE;
+}
+
+static PyObject *rec_commit(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	gpumon_recording *r = rec_get((RecordingObject *)op);
+	if (!r)
+		return NULL;
+	int rc = gpumon_recording_commit(r);
+	if (rc)
+		return gpx_raise(rc, gpumon_recording_errmsg(r));
+	Py_RETURN_NONE;
+}
+
+static PyObject *rec_close(PyObject *op, PyObject *args)
+{
+	RecordingObject *self = (RecordingObject *)op;
+	int status = -1;
+	if (!PyArg_ParseTuple(args, "|i:close", &status))
+		return NULL;
+	if (!self->r)
+		Py_RETURN_NONE;
+	char msg[600];
+	snprintf(msg, sizeof msg, "%s", gpumon_recording_errmsg(self->r));
+	int rc = gpumon_recording_close(self->r, status);
+	self->r = NULL;
+	Py_CLEAR(self->nvml);
+	if (rc)
+		return gpx_raise(rc, msg);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef rec_methods[] = {
+    {"framework", rec_framework, METH_VARARGS,
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- a "
+     "framework sample (None: unknown)."},
+    {"device", rec_device, METH_VARARGS,
+     "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
+    {"event", rec_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an event (marker, step, alert ...)."},
+    {"commit", rec_commit, METH_NOARGS, "commit() -- commit what is pending."},
+    {"close", rec_close, METH_VARARGS, "close(exit_status=-1) -- finish the file (idempotent)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot rec_slots[] = {
+    {Py_tp_doc, (void *)"Recording(nvml, path, command=None) -- a new gpumon recording (SQLite)."},
+    {Py_tp_init, (void *)rec_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)rec_dealloc},
+    {Py_tp_methods, rec_methods},
+    {0, NULL},
+};
+
+static PyType_Spec rec_spec = {"gpumon._gpumon.Recording", sizeof(RecordingObject), 0, Py_TPFLAGS_DEFAULT,
+			       rec_slots};
+
+int gpx_add_io_types(PyObject *m)
+{
+	PyType_Spec *specs[2] = {&tfe_spec, &rec_spec};
+	const char *names[2] = {"TfEvents", "Recording"};
+	for (int i = 0; i < 2; i++) {
+		PyObject *t = PyType_FromSpec(specs[i]);
+		if (!t)
+			return -1;
+		if (PyModule_AddObject(m, names[i], t)) {
+			Py_DECREF(t);
+			return -1;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: MIT
+"""Where samples go: log lines, CSV, JSON lines, TensorBoard (written by libgpumon), a gpumon
+recording (SQLite), and the `gpumon run` socket. Each sink is opened when the monitor is built
+(so a bad path fails there) and raises on a failed write; the monitor then switches it off."""
+from __future__ import annotations
+
+import csv as _csv
+import json
+import os
+import socket
+from typing import Any, Callable, Optional
+
+from . import _gpumon
+
+MIB = 1 << 20
+
+# The columns of CSV and JSON lines, in order; a value that is not known is empty / null.
+FIELDS = ("step", "time", "framework", "device", "allocated_bytes", "peak_bytes", "reserved_bytes",
+          "max_reserved_bytes", "process_bytes", "unaccounted_bytes", "device_used_bytes",
+          "device_reserved_bytes", "device_free_bytes", "device_total_bytes", "util_gpu_pct")
+
+
+def human(n: Optional[float]) -> str:
+    """Bytes as '1.50 GiB' / '512.0 MiB'; 'n/a' when unknown."""
+    if n is None:
+        return "n/a"
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n >= 1 << 30:
+        return f"{sign}{n / (1 << 30):.2f} GiB"
+    return f"{sign}{n / MIB:.1f} MiB"
+
+
+def _open_for_writing(path: Any, what: str):
+    p = os.fspath(path)
+    try:
+        return open(p, "w", newline="", encoding="utf-8")
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write the {what} file {p}: {e.strerror}", p) from None
+
+
+class Sink:
+    what = "sink"
+
+    def write(self, s) -> None:
+        raise NotImplementedError
+
+    def event(self, t_ns: int, kind: str, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class LogSink(Sink):
+    """`[Step N] Used X | Peak Y | Reserved Z | ...` through a logger or any callable."""
+
+    what = "log"
+
+    def __init__(self, emit: Callable[[str], None]):
+        self.emit = emit
+
+    def write(self, s) -> None:
+        self.emit(s.line())
+
+
+class CsvSink(Sink):
+    def __init__(self, path: Any):
+        self.what = f"CSV file {os.fspath(path)}"
+        self.f = _open_for_writing(path, "CSV")
+        self.w = _csv.writer(self.f, lineterminator="\n")
+        self.w.writerow(FIELDS)
+        self.f.flush()
+
+    def write(self, s) -> None:
+        d = s.as_dict()
+        self.w.writerow(["" if d[k] is None else d[k] for k in FIELDS])
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+class JsonlSink(Sink):
+    def __init__(self, path: Any):
+        self.what = f"JSON lines file {os.fspath(path)}"
+        self.f = _open_for_writing(path, "JSON lines")
+
+    def write(self, s) -> None:
+        self.f.write(json.dumps(s.as_dict(), separators=(",", ":")) + "\n")
+        self.f.flush()
+
+    def close(self) -> None:
+        self.f.close()
+
+
+# TensorBoard tags and the Sample attribute each shows, in MiB (float32: exact to 1/128 MiB below 128 GiB)
+TB_TAGS = (("memory/allocated_mib", "allocated"), ("memory/peak_mib", "peak"),
+           ("memory/reserved_mib", "reserved"), ("memory/process_mib", "process"),
+           ("memory/unaccounted_mib", "unaccounted"), ("gpu/used_mib", "device_used"),
+           ("gpu/free_mib", "device_free"))
+
+
+class TensorBoardSink(Sink):
+    def __init__(self, logdir: Any):
+        d = os.fspath(logdir)
+        self.tf = _gpumon.TfEvents(d)
+        self.what = f"TensorBoard event file {self.tf.path}"
+        self.path = self.tf.path
+
+    def write(self, s) -> None:
+        for tag, attr in TB_TAGS:
+            v = getattr(s, attr)
+            if v is not None:
+                self.tf.scalar(tag, s.step, s.time, v / MIB)
+        if s.util_gpu is not None:
+            self.tf.scalar("gpu/util_pct", s.step, s.time, float(s.util_gpu))
+        self.tf.flush()
+
+    def scalar(self, tag: str, step: int, wall: float, value: float) -> None:
+        self.tf.scalar(tag, step, wall, value)
+
+    def close(self) -> None:
+        self.tf.close()
+
+
+class RecordSink(Sink):
+    """A gpumon recording (docs/recording.md): framework samples, device samples, events."""
+
+    def __init__(self, nvml, path: Any, nvml_index: Optional[int], command: Optional[str]):
+        p = os.fspath(path)
+        self.what = f"recording {p}"
+        self.rec = _gpumon.Recording(nvml, p, command)
+        self.dev = nvml_index
+        self.pid = os.getpid()
+
+    def write(self, s) -> None:
+        if s.allocated is not None or s.reserved is not None or s.peak is not None:
+            self.rec.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
+                               s.allocated, s.reserved, s.peak, s.framework)
+        if self.dev is not None and s.device_total is not None:
+            self.rec.device(self.dev, s.t_ns, s.memory_api or 0, s.device_total, s.device_used,
+                            s.device_free, s.device_reserved, s.util_gpu)
+
+    def event(self, t_ns: int, kind: str, text: str) -> None:
+        self.rec.event(t_ns, kind, text)
+
+    def close(self) -> None:
+        self.rec.close(-1)
+
+
+class RunSocketSink(Sink):
+    """The `gpumon run` socket (docs/run-protocol.md): one JSON object a line, never blocking
+    the training loop: what the socket does not take now waits in a bounded buffer, and whole
+    lines that do not fit are dropped (a partial line is never dropped, so framing holds)."""
+
+    MAX_PENDING = 256 << 10
+
+    def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int]):
+        self.what = f"gpumon run socket {path}"
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(1.0)
+        try:
+            self.sock.connect(path)
+        except OSError:
+            self.sock.close()
+            raise
+        self.sock.setblocking(False)
+        self.pending = bytearray()
+        self.dropped = 0
+        self.device = device
+        hello = {"v": 1, "type": "hello", "pid": os.getpid(), "framework": framework}
+        if version:
+            hello["version"] = version
+        self._send(hello)
+
+    def _send(self, obj: dict) -> None:
+        line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+        if len(self.pending) + len(line) > self.MAX_PENDING:
+            self.dropped += 1
+        else:
+            self.pending += line
+        self._pump()
+
+    def _pump(self) -> None:
+        while self.pending:
+            try:
+                n = self.sock.send(self.pending)
+            except (BlockingIOError, InterruptedError):
+                return
+            del self.pending[:n]
+
+    def write(self, s) -> None:
+        figures = {key: int(v) for key, v in (("allocated", s.allocated), ("reserved", s.reserved),
+                                              ("max_allocated", s.peak)) if v is not None}
+        if figures:  # framework "none" has no allocator figures: only the step is worth sending
+            m = {"type": "sample", "t": s.time, "step": s.step}
+            if self.device is not None:
+                m["device"] = self.device
+            m.update(figures)
+            self._send(m)
+        self._send({"type": "step", "step": s.step, "t": s.time})
+
+    def event(self, t_ns: int, kind: str, text: str) -> None:
+        if kind in ("marker", "alert", "note"):
+            self._send({"type": "marker", "text": text[:1023]})
+
+    def close(self) -> None:
+        try:
+            self.sock.setblocking(True)
+            self.sock.settimeout(0.2)  # a last chance for what is pending, bounded
+            self._pump_blocking()
+        except OSError:
+            pass
+        finally:
+            self.sock.close()
+
+    def _pump_blocking(self) -> None:
+        while self.pending:
+            n = self.sock.send(self.pending)
+            del self.pending[:n]

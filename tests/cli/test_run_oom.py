@@ -1,0 +1,409 @@
+# SPDX-License-Identifier: MIT
+"""`gpumon run`: the job's stderr passed through byte for byte while it is scanned for out-of-memory
+messages, the forensics after an out-of-memory death (co-tenant, leak, transient peak,
+pre-allocation), and the summary's unaccounted memory, NVML leak verdict and job peak."""
+import json
+import os
+import pty
+import random
+import re
+import select
+import signal
+import subprocess
+import textwrap
+import time
+
+import pytest
+
+from conftest import GPUMON_BIN, H200
+from test_run import PY, TWO, environment, needs_unshare, open_recording, run
+
+TOTAL = 150754820096  # the H200 of the scenarios
+GIB = 1 << 30
+
+
+def events(path, kind):
+    db = open_recording(path)
+    return [t for (t,) in db.execute("select text from events where kind = ? order by t_ns", (kind,))]
+
+
+def run_bytes(tmp_path, job, scenario=H200, args=("-q",), **kw):
+    """gpumon run ARGS -- python -c JOB with stdout and stderr captured as bytes."""
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([GPUMON_BIN, "run", "-o", str(tmp_path / "r.gpumon")] + list(args) + ["--", PY, "-c", job],
+                          env=environment(tmp_path, scenario), timeout=60, **kw)
+
+
+# ---- the job's stderr: unchanged, at once -----------------------------------------------------------
+
+def test_stderr_bytes_unchanged(tmp_path):
+    """Every byte value, \\r progress bars, a partial line and no newline at the end."""
+    job = textwrap.dedent("""
+        import os, sys
+        os.write(2, bytes(range(256)))
+        os.write(2, b"progress 10%\\rprogress 20%\\rprogress 100%\\n")
+        os.write(1, b"stdout stays\\n")
+        os.write(2, b"half a line ")
+        os.write(2, b"and its end\\r\\n\\x00\\xff\\xfe")
+        os.write(2, b"no newline at the end")
+        sys.exit(4)
+    """)
+    r = run_bytes(tmp_path, job)
+    assert r.returncode == 4, r.stderr
+    assert r.stdout == b"stdout stays\n"
+    assert r.stderr == (bytes(range(256)) + b"progress 10%\rprogress 20%\rprogress 100%\n"
+                        + b"half a line and its end\r\n\x00\xff\xfe" + b"no newline at the end")
+
+
+def test_stderr_large_output(tmp_path):
+    job = textwrap.dedent("""
+        import os, random
+        random.seed(3)
+        err = bytes(random.getrandbits(8) for _ in range(1 << 20)) * 6
+        out = b"o" * (1 << 20)
+        for i in range(0, len(err), 65536 + 7):
+            os.write(2, err[i:i + 65536 + 7])
+            if i < len(out):
+                os.write(1, out[i:i + 65536 + 7])
+    """)
+    r = run_bytes(tmp_path, job)
+    random.seed(3)
+    want = bytes(random.getrandbits(8) for _ in range(1 << 20)) * 6
+    assert r.returncode == 0
+    assert len(r.stderr) == len(want) and r.stderr == want
+    assert r.stdout == b"o" * (1 << 20)
+
+
+def test_stderr_partial_line_passed_on_at_once(tmp_path):
+    """A line without its end reaches gpumon's stderr before the job writes more: the job waits
+    for the test to have seen it."""
+    seen = tmp_path / "seen"
+    job = textwrap.dedent(f"""
+        import os, sys, time
+        os.write(2, b"epoch 1: 50%\\r")
+        end = time.time() + 15
+        while not os.path.exists({str(seen)!r}):
+            if time.time() > end:
+                sys.exit(3)
+            time.sleep(0.01)
+        os.write(2, b"epoch 1: 100%\\n")
+    """)
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    got = b""
+    end = time.time() + 15
+    while b"50%\r" not in got and time.time() < end:
+        if select.select([p.stderr], [], [], 0.1)[0]:
+            got += os.read(p.stderr.fileno(), 4096)
+    assert got == b"epoch 1: 50%\r"
+    seen.touch()
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0
+    assert got + err == b"epoch 1: 50%\repoch 1: 100%\n"
+
+
+def test_stderr_and_stdout_keep_their_order(tmp_path):
+    """On one pipe (2>&1) the two streams interleave as the job wrote them."""
+    job = textwrap.dedent("""
+        import os, time
+        for i in range(5):
+            os.write(2, b"err %d\\n" % i)
+            time.sleep(0.05)
+            os.write(1, b"out %d\\n" % i)
+            time.sleep(0.05)
+    """)
+    r = run_bytes(tmp_path, job, stderr=subprocess.STDOUT)
+    assert r.returncode == 0
+    assert r.stdout == b"".join(b"err %d\nout %d\n" % (i, i) for i in range(5))
+
+
+def test_job_sees_a_terminal_when_gpumon_has_one(tmp_path):
+    master, slave = pty.openpty()
+    job = "import os, sys; print(os.isatty(2), flush=True); os.write(2, b'to the terminal\\n')"
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = p.communicate(timeout=30)
+    got = b""
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    assert p.returncode == 0
+    assert out == b"True\n"
+    assert b"to the terminal" in got
+
+
+# ---- out-of-memory messages -------------------------------------------------------------------------
+
+OOM_LINES = [
+    ("PyTorch", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                "capacity of 139.80 GiB of which 1.19 GiB is free."),
+    ("PyTorch", "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 15.78 GiB total capacity)"),
+    ("PyTorch", "torch.cuda.OutOfMemoryError: out of memory"),
+    ("PyTorch", "raise torch.OutOfMemoryError"),
+    ("Paddle", "ResourceExhaustedError: "),
+    ("Paddle", "Out of memory error on GPU 0. Cannot allocate 1.500000GB memory on GPU 0"),
+    ("JAX/XLA", "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                "allocate 1073741824 bytes."),
+    ("TensorFlow", "OOM when allocating tensor with shape[1024,1024,64] and type float"),
+    ("CUDA", "cudaErrorMemoryAllocation: out of memory"),
+    ("CUDA", "CUresult CUDA_ERROR_OUT_OF_MEMORY at kernel.cu:12"),
+    ("PyTorch", "x" * 5000 + "CUDA out of memory" + "y" * 5000),        # a line longer than the buffer
+    ("PyTorch", "100%|####| 10/10\rRuntimeError: CUDA out of memory."),  # after a progress bar
+]
+
+
+@pytest.mark.parametrize("framework,line", OOM_LINES, ids=[f"{f}-{i}" for i, (f, _) in enumerate(OOM_LINES)])
+def test_oom_message_recognised(gpumon, tmp_path, framework, line):
+    job = f"import sys; sys.stderr.write({line!r} + '\\n'); sys.exit(1)"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", job])
+    assert r.returncode == 1
+    # passed on before the summary (text mode reads \r as \n; the byte tests above are exact)
+    assert r.stderr.startswith(line.replace("\r", "\n") + "\n")
+    assert re.search(rf"out of memory at \d+\.\d\d s: {re.escape(framework)} message on the job's stderr", r.stderr), r.stderr
+    oom = events(tmp_path / "rec.gpumon", "oom")
+    last = line.split("\r")[-1]
+    assert len(oom) == 1 and oom[0].startswith(f"{framework}: ") and last[:200] in oom[0], oom
+    assert len(oom[0]) < 400
+    assert len(events(tmp_path / "rec.gpumon", "diagnosis")) == 1
+
+
+@pytest.mark.parametrize("line", ["CUDA out of mem", "Out of memory error on CPU", "OOM when allocat",
+                                  "RESOURCE_EXHAUSTED: Out of disk", "torch.OutOfMemory", "CUDA out of\nmemory"])
+def test_near_misses_are_not_oom(gpumon, tmp_path, line):
+    job = f"import sys; sys.stderr.write({line!r} + '\\n'); sys.exit(1)"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", job])
+    assert r.returncode == 1
+    assert "out of memory at" not in r.stderr and "diagnosis" not in r.stderr
+    assert events(tmp_path / "rec.gpumon", "oom") == []
+
+
+def test_oom_but_exit_0_has_no_forensics(gpumon, tmp_path):
+    job = "import sys; sys.stderr.write('CUDA out of memory; retrying with a smaller batch\\n')"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", job])
+    assert r.returncode == 0
+    assert "it recovered, no forensics" in r.stderr and "diagnosis:" not in r.stderr
+    assert len(events(tmp_path / "rec.gpumon", "oom")) == 1
+    assert events(tmp_path / "rec.gpumon", "diagnosis") == []
+
+
+# ---- forensics: one scenario per cause ---------------------------------------------------------------
+
+OOM_EXIT = "import sys, time; time.sleep({sleep}); sys.stderr.write('torch.OutOfMemoryError: CUDA out of memory.\\n'); sys.exit(1)"
+
+
+def diagnosis(r, tmp_path, cause):
+    assert r.returncode == 1, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  diagnosis: ")), "")
+    assert line.startswith(f"  diagnosis: {cause}: "), r.stderr
+    recorded = events(tmp_path / "rec.gpumon", "diagnosis")
+    assert len(recorded) == 1 and recorded[0] == line[len("  diagnosis: "):]
+    return line
+
+
+def test_forensics_co_tenant(gpumon, tmp_path):
+    """Another process holds 30 % of the card when the job runs out."""
+    scn = H200.replace("used=0 ", "used=60GiB ") + "proc 0 4194001 used=42GiB name=inference-server\n"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT.format(sleep=1.2)], scenario=scn)
+    line = diagnosis(r, tmp_path, "co-tenant")
+    assert "4194001" in line and "42.0 GiB" in line
+    # the holders table: pid, user, GiB, job or not, command
+    row = next(l for l in r.stderr.splitlines() if l.strip().startswith("4194001"))
+    assert re.match(r"\s+4194001\s+\?\s+42\.00\s+no\s+inference-server$", row), row
+    assert re.search(r"who held GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 at \d+\.\d\d s:", r.stderr)
+    # the last seconds, at 1 s steps
+    secs = next(l for l in r.stderr.splitlines() if "highest of each second" in l)
+    assert "-1 s: 60.0 GiB, " in secs and secs.endswith(", 0 s: 60.0 GiB"), secs
+    oom = events(tmp_path / "rec.gpumon", "oom")
+    assert oom == ["PyTorch: torch.OutOfMemoryError: CUDA out of memory."]
+
+
+LEAK_THEN_OOM = textwrap.dedent("""
+    import json, os, socket, sys, time
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    lines = [json.dumps({"v": 1, "type": "hello", "pid": os.getpid(), "framework": "torch"})]
+    for step in range(300):
+        allocated = (2 << 30) + step * (4 << 20) + (step % 3) * (64 << 20)
+        lines.append(json.dumps({"type": "sample", "t": time.time(), "step": step, "device": 0,
+                                 "allocated": allocated, "reserved": allocated + (1 << 30)}))
+    s.sendall(("\\n".join(lines) + "\\n").encode())
+    s.close()
+    time.sleep(0.3)
+    sys.stderr.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 MiB.\\n")
+    sys.exit(1)
+""")
+
+
+def test_forensics_leak(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--", PY, "-c", LEAK_THEN_OOM])
+    line = diagnosis(r, tmp_path, "leak")
+    assert "4.00 MiB a step" in line
+
+
+def test_forensics_transient_peak(gpumon, tmp_path):
+    """The card sat at 10 GiB for over a second, then jumped to 139 GiB just before the message."""
+    scn = H200.replace("used=0 ", "used=10GiB ") + "at 1.5 gpu 0 used=139GiB\n"
+    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT.format(sleep=1.9)], scenario=scn)
+    line = diagnosis(r, tmp_path, "transient-peak")
+    assert "from its usual 10.0 GiB to 139 GiB" in line
+
+
+def test_forensics_preallocation(gpumon, tmp_path):
+    """The allocator reserved 70 % of the card, tensors used 10 %."""
+    job = textwrap.dedent(f"""
+        import json, os, socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.environ["GPUMON_RUN_SOCKET"])
+        s.sendall((json.dumps({{"v": 1, "type": "hello", "framework": "torch"}}) + "\\n" +
+                   json.dumps({{"type": "sample", "step": 0, "device": 0, "allocated": {TOTAL // 10},
+                               "reserved": {TOTAL * 7 // 10}}}) + "\\n").encode())
+        s.close()
+        time.sleep(0.3)
+        sys.stderr.write("RuntimeError: CUDA out of memory.\\n")
+        sys.exit(1)
+    """)
+    scn = H200.replace("used=0 ", "used=100GiB ")
+    r = run(gpumon, tmp_path, ["--", PY, "-c", job], scenario=scn)
+    line = diagnosis(r, tmp_path, "pre-allocation")
+    assert "reserved 98.3 GiB" in line and "only 14.0 GiB" in line
+
+
+def test_memory_at_the_limit_at_the_end_counts(gpumon, tmp_path):
+    """No message, but the card was full when the job failed."""
+    scn = H200.replace("used=0 ", "used=139.8GiB ")
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import sys, time; time.sleep(0.3); sys.exit(2)"], scenario=scn)
+    assert r.returncode == 2
+    oom = events(tmp_path / "rec.gpumon", "oom")
+    assert len(oom) == 1 and oom[0].startswith("memory at the limit: GPU 0 used 140 GiB of 140 GiB"), oom
+    assert "  diagnosis: " in r.stderr
+    assert len(events(tmp_path / "rec.gpumon", "diagnosis")) == 1
+
+
+def test_killed_after_oom_keeps_its_status_and_gets_forensics(gpumon, tmp_path):
+    job = ("import os, signal, sys, time; sys.stderr.write('CUDA out of memory\\n'); sys.stderr.flush(); "
+           "time.sleep(0.2); os.kill(os.getpid(), signal.SIGKILL)")
+    r = run(gpumon, tmp_path, ["--", PY, "-c", job])
+    assert r.returncode == 128 + signal.SIGKILL
+    assert "  diagnosis: " in r.stderr
+    assert "job exited with status 137" in r.stderr
+
+
+# ---- unaccounted memory and the NVML verdict: the job is pid 2 of a new PID namespace, so the
+# ---- scenario can list it (test_run.py does the same)
+
+def run_in_namespace(tmp_path, scenario, job, env=None, args=()):
+    e = environment(tmp_path, scenario)
+    e.update(env or {})
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run",
+                           "-o", str(tmp_path / "ns.gpumon")] + list(args) + ["--", PY, "-c", job],
+                          env=e, capture_output=True, text=True, timeout=60)
+
+
+REPORT_RESERVED = textwrap.dedent("""
+    import json, os, socket, time
+    time.sleep(0.5)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    s.sendall((json.dumps({"v": 1, "type": "hello", "framework": "torch"}) + "\\n" +
+               json.dumps({"type": "sample", "step": 0, "device": 0, "allocated": 6 << 30,
+                           "reserved": 8 << 30}) + "\\n").encode())
+    s.close()
+    time.sleep(0.3)
+""")
+
+
+@needs_unshare
+@pytest.mark.parametrize("cvd", ["1", "GPU-11111111-2222-3333-4444-555555555555", "GPU-11111111", "1,0"])
+def test_unaccounted_on_the_mapped_gpu(tmp_path, cvd):
+    """The framework's device 0 is NVML's GPU 1 through CUDA_VISIBLE_DEVICES; the process holds
+    9 GiB there, the allocator 8: 1 GiB unaccounted."""
+    r = run_in_namespace(tmp_path, TWO + "proc 1 2 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
+    assert r.returncode == 0, r.stderr
+    assert ("unaccounted (pid 2): 1.00 GiB on GPU 1 (NVML 9.00 GiB - reserved 8.00 GiB" in r.stderr), r.stderr
+
+
+@needs_unshare
+@pytest.mark.parametrize("cvd,why", [("0", "NVML lists no memory of pid 2 on GPU 0"),
+                                     ("MIG-0b8e0b6c-5f7d-5b0e-9f5e-2d3c4b5a6978", "is a MIG instance"),
+                                     ("", "device 0 is not in CUDA_VISIBLE_DEVICES")])
+def test_unaccounted_unknown_is_never_0(tmp_path, cvd, why):
+    r = run_in_namespace(tmp_path, TWO + "proc 1 2 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  unaccounted (pid 2): ")), "")
+    assert line.startswith("  unaccounted (pid 2): unknown: ") and why in line, r.stderr
+    assert "0 B" not in line
+
+
+def growing(rate_mib_per_tenth, seconds, noise=False):
+    lines = []
+    for i in range(int(seconds * 10)):
+        used = 1024 + rate_mib_per_tenth * i + ((i % 2) * 16 if noise else 0)
+        lines.append(f"at {i / 10:.1f} proc 0 2 used={used}MiB")
+    return H200 + "\n".join(lines) + "\n"
+
+
+@needs_unshare
+def test_nvml_verdict_when_the_job_reports_nothing(tmp_path):
+    """No framework samples: the job's NVML figure, sampled every 100 ms, is judged: 40 MiB every
+    0.1 s is a leak of about 400 MiB a second."""
+    r = run_in_namespace(tmp_path, growing(40, 9), "import time; time.sleep(8.5)")
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (job, NVML): ")), "")
+    m = re.search(r"SUSPECTED: the job's memory as NVML lists it .* rises by (\d+(?:\.\d+)?) MiB a second", line)
+    assert m, r.stderr
+    assert 360 <= float(m.group(1)) <= 440, line
+    peak = next((l for l in r.stderr.splitlines() if l.startswith("  job peak (its processes together")), "")
+    assert re.search(r"NVML\): \d+\.\d+ GiB at \d+\.\d\d s, largest process pid 2 \(.*time\.sleep", peak), r.stderr
+
+
+@needs_unshare
+def test_nvml_verdict_clean(tmp_path):
+    r = run_in_namespace(tmp_path, growing(0, 9, noise=True), "import time; time.sleep(8.5)")
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (job, NVML): ")), "")
+    assert line.startswith("  leak (job, NVML): none: the job's memory as NVML lists it"), r.stderr
+
+
+def test_framework_verdict_wins_over_nvml(gpumon, tmp_path):
+    """A job that reports allocator figures is judged on them; no NVML verdict line."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", LEAK_THEN_OOM.replace("sys.exit(1)", "sys.exit(0)")])
+    assert r.returncode == 0
+    assert "  leak (pid " in r.stderr and "leak (job, NVML)" not in r.stderr and "leak (GPU, NVML)" not in r.stderr
+
+
+@needs_unshare
+@pytest.mark.parametrize("job_gpu,sign", [(0, False), (1, True)])
+def test_a_full_gpu_counts_only_when_it_is_the_jobs(tmp_path, job_gpu, sign):
+    """GPU 1 is full; the job failed: that is an out-of-memory sign only when the job was on GPU 1."""
+    scn = TWO.replace("used=60GiB", "used=79.4GiB") + f"proc {job_gpu} 2 used=1GiB\n"
+    r = run_in_namespace(tmp_path, scn, "import sys, time; time.sleep(0.5); sys.exit(2)")
+    assert r.returncode == 2, r.stderr
+    db = open_recording(tmp_path / "ns.gpumon")
+    oom = [t for (t,) in db.execute("select text from events where kind = 'oom'")]
+    if sign:
+        assert len(oom) == 1 and oom[0].startswith("memory at the limit: GPU 1 used"), oom
+        assert "  diagnosis: " in r.stderr
+    else:
+        assert oom == [] and "diagnosis" not in r.stderr, r.stderr
+
+
+@needs_unshare
+def test_over_the_limit_is_an_oom_sign(tmp_path):
+    """--limit's alert path: the job stopped for holding more than the limit gets forensics."""
+    scn = H200.replace("used=0 ", "used=6GiB ") + "proc 0 999 used=1GiB name=neighbour\nat 0.3 proc 0 2 used=5GiB\n"
+    r = run_in_namespace(tmp_path, scn, "import time; time.sleep(5)", args=["--limit", "4G", "--on-exceed", "term"])
+    assert r.returncode == 128 + signal.SIGTERM, r.stderr
+    db = open_recording(tmp_path / "ns.gpumon")
+    oom = [t for (t,) in db.execute("select text from events where kind = 'oom'")]
+    assert oom == ["memory at the limit: job process 2 held 5.00 GiB, over --limit 4.00 GiB"], oom
+    assert len([t for (t,) in db.execute("select text from events where kind = 'diagnosis'")]) == 1
+    row = next(l for l in r.stderr.splitlines() if l.strip().startswith("2 "))
+    assert re.match(r"\s+2\s+\S+\s+5\.00\s+yes\s+.*time\.sleep", row), row

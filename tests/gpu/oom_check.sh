@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# oom_check.sh — `gpumon run`'s end summary on a real GPU with torch, from the repository root:
+#   bash tests/gpu/oom_check.sh            (results in ./gpu-out, or in $OUT when set)
+# (a) a training loop with a planted leak of 8 MiB a step ends with a leak verdict and a rate within
+# 10 % of it; (b) the same loop without the leak ends with `none`; (c) jobs pushed into
+# out-of-memory end with forensics naming the cause: a leak under a capped memory fraction, and a
+# co-tenant (a second process holding most of the card). (d) the leak again without reporting,
+# judged on the job's NVML figure (reported, not a pass/fail check).
+# Files written to $OUT (3): oom_summaries.txt (each run's stderr), oom_check.json (pass/fail and
+# the figures), oom_build.log. Exit status: 0 when every check passed. About 2 minutes.
+set -u
+
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
+PY=${PYTHON:-python3}
+WORK=$(mktemp -d)
+HOLDER=
+cleanup() {
+	[ -n "$HOLDER" ] && kill "$HOLDER" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+. tests/gpu/deps.sh
+{
+	timeout 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" &&
+		timeout 150 cmake --build "$BUILD" -j16 --target gpumon
+} >"$OUT/oom_build.log" 2>&1 || {
+	echo "build failed (see $OUT/oom_build.log)"
+	echo '{"passed": false, "error": "build failed"}' >"$OUT/oom_check.json"
+	exit 1
+}
+GPUMON=$BUILD/cli/gpumon
+SUMMARIES=$OUT/oom_summaries.txt
+: >"$SUMMARIES"
+
+# run NAME TIMEOUT ARGS...: gpumon run -o WORK/NAME.gpumon --gpu 0 -- python oom_job.py ARGS
+run() {
+	local name=$1 limit=$2
+	shift 2
+	local t0=$(date +%s.%N)
+	timeout "$limit" "$GPUMON" run -o "$WORK/$name.gpumon" --gpu 0 -- "$PY" tests/gpu/oom_job.py "$@" \
+		>"$WORK/$name.out" 2>"$WORK/$name.err"
+	local rc=$?
+	local t1=$(date +%s.%N)
+	echo "$rc" >"$WORK/$name.rc"
+	{
+		printf '===== %s: gpumon run --gpu 0 -- python tests/gpu/oom_job.py %s (exit %s, %s s)\n' \
+			"$name" "$*" "$rc" "$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")"
+		# the job's traceback can be long: its last lines and the whole summary
+		awk '/^gpumon run summary/ {s = 1} !s' "$WORK/$name.err" | tail -n 8
+		sed -n '/^gpumon run summary/,$p' "$WORK/$name.err"
+		echo
+	} >>"$SUMMARIES"
+	echo "$name: exit $rc"
+}
+
+run leak 90 leak
+run clean 90 clean
+run leak_oom 90 leak_oom
+# the co-tenant: outside the job's process tree, holding 120 GiB of the card
+"$PY" tests/gpu/oom_job.py hold 120 "$WORK/held" >"$WORK/hold.log" 2>&1 &
+HOLDER=$!
+for _ in $(seq 600); do
+	[ -e "$WORK/held" ] && break
+	sleep 0.1
+done
+[ -e "$WORK/held" ] || echo "the co-tenant did not start: $(tail -n 3 "$WORK/hold.log")"
+echo "$HOLDER" >"$WORK/holder.pid"
+run cotenant 90 grow
+kill "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null
+HOLDER=
+export STEPS=1500
+run nvml_fallback 90 leak --no-report
+unset STEPS
+
+"$PY" - "$WORK" "$OUT/oom_check.json" <<'EOF'
+import json, os, re, sqlite3, sys
+work, out = sys.argv[1], sys.argv[2]
+
+def read(name):
+    p = os.path.join(work, name)
+    return open(p, errors="replace").read() if os.path.exists(p) else ""
+
+def events(name, kind):
+    try:
+        db = sqlite3.connect(f"file:{os.path.join(work, name + '.gpumon')}?mode=ro", uri=True)
+        return [t for (t,) in db.execute("select text from events where kind = ?", (kind,))]
+    except Exception as e:
+        return [f"(cannot read the recording: {e})"]
+
+def line(err, prefix):
+    return next((l for l in err.splitlines() if l.startswith(prefix)), "")
+
+def mib(text):
+    m = re.search(r"rises by ([\d.]+) (B|KiB|MiB|GiB) a (step|second)", text)
+    if not m:
+        return None, None
+    f = float(m.group(1)) * {"B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024}[m.group(2)]
+    return f, m.group(3)
+
+checks = []
+def check(name, ok, **detail):
+    checks.append(dict(name=name, passed=bool(ok), **detail))
+
+err = read("leak.err")
+v = line(err, "  leak (pid ")
+rate, unit = mib(v)
+check("a: planted leak of 8 MiB/step -> leak verdict, rate within 10 %",
+      read("leak.rc").strip() == "0" and "SUSPECTED" in v and unit == "step" and rate and abs(rate - 8) <= 0.8,
+      verdict=v, planted_mib_per_step=8, rate_mib_per_step=rate,
+      error_pct=None if rate is None else round(abs(rate - 8) / 8 * 100, 2))
+err = read("clean.err")
+v = line(err, "  leak (pid ")
+check("b: the same without the leak -> none", read("clean.rc").strip() == "0" and ": none:" in v, verdict=v)
+for name, cause in (("leak_oom", "leak"), ("cotenant", "co-tenant")):
+    err = read(name + ".err")
+    d = line(err, "  diagnosis: ")
+    diag = events(name, "diagnosis")
+    oom = events(name, "oom")
+    ok = read(name + ".rc").strip() not in ("0", "124") and d.startswith(f"  diagnosis: {cause}: ") \
+        and len(diag) == 1 and diag[0].startswith(cause + ": ") and oom
+    if name == "cotenant":
+        holder = read("holder.pid").strip()
+        row = next((l for l in err.splitlines() if holder and l.strip().startswith(holder + " ")), "")
+        if not row:  # NVML may list the host's pid (a container): the 120 GiB row that is not the job's
+            row = next((l for l in err.splitlines()
+                        if re.match(r"\s+\d+\s+\S+\s+1[12]\d\.\d\d\s+no\s", l)), "")
+        ok = ok and row and " no " in row
+        check(f"c: out of memory next to a co-tenant -> diagnosis {cause}, the holder in the table", ok,
+              diagnosis=d, holder_row=row, oom_events=oom[:3], exit=read(name + ".rc").strip())
+    else:
+        check(f"c: out of memory by a leak (capped fraction) -> diagnosis {cause}", ok, diagnosis=d,
+              oom_events=oom[:3], exit=read(name + ".rc").strip())
+err = read("nvml_fallback.err")
+v = line(err, "  leak (job, NVML): ")
+rate, unit = mib(v)
+info = dict(verdict=v, rate=rate, unit=unit, peak=line(err, "  job peak (its processes together"))
+passed = all(c["passed"] for c in checks)
+json.dump({"passed": passed, "checks": checks, "info_nvml_fallback": info}, open(out, "w"), indent=2)
+for c in checks:
+    print(("PASS " if c["passed"] else "FAIL ") + c["name"])
+print("info: NVML fallback verdict:", v or "(none)")
+sys.exit(0 if passed else 1)
+EOF
+rc=$?
+echo "results in $OUT: oom_summaries.txt oom_check.json oom_build.log"
+exit $rc

@@ -1,0 +1,497 @@
+# SPDX-License-Identifier: MIT
+"""The page of `gpumon report --html` (cli/report_html.c) rendered in headless Chromium.
+
+Each report document of fixtures/ (made by make_fixtures.py) is turned into a page by the test
+driver report_html_demo, loaded by Chromium with networking off, and its DOM after the scripts
+ran is read back: the summary's figures, the number of charts drawn, no script error (the page
+lists each in #gpumon-errors, and Chromium's console log must stay empty), and the hostile
+strings shown as text, never run. A screenshot of each page is saved for a person to look at.
+
+Environment (set by ctest):
+  REPORT_HTML_DEMO  the built tests/html/report_html_demo
+  REPORT_HTML_OUT   where the pages and screenshots go (default: pytest's temporary folder)
+"""
+import html.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+DEMO = os.environ.get("REPORT_HTML_DEMO", os.path.join(HERE, "../../build/tests/report_html_demo"))
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+
+
+# ---- Chromium ---------------------------------------------------------------------------------
+
+def chromium_binary():
+    """The headless Chromium of Debian's chromium-headless-shell (or chromium); fails, never skips."""
+    for name in ("chromium-headless-shell", "chromium"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail("headless Chromium is not installed: install the Debian package chromium-headless-shell "
+                "(`make deps-test` does)")
+
+
+def run_chromium(url, profile, extra):
+    args = [chromium_binary(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+            "--user-data-dir=" + str(profile),
+            # networking off: no name resolves and every connection goes to a closed local port
+            "--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9",
+            "--proxy-bypass-list=<-loopback>",
+            "--enable-logging=stderr", "--v=0", "--virtual-time-budget=20000",
+            "--window-size=1280,2400"] + extra + [url]
+    try:
+        r = subprocess.run(args, capture_output=True, text=True, timeout=180, env=dict(os.environ, LC_ALL="C"))
+    except subprocess.TimeoutExpired:
+        pytest.fail("headless Chromium did not finish within 180 s: " + " ".join(args))
+    if r.returncode != 0:
+        pytest.fail("headless Chromium could not start or render (exit %d): %s\n%s"
+                    % (r.returncode, " ".join(args), r.stderr[-3000:]))
+    return r
+
+
+def console_messages(stderr):
+    """What the page wrote to the console (Chromium logs each as INFO:CONSOLE... "text", source: ...)."""
+    return re.findall(r':CONSOLE[^\]]*\] (.*)', stderr)
+
+
+# ---- the DOM ----------------------------------------------------------------------------------
+
+VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
+
+
+class Node:
+    def __init__(self, tag, attrs, parent):
+        self.tag, self.attrs, self.parent, self.children = tag, dict(attrs), parent, []
+
+    def text(self):
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            if isinstance(c, Node):
+                yield from c.walk()
+
+
+class DomParser(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#document", {}, None)
+        self.cur = self.root
+
+    def handle_starttag(self, tag, attrs):
+        n = Node(tag, attrs, self.cur)
+        self.cur.children.append(n)
+        if tag not in VOID:
+            self.cur = n
+
+    def handle_endtag(self, tag):
+        n = self.cur
+        while n is not self.root and n.tag != tag:
+            n = n.parent
+        if n is not self.root:
+            self.cur = n.parent
+
+    def handle_data(self, data):
+        self.cur.children.append(data)
+
+
+class Page:
+    """A rendered page: its DOM after the scripts ran, and what Chromium logged."""
+
+    def __init__(self, dom_text, stderr, html_path, png_path):
+        p = DomParser()
+        p.feed(dom_text)
+        self.root, self.dom_text, self.stderr = p.root, dom_text, stderr
+        self.html_path, self.png_path = html_path, png_path
+        self.nodes = list(self.root.walk())
+
+    def by_id(self, ident):
+        for n in self.nodes:
+            if n.attrs.get("id") == ident:
+                return n
+        return None
+
+    def text_of(self, ident):
+        n = self.by_id(ident)
+        assert n is not None, "no element #%s in the page" % ident
+        return " ".join(n.text().split())
+
+    def tags(self, tag):
+        return [n for n in self.nodes if n.tag == tag]
+
+    def html_attr(self, name):
+        return self.tags("html")[0].attrs.get(name)
+
+
+def make_page(doc_path, out_dir, name):
+    html_path = os.path.join(out_dir, name + ".html")
+    r = subprocess.run([DEMO, doc_path, html_path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return html_path
+
+
+def render(doc_path, name, tmp_path):
+    """Writes the page of doc_path, renders it (DOM and screenshot) and returns a Page."""
+    out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
+    os.makedirs(out_dir, exist_ok=True)
+    html_path = make_page(doc_path, out_dir, name)
+    png_path = os.path.join(out_dir, name + ".png")
+    if os.path.exists(png_path):
+        os.unlink(png_path)
+    r = run_chromium("file://" + os.path.abspath(html_path), tmp_path / "profile",
+                     ["--dump-dom", "--screenshot=" + png_path, "--hide-scrollbars"])
+    assert os.path.exists(png_path) and os.path.getsize(png_path) > 1000, \
+        "no screenshot was written: " + r.stderr[-2000:]
+    print("screenshot of %s: %s" % (name, png_path))
+    page = Page(r.stdout, r.stderr, html_path, png_path)
+    check_healthy(page)
+    return page
+
+
+def check_healthy(page):
+    """Loaded, no script error or console message, and as many chart canvases as charts drawn."""
+    errors = page.by_id("gpumon-errors")
+    assert errors is not None, "the page has no error box (did it load at all?)"
+    assert "data-count" not in errors.attrs and "hidden" in errors.attrs, \
+        "the page reported errors: " + errors.text()
+    assert console_messages(page.stderr) == [], "console messages: %s" % console_messages(page.stderr)
+    assert page.html_attr("data-gpumon-state") == "ready", \
+        "the timelines' script did not finish (state %r)" % page.html_attr("data-gpumon-state")
+    assert len(page.tags("canvas")) == int(page.html_attr("data-gpumon-charts"))
+    # self-contained: nothing in the page names another file or address to load
+    assert [n.tag for n in page.nodes if n.attrs.get("src") or n.attrs.get("href")] == []
+
+
+def legend_entries(page, label):
+    """The classes of the legend entries named label (uPlot marks a hidden line "u-off")."""
+    return [n.attrs.get("class", "") for n in page.nodes
+            if n.tag == "tr" and "u-series" in n.attrs.get("class", "")
+            and any(c.attrs.get("class") == "u-label" and c.text() == label for c in n.walk())]
+
+
+def fixture(name):
+    return os.path.join(FIXTURES, name + ".json")
+
+
+# ---- the fixtures -------------------------------------------------------------------------------
+
+def test_leak_run(tmp_path):
+    page = render(fixture("leak_run"), "leak_run", tmp_path)
+    # 2 GPUs, the processes of each GPU stacked, 1 framework source
+    assert page.html_attr("data-gpumon-charts") == "5"
+    leak = page.by_id("leak")
+    assert leak.attrs["data-verdict"] == "leak"
+    t = page.text_of("leak")
+    for part in ("leak suspected", "+4.00 MiB a step", "+1.97 MiB a second", "from step 120 at 4:03.6",
+                 "confidence 0.99", "about 3100 more steps", "about 1 h 44 min", "framework allocated (pid 1234)"):
+        assert part in t, (part, t)
+    t = page.text_of("peak")
+    for part in ("74.6 GiB at 6:42.5", "on GPU 0", "pid 1234 (alice)", "python train.py --batch-size 64"):
+        assert part in t, (part, t)
+    assert page.text_of("fragmentation") == "2.00 GiB reserved by the allocator but not allocated, at 6:42.5"
+    assert page.text_of("unaccounted") == "500 MiB at 6:42.5 (pid 1234)"
+    assert page.text_of("source-duration") == "13 min 32 s"
+    assert "GPU 1 NVIDIA H200, 140 GiB" in page.text_of("devices")
+    assert page.by_id("oom") is None and page.by_id("damage") is None
+    assert "5:00.2 leak suspected: 4 MiB a step" in page.text_of("alerts")
+    assert "13:32.4 exit exit status 0" in page.text_of("events")
+    # the legends name the job's processes apart from the others
+    legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
+    assert "job 1234 alice python train.py --batch-size 64" in legend
+    assert "other 5555 bob python eval.py" in legend
+    assert "used, exact peak" in legend and "max allocated" in legend
+    # far below the total: its line starts hidden so that it does not flatten the used line
+    assert ["u-off" in c for c in legend_entries(page, "total")] == [True, True]
+
+
+def test_real_h200_recording(tmp_path):
+    """fixtures/h200_record.json: the document `gpumon report` makes of the bundled recording of a
+    real H200 (examples/recordings/h200_train_leak.gpumon), timeline included."""
+    page = render(fixture("h200_record"), "h200_record", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "2"
+    assert page.by_id("leak").attrs["data-verdict"] == "leak"
+    t = page.text_of("leak")
+    assert "+176 MiB a second, from 0:07.7" in t and "about 12 min 48 s" in t, t
+    t = page.text_of("peak")
+    assert t.startswith("7.99 GiB at 0:47.2 (GPU used) on GPU 0, held by pid 678 (root)"), t
+    assert page.text_of("source-duration") == "53.2 s"
+    assert page.text_of("fragmentation") == "n/a"
+
+
+def test_oom(tmp_path):
+    page = render(fixture("oom"), "oom", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "2"
+    assert page.by_id("leak").attrs["data-verdict"] == "none"
+    assert "139 GiB at 0:59.5" in page.text_of("peak")
+    assert page.text_of("oom-cause") == "co-tenant"
+    assert "Out of memory at 0:59.9 on GPU 0" in page.text_of("oom")
+    assert page.text_of("oom-message") == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert "pid 9999 (bob) grew" in page.text_of("oom-diagnosis")
+    rows = [" ".join(" ".join(c.text() for c in r.children if isinstance(c, Node)).split())
+            for r in page.by_id("oom-holders").walk() if r.tag == "tr"]
+    assert rows[1:] == ["9999 bob 79.0 GiB python big_eval.py", "4321 alice 60.0 GiB job python train.py"]
+    assert "0:59.9 oom CUDA out of memory (pid 4321)" in page.text_of("events")
+    # near the total: its line shows
+    assert ["u-off" in c for c in legend_entries(page, "total")] == [False]
+
+
+def test_csv_minimal(tmp_path):
+    page = render(fixture("csv_minimal"), "csv_minimal", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "1"
+    assert page.by_id("leak").attrs["data-verdict"] == "insufficient_data"
+    assert "not enough data to tell" in page.text_of("leak")
+    assert page.text_of("peak").startswith("3.48 GiB at 0:49.0 (framework allocated)")
+    assert page.text_of("source-path") == "alloc.csv (CSV)"
+    assert page.text_of("source-command") == "n/a"
+    assert page.text_of("devices") == "n/a"
+    legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
+    assert "allocated" in legend
+
+
+def test_hostile_strings_stay_text(tmp_path):
+    page = render(fixture("hostile"), "hostile", tmp_path)
+    doc = json.load(open(fixture("hostile"), encoding="utf-8"))
+    cmd = doc["source"]["command"]
+    # shown as text, byte for byte (quotes, &, U+2028 and CJK included)
+    assert page.text_of("source-command") == " ".join(cmd.split())
+    assert HOSTILE in page.text_of("oom-diagnosis") and page.text_of("oom-message") == HOSTILE
+    assert "<script>alert(2)</script>" in page.text_of("alerts")
+    assert "table <script>alert(4)</script> is unreadable & lost" in page.text_of("damage")
+    assert page.tags("title")[0].text() == "gpumon report: " + doc["source"]["path"]
+    # and never run or parsed as markup: no image, no handler, only the page's own 4 scripts
+    assert page.tags("img") == []
+    assert [n for n in page.nodes if any(a.startswith("on") for a in n.attrs)] == []
+    assert len(page.tags("script")) == 4
+    assert page.html_attr("data-gpumon-charts") == "2"  # the framework source has no samples
+    legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
+    assert "job 31337 " + HOSTILE in legend
+    # the embedded copy of the document: nothing in it can end its <script>, and it reads back whole
+    raw = open(page.html_path, encoding="utf-8").read()
+    assert HOSTILE not in raw
+    start = raw.index('<script type="application/json" id="gpumon-data">')
+    embedded = raw[raw.index(">", start) + 1:raw.index("</script>", start)]
+    for c in "<>&\u2028\u2029":
+        assert c not in embedded, "%r left unescaped in the embedded document" % c
+    assert json.loads(embedded) == doc
+
+
+def test_nulls_everywhere(tmp_path):
+    page = render(fixture("nulls"), "nulls", tmp_path)
+    # the one device series with a sample; the empty ones draw nothing
+    assert page.html_attr("data-gpumon-charts") == "1"
+    assert page.by_id("leak").attrs["data-verdict"] == "n/a"
+    summary = page.text_of("summary")
+    assert "0 B" not in summary and "0:00.0" not in summary, summary
+    for ident in ("leak", "fragmentation", "unaccounted", "source-duration", "source-path", "oom-cause"):
+        assert "n/a" in page.text_of(ident), ident
+    assert "n/a" in page.text_of("peak")
+    assert "n/a" in page.text_of("oom-holders")
+
+
+def test_no_timeline(tmp_path):
+    page = render(fixture("no_timeline"), "no_timeline", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "0"
+    assert "This report has no timeline to draw." in page.text_of("charts")
+    assert "None." in page.text_of("alerts")
+
+
+def test_64_processes_of_4000_points(tmp_path):
+    """The largest document the producer makes: 64 process series of 4,000 points on one GPU."""
+    n, t = 4000, [round(i * 0.25, 3) for i in range(4000)]
+    procs = []
+    for p in range(64):
+        used = [None if (i + p * 37) % 997 == 0 else (1 + p % 5) * (1 << 28) + (i * (p + 1) % 300) * (1 << 20)
+                for i in range(n)]
+        procs.append({"dev": 0, "pid": 1000 + p, "label": "%d user%d python job%d.py" % (1000 + p, p, p),
+                      "job": p < 8, "t": [x + p * 0.01 for x in t], "used": used})
+    doc = json.load(open(fixture("csv_minimal"), encoding="utf-8"))
+    doc["timeline"] = {"devices": [{"dev": 0, "total_bytes": 150754820096, "t": t,
+                                    "used": [sum(q["used"][i] or 0 for q in procs) for i in range(n)],
+                                    "used_max": None, "reserved": None}],
+                       "processes": procs, "framework": []}
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(doc))
+    page = render(str(path), "big_64x4000", tmp_path)
+    assert page.html_attr("data-gpumon-charts") == "2"
+    legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
+    assert legend.count("job 10") == 8 and legend.count("other 10") == 56
+
+
+# ---- the writer's errors ------------------------------------------------------------------------
+
+def test_write_error_is_one_sentence(tmp_path):
+    r = subprocess.run([DEMO, fixture("leak_run"), "/dev/full"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr == "report_html_demo: could not write the HTML report: No space left on device\n"
+
+
+def test_not_an_object(tmp_path):
+    path = tmp_path / "list.json"
+    path.write_text("[1, 2]")
+    r = subprocess.run([DEMO, str(path), str(tmp_path / "out.html")], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert r.stderr == "report_html_demo: the report document is not a JSON object\n"
+
+
+# ---- interaction --------------------------------------------------------------------------------
+
+# Run in the page after its own scripts: hovers, drag-zooms, wheel-zooms, double-clicks and switches
+# the framework chart to steps, noting each chart's x range (data-x-min/max) and legend after each.
+PROBE = r"""
+(function () {
+  var out = {};
+  function charts() {
+    return Array.prototype.map.call(document.querySelectorAll('.uplot'), function (r) {
+      return [r.getAttribute('data-x-axis'), Number(r.getAttribute('data-x-min')), Number(r.getAttribute('data-x-max'))];
+    });
+  }
+  function legend(i) {
+    return Array.prototype.map.call(document.querySelectorAll('.uplot')[i].querySelectorAll('.u-legend .u-value'),
+                                    function (v) { return v.textContent; });
+  }
+  function mouse(type, el, fx, extra) {
+    var r = el.getBoundingClientRect(), o = {bubbles: true, cancelable: true, view: window, button: 0,
+      clientX: r.left + r.width * fx, clientY: r.top + r.height / 2, movementX: 1};
+    for (var k in extra || {}) o[k] = extra[k];
+    el.dispatchEvent(type === 'wheel' ? new WheelEvent(type, o) : new MouseEvent(type, o));
+  }
+  function select(value) {
+    var sel = document.querySelector('.chart select');
+    sel.value = value;
+    sel.dispatchEvent(new Event('change'));
+  }
+  function over(i) {
+    return document.querySelectorAll('.u-over')[i || 0];
+  }
+  /* each step acts, then the next one (after uPlot's deferred redraw) notes what it did */
+  var steps = [
+    function () { out.initial = charts(); mouse('mousemove', over(), 0.5); },
+    function () { out.hover = [legend(0), legend(2)]; mouse('mousemove', over(), 402.5 / 812.4); },
+    function () {
+      out.mark = document.querySelector('.markinfo').textContent;
+      mouse('mousedown', over(), 0.25); mouse('mousemove', over(), 0.5); mouse('mouseup', over(), 0.5);
+    },
+    function () { out.dragged = charts(); mouse('wheel', over(1), 0.5, {deltaY: -100}); },
+    function () {
+      out.wheeled = charts();
+      mouse('mousedown', over(), 0.5, {shiftKey: true}); mouse('mousemove', over(), 0.25, {shiftKey: true});
+      mouse('mouseup', over(), 0.25, {shiftKey: true});
+    },
+    function () { out.panned = charts(); select('step'); },
+    function () { out.step = charts(); select('time'); },
+    function () { out.back = charts(); mouse('dblclick', over(), 0.5); },
+    function () {
+      out.reset = charts();
+      var pre = document.createElement('pre');
+      pre.id = 'probe';
+      pre.textContent = JSON.stringify(out);
+      document.body.appendChild(pre);
+    }
+  ];
+  (function next(i) {
+    if (i < steps.length)
+      setTimeout(function () { steps[i](); next(i + 1); }, 30);
+  })(0);
+})();
+"""
+
+
+def test_zoom_pan_hover_and_steps(tmp_path):
+    html_path = make_page(fixture("leak_run"), str(tmp_path), "leak_probe")
+    raw = open(html_path, encoding="utf-8").read()
+    nonce = re.search(r'<script nonce="([0-9a-f]+)">', raw).group(1)
+    with open(html_path, "w", encoding="utf-8") as f:
+        f.write(raw.replace("</body>", '<script nonce="%s">%s</script>\n</body>' % (nonce, PROBE)))
+    r = run_chromium("file://" + html_path, tmp_path / "profile", ["--dump-dom"])
+    page = Page(r.stdout, r.stderr, html_path, None)
+    check_healthy(page)
+    probe = json.loads(page.text_of("probe"))
+
+    def near(a, b):
+        return abs(a - b) <= 0.02 * 812.4
+
+    assert probe["initial"] == [["time", 0, 812.4]] * 5
+    # hovering the middle of the first chart: the time there (sample 200 at 406 s, where the
+    # fixture's "used" is null: shown as no value, not 0) and figures with units, on the synced
+    # process chart too
+    hover0, hover2 = probe["hover"]
+    assert hover0[:2] == ["6:46.000", "--"], hover0
+    assert re.fullmatch(r"\d+\.\d GiB", hover0[2]) and hover0[3:] == ["615 MiB", "140 GiB"], hover0
+    assert hover2[0] == hover0[0] and re.fullmatch(r"\d+(\.\d+)? GiB", hover2[-1]), hover2
+    # the pointer on the peak's mark names it
+    assert probe["mark"] == "6:42.5 peak: 74.6 GiB"
+    # dragging over 25 % .. 50 % zooms every chart there
+    for axis, lo, hi in probe["dragged"]:
+        assert axis == "time" and near(lo, 0.25 * 812.4) and near(hi, 0.5 * 812.4), probe["dragged"]
+    # the wheel zooms in around the cursor (the middle): 80 % of the range, all charts alike
+    (_, lo0, hi0), (_, lo1, hi1) = probe["dragged"][0], probe["wheeled"][0]
+    assert near(hi1 - lo1, 0.8 * (hi0 - lo0)) and near((lo1 + hi1) / 2, (lo0 + hi0) / 2)
+    assert len({(lo, hi) for _, lo, hi in probe["wheeled"]}) == 1
+    # shift-drag by a quarter of the width pans right by a quarter of the range
+    (_, lo2, hi2) = probe["panned"][0]
+    assert near(hi2 - lo2, hi1 - lo1) and near(lo2 - lo1, 0.25 * (hi1 - lo1)), probe["panned"]
+    # the framework chart by step shows steps 0 .. 399; the others keep their time and zoom; back
+    # on time it takes the others' zoom
+    assert probe["step"][:4] == probe["panned"][:4]
+    assert probe["step"][4] == ["step", 0, 399]
+    assert probe["back"] == probe["panned"]
+    # a double-click shows everything again
+    assert probe["reset"] == [["time", 0, 812.4]] * 5
+
+
+# ---- the page as `gpumon report --html` writes it ------------------------------------------------
+
+GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
+EXAMPLES = os.path.join(HERE, "../../examples")
+
+
+@pytest.mark.parametrize("name,recording,charts", [
+    ("cli_h200_record", "recordings/h200_train_leak.gpumon", "2"),
+    ("cli_leak_graph", "traces/leak_graph.gpumon", "3"),
+])
+def test_gpumon_report_html(tmp_path, name, recording, charts):
+    """the real command on real H200 recordings: the page renders, and --html leaves the text and
+    JSON outputs as they are without it"""
+    out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
+    os.makedirs(out_dir, exist_ok=True)
+    html_path = os.path.join(out_dir, name + ".html")
+    png_path = os.path.join(out_dir, name + ".png")
+    src = os.path.join(EXAMPLES, recording)
+    plain = subprocess.run([GPUMON_BIN, "report", src, "--json"], capture_output=True, text=True)
+    with_html = subprocess.run([GPUMON_BIN, "report", src, "--json", "--html", html_path],
+                               capture_output=True, text=True)
+    assert with_html.returncode == 0, with_html.stderr
+    assert json.loads(with_html.stdout) == json.loads(plain.stdout)
+    assert "timeline" not in json.loads(with_html.stdout)
+    r = run_chromium("file://" + os.path.abspath(html_path), tmp_path / "profile",
+                     ["--dump-dom", "--screenshot=" + png_path, "--hide-scrollbars"])
+    print("screenshot of %s: %s" % (name, png_path))
+    page = Page(r.stdout, r.stderr, html_path, png_path)
+    check_healthy(page)
+    assert page.html_attr("data-gpumon-charts") == charts
+    assert page.by_id("leak").attrs["data-verdict"] == json.loads(plain.stdout)["leak"]["verdict"] == "leak"
+
+
+def test_gpumon_report_html_errors(tmp_path):
+    src = os.path.join(EXAMPLES, "recordings/h200_train_leak.gpumon")
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html", str(tmp_path / "no/such/dir/x.html")],
+                       capture_output=True, text=True)
+    assert r.returncode == 255 and "cannot create" in r.stderr and "x.html" in r.stderr
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html"], capture_output=True, text=True)
+    assert r.returncode == 2 and "needs a value" in r.stderr
+    copy = tmp_path / "rec.gpumon"
+    shutil.copy(src, copy)
+    r = subprocess.run([GPUMON_BIN, "report", str(copy), "--html", str(copy)], capture_output=True, text=True)
+    assert r.returncode == 2 and "overwrite" in r.stderr
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html", "/dev/full"], capture_output=True, text=True)
+    assert r.returncode == 255 and "No space left" in r.stderr

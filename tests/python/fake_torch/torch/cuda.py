@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: MIT
+"""torch.cuda of the stand-in."""
+from . import _fake
+
+
+def _dev(device):
+    if device is None:
+        return _fake.current
+    if hasattr(device, "index"):
+        return _fake.current if device.index is None else device.index
+    if isinstance(device, str):
+        return int(device.split(":")[1]) if ":" in device else _fake.current
+    if not 0 <= device < _fake.GPUS:
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    return device
+
+
+def is_available():
+    return _fake.GPUS > 0
+
+
+def device_count():
+    return _fake.GPUS
+
+
+def current_device():
+    return _fake.current
+
+
+def memory_stats(device=None):
+    d = _dev(device)
+    _fake.stats_calls += 1
+    return {"allocated_bytes.all.current": _fake.allocated[d], "allocated_bytes.all.peak": _fake.peak[d],
+            "reserved_bytes.all.current": _fake.reserved[d], "reserved_bytes.all.peak": _fake.peak_reserved[d]}
+
+
+def memory_allocated(device=None):
+    return _fake.allocated[_dev(device)]
+
+
+def max_memory_allocated(device=None):
+    return _fake.peak[_dev(device)]
+
+
+def memory_reserved(device=None):
+    return _fake.reserved[_dev(device)]
+
+
+def reset_peak_memory_stats(device=None):
+    d = _dev(device)
+    _fake.peak[d] = _fake.allocated[d]
+    _fake.peak_reserved[d] = _fake.reserved[d]
+
+
+class _Props:
+    def __init__(self, d):
+        self.name = "NVIDIA H200"
+        self.total_memory = 150754820096
+        if d < len(_fake.UUIDS):
+            self.uuid = _fake.UUIDS[d]
+
+
+def get_device_properties(device=None):
+    return _Props(_dev(device))  # without FAKE_TORCH_UUIDS no .uuid, as in older torch

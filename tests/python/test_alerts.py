@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""Alerts: libgpumon's leak detector fed online with allocated bytes (one warning through
+`warnings` and the logger, with the rate and steps to out-of-memory, on_alert called once), and
+the headroom threshold."""
+import logging
+import random
+import warnings
+
+import pytest
+
+from conftest import GIB, MIB, h200
+
+import gpumon
+
+
+def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1):
+    """A loop: 2 GiB of weights, activations of random size freed each step, a warm-up that grows
+    the floor by 300 MiB over `warmup` steps, and a leak kept forever."""
+    rnd = random.Random(seed)
+    torch._fake.alloc(2 * GIB)
+    for i in range(steps):
+        if i < warmup:
+            torch._fake.alloc(300 * MIB // warmup)
+        act = rnd.choice([64, 128, 256, 384, 512]) * MIB
+        torch._fake.alloc(act)
+        torch._fake.free(act)
+        if leak_per_step:
+            torch._fake.alloc(leak_per_step)
+        mon.step()
+
+
+def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog):
+    scenario(h200())
+    alerts = []
+    caplog.set_level(logging.WARNING, logger="gpumon")
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
+            training(torch, mon, 400, leak_per_step=4 * MIB)
+    leak_w = [x for x in w if issubclass(x.category, gpumon.LeakWarning)]
+    assert len(leak_w) == 1 and len(alerts) == 1
+    a = alerts[0]
+    assert a["kind"] == "leak" and a["alert"] is True
+    assert a["step"] <= 200, "flagged within 200 steps"
+    assert abs(a["rate_bytes_per_step"] - 4 * MIB) < 0.05 * 4 * MIB
+    assert a["steps_to_oom"] is not None and a["steps_to_oom"] > 0
+    msg = str(leak_w[0].message)
+    assert msg == a["message"]
+    assert "memory leak suspected on GPU 0 (torch allocated)" in msg
+    assert "4.0 MiB per step" in msg and "out of memory in about" in msg
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [msg]
+    assert mon.summary()["alerts"][0]["kind"] == "leak"
+
+
+def test_clean_loop_with_warmup_and_dynamic_shapes_is_not_flagged(scenario, torch):
+    scenario(h200())
+    alerts = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
+            training(torch, mon, 1000, warmup=50)
+            verdict = mon.leak()
+    assert alerts == [] and not [x for x in w if issubclass(x.category, gpumon.GpumonWarning)]
+    assert verdict["verdict"] == "none" and verdict["points"] == 1000
+
+
+def test_leak_detection_off(scenario, torch):
+    scenario(h200())
+    with gpumon.GPUMonitor(interval=1, logger=False, leak_detection=False) as mon:
+        training(torch, mon, 200, leak_per_step=8 * MIB)
+        assert mon.leak() is None and mon.alerts == []
+
+
+def test_explicit_steps_that_go_back_start_a_new_series(scenario, torch):
+    scenario(h200())
+    with gpumon.GPUMonitor(interval=1, logger=False) as mon:
+        mon.sample(step=10)
+        mon.sample(step=11)
+        mon.sample(step=0)   # a restarted counter: no error, a new series
+        assert mon.leak()["points"] == 1
+
+
+def test_headroom_warns_once(scenario, torch):
+    scenario(h200(used="139GiB"))
+    alerts = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append) as mon:
+            for _ in range(5):
+                mon.step()
+    hw = [str(x.message) for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
+    assert len(hw) == 1 and len(alerts) == 1 and alerts[0]["kind"] == "headroom"
+    assert "below the 5% headroom at step 1" in hw[0]
+
+
+def test_headroom_off_and_threshold(scenario, torch):
+    scenario(h200(used="120GiB"))   # ~14% free
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=None) as mon:
+            mon.step()
+        with gpumon.GPUMonitor(interval=1, logger=False) as mon:     # 5%: fine
+            mon.step()
+        with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=0.2) as mon:
+            mon.step()
+    assert len([x for x in w if issubclass(x.category, gpumon.HeadroomWarning)]) == 1
+
+
+class StubNvml:
+    """Stands in for the monitor's NVML handle: answers with the used bytes it is given."""
+
+    def __init__(self, total=150 * GIB):
+        self.total, self.used = total, 0
+
+    def sample(self, dev, want=None):
+        return (0, 2, self.total, self.used, self.total - self.used, 0, 50, 10, 40, 100000)
+
+    def process_used(self, dev, pid):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_headroom_warns_again_after_recovering(scenario, torch):
+    scenario(h200())
+    stub = StubNvml()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False) as mon:
+            mon._nvml = stub
+            for used in (145, 146, 100, 147, 147):
+                stub.used = used * GIB
+                mon.step()
+    hw = [str(x.message) for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
+    assert len(hw) == 2 and "at step 1" in hw[0] and "at step 4" in hw[1]
+
+
+def test_on_alert_exception_reaches_the_loop(scenario, torch):
+    scenario(h200(used="139GiB"))
+
+    def stop(alert):
+        raise RuntimeError("stop training: " + alert["kind"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=stop) as mon:
+            with pytest.raises(RuntimeError, match="stop training: headroom"):
+                mon.step()
+
+
+def test_alerts_go_to_the_users_logger(scenario, torch):
+    scenario(h200(used="139GiB"))
+    lines = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=lines.append) as mon:
+            mon.step()
+    assert len(lines) == 2 and lines[0].startswith("[Step 1]") and "below the 5% headroom" in lines[1]
+    lg = logging.getLogger("my.training")
+    got = []
+    h = logging.Handler()
+    h.emit = lambda r: got.append((r.levelno, r.getMessage()))
+    lg.addHandler(h)
+    lg.setLevel(logging.INFO)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=lg) as mon:
+            mon.step()
+    lg.removeHandler(h)
+    assert [lv for lv, _ in got] == [logging.INFO, logging.WARNING] and "headroom" in got[1][1]
