@@ -20,8 +20,9 @@ JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
-DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev libncurses-dev
-DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev \
+             libncurses-dev libmicrohttpd-dev
+DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux prometheus
 # headless Chromium renders the `gpumon report --html` page in tests/html
 DEPS_TEST += chromium-headless-shell
 

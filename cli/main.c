@@ -18,6 +18,7 @@ static const cli_command commands[] = {
 	{"export", "write a recording's samples out as CSV or JSON lines", cmd_export},
 	{"watch", "the live terminal view: memory bars, history, processes, leak marks", cmd_watch},
 	{"report", "what a recording or CSV means: leak verdict, peaks, out-of-memory cause", cmd_report},
+	{"serve", "a Prometheus exporter: /metrics with memory, peaks, processes and leak alerts", cmd_serve},
 };
 
 static void usage(FILE *f)

@@ -65,16 +65,56 @@ static struct errbuf *errbuf_get(gpumon *g, int create)
 	return b;
 }
 
+/* Counts a failed NVML call when msg starts with the function's name ("nvmlDeviceGet... on GPU 1:
+ * ..."), which is how every NVML failure is worded; other messages are not NVML failures. */
+static void count_nvml_error(gpumon *g, const char *msg)
+{
+	size_t n = 0;
+	if (strncmp(msg, "nvml", 4) != 0)
+		return;
+	while (n < sizeof g->nvml_errors[0].function - 1 &&
+	       ((msg[n] >= 'a' && msg[n] <= 'z') || (msg[n] >= 'A' && msg[n] <= 'Z') ||
+		(msg[n] >= '0' && msg[n] <= '9') || msg[n] == '_'))
+		n++;
+	pthread_mutex_lock(&g->err_lock);
+	unsigned i = 0;
+	while (i < g->n_nvml_errors && (strncmp(g->nvml_errors[i].function, msg, n) != 0 ||
+					g->nvml_errors[i].function[n] != 0))
+		i++;
+	if (i == g->n_nvml_errors && i < GPUMON_NVML_ERROR_FUNCTIONS) {
+		memcpy(g->nvml_errors[i].function, msg, n);
+		g->nvml_errors[i].function[n] = 0;
+		g->n_nvml_errors++;
+	}
+	if (i < g->n_nvml_errors)
+		g->nvml_errors[i].count++;
+	pthread_mutex_unlock(&g->err_lock);
+}
+
 int gpumon__seterr(gpumon *g, int status, const char *fmt, ...)
 {
 	struct errbuf *b = errbuf_get(g, 1);
-	if (b) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(b->msg, sizeof b->msg, fmt, ap);
-		va_end(ap);
-	}
+	char local[256];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(b ? b->msg : local, b ? sizeof b->msg : sizeof local, fmt, ap);
+	va_end(ap);
+	count_nvml_error(g, b ? b->msg : local);
 	return status;
+}
+
+size_t gpumon_nvml_errors_get(gpumon *g, gpumon_nvml_error_count *out, size_t cap)
+{
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->err_lock);
+	size_t n = g->n_nvml_errors;
+	for (size_t i = 0; out && i < n && i < cap; i++) {
+		snprintf(out[i].function, sizeof out[i].function, "%s", g->nvml_errors[i].function);
+		out[i].count = g->nvml_errors[i].count;
+	}
+	pthread_mutex_unlock(&g->err_lock);
+	return n;
 }
 
 const char *gpumon_errmsg(gpumon *g)

@@ -71,6 +71,9 @@ struct device {
 	atomic_int memory_v2_unusable; /* the v2 call failed once with a version/support error */
 };
 
+/* Distinct NVML functions whose failures are counted (gpumon_nvml_errors_get). */
+#define GPUMON_NVML_ERROR_FUNCTIONS 32
+
 struct errbuf {
 	struct errbuf *next;
 	char msg[256];
@@ -92,6 +95,10 @@ struct gpumon {
 	pthread_mutex_t err_lock;
 	struct errbuf *err_all;
 	struct errbuf open_err; /* for errors before the key exists */
+
+	/* failed NVML calls by function, counted by gpumon__seterr (under err_lock) */
+	struct { char function[48]; uint64_t count; } nvml_errors[GPUMON_NVML_ERROR_FUNCTIONS];
+	unsigned n_nvml_errors;
 };
 
 /* Records a message for the calling thread and returns status (for `return seterr(...)`). */

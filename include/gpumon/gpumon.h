@@ -550,6 +550,80 @@ GPUMON_API int gpumon_tfevents_flush(gpumon_tfevents *w);
  * NULL: no-op, 0. */
 GPUMON_API int gpumon_tfevents_close(gpumon_tfevents *w);
 
+/* ---------------------------------------------------------------------------------------------
+ * NVML failures by function, counted since gpumon_open (for an exporter's error counter).
+ * A field the driver does not offer is not a failure and is not counted.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_nvml_error_count {
+	char function[48];  /* "nvmlDeviceGetMemoryInfo_v2" */
+	uint64_t count;
+} gpumon_nvml_error_count;
+
+/* Copies up to cap entries into out (may be NULL with cap 0) and returns how many functions have
+ * failed so far (at most 32 distinct functions are tracked). Safe from any thread. */
+GPUMON_API size_t gpumon_nvml_errors_get(gpumon *g, gpumon_nvml_error_count *out, size_t cap);
+
+/* ---------------------------------------------------------------------------------------------
+ * Prometheus exporter: an HTTP server (libmicrohttpd) answering /metrics (text format 0.0.4),
+ * /healthz and /. A collector thread drains a sampler of its own and renders a snapshot a few
+ * times a second; HTTP threads only send the latest snapshot and never call the driver. The
+ * metrics are listed in docs/metrics.md.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_exporter gpumon_exporter;
+
+/* Default TCP port: on no exporter's list (dcgm-exporter uses 9400, nvidia_gpu_exporter 9835). */
+#define GPUMON_EXPORTER_DEFAULT_PORT 19400
+
+/* Bits of gpumon_exporter_config.compat: the peers' metric names, in addition to gpumon's own. */
+enum {
+	GPUMON_COMPAT_DCGM = 1u << 0,       /* dcgm-exporter: DCGM_FI_DEV_FB_USED{gpu,UUID,...} (MiB) */
+	GPUMON_COMPAT_NVIDIA_SMI = 1u << 1, /* nvidia_gpu_exporter: nvidia_smi_memory_used_bytes{uuid} */
+};
+
+/* gpumon_exporter_config.max_processes: every process */
+#define GPUMON_EXPORTER_ALL_PROCESSES 0xFFFFFFFFu
+
+typedef struct gpumon_exporter_config {
+	const char *listen;          /* "ADDR:PORT" ("[::1]:PORT" for IPv6); NULL = "127.0.0.1:19400";
+				        port 0 = any free port (see gpumon_exporter_address) */
+	unsigned interval_ms;        /* memory sampling period; 0 = 10 */
+	unsigned max_processes;      /* processes exported, the largest of the node; 0 = 50;
+				        GPUMON_EXPORTER_ALL_PROCESSES = all */
+	int no_processes;            /* 1: no process list at all (no per-process metrics) */
+	unsigned compat;             /* GPUMON_COMPAT_* */
+	unsigned peak_window_s;      /* peaks cover the last W to 2W seconds; 0 = 60 */
+	unsigned max_connections;    /* simultaneous HTTP connections; 0 = 1024 */
+	unsigned timeout_s;          /* an idle connection is closed after this; 0 = 10 */
+	const char *tls_cert_file;   /* PEM files; both or neither: HTTPS instead of HTTP */
+	const char *tls_key_file;
+	const char *basic_auth_file; /* a file whose first line is "USER:PASSWORD": every request
+				        must carry it (HTTP basic authentication); NULL = none */
+	int insecure_listen;         /* 1: allow a non-loopback address without TLS and basic auth */
+	int no_energy;               /* 1: do not read the energy counter (~3 ms a call on some drivers) */
+} gpumon_exporter_config;
+
+/*
+ * Starts the sampler, the collector thread and the HTTP server. cfg may be NULL for the defaults.
+ * A non-loopback listen address needs TLS and basic auth, or insecure_listen. Returns 0 and sets
+ * *out, or GPUMON_E_INVAL (bad address or option, a non-loopback address refused), GPUMON_E_IO
+ * (the address cannot be bound, a file cannot be read, TLS not available), GPUMON_E_NOMEM, or a
+ * sampler status; the message (gpumon_errmsg(g)) says which and why. g must outlive the exporter.
+ */
+GPUMON_API int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out);
+
+/* The bound address as "ADDR:PORT" ("[::1]:19400" for IPv6), NUL-terminated, truncated to len. */
+GPUMON_API void gpumon_exporter_address(const gpumon_exporter *e, char *buf, size_t len);
+
+/*
+ * Publishes the allocator figures of a framework in this process (the latest per pid and device
+ * is exported as gpumon_framework_*_bytes). Safe from any thread. Returns 0, GPUMON_E_INVAL, or
+ * GPUMON_E_NOMEM (more than 256 distinct pid/device pairs).
+ */
+GPUMON_API int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s);
+
+/* Stops serving (open connections are closed), stops the threads and frees e. NULL is a no-op. */
+GPUMON_API void gpumon_exporter_stop(gpumon_exporter *e);
+
 #ifdef __cplusplus
 }
 #endif

@@ -40,7 +40,7 @@ static const struct key gpu_keys[GK_N] = {
 
 static const struct key proc_keys[PK_N] = {
 	[PK_USED] = {"used", VT_USED}, [PK_TYPE] = {"type", VT_TYPE}, [PK_NAME] = {"name", VT_TEXT},
-	[PK_GI] = {"gi", VT_U32},      [PK_CI] = {"ci", VT_U32},
+	[PK_GI] = {"gi", VT_U32},      [PK_CI] = {"ci", VT_U32},      [PK_GROW] = {"grow", VT_SIZE},
 };
 
 

@@ -102,6 +102,9 @@ struct scn_proc {
 	unsigned type;          /* SCN_PROC_* bits */
 	int used_known;         /* 0: used=na, NVML's "not available" */
 	uint64_t used;
+	uint64_t grow;          /* grow=: bytes per second added to used since grow_t0 */
+	uint64_t used_base;     /* used at grow_t0 */
+	double grow_t0;         /* time of the last line that set used or grow */
 	const char *name;       /* NULL when the file gives none; points into the scenario */
 	unsigned gi, ci;
 };

@@ -52,6 +52,6 @@ struct scn {
 enum gpu_key { GK_NAME, GK_UUID, GK_BUS, GK_TOTAL, GK_RESERVED, GK_USED, GK_UTIL, GK_MEMUTIL,
 	       GK_TEMP, GK_POWER, GK_ENERGY, GK_SM, GK_MEM, GK_N };
 
-enum proc_key { PK_USED, PK_TYPE, PK_NAME, PK_GI, PK_CI, PK_N };
+enum proc_key { PK_USED, PK_TYPE, PK_NAME, PK_GI, PK_CI, PK_GROW, PK_N };
 
 #endif

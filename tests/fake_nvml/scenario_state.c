@@ -75,12 +75,25 @@ static void gpu_set(struct scn_gpu *g, const struct scn *s, unsigned key, uint64
 	}
 }
 
-static void proc_set(struct scn_proc *pr, const struct scn *s, unsigned key, uint64_t v)
+/* used at t: the base plus the growth since grow_t0, kept below USED_NA. */
+static uint64_t grown(const struct scn_proc *pr, double t)
+{
+	double x = (double)pr->used_base + (double)pr->grow * (t > pr->grow_t0 ? t - pr->grow_t0 : 0);
+	return x >= (double)(USED_NA - 1) ? USED_NA - 1 : (uint64_t)x;
+}
+
+static void proc_set(struct scn_proc *pr, const struct scn *s, unsigned key, uint64_t v, double t)
 {
 	switch (key) {
 	case PK_USED:
 		pr->used_known = v != USED_NA;
-		pr->used = pr->used_known ? v : 0;
+		pr->used = pr->used_base = pr->used_known ? v : 0;
+		pr->grow_t0 = t;
+		break;
+	case PK_GROW: /* growth so far is kept; the new rate counts from t */
+		pr->used = pr->used_base = grown(pr, t);
+		pr->grow = v;
+		pr->grow_t0 = t;
 		break;
 	case PK_TYPE: pr->type = (unsigned)v; break;
 	case PK_NAME: pr->name = s->pool + v; break;
@@ -100,7 +113,7 @@ static void apply(struct scn_state *st, const struct scn *s, const struct event 
 		if (e->kind == EV_PROC_GONE) {
 			pr->present = 0;
 		} else if (e->kind == EV_PROC_SET) {
-			proc_set(pr, s, e->key, e->val);
+			proc_set(pr, s, e->key, e->val, e->t);
 		} else if (!pr->present) {
 			*pr = (struct scn_proc){.gpu = pr->gpu, .pid = pr->pid, .present = 1,
 						.type = SCN_PROC_COMPUTE, .used_known = 1,
@@ -109,10 +122,19 @@ static void apply(struct scn_state *st, const struct scn *s, const struct event 
 	}
 }
 
+static void recompute(struct scn_state *st, const struct scn *s, double t);
+
 void scn_state_update(struct scn_state *st, const struct scn *s, double t)
 {
-	if (st->valid && t >= st->valid_from && t < st->valid_until)
-		return;
+	if (!(st->valid && t >= st->valid_from && t < st->valid_until))
+		recompute(st, s, t);
+	for (size_t i = 0; i < st->nprocs; i++) /* grow= changes used between events */
+		if (st->proc[i].grow && st->proc[i].used_known)
+			st->proc[i].used = grown(&st->proc[i], t);
+}
+
+static void recompute(struct scn_state *st, const struct scn *s, double t)
+{
 	for (unsigned g = 0; g < st->ngpus; g++)
 		gpu_defaults(&st->gpu[g], g);
 	for (size_t i = 0; i < st->nprocs; i++)

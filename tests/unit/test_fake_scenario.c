@@ -259,6 +259,36 @@ static void test_time(void)
 	scn_free(s);
 }
 
+/* grow=SIZE: used rises by SIZE a second from the line that set it, between events too. */
+static void test_grow(void)
+{
+	struct scn *s = parse_ok("grow",
+				 "gpu 0\n"
+				 "proc 0 100 used=1GiB grow=1MiB\n"
+				 "at 10 proc 0 100 grow=0\n"
+				 "at 20 proc 0 100 used=2GiB grow=2MiB\n");
+	if (!s)
+		return;
+	struct scn_state st;
+	if (!ok(scn_state_init(&st, s) == 0, "state init"))
+		return;
+	scn_state_update(&st, s, 0);
+	ok(find_proc(&st, 0, 100)->used == GiB, "grow: t=0 the declared figure");
+	scn_state_update(&st, s, 5);
+	ok(find_proc(&st, 0, 100)->used == GiB + 5 * MiB, "grow: t=5 five seconds of growth");
+	scn_state_update(&st, s, 7.5);
+	ok(find_proc(&st, 0, 100)->used == GiB + 7 * MiB + MiB / 2, "grow: t=7.5 between events (cached state)");
+	scn_state_update(&st, s, 15);
+	ok(find_proc(&st, 0, 100)->used == GiB + 10 * MiB, "grow: t=15 stopped at 10 s, growth kept");
+	scn_state_update(&st, s, 21);
+	ok(find_proc(&st, 0, 100)->used == 2 * GiB + 2 * MiB, "grow: t=21 a new base and rate");
+	scn_state_update(&st, s, 3);
+	ok(find_proc(&st, 0, 100)->used == GiB + 3 * MiB, "grow: going back in time recomputes");
+	scn_state_free(&st);
+	scn_free(s);
+	err_str("gpu 0\nproc 0 1 grow=fast\n", 2, "bad size 'fast' for grow");
+}
+
 static void test_rules(void)
 {
 	int code = -1;
@@ -409,6 +439,7 @@ int main(void)
 	test_values();
 	test_processes();
 	test_time();
+	test_grow();
 	test_rules();
 	test_errors();
 	test_limits();

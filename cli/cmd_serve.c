@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_serve.c — `gpumon serve`: the Prometheus exporter. A thin front end over
+ * gpumon_exporter_start(): parses the options, raises the open-file limit for the connection
+ * limit, serves until SIGINT or SIGTERM. The metrics are listed in docs/metrics.md. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void help(void)
+{
+	printf("Usage: gpumon serve [--listen ADDR:PORT] [--interval MS] [--processes N|all|none]\n"
+	       "                    [--compat dcgm|nvidia_smi] [OPTIONS]\n"
+	       "Serves Prometheus metrics over HTTP: /metrics (text format 0.0.4), /healthz, and / (links).\n"
+	       "Per GPU memory total/used/free/reserved, the exact peak of used memory over the peak\n"
+	       "window, utilisation, temperature, power, energy, clocks and up/down; per process the\n"
+	       "memory held, its peak, a leak flag and growth rate; the projected time to out-of-memory.\n"
+	       "HTTP requests never call the driver: they get the latest snapshot (at most 0.25 s old).\n\n"
+	       "Options:\n"
+	       "  --listen ADDR:PORT      where to listen (default 127.0.0.1:%d; [::1]:PORT for IPv6;\n"
+	       "                          port 0 picks a free one, printed at start)\n"
+	       "  --interval MS           memory sampling period, 1 to 60000 ms (default 10)\n"
+	       "  --processes N|all|none  export the N largest processes of the node (default 50)\n"
+	       "  --compat dcgm|nvidia_smi  also emit dcgm-exporter's or nvidia_gpu_exporter's names\n"
+	       "                          (repeat, or separate with commas, for both)\n"
+	       "  --peak-window S         peaks cover the last S to 2S seconds (default 60)\n"
+	       "  --max-connections N     simultaneous connections (default 1024)\n"
+	       "  --timeout S             close a connection idle this long (default 10)\n"
+	       "  --tls-cert FILE --tls-key FILE   serve HTTPS with this PEM certificate and key\n"
+	       "  --basic-auth-file FILE  require HTTP basic auth; the file's first line is USER:PASSWORD\n"
+	       "  --insecure-listen       allow a non-loopback address without TLS and basic auth\n"
+	       "  --no-energy             do not read the energy counter (~3 ms a call on some drivers)\n"
+	       "  -h, --help              this help\n"
+	       "A non-loopback address is refused unless TLS and basic auth are both given, or\n"
+	       "--insecure-listen: the page shows every process's user and command line.\n",
+	       GPUMON_EXPORTER_DEFAULT_PORT);
+}
+
+static int parse_uint(const char *opt, const char *v, unsigned long lo, unsigned long hi, unsigned *out)
+{
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	if (end == v || *end || v[0] == '-' || x < lo || x > hi) {
+		cli_error("serve: %s '%s': expected a whole number from %lu to %lu", opt, v, lo, hi);
+		return EXIT_USAGE;
+	}
+	*out = (unsigned)x;
+	return EXIT_OK;
+}
+
+static int parse_compat(const char *v, unsigned *bits)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%s", v);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(t, "dcgm"))
+			*bits |= GPUMON_COMPAT_DCGM;
+		else if (!strcmp(t, "nvidia_smi"))
+			*bits |= GPUMON_COMPAT_NVIDIA_SMI;
+		else {
+			cli_error("serve: --compat '%s': expected dcgm or nvidia_smi", t);
+			return EXIT_USAGE;
+		}
+	}
+	return EXIT_OK;
+}
+
+static int parse_processes(const char *v, gpumon_exporter_config *c)
+{
+	if (!strcmp(v, "all")) {
+		c->max_processes = GPUMON_EXPORTER_ALL_PROCESSES;
+		return EXIT_OK;
+	}
+	if (!strcmp(v, "none")) {
+		c->no_processes = 1;
+		return EXIT_OK;
+	}
+	return parse_uint("--processes", v, 1, 100000, &c->max_processes);
+}
+
+static int parse(int argc, char **argv, gpumon_exporter_config *c)
+{
+	memset(c, 0, sizeof *c);
+	for (int i = 1; i < argc; i++) {
+		int bad = 0, rc = EXIT_OK;
+		const char *v;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			help();
+			return -1;
+		} else if (!strcmp(argv[i], "--insecure-listen")) {
+			c->insecure_listen = 1;
+		} else if (!strcmp(argv[i], "--no-energy")) {
+			c->no_energy = 1;
+		} else if ((v = cli_option_value(argc, argv, &i, "--listen", NULL, &bad))) {
+			c->listen = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--interval", NULL, &bad))) {
+			rc = parse_uint("--interval", v, 1, 60000, &c->interval_ms);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--processes", NULL, &bad))) {
+			rc = parse_processes(v, c);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--compat", NULL, &bad))) {
+			rc = parse_compat(v, &c->compat);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--peak-window", NULL, &bad))) {
+			rc = parse_uint("--peak-window", v, 1, 86400, &c->peak_window_s);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--max-connections", NULL, &bad))) {
+			rc = parse_uint("--max-connections", v, 1, 65536, &c->max_connections);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--timeout", NULL, &bad))) {
+			rc = parse_uint("--timeout", v, 1, 3600, &c->timeout_s);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--tls-cert", NULL, &bad))) {
+			c->tls_cert_file = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--tls-key", NULL, &bad))) {
+			c->tls_key_file = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--basic-auth-file", NULL, &bad))) {
+			c->basic_auth_file = v;
+		} else {
+			if (!bad)
+				cli_error("serve: unknown option '%s' (see gpumon serve --help)", argv[i]);
+			return EXIT_USAGE;
+		}
+		if (bad || rc != EXIT_OK)
+			return rc != EXIT_OK ? rc : EXIT_USAGE;
+	}
+	if (!!c->tls_cert_file != !!c->tls_key_file) {
+		cli_error("serve: --tls-cert and --tls-key go together");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* Each connection is a file descriptor: lift the soft limit to the hard one so that the
+ * connection limit, not the descriptor limit, is what a flood of clients meets. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	gpumon_exporter_config c;
+	int rc = parse(argc, argv, &c);
+	if (rc != EXIT_OK)
+		return rc < 0 ? EXIT_OK : rc;
+	gpumon *g = cli_open(&rc);
+	if (!g)
+		return rc;
+	raise_fd_limit();
+	signal(SIGPIPE, SIG_IGN);
+	/* SIGINT/SIGTERM are blocked in every thread (the exporter's threads inherit the mask) and
+	   taken only in sigsuspend below, so that none is lost between a check and a wait */
+	sigset_t stop_set, old;
+	sigemptyset(&stop_set);
+	sigaddset(&stop_set, SIGINT);
+	sigaddset(&stop_set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &stop_set, &old);
+	sigdelset(&old, SIGINT);
+	sigdelset(&old, SIGTERM);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	gpumon_exporter *e = NULL;
+	int st = gpumon_exporter_start(g, &c, &e);
+	if (st != GPUMON_OK) {
+		cli_error("serve: %s", gpumon_errmsg(g));
+		gpumon_close(g);
+		return st == GPUMON_E_INVAL ? EXIT_USAGE : cli_exit_status(st);
+	}
+	char addr[96];
+	gpumon_exporter_address(e, addr, sizeof addr);
+	fprintf(stderr, "gpumon: serving %s://%s/metrics for %u GPU%s (Ctrl-C to stop)\n",
+		c.tls_cert_file ? "https" : "http", addr, gpumon_device_count(g),
+		gpumon_device_count(g) == 1 ? "" : "s");
+	while (!stop_signal)
+		sigsuspend(&old);
+	gpumon_exporter_stop(e);
+	gpumon_close(g);
+	return EXIT_OK;
+}

@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: MIT */
+/* exporter.c — the Prometheus exporter's life cycle and HTTP server (libmicrohttpd): binds the
+ * listen address, refuses a non-loopback one without TLS and basic auth unless told otherwise,
+ * answers GET/HEAD on /metrics, /healthz and / from the collector's latest snapshot, and bounds
+ * what a client can make it hold (connections, header bytes, idle time). */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exporter.h"
+
+#define DEFAULT_LISTEN "127.0.0.1:19400"
+#define MEMORY_LIMIT (16 * 1024) /* per connection: request line and headers (~8 KiB) */
+#define MAX_FILE (1024 * 1024)   /* certificate, key, password file */
+#define HEALTHY_NS 5000000000ull  /* /healthz fails when the snapshot is older than this */
+
+static const char CONTENT_TYPE[] = "text/plain; version=0.0.4; charset=utf-8";
+static const char INDEX_HTML[] =
+	"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpumon exporter</title></head>\n"
+	"<body><h1>gpumon exporter</h1>\n<ul><li><a href=\"metrics\">metrics</a> (Prometheus text format)</li>\n"
+	"<li><a href=\"healthz\">healthz</a></li></ul></body></html>\n";
+
+/* ---- libmicrohttpd, loaded when an exporter starts ------------------------------------------------ */
+
+/* libmicrohttpd pulls in GnuTLS and p11-kit, whose start-up costs every program about 25 ms and
+ * 3 MB of memory: it is loaded with dlopen by the exporter only, never linked into libgpumon. */
+#define MHD_LIBRARY_FILE "libmicrohttpd.so.12"
+
+struct mhd_api {
+	__typeof__(MHD_start_daemon) *start_daemon;
+	__typeof__(MHD_stop_daemon) *stop_daemon;
+	__typeof__(MHD_is_feature_supported) *is_feature_supported;
+	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
+	__typeof__(MHD_create_response_from_iovec) *create_response_from_iovec;
+	__typeof__(MHD_add_response_header) *add_response_header;
+	__typeof__(MHD_queue_response) *queue_response;
+	__typeof__(MHD_destroy_response) *destroy_response;
+	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+};
+
+static int load_mhd(gpumon_exporter *e)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} syms[] = {
+		{"MHD_start_daemon", offsetof(struct mhd_api, start_daemon)},
+		{"MHD_stop_daemon", offsetof(struct mhd_api, stop_daemon)},
+		{"MHD_is_feature_supported", offsetof(struct mhd_api, is_feature_supported)},
+		{"MHD_create_response_from_buffer", offsetof(struct mhd_api, create_response_from_buffer)},
+		{"MHD_create_response_from_iovec", offsetof(struct mhd_api, create_response_from_iovec)},
+		{"MHD_add_response_header", offsetof(struct mhd_api, add_response_header)},
+		{"MHD_queue_response", offsetof(struct mhd_api, queue_response)},
+		{"MHD_destroy_response", offsetof(struct mhd_api, destroy_response)},
+		{"MHD_lookup_connection_value", offsetof(struct mhd_api, lookup_connection_value)},
+	};
+	e->api = calloc(1, sizeof *e->api);
+	if (!e->api)
+		return gpumon__seterr(e->g, GPUMON_E_NOMEM, "out of memory for the exporter");
+	e->mhd_lib = dlopen(MHD_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
+	if (!e->mhd_lib) {
+		const char *why = dlerror();
+		return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+				      "cannot load %s for the HTTP server (%s): install the Debian package libmicrohttpd12",
+				      MHD_LIBRARY_FILE, why ? why : "not found");
+	}
+	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+		void *f = dlsym(e->mhd_lib, syms[i].name);
+		if (!f)
+			return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+					      "%s has no %s: libmicrohttpd 0.9.74 or newer is needed", MHD_LIBRARY_FILE,
+					      syms[i].name);
+		memcpy((char *)e->api + syms[i].off, &f, sizeof f);
+	}
+	return GPUMON_OK;
+}
+
+/* ---- files and addresses ------------------------------------------------------------------------ */
+
+/* Reads a whole small file into a new NUL-terminated string. */
+static int read_file(gpumon *g, const char *what, const char *path, char **out)
+{
+	*out = NULL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return gpumon__seterr(g, GPUMON_E_IO, "cannot open the %s %s: %s", what, path, strerror(errno));
+	char *buf = malloc(MAX_FILE + 1);
+	size_t len = 0;
+	ssize_t n = 0;
+	while (buf && len < MAX_FILE && (n = read(fd, buf + len, MAX_FILE - len)) > 0)
+		len += (size_t)n;
+	int err = errno;
+	close(fd);
+	if (!buf)
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory reading %s", path);
+	if (n < 0 || len == MAX_FILE || len == 0) {
+		free(buf);
+		return gpumon__seterr(g, GPUMON_E_IO, "cannot read the %s %s: %s", what, path,
+				      n < 0 ? strerror(err) : len ? "larger than 1 MiB" : "the file is empty");
+	}
+	buf[len] = 0;
+	*out = buf;
+	return GPUMON_OK;
+}
+
+static int load_auth(gpumon_exporter *e, const char *path)
+{
+	char *text;
+	int st = read_file(e->g, "basic auth file", path, &text);
+	if (st != GPUMON_OK)
+		return st;
+	size_t n = strcspn(text, "\r\n");
+	text[n] = 0;
+	if (!strchr(text, ':') || text[0] == ':' || n >= sizeof e->auth) {
+		free(text);
+		return gpumon__seterr(e->g, GPUMON_E_INVAL,
+				      "basic auth file %s: the first line must be USER:PASSWORD (at most %zu bytes)", path,
+				      sizeof e->auth - 1);
+	}
+	memcpy(e->auth, text, n + 1);
+	e->auth_len = n;
+	memset(text, 0, n);
+	free(text);
+	return GPUMON_OK;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			return a->s6_addr[12] == 127;
+		return IN6_IS_ADDR_LOOPBACK(a);
+	}
+	return 0;
+}
+
+static void format_address(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof host);
+		port = ntohs(s6->sin6_port);
+		snprintf(buf, len, "[%s]:%u", host, port);
+	} else {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof host);
+		port = ntohs(s4->sin_port);
+		snprintf(buf, len, "%s:%u", host, port);
+	}
+}
+
+/* Parses "ADDR:PORT" / "[V6]:PORT", binds and listens. Sets *fd; checks the loopback rule. */
+static int bind_listen(gpumon_exporter *e, const char *spec, int secured, int insecure_ok, int *fd)
+{
+	char host[256], port[16];
+	const char *colon = strrchr(spec, ':');
+	size_t hl = colon ? (size_t)(colon - spec) : 0;
+	if (!colon || hl >= sizeof host || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof port ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': expected ADDR:PORT (for example 127.0.0.1:%d)",
+				      spec, GPUMON_EXPORTER_DEFAULT_PORT);
+	memcpy(host, spec, hl);
+	host[hl] = 0;
+	snprintf(port, sizeof port, "%s", colon + 1);
+	if (atol(port) > 65535)
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': port above 65535", spec);
+	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
+	int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
+	if (rc != 0)
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': %s", spec, gai_strerror(rc));
+	if (!is_loopback(res->ai_addr) && !secured && !insecure_ok) {
+		freeaddrinfo(res);
+		return gpumon__seterr(e->g, GPUMON_E_INVAL,
+				      "refusing to listen on %s, which is not a loopback address, without TLS and basic auth "
+				      "(--tls-cert, --tls-key, --basic-auth-file): anyone who can reach it would see every "
+				      "process's command line; pass --insecure-listen to do it anyway", spec);
+	}
+	int s = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1, err = 0;
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+	    bind(s, res->ai_addr, res->ai_addrlen) != 0 || listen(s, 1024) != 0)
+		err = errno;
+	freeaddrinfo(res);
+	if (err) {
+		if (s >= 0)
+			close(s);
+		return gpumon__seterr(e->g, GPUMON_E_IO, "cannot listen on %s: %s", spec, strerror(err));
+	}
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	getsockname(s, (struct sockaddr *)&ss, &sl);
+	format_address((struct sockaddr *)&ss, e->address, sizeof e->address);
+	*fd = s;
+	return GPUMON_OK;
+}
+
+/* ---- HTTP ------------------------------------------------------------------------------------- */
+
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Decodes base64 (with or without padding) into out; returns the length or -1. */
+static long b64_decode(const char *in, unsigned char *out, size_t cap)
+{
+	size_t n = 0;
+	unsigned acc = 0, bits = 0;
+	for (; *in && *in != '='; in++) {
+		int v = b64_value((unsigned char)*in);
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			if (n == cap)
+				return -1;
+			out[n++] = (unsigned char)(acc >> bits);
+		}
+	}
+	return (long)n;
+}
+
+/* Compares in time that depends only on the expected length, not on where they differ. */
+static int equal_ct(const unsigned char *got, size_t got_len, const char *want, size_t want_len)
+{
+	unsigned diff = got_len != want_len;
+	for (size_t i = 0; i < want_len; i++)
+		diff |= (unsigned)(got[i < got_len ? i : 0] ^ (unsigned char)want[i]);
+	return diff == 0;
+}
+
+static int authorized(gpumon_exporter *e, struct MHD_Connection *c)
+{
+	if (!e->auth_len)
+		return 1;
+	const char *h = e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+	unsigned char dec[sizeof e->auth + 4];
+	if (!h || strncasecmp(h, "Basic ", 6) != 0)
+		return 0;
+	long n = b64_decode(h + 6 + strspn(h + 6, " "), dec, sizeof dec);
+	return n >= 0 && equal_ct(dec, (size_t)n, e->auth, e->auth_len);
+}
+
+static enum MHD_Result reply(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+			     size_t len, enum MHD_ResponseMemoryMode mode, const char *hname, const char *hvalue)
+{
+	struct MHD_Response *r = api->create_response_from_buffer(len, (void *)body, mode);
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free((void *)body);
+		return MHD_NO;
+	}
+	api->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	api->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (hname)
+		api->add_response_header(r, hname, hvalue);
+	enum MHD_Result ret = api->queue_response(c, status, r);
+	api->destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result text(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply(api, c, status, "text/plain; charset=utf-8", msg, strlen(msg), MHD_RESPMEM_PERSISTENT, NULL, NULL);
+}
+
+/* A /metrics response: the shared snapshot and this scrape's own families. */
+struct scrape {
+	struct snapshot *snap;
+	char tail[512];
+};
+
+static void scrape_free(void *cls)
+{
+	struct scrape *r = cls;
+	gpumon__snapshot_release(r->snap);
+	free(r);
+}
+
+/* Answers /metrics with the latest snapshot (sent from where it lies, no copy) and the per-scrape
+ * families after it. */
+static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uint64_t t0)
+{
+	struct scrape *r = malloc(sizeof *r);
+	if (!r)
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+	pthread_mutex_lock(&e->snap_lock);
+	r->snap = e->snap;
+	if (r->snap)
+		atomic_fetch_add(&r->snap->refs, 1);
+	pthread_mutex_unlock(&e->snap_lock);
+	if (!r->snap) {
+		free(r);
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
+	}
+	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
+	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
+	int k = snprintf(r->tail, sizeof r->tail,
+			 "# HELP gpumon_exporter_scrapes_total Requests for /metrics answered, this one included.\n"
+			 "# TYPE gpumon_exporter_scrapes_total counter\ngpumon_exporter_scrapes_total %llu\n"
+			 "# HELP gpumon_exporter_scrape_duration_seconds Time the previous /metrics request took to answer, in seconds.\n"
+			 "# TYPE gpumon_exporter_scrape_duration_seconds gauge\ngpumon_exporter_scrape_duration_seconds %.9f\n",
+			 n, last);
+	struct MHD_IoVec iov[2] = {
+		{r->snap->data, r->snap->len},
+		{r->tail, k > 0 && (size_t)k < sizeof r->tail ? (size_t)k : 0},
+	};
+	struct MHD_Response *resp = e->api->create_response_from_iovec(iov, 2, scrape_free, r);
+	if (!resp) {
+		scrape_free(r);
+		return MHD_NO;
+	}
+	e->api->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+	e->api->add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = e->api->queue_response(c, MHD_HTTP_OK, resp);
+	e->api->destroy_response(resp);
+	atomic_store(&e->last_scrape_ns, gpumon__now_ns() - t0);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+	gpumon_exporter *e = cls;
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req_cls;
+	uint64_t t0 = gpumon__now_ns();
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply(e->api, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
+			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (!authorized(e, c))
+		return reply(e->api, c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
+			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpumon\", charset=\"UTF-8\"");
+	if (!strcmp(url, "/metrics"))
+		return metrics(e, c, t0);
+	if (!strcmp(url, "/healthz")) {
+		pthread_mutex_lock(&e->snap_lock);
+		uint64_t t = e->snap ? e->snap->t_ns : 0;
+		pthread_mutex_unlock(&e->snap_lock);
+		if (t && t0 - t < HEALTHY_NS)
+			return text(e->api, c, MHD_HTTP_OK, "ok\n");
+		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
+	}
+	if (!strcmp(url, "/"))
+		return reply(e->api, c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1,
+			     MHD_RESPMEM_PERSISTENT, NULL, NULL);
+	return text(e->api, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+}
+
+/* ---- life cycle -------------------------------------------------------------------------------- */
+
+static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int fd)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
+	unsigned conns = c->max_connections ? c->max_connections : 1024;
+	unsigned timeout = c->timeout_s ? c->timeout_s : 10;
+	struct MHD_OptionItem opts[8];
+	int k = 0;
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, conns, NULL};
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, timeout, NULL};
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL};
+	if (e->tls_cert) {
+		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+			return gpumon__seterr(e->g, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
+		flags |= MHD_USE_TLS;
+		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, e->tls_cert};
+		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, e->tls_key};
+	}
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	if (!e->mhd) {
+		close(fd);
+		return gpumon__seterr(e->g, GPUMON_E_IO, "cannot start the HTTP server on %s%s", e->address,
+				      e->tls_cert ? " (is the TLS certificate and key a matching PEM pair?)" : "");
+	}
+	return GPUMON_OK;
+}
+
+static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
+{
+	e->max_processes = c->max_processes ? c->max_processes : 50;
+	e->processes = !c->no_processes;
+	e->compat = c->compat;
+	if (c->compat & ~(unsigned)(GPUMON_COMPAT_DCGM | GPUMON_COMPAT_NVIDIA_SMI))
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "unknown compat bits 0x%x", c->compat);
+	if (c->interval_ms && (c->interval_ms < 1 || c->interval_ms > 60000))
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "interval %u ms: expected 1 to 60000", c->interval_ms);
+	e->peak_window_ns = (uint64_t)(c->peak_window_s ? c->peak_window_s : 60) * 1000000000ull;
+	if (!!c->tls_cert_file != !!c->tls_key_file)
+		return gpumon__seterr(e->g, GPUMON_E_INVAL, "TLS needs both a certificate and a key file");
+	int st = GPUMON_OK;
+	if (c->tls_cert_file)
+		st = read_file(e->g, "TLS certificate", c->tls_cert_file, &e->tls_cert);
+	if (st == GPUMON_OK && c->tls_key_file)
+		st = read_file(e->g, "TLS key", c->tls_key_file, &e->tls_key);
+	if (st == GPUMON_OK && c->basic_auth_file)
+		st = load_auth(e, c->basic_auth_file);
+	if (gethostname(e->hostname, sizeof e->hostname - 1) != 0)
+		snprintf(e->hostname, sizeof e->hostname, "unknown");
+	return st;
+}
+
+int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
+{
+	static const gpumon_exporter_config defaults;
+	const gpumon_exporter_config *c = cfg ? cfg : &defaults;
+	if (!g || !out)
+		return GPUMON_E_INVAL;
+	*out = NULL;
+	gpumon_exporter *e = calloc(1, sizeof *e);
+	if (!e)
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the exporter");
+	e->g = g;
+	pthread_mutex_init(&e->snap_lock, NULL);
+	pthread_mutex_init(&e->fw_lock, NULL);
+	int fd = -1;
+	int st = load_mhd(e);
+	if (st == GPUMON_OK)
+		st = configure(e, c);
+	if (st == GPUMON_OK)
+		st = bind_listen(e, c->listen ? c->listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len,
+				 c->insecure_listen, &fd);
+	if (st == GPUMON_OK && gpumon__exporter_collect_init(e) != GPUMON_OK)
+		st = gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
+	if (st == GPUMON_OK) {
+		gpumon_sampler_config sc = {
+			.period_us = (c->interval_ms ? c->interval_ms : 10) * 1000u,
+			.process_period_us = e->processes ? 0 : UINT32_MAX,
+			/* the flight recorder is not used here: keep it small (it is resident memory) */
+			.ring_seconds = 1,
+			/* the collector drains every 50 ms; 1,024 records (~1 KiB each) is headroom for
+			   the process records of 1,000 processes changing at once */
+			.queue_records = 1024,
+			.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
+				       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
+		};
+		st = gpumon_sampler_start(g, &sc, &e->sampler);
+	}
+	if (st == GPUMON_OK) {
+		/* the first snapshot holds every GPU's figures: wait for the first records (< 1 s) */
+		uint64_t until = gpumon__now_ns() + 1000000000ull;
+		do
+			gpumon__exporter_collect_once(e, 20);
+		while (!gpumon__exporter_collect_ready(e) && gpumon__now_ns() < until);
+		/* the first process lists follow the device samples: take records until 50 ms pass
+		   without one */
+		while (gpumon__exporter_collect_once(e, 50) > 0 && gpumon__now_ns() < until)
+			;
+		if (gpumon__exporter_render(e) != GPUMON_OK)
+			st = gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory rendering the metrics");
+	}
+	if (st == GPUMON_OK) {
+		if (pthread_create(&e->collector, NULL, gpumon__exporter_collector_main, e) != 0)
+			st = gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the exporter's collector thread");
+		else
+			e->collector_started = 1;
+	}
+	if (st == GPUMON_OK) {
+		st = start_http(e, c, fd);
+		fd = -1;
+	}
+	if (st != GPUMON_OK) {
+		if (fd >= 0)
+			close(fd);
+		gpumon_exporter_stop(e);
+		return st;
+	}
+	*out = e;
+	return GPUMON_OK;
+}
+
+void gpumon_exporter_address(const gpumon_exporter *e, char *buf, size_t len)
+{
+	if (buf && len)
+		snprintf(buf, len, "%s", e ? e->address : "");
+}
+
+int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s)
+{
+	if (!e || !s)
+		return GPUMON_E_INVAL;
+	int st = GPUMON_OK;
+	pthread_mutex_lock(&e->fw_lock);
+	size_t i = 0;
+	while (i < e->nfw && (e->fw[i].pid != s->pid || e->fw[i].device != s->device))
+		i++;
+	if (i == EXPORTER_MAX_FRAMEWORK)
+		st = GPUMON_E_NOMEM;
+	else {
+		e->fw[i] = *s;
+		e->fw[i].framework[sizeof e->fw[i].framework - 1] = 0;
+		if (i == e->nfw)
+			e->nfw++;
+	}
+	pthread_mutex_unlock(&e->fw_lock);
+	return st;
+}
+
+void gpumon_exporter_stop(gpumon_exporter *e)
+{
+	if (!e)
+		return;
+	if (e->mhd)
+		e->api->stop_daemon(e->mhd);
+	if (e->mhd_lib)
+		dlclose(e->mhd_lib);
+	free(e->api);
+	atomic_store(&e->stopping, 1);
+	if (e->collector_started)
+		pthread_join(e->collector, NULL);
+	gpumon_sampler_stop(e->sampler);
+	gpumon__exporter_collect_free(e);
+	pthread_mutex_destroy(&e->snap_lock);
+	pthread_mutex_destroy(&e->fw_lock);
+	free(e->tls_cert);
+	if (e->tls_key) {
+		memset(e->tls_key, 0, strlen(e->tls_key));
+		free(e->tls_key);
+	}
+	memset(e->auth, 0, sizeof e->auth);
+	free(e);
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* exporter_collect.c — the exporter's collector thread: drains the sampler's records into the
+ * state that /metrics shows (latest figures, exact peaks over the peak window, one leak detector
+ * per process) and renders it into a snapshot a few times a second. Only this thread touches the
+ * state; HTTP threads see nothing but the published snapshot. */
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exporter.h"
+
+#define BATCH 64         /* records per poll (about 1 KiB each) */
+#define RENDER_NS 250000000ull /* a snapshot at most this old */
+#define COMMAND_BYTES 64       /* command label length before "..." */
+
+/* ---- labels ------------------------------------------------------------------------------------ */
+
+/* Copies the buffer into dst (len bytes), or "" when it failed or does not fit. */
+static void take(struct prom_buf *b, char *dst, size_t len)
+{
+	if (b->p && !b->failed && b->len < len)
+		memcpy(dst, b->p, b->len + 1);
+	else
+		dst[0] = 0;
+	gpumon__prom_free(b);
+}
+
+static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
+{
+	struct prom_buf b = {0};
+	const gpumon_device_info *d = &g->info;
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", d->index);
+	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
+	gpumon__prom_puts(&b, "\",name=\"");
+	gpumon__prom_label_value(&b, d->name, sizeof d->name);
+	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
+	gpumon__prom_label_value(&b, d->pci_bus_id, sizeof d->pci_bus_id);
+	gpumon__prom_puts(&b, "\"");
+	take(&b, g->labels, sizeof g->labels);
+
+	gpumon__prom_printf(&b, "gpu=\"%u\",UUID=\"", d->index);
+	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
+	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
+	gpumon__prom_label_value(&b, d->pci_bus_id, sizeof d->pci_bus_id);
+	gpumon__prom_printf(&b, "\",device=\"nvidia%u\",modelName=\"", d->index);
+	gpumon__prom_label_value(&b, d->name, sizeof d->name);
+	gpumon__prom_puts(&b, "\",Hostname=\"");
+	gpumon__prom_label_value(&b, e->hostname, 128);
+	gpumon__prom_puts(&b, "\"");
+	take(&b, g->dcgm_labels, sizeof g->dcgm_labels);
+}
+
+/* The container id (64 hex digits: docker, containerd, cri-o) in /proc/PID/cgroup, or "". */
+static void container_id(unsigned pid, char *out, size_t len)
+{
+	char path[64], buf[4096];
+	out[0] = 0;
+	snprintf(path, sizeof path, "/proc/%u/cgroup", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	size_t run = 0;
+	for (ssize_t i = 0; i <= n; i++) {
+		char c = buf[i];
+		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+		if (hex) {
+			run++;
+			continue;
+		}
+		if (run == 64 && len > 64) {
+			memcpy(out, buf + i - 64, 64);
+			out[64] = 0;
+			return;
+		}
+		run = 0;
+	}
+}
+
+static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_process *p)
+{
+	struct prom_buf b = {0};
+	const struct prom_gpu *g = &e->gpus[ep->pub.dev];
+	const char *cmd = (p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0] ? p->cmdline
+			  : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "";
+	char cid[80] = "";
+	if (!(p->flags & GPUMON_PROC_FOREIGN))
+		container_id(p->pid, cid, sizeof cid);
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.index);
+	gpumon__prom_label_value(&b, g->info.uuid, sizeof g->info.uuid);
+	gpumon__prom_printf(&b, "\",pid=\"%u\",user=\"", p->pid);
+	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "", sizeof p->user);
+	gpumon__prom_puts(&b, "\",command=\"");
+	gpumon__prom_label_value(&b, cmd, COMMAND_BYTES);
+	gpumon__prom_puts(&b, "\"");
+	if (cid[0])
+		gpumon__prom_printf(&b, ",container_id=\"%s\"", cid);
+	ep->pub.labels = b.p && !b.failed ? strdup(b.p) : NULL;
+	gpumon__prom_free(&b);
+	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "", 28);
+	take(&b, ep->pub.name, sizeof ep->pub.name);
+}
+
+/* ---- records ---------------------------------------------------------------------------------- */
+
+static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
+{
+	for (size_t i = 0; i < e->nprocs; i++)
+		if (e->procs[i].pub.dev == dev && e->procs[i].pub.pid == pid)
+			return &e->procs[i];
+	return NULL;
+}
+
+static void drop_proc(gpumon_exporter *e, struct eproc *ep)
+{
+	gpumon_leak_destroy(ep->leak);
+	free(ep->pub.labels);
+	*ep = e->procs[--e->nprocs];
+}
+
+static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_process *p)
+{
+	if (e->nprocs == e->cap_procs) {
+		size_t cap = e->cap_procs ? e->cap_procs * 2 : 64;
+		struct eproc *np = realloc(e->procs, cap * sizeof *np);
+		if (!np)
+			return NULL;
+		e->procs = np;
+		const struct prom_proc **no = realloc(e->order, cap * sizeof *no);
+		if (!no)
+			return NULL;
+		e->order = no;
+		e->cap_procs = cap;
+	}
+	struct eproc *ep = &e->procs[e->nprocs];
+	memset(ep, 0, sizeof *ep);
+	if (gpumon_leak_create(NULL, &ep->leak) != GPUMON_OK)
+		return NULL;
+	ep->pub.dev = dev;
+	ep->pub.pid = p->pid;
+	ep->seconds_to_oom = -1;
+	proc_labels(e, ep, p);
+	if (!ep->pub.labels) {
+		gpumon_leak_destroy(ep->leak);
+		return NULL;
+	}
+	e->nprocs++;
+	return ep;
+}
+
+static void on_process(gpumon_exporter *e, const gpumon_record *r)
+{
+	struct eproc *ep = find_proc(e, r->dev, r->process.pid);
+	if (!ep && !(ep = add_proc(e, r->dev, &r->process)))
+		return; /* out of memory: the process is left out, the rest goes on */
+	const gpumon_process *p = &r->process;
+	ep->pub.used_known = !!(p->flags & GPUMON_PROC_USED_KNOWN);
+	if (!ep->pub.used_known)
+		return;
+	ep->pub.used_bytes = p->used_bytes;
+	if (!ep->have_cur || p->used_bytes > ep->peak_cur)
+		ep->peak_cur = p->used_bytes;
+	ep->have_cur = 1;
+	const struct prom_gpu *g = &e->gpus[r->dev];
+	uint64_t limit = g->have_sample ? g->s.memory_total_bytes : g->info.memory_total_bytes;
+	gpumon_leak_add(ep->leak, -1, r->t_ns, p->used_bytes, limit);
+	gpumon_leak_result res;
+	gpumon_leak_result_get(ep->leak, &res);
+	ep->pub.leak_alert = res.alert;
+	ep->pub.rate_known = res.verdict == GPUMON_LEAK_SUSPECTED;
+	ep->pub.rate_bytes_per_second = res.rate_bytes_per_second;
+	ep->seconds_to_oom = res.alert && res.seconds_to_oom >= 0 ? res.seconds_to_oom : -1;
+}
+
+static void on_record(gpumon_exporter *e, const gpumon_record *r)
+{
+	if (r->dev >= e->ngpus)
+		return;
+	struct prom_gpu *g = &e->gpus[r->dev];
+	struct egpu *eg = &e->eg[r->dev];
+	switch (r->kind) {
+	case GPUMON_REC_DEVICE:
+		g->s = r->sample;
+		g->have_sample = 1;
+		if (!eg->have_cur || r->used_max_bytes > eg->peak_cur)
+			eg->peak_cur = r->used_max_bytes;
+		eg->have_cur = 1;
+		break;
+	case GPUMON_REC_PROCESS:
+		on_process(e, r);
+		break;
+	case GPUMON_REC_PROCESS_GONE: {
+		struct eproc *ep = find_proc(e, r->dev, r->process.pid);
+		if (ep)
+			drop_proc(e, ep);
+		break;
+	}
+	case GPUMON_REC_LOST:
+		g->up = 0;
+		for (size_t i = e->nprocs; i-- > 0;)
+			if (e->procs[i].pub.dev == r->dev)
+				drop_proc(e, &e->procs[i]);
+		break;
+	}
+}
+
+/* Starts a new peak window when the current one is W old: the previous bucket is forgotten, and
+ * the new one starts from the figures held now (they belong to the new window too). */
+static void rotate_peaks(gpumon_exporter *e, uint64_t now)
+{
+	if (now - e->window_start_ns < e->peak_window_ns)
+		return;
+	e->window_start_ns = now;
+	for (unsigned i = 0; i < e->ngpus; i++) {
+		struct egpu *eg = &e->eg[i];
+		eg->peak_prev = eg->peak_cur;
+		eg->have_prev = eg->have_cur;
+		eg->have_cur = e->gpus[i].have_sample && (e->gpus[i].s.present & GPUMON_F_MEMORY);
+		eg->peak_cur = e->gpus[i].s.memory_used_bytes;
+	}
+	for (size_t i = 0; i < e->nprocs; i++) {
+		struct eproc *ep = &e->procs[i];
+		ep->peak_prev = ep->peak_cur;
+		ep->have_prev = ep->have_cur;
+		ep->have_cur = ep->pub.used_known;
+		ep->peak_cur = ep->pub.used_bytes;
+	}
+}
+
+int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms)
+{
+	size_t n = 0, total = 0;
+	do { /* a full batch means more may be waiting: take them now, without waiting */
+		gpumon_sampler_poll(e->sampler, e->recbuf, BATCH, &n, wait_ms);
+		for (size_t i = 0; i < n; i++)
+			on_record(e, &e->recbuf[i]);
+		total += n;
+		wait_ms = 0;
+	} while (n == BATCH);
+	rotate_peaks(e, gpumon__now_ns());
+	return total > INT32_MAX ? INT32_MAX : (int)total;
+}
+
+int gpumon__exporter_collect_ready(const gpumon_exporter *e)
+{
+	for (unsigned i = 0; i < e->ngpus; i++)
+		if (e->gpus[i].up && !e->gpus[i].have_sample)
+			return 0;
+	return 1;
+}
+
+/* ---- rendering -------------------------------------------------------------------------------- */
+
+void gpumon__snapshot_release(struct snapshot *s)
+{
+	if (s && atomic_fetch_sub(&s->refs, 1) == 1)
+		free(s);
+}
+
+static int by_used_desc(const void *a, const void *b)
+{
+	const struct prom_proc *x = *(const struct prom_proc *const *)a, *y = *(const struct prom_proc *const *)b;
+	if (x->used_bytes != y->used_bytes)
+		return x->used_bytes < y->used_bytes ? 1 : -1;
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int gpumon__exporter_render(gpumon_exporter *e)
+{
+	uint64_t t0 = gpumon__now_ns();
+	for (unsigned i = 0; i < e->ngpus; i++) {
+		struct prom_gpu *g = &e->gpus[i];
+		struct egpu *eg = &e->eg[i];
+		g->have_peak = eg->have_cur || eg->have_prev;
+		g->peak_bytes = eg->have_prev && (!eg->have_cur || eg->peak_prev > eg->peak_cur) ? eg->peak_prev : eg->peak_cur;
+		g->oom_seconds = -1;
+		g->nprocs = 0;
+	}
+	for (size_t i = 0; i < e->nprocs; i++) {
+		struct eproc *ep = &e->procs[i];
+		struct prom_gpu *g = &e->gpus[ep->pub.dev];
+		ep->pub.have_peak = ep->have_cur || ep->have_prev;
+		ep->pub.peak_bytes = ep->have_prev && (!ep->have_cur || ep->peak_prev > ep->peak_cur) ? ep->peak_prev : ep->peak_cur;
+		g->nprocs++;
+		if (ep->seconds_to_oom >= 0 && (g->oom_seconds < 0 || ep->seconds_to_oom < g->oom_seconds))
+			g->oom_seconds = ep->seconds_to_oom;
+		e->order[i] = &ep->pub;
+	}
+	if (e->nprocs > 1)
+		qsort(e->order, e->nprocs, sizeof *e->order, by_used_desc);
+	gpumon_nvml_error_count errs[GPUMON_NVML_ERROR_FUNCTIONS];
+	size_t nerrs = gpumon_nvml_errors_get(e->g, errs, GPUMON_NVML_ERROR_FUNCTIONS);
+	struct prom_view v = {
+		.compat = e->compat,
+		.hostname = e->hostname,
+		.driver_version = e->g->driver_version,
+		.nvml_version = e->g->nvml_version,
+		.gpus = e->gpus,
+		.ngpus = e->ngpus,
+		.processes = e->processes,
+		.procs = e->order,
+		.nprocs = e->nprocs < e->max_processes ? e->nprocs : e->max_processes,
+		.errs = errs,
+		.nerrs = nerrs < GPUMON_NVML_ERROR_FUNCTIONS ? nerrs : GPUMON_NVML_ERROR_FUNCTIONS,
+		.render_seconds = e->render_seconds,
+		.peak_window_s = (unsigned)(e->peak_window_ns / 1000000000u),
+	};
+	gpumon_sampler_stats_get(e->sampler, &v.sampler);
+	gpumon_framework_sample fw[EXPORTER_MAX_FRAMEWORK];
+	pthread_mutex_lock(&e->fw_lock);
+	v.nfw = e->nfw;
+	memcpy(fw, e->fw, e->nfw * sizeof *fw);
+	pthread_mutex_unlock(&e->fw_lock);
+	v.fw = fw;
+
+	/* rendered straight into the snapshot's memory, behind room for its header, then shrunk to
+	   size: no copy, and the capacity of the last page avoids growing step by step */
+	static const char header[offsetof(struct snapshot, data)];
+	struct prom_buf b = {0};
+	gpumon__prom_reserve(&b, sizeof header + e->last_len + 4096);
+	gpumon__prom_put(&b, header, sizeof header);
+	int st = gpumon__prom_render(&v, &b);
+	if (st != GPUMON_OK) {
+		gpumon__prom_free(&b);
+		return st;
+	}
+	char *mem = realloc(b.p, b.len);
+	if (mem)
+		b.p = mem;
+	struct snapshot *snap = (struct snapshot *)(void *)b.p;
+	atomic_init(&snap->refs, 1);
+	snap->len = b.len - sizeof header;
+	e->last_len = snap->len;
+	uint64_t t1 = gpumon__now_ns();
+	snap->t_ns = t1;
+	pthread_mutex_lock(&e->snap_lock);
+	struct snapshot *old = e->snap;
+	e->snap = snap;
+	pthread_mutex_unlock(&e->snap_lock);
+	gpumon__snapshot_release(old);
+	e->render_seconds = (double)(t1 - t0) / 1e9;
+	return GPUMON_OK;
+}
+
+void *gpumon__exporter_collector_main(void *arg)
+{
+	gpumon_exporter *e = arg;
+	uint64_t last = gpumon__now_ns();
+	while (!atomic_load(&e->stopping)) {
+		gpumon__exporter_collect_once(e, 50);
+		uint64_t now = gpumon__now_ns();
+		if (now - last >= RENDER_NS) {
+			gpumon__exporter_render(e);
+			last = now;
+		}
+	}
+	return NULL;
+}
+
+/* ---- set-up ----------------------------------------------------------------------------------- */
+
+int gpumon__exporter_collect_init(gpumon_exporter *e)
+{
+	e->ngpus = gpumon_device_count(e->g);
+	e->recbuf = malloc(BATCH * sizeof *e->recbuf);
+	e->gpus = calloc(e->ngpus ? e->ngpus : 1, sizeof *e->gpus);
+	e->eg = calloc(e->ngpus ? e->ngpus : 1, sizeof *e->eg);
+	if (!e->recbuf || !e->gpus || !e->eg)
+		return GPUMON_E_NOMEM;
+	for (unsigned i = 0; i < e->ngpus; i++) {
+		gpumon_device_info_get(e->g, i, &e->gpus[i].info);
+		e->gpus[i].up = !e->gpus[i].info.lost;
+		e->gpus[i].oom_seconds = -1;
+		gpu_labels(e, &e->gpus[i]);
+	}
+	e->window_start_ns = gpumon__now_ns();
+	return GPUMON_OK;
+}
+
+void gpumon__exporter_collect_free(gpumon_exporter *e)
+{
+	for (size_t i = 0; i < e->nprocs; i++) {
+		gpumon_leak_destroy(e->procs[i].leak);
+		free(e->procs[i].pub.labels);
+	}
+	free(e->procs);
+	free(e->order);
+	free(e->gpus);
+	free(e->eg);
+	free(e->recbuf);
+	e->recbuf = NULL;
+	e->procs = NULL;
+	e->order = NULL;
+	e->gpus = NULL;
+	e->eg = NULL;
+	e->nprocs = e->cap_procs = 0;
+	gpumon__snapshot_release(e->snap);
+	e->snap = NULL;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* exporter_stub.c — the exporter API in a libgpumon built without libmicrohttpd: every call says
+ * so, and the rest of the library works as usual. CMake compiles this file instead of exporter.c
+ * and exporter_collect.c when libmicrohttpd-dev is missing (with a warning). */
+#include "internal.h"
+
+int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
+{
+	(void)cfg;
+	if (out)
+		*out = NULL;
+	if (!g)
+		return GPUMON_E_INVAL;
+	return gpumon__seterr(g, GPUMON_E_NOT_SUPPORTED,
+			      "this libgpumon was built without libmicrohttpd, so it has no HTTP exporter: install "
+			      "libmicrohttpd-dev and build again");
+}
+
+void gpumon_exporter_address(const gpumon_exporter *e, char *buf, size_t len)
+{
+	(void)e;
+	if (buf && len)
+		buf[0] = 0;
+}
+
+int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s)
+{
+	(void)e;
+	(void)s;
+	return GPUMON_E_NOT_SUPPORTED;
+}
+
+void gpumon_exporter_stop(gpumon_exporter *e)
+{
+	(void)e;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* prometheus.h — the Prometheus text format (0.0.4) renderer of the exporter: a growable buffer,
+ * label escaping, and the pure function that turns a view of the exporter's state into the body
+ * of /metrics. Internal to libgpumon. */
+#ifndef GPUMON_SINKS_PROMETHEUS_H
+#define GPUMON_SINKS_PROMETHEUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <gpumon/gpumon.h>
+
+/* A growable text buffer; after an allocation failure `failed` is set and appends do nothing. */
+struct prom_buf {
+	char *p;
+	size_t len, cap;
+	int failed;
+};
+
+void gpumon__prom_free(struct prom_buf *b);
+/* Makes room for extra more bytes; 0, or -1 with failed set. */
+int gpumon__prom_reserve(struct prom_buf *b, size_t extra);
+void gpumon__prom_put(struct prom_buf *b, const char *s, size_t n);
+void gpumon__prom_puts(struct prom_buf *b, const char *s);
+void gpumon__prom_printf(struct prom_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "# HELP name help\n# TYPE name type\n" */
+void gpumon__prom_family(struct prom_buf *b, const char *name, const char *type, const char *help);
+/* Appends v as a label value: at most max_bytes of it (cut on a character boundary, "..." added
+ * when cut), invalid UTF-8 bytes replaced by '?', then \ " and newline escaped. */
+void gpumon__prom_label_value(struct prom_buf *b, const char *v, size_t max_bytes);
+
+/* Label strings are prebuilt once (they do not change while a GPU or process lives). */
+#define PROM_GPU_LABELS 640
+
+struct prom_gpu {
+	gpumon_device_info info;
+	int up;                     /* 0 once lost */
+	int have_sample;
+	gpumon_device_sample s;     /* the latest device record's sample */
+	int have_peak;
+	uint64_t peak_bytes;        /* max used over the peak window */
+	double oom_seconds;         /* projected seconds to OOM; < 0: none (metric omitted) */
+	unsigned nprocs;            /* processes holding memory on it (all of them) */
+	char labels[PROM_GPU_LABELS];      /* gpu="0",uuid="...",name="...",pci_bus_id="..." */
+	char dcgm_labels[PROM_GPU_LABELS]; /* gpu="0",UUID="...",pci_bus_id="...",device="nvidia0",... */
+};
+
+struct prom_proc {
+	unsigned dev, pid;
+	int used_known;
+	uint64_t used_bytes;
+	int have_peak;
+	uint64_t peak_bytes;
+	int leak_alert;             /* the detector's alert flag */
+	int rate_known;             /* the detector suspects a leak: rate below holds a value */
+	double rate_bytes_per_second;
+	char name[64];              /* process name for nvidia_smi compat (escaped) */
+	char *labels;               /* gpu,uuid,pid,user,command[,container_id]; malloc'd, exact size
+				       (hundreds of processes: fixed arrays would waste memory) */
+};
+
+struct prom_view {
+	unsigned compat;            /* GPUMON_COMPAT_* */
+	const char *hostname, *driver_version, *nvml_version;
+	const struct prom_gpu *gpus;
+	unsigned ngpus;
+	int processes;              /* 1: the process list is sampled */
+	const struct prom_proc *const *procs; /* the processes to export, ordered */
+	size_t nprocs;
+	const gpumon_framework_sample *fw;
+	size_t nfw;
+	const gpumon_nvml_error_count *errs;
+	size_t nerrs;
+	gpumon_sampler_stats sampler;
+	double render_seconds;      /* how long the previous snapshot took to build */
+	unsigned peak_window_s;
+};
+
+/* Renders the whole body (every family but the per-scrape ones). Returns 0 or GPUMON_E_NOMEM. */
+int gpumon__prom_render(const struct prom_view *v, struct prom_buf *b);
+
+/* prometheus_compat.c: the peers' families for the compat bits of v. */
+void gpumon__prom_render_compat(const struct prom_view *v, struct prom_buf *b);
+
+#endif

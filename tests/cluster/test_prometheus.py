@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: MIT
+"""The cluster test: a real Prometheus server scraping three `gpumon serve` processes, each with its
+own fake-NVML scenario standing for one node (1, 2 and 4 GPUs; one node runs a leaking job, one
+loses a GPU). It checks through Prometheus's HTTP API that every GPU of every node is there with
+the right values, that the alert rules of deploy/prometheus fire where they should and nowhere
+else (the leak alert on the leaking node only), and that every query of the Grafana dashboard
+runs.
+
+To be fast, the rules are loaded from a temporary copy of deploy/prometheus/gpumon-rules.yml in
+which only the `for:` durations are rewritten (10m -> 6s and so on); the evaluation and scrape
+intervals are 1 s. Nothing else of the rules is changed. The whole test takes about 40 s.
+
+Environment: GPUMON_BIN, FAKE_NVML_LIB (set by ctest); prometheus and promtool on PATH (the Debian
+package `prometheus`, installed by `make test`)."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import textwrap
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(ROOT, "build/cli/gpumon"))
+FAKE_NVML_LIB = os.environ.get("FAKE_NVML_LIB", os.path.join(ROOT, "build/tests/fake_nvml/libnvidia-ml-fake.so"))
+RULES = os.path.join(ROOT, "deploy/prometheus/gpumon-rules.yml")
+DASHBOARD = os.path.join(ROOT, "deploy/grafana/gpumon-dashboard.json")
+GIB = 1 << 30
+
+NODES = {
+    # one idle H200 with a steady job
+    "node-a": """\
+        gpu 0 name="NVIDIA H200" uuid=GPU-aaaaaaaa-0000-4000-8000-000000000000 bus=00000000:00:06.0 total=150754820096 reserved=644939776 used=30GiB util=80 temp=50 power=400000
+        proc 0 4190001 used=30GiB name="python steady.py"
+        """,
+    # two GPUs; the job on GPU 1 leaks 20 MiB a second
+    "node-b": """\
+        gpu 0 name="NVIDIA H100 80GB HBM3" uuid=GPU-bbbbbbbb-0000-4000-8000-000000000000 bus=00000000:1B:00.0 total=80GiB reserved=512MiB used=20GiB util=90
+        gpu 1 name="NVIDIA H100 80GB HBM3" uuid=GPU-bbbbbbbb-1111-4000-8000-000000000001 bus=00000000:3C:00.0 total=80GiB reserved=512MiB used=12GiB util=95
+        proc 0 4190101 used=20GiB name="python ok.py"
+        proc 1 4190102 used=12GiB grow=20MiB name="python leaky.py"
+        """,
+    # four GPUs; GPU 3 falls off the bus after 3 s
+    "node-c": """\
+        gpu 0 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-0000-4000-8000-000000000000 bus=00000000:07:00.0 total=80GiB used=1GiB
+        gpu 1 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-1111-4000-8000-000000000001 bus=00000000:0B:00.0 total=80GiB used=2GiB
+        gpu 2 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-2222-4000-8000-000000000002 bus=00000000:48:00.0 total=80GiB used=3GiB
+        gpu 3 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-3333-4000-8000-000000000003 bus=00000000:4C:00.0 total=80GiB used=4GiB
+        procs 0 4190200 4 used=256MiB name=worker
+        at 3 lost 3
+        """,
+}
+USED = {  # (node, uuid) -> used bytes, from the scenarios above
+    ("node-a", "GPU-aaaaaaaa-0000-4000-8000-000000000000"): 30 * GIB,
+    ("node-b", "GPU-bbbbbbbb-0000-4000-8000-000000000000"): 20 * GIB,
+    ("node-b", "GPU-bbbbbbbb-1111-4000-8000-000000000001"): 12 * GIB,
+    ("node-c", "GPU-cccccccc-0000-4000-8000-000000000000"): 1 * GIB,
+    ("node-c", "GPU-cccccccc-1111-4000-8000-000000000001"): 2 * GIB,
+    ("node-c", "GPU-cccccccc-2222-4000-8000-000000000002"): 3 * GIB,
+    ("node-c", "GPU-cccccccc-3333-4000-8000-000000000003"): 4 * GIB,
+}
+FOR_REWRITE = {"10m": "6s", "5m": "3s", "2m": "3s", "1m": "2s"}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def start_node(tmp_path, name):
+    scn = tmp_path / f"{name}.scn"
+    scn.write_text(textwrap.dedent(NODES[name]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+    env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), LC_ALL="C")
+    p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "serve", "--listen", "127.0.0.1:0"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    line = p.stderr.readline()
+    m = re.search(r"serving http://(\S+)/metrics", line)
+    assert m, f"{name}: {line}"
+    return p, m.group(1)
+
+
+def write_config(tmp_path, targets):
+    """prometheus.yml for the test, and the rules with only their `for:` durations shortened."""
+    text = open(RULES).read()
+    fors = re.findall(r"^(\s+for: )(\S+)$", text, flags=re.M)
+    assert fors and all(d in FOR_REWRITE for _, d in fors), fors
+    assert "for: 10m" in text  # the leak alert as deployed
+    short = re.sub(r"^(\s+for: )(\S+)$", lambda m: m.group(1) + FOR_REWRITE[m.group(2)], text, flags=re.M)
+    assert re.sub(r"for: \S+", "", short) == re.sub(r"for: \S+", "", text)  # nothing else changed
+    (tmp_path / "rules.yml").write_text(short)
+    config = {
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s", "scrape_timeout": "900ms"},
+        "rule_files": [str(tmp_path / "rules.yml")],
+        "scrape_configs": [{"job_name": "gpumon", "static_configs": [
+            {"targets": [addr], "labels": {"node": name}} for name, addr in targets.items()]}],
+    }
+    path = tmp_path / "prometheus.yml"
+    path.write_text(json.dumps(config))  # JSON is YAML
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "config", str(path)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    return path
+
+
+class Prometheus:
+    def __init__(self, tmp_path, config):
+        exe = shutil.which("prometheus")
+        assert exe, "prometheus is not installed: apt-get install prometheus (make test does)"
+        self.base = f"http://127.0.0.1:{free_port()}"
+        self.log = open(tmp_path / "prometheus.log", "w")
+        self.p = subprocess.Popen([exe, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                                   f"--web.listen-address={self.base[7:]}", "--log.level=warn"],
+                                  stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            assert self.p.poll() is None, open(tmp_path / "prometheus.log").read()
+            try:
+                with urllib.request.urlopen(self.base + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("prometheus did not become ready in 30 s")
+
+    def query(self, expr):
+        url = self.base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            doc = json.load(r)
+        assert doc["status"] == "success", doc
+        return doc["data"]["result"]
+
+    def wait(self, expr, pred, timeout):
+        end = time.monotonic() + timeout
+        res = []
+        while time.monotonic() < end:
+            res = self.query(expr)
+            if pred(res):
+                return res
+            time.sleep(0.5)
+        raise AssertionError(f"{expr}: still {res} after {timeout} s")
+
+    def stop(self):
+        self.p.terminate()
+        try:
+            self.p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    nodes, prom = {}, None
+    try:
+        for name in NODES:
+            nodes[name] = start_node(tmp_path, name)
+        prom = Prometheus(tmp_path, write_config(tmp_path, {n: a for n, (_, a) in nodes.items()}))
+        yield prom, {n: a for n, (_, a) in nodes.items()}, {n: p for n, (p, _) in nodes.items()}
+    finally:
+        if prom:
+            prom.stop()
+        for p, _ in nodes.values():
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=10)
+
+
+def firing(prom, alertname):
+    return prom.query(f'ALERTS{{alertname="{alertname}",alertstate="firing"}}')
+
+
+def test_cluster(cluster):
+    prom, addrs, procs = cluster
+    t0 = time.monotonic()
+
+    # every GPU of every node, with its values
+    rows = prom.wait("gpumon_memory_used_bytes", lambda r: len(r) >= 6, 20)
+    got = {(r["metric"]["node"], r["metric"]["uuid"]): float(r["value"][1]) for r in rows}
+    assert all(got[k] == v for k, v in got.items() if k in USED) and set(got) <= set(USED), got
+    total = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1])
+             for r in prom.query("gpumon_memory_total_bytes")}
+    assert total[("node-a", "0")] == 150754820096 and total[("node-b", "1")] == 80 * GIB
+    up = {(r["metric"]["node"], r["metric"]["gpu"]): float(r["value"][1]) for r in prom.query("gpumon_gpu_up")}
+    assert sorted(up) == [("node-a", "0"), ("node-b", "0"), ("node-b", "1")] + [("node-c", str(i)) for i in range(4)]
+    assert {r["metric"]["instance"] for r in prom.query('up{job="gpumon"} == 1')} == set(addrs.values())
+    procs_per_node = {r["metric"]["node"]: float(r["value"][1])
+                      for r in prom.query("sum by (node) (gpumon_gpu_processes)")}
+    assert procs_per_node["node-a"] == 1 and procs_per_node["node-b"] == 2
+
+    # the lost GPU stays, as down, and its alert fires
+    prom.wait('gpumon_gpu_up{node="node-c",gpu="3"} == 0', lambda r: len(r) == 1, 20)
+    alerts = prom.wait('ALERTS{alertname="GpumonGpuLost",alertstate="firing"}', lambda r: len(r) >= 1, 20)
+    assert [(a["metric"]["node"], a["metric"]["gpu"]) for a in alerts] == [("node-c", "3")]
+
+    # the leak: the detector's flag, then the alert of deploy/ after its (shortened) `for:`
+    alerts = prom.wait('ALERTS{alertname="GpumonLeakSuspected",alertstate="firing"}', lambda r: len(r) >= 1, 60)
+    assert [(a["metric"]["node"], a["metric"]["pid"], a["metric"]["gpu"]) for a in alerts] == [("node-b", "4190102", "1")]
+    assert alerts[0]["metric"]["command"] == "python leaky.py"
+    rate = prom.query("gpumon_process_memory_growth_bytes_per_second")
+    assert [(r["metric"]["node"], r["metric"]["pid"]) for r in rate] == [("node-b", "4190102")]
+    assert abs(float(rate[0]["value"][1]) - 20 * (1 << 20)) < 2 * (1 << 20)
+    oom = prom.query("gpumon_memory_oom_projected_seconds")
+    assert [(r["metric"]["node"], r["metric"]["gpu"]) for r in oom] == [("node-b", "1")]
+    # nowhere else, ever: no other series of the flag was 1 during the run
+    others = prom.query('max_over_time(gpumon_process_leak_suspected{pid!="4190102"}[5m]) > 0')
+    assert others == []
+    assert firing(prom, "GpumonGpuMemoryHigh") == [] and firing(prom, "GpumonOutOfMemoryProjected") == []
+
+    # every query of the Grafana dashboard runs and finds data
+    dash = json.load(open(DASHBOARD))
+    empty = []
+    for panel in dash["panels"]:
+        for t in panel["targets"]:
+            expr = t["expr"].replace("$instance", ".*").replace("$gpu", ".*")
+            if not prom.query(expr):
+                empty.append(panel["title"])
+    assert empty == [], empty
+
+    # an exporter that stops is reported
+    procs["node-a"].terminate()
+    procs["node-a"].wait(timeout=10)
+    alerts = prom.wait('ALERTS{alertname="GpumonExporterDown",alertstate="firing"}', lambda r: len(r) >= 1, 20)
+    assert [a["metric"]["instance"] for a in alerts] == [addrs["node-a"]]
+    assert time.monotonic() - t0 < 90
