@@ -5,7 +5,7 @@
 # extension when the machine's Python has none (they build a module every CPython >= 3.11 loads).
 prefix_args=()
 prefix=
-for d in jansson sqlite protobuf-c ncurses; do
+for d in jansson sqlite protobuf-c ncurses microhttpd; do
 	if [ -d ".deps/$d/usr" ]; then
 		prefix="${prefix:+$prefix;}$PWD/.deps/$d/usr"
 		export LD_LIBRARY_PATH="$PWD/.deps/$d/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
