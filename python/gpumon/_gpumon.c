@@ -390,7 +390,7 @@ PyMODINIT_FUNC PyInit__gpumon(void)
 		Py_DECREF(gpx_error_type);
 		goto fail;
 	}
-	if (add_type(m, "Nvml", &nvml_spec) || add_type(m, "Leak", &leak_spec) || gpx_add_io_types(m))
+	if (add_type(m, "Nvml", &nvml_spec) || add_type(m, "Leak", &leak_spec) || gpx_add_io_types(m) || gpx_add_export_type(m))
 		goto fail;
 	return m;
 fail:

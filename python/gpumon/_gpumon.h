@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* _gpumon.h — what the two C files of the extension share: the error mapping, the heap-type
+/* _gpumon.h — what the C files of the extension share: the error mapping, the heap-type
  * deallocation helper, and access to an Nvml object's handle. Limited API only. */
 #ifndef GPUMON_PY_GPUMON_H
 #define GPUMON_PY_GPUMON_H
@@ -28,5 +28,12 @@ gpumon *gpx_nvml_handle(PyObject *nvml);
 
 /* Adds TfEvents and Recording to the module m. Returns 0 or -1 with an exception set. */
 int gpx_add_io_types(PyObject *m);
+
+/* Adds Exporter to the module m. Returns 0 or -1 with an exception set. */
+int gpx_add_export_type(PyObject *m);
+
+/* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
+ * 0, or -1 with ValueError naming `what`. */
+int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);
 
 #endif

@@ -184,8 +184,7 @@ static gpumon_recording *rec_get(RecordingObject *self)
 	return self->r;
 }
 
-/* An optional non-negative integer: None -> *known = 0. */
-static int opt_arg(PyObject *o, uint64_t *v, int *known, const char *what)
+int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what)
 {
 	*v = 0;
 	*known = 0;
@@ -222,9 +221,9 @@ static PyObject *rec_framework(PyObject *op, PyObject *args)
 	f.device = device;
 	f.step = step;
 	snprintf(f.framework, sizeof f.framework, "%s", fw);
-	if (opt_arg(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
-	    opt_arg(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
-	    opt_arg(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
+	if (gpx_opt_u64(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
+	    gpx_opt_u64(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
+	    gpx_opt_u64(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
 		return NULL;
 	int rc = gpumon_recording_framework(r, &f);
 	if (rc)
@@ -247,7 +246,7 @@ static PyObject *rec_device(PyObject *op, PyObject *args)
 	PyObject *in[5] = {tot, used, fr, res, util};
 	static const char *names[5] = {"total", "used", "free", "reserved", "util_gpu_pct"};
 	for (int i = 0; i < 5; i++)
-		if (opt_arg(in[i], &v[i], &known[i], names[i]))
+		if (gpx_opt_u64(in[i], &v[i], &known[i], names[i]))
 			return NULL;
 	gpumon_record rec;
 	memset(&rec, 0, sizeof rec);

@@ -149,6 +149,26 @@ class RecordSink(Sink):
         self.rec.close(-1)
 
 
+class PrometheusSink(Sink):
+    """libgpumon's Prometheus exporter in this process (the code of `gpumon serve`): the GPUs and
+    processes from NVML, plus this process's allocator figures pushed at each sample."""
+
+    def __init__(self, nvml, port: int):
+        self.what = f"Prometheus exporter on port {port}"
+        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}")
+        self.address = self.exporter.address()
+        self.what = f"Prometheus exporter on {self.address}"
+        self.pid = os.getpid()
+
+    def write(self, s) -> None:
+        if s.allocated is not None or s.reserved is not None or s.peak is not None:
+            self.exporter.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
+                                    s.allocated, s.reserved, s.peak, s.framework)
+
+    def close(self) -> None:
+        self.exporter.close()
+
+
 class RunSocketSink(Sink):
     """The `gpumon run` socket (docs/run-protocol.md): one JSON object a line, never blocking
     the training loop: what the socket does not take now waits in a bounded buffer, and whole

@@ -15,8 +15,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from . import _gpumon
 from ._frameworks import Adapter, make_adapter, nvml_index
-from ._sinks import (CsvSink, JsonlSink, LogSink, RecordSink, RunSocketSink, Sink, TensorBoardSink,
-                     human)
+from ._sinks import (CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, RunSocketSink, Sink,
+                     TensorBoardSink, human)
 
 log = logging.getLogger("gpumon")
 
@@ -199,6 +199,9 @@ class GPUMonitor:
       csv, jsonl a path to write one row per sample (overwritten).
       tensorboard  a log directory: scalars in a TensorBoard event file written by libgpumon.
       record     a path for a gpumon recording (SQLite, docs/recording.md); must not exist.
+      prometheus_port  serve /metrics on 127.0.0.1:PORT from this process (0: a free port; see
+                 .prometheus_address): libgpumon's exporter, the metrics of `gpumon serve`
+                 (docs/metrics.md) plus this process's allocator figures at each sample.
       on_alert   called once per alert with a dict (kind "leak" or "headroom", message, figures).
       min_headroom  warn when the GPU's free memory falls below this share of its total (0..1;
                  None: never).
@@ -213,7 +216,7 @@ class GPUMonitor:
     def __init__(self, device: Any = None, interval: int = 50, framework: str = "auto", logger: Any = None,
                  csv: Any = None, jsonl: Any = None, tensorboard: Any = None, record: Any = None,
                  on_alert: Optional[Callable[[Dict[str, Any]], Any]] = None, min_headroom: Optional[float] = 0.05,
-                 leak_detection: bool = True):
+                 leak_detection: bool = True, prometheus_port: Optional[int] = None):
         self._closed = True
         self._countdown = _FOREVER
         if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
@@ -221,6 +224,9 @@ class GPUMonitor:
         if min_headroom is not None and (isinstance(min_headroom, bool) or not isinstance(min_headroom, (int, float))
                                          or not 0 <= min_headroom < 1):
             raise ValueError(f"min_headroom must be a share of the GPU's memory in [0, 1) or None, got {min_headroom!r}")
+        if prometheus_port is not None and (isinstance(prometheus_port, bool) or not isinstance(prometheus_port, int)
+                                            or not 0 <= prometheus_port <= 65535):
+            raise ValueError(f"prometheus_port must be a TCP port (0..65535; 0: any free one), got {prometheus_port!r}")
         if on_alert is not None and not callable(on_alert):
             raise ValueError(f"on_alert must be callable, got {on_alert!r}")
         emit = _logger_emit(logger)
@@ -266,9 +272,10 @@ class GPUMonitor:
         self.last: Optional[Sample] = None
         self._sinks: List[Sink] = []
         self.failed_sinks: List[str] = []
+        self.prometheus_address: Optional[str] = None
         self._closed = False
         try:
-            self._open_sinks(emit, csv, jsonl, tensorboard, record)
+            self._open_sinks(emit, csv, jsonl, tensorboard, record, prometheus_port)
         except BaseException:
             self.close()
             raise
@@ -277,7 +284,7 @@ class GPUMonitor:
 
     # ---- construction helpers ----------------------------------------------------------------
 
-    def _open_sinks(self, emit, csv, jsonl, tensorboard, record) -> None:
+    def _open_sinks(self, emit, csv, jsonl, tensorboard, record, prometheus_port) -> None:
         if emit is not None:
             self._sinks.append(LogSink(emit))
         if csv is not None:
@@ -290,6 +297,12 @@ class GPUMonitor:
             if self._nvml is None:
                 raise ValueError(f"record={os.fspath(record)!r} needs NVML, which is not available")
             self._sinks.append(RecordSink(self._nvml, record, self.nvml_index, " ".join(sys.argv) or None))
+        if prometheus_port is not None:
+            if self._nvml is None:
+                raise ValueError(f"prometheus_port={prometheus_port} needs NVML, which is not available")
+            sink = PrometheusSink(self._nvml, prometheus_port)
+            self._sinks.append(sink)
+            self.prometheus_address = sink.address
         path = os.environ.get("GPUMON_RUN_SOCKET")
         if path:
             try:

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* _gpumon_export.c — the Exporter type of the extension: libgpumon's Prometheus exporter
+ * (gpumon_exporter_*) serving /metrics from inside a training process, with the framework's
+ * allocator figures pushed to it at each sample. The same code as `gpumon serve`. */
+#include "_gpumon.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+	PyObject_HEAD gpumon_exporter *e;
+	PyObject *nvml; /* the Nvml object whose handle the exporter samples (kept alive, closed after) */
+} ExporterObject;
+
+static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
+{
+	ExporterObject *self = (ExporterObject *)op;
+	static char *kwlist[] = {"nvml", "listen", "processes", NULL};
+	PyObject *nvml;
+	const char *listen = NULL;
+	int processes = 50;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zi:Exporter", kwlist, &nvml, &listen, &processes))
+		return -1;
+	int is = PyObject_IsInstance(nvml, gpx_nvml_type);
+	if (is <= 0) {
+		if (!is)
+			PyErr_SetString(PyExc_TypeError, "Exporter needs an Nvml object");
+		return -1;
+	}
+	if (processes < 0) {
+		PyErr_SetString(PyExc_ValueError, "processes must be >= 0 (0: no per-process metrics)");
+		return -1;
+	}
+	gpumon *g = gpx_nvml_handle(nvml);
+	if (!g)
+		return -1;
+	if (self->e) {
+		gpumon_exporter_stop(self->e);
+		self->e = NULL;
+	}
+	gpumon_exporter_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.listen = listen;
+	cfg.max_processes = (unsigned)processes;
+	cfg.no_processes = processes == 0;
+	cfg.no_energy = 1;
+	gpumon_exporter *e = NULL;
+	int rc;
+	Py_BEGIN_ALLOW_THREADS
+	rc = gpumon_exporter_start(g, &cfg, &e);
+	Py_END_ALLOW_THREADS
+	if (rc) {
+		gpx_raise(rc, gpumon_errmsg(g));
+		return -1;
+	}
+	self->e = e;
+	Py_XDECREF(self->nvml);
+	self->nvml = Py_NewRef(nvml);
+	return 0;
+}
+
+static void exp_stop(ExporterObject *self)
+{
+	gpumon_exporter *e = self->e;
+	self->e = NULL;
+	if (e) {
+		Py_BEGIN_ALLOW_THREADS
+		gpumon_exporter_stop(e);
+		Py_END_ALLOW_THREADS
+	}
+	Py_CLEAR(self->nvml);
+}
+
+static void exp_dealloc(PyObject *op)
+{
+	exp_stop((ExporterObject *)op);
+	gpx_free_self(op);
+}
+
+static gpumon_exporter *exp_get(ExporterObject *self)
+{
+	if (!self->e)
+		PyErr_SetString(PyExc_ValueError, "the exporter is closed");
+	return self->e;
+}
+
+static PyObject *exp_address(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	gpumon_exporter *e = exp_get((ExporterObject *)op);
+	if (!e)
+		return NULL;
+	char buf[128];
+	gpumon_exporter_address(e, buf, sizeof buf);
+	return PyUnicode_FromString(buf);
+}
+
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
+static PyObject *exp_framework(PyObject *op, PyObject *args)
+{
+	gpumon_exporter *e = exp_get((ExporterObject *)op);
+	gpumon_framework_sample f;
+	unsigned long long t_ns;
+	unsigned pid;
+	int device;
+	long long step;
+	PyObject *a, *res, *mx;
+	const char *fw;
+	if (!e || !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
+		return NULL;
+	memset(&f, 0, sizeof f);
+	f.t_ns = t_ns;
+	f.pid = pid;
+	f.device = device;
+	f.step = step;
+	snprintf(f.framework, sizeof f.framework, "%s", fw);
+	if (gpx_opt_u64(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
+	    gpx_opt_u64(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
+	    gpx_opt_u64(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
+		return NULL;
+	int rc = gpumon_exporter_framework(e, &f);
+	if (rc)
+		return gpx_raise(rc, "the exporter refused the framework sample");
+	Py_RETURN_NONE;
+}
+
+static PyObject *exp_close(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	exp_stop((ExporterObject *)op);
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef exp_methods[] = {
+    {"address", exp_address, METH_NOARGS, "address() -> 'ADDR:PORT' the exporter listens on."},
+    {"framework", exp_framework, METH_VARARGS,
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- publish "
+     "the allocator's figures (None: unknown) as gpumon_framework_*_bytes."},
+    {"close", exp_close, METH_NOARGS, "close() -- stop serving (idempotent)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot exp_slots[] = {
+    {Py_tp_doc, (void *)"Exporter(nvml, listen='127.0.0.1:19400', processes=50) -- libgpumon's Prometheus "
+			 "exporter (/metrics, /healthz) in this process; port 0 picks a free port."},
+    {Py_tp_init, (void *)exp_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)exp_dealloc},
+    {Py_tp_methods, exp_methods},
+    {0, NULL},
+};
+
+static PyType_Spec exp_spec = {"gpumon._gpumon.Exporter", sizeof(ExporterObject), 0, Py_TPFLAGS_DEFAULT,
+			       exp_slots};
+
+int gpx_add_export_type(PyObject *m)
+{
+	PyObject *t = PyType_FromSpec(&exp_spec);
+	if (!t)
+		return -1;
+	if (PyModule_AddObject(m, "Exporter", t)) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return 0;
+}
