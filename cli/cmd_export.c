@@ -286,20 +286,13 @@ static int export_rows(sqlite3 *db, const struct opts *o, const struct start *st
 	return bad || rc != SQLITE_DONE ? EXIT_OTHER : EXIT_OK;
 }
 
-/* Refuses an output that is the recording itself. */
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int cmd_export(int argc, char **argv)
 {
 	struct opts o;
 	int rc = parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
-	if (o.out && same_file(o.file, o.out)) {
+	if (o.out && cli_same_file(o.file, o.out)) {
 		cli_error("export: -o %s would overwrite the recording", o.out);
 		return EXIT_USAGE;
 	}

@@ -146,13 +146,6 @@ static int read_csv(const char *path, report **out, char *err, size_t errlen)
 	return EXIT_OK;
 }
 
-/* Whether two paths name the same file. */
-static int same_file(const char *a, const char *b)
-{
-	struct stat sa, sb;
-	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 int cmd_report(int argc, char **argv)
 {
 	struct opts o;
@@ -166,7 +159,7 @@ int cmd_report(int argc, char **argv)
 		cli_error("report: %s", err);
 		return rc;
 	}
-	if (o.html && same_file(o.file, o.html)) {
+	if (o.html && cli_same_file(o.file, o.html)) {
 		cli_error("report: --html %s would overwrite the input", o.html);
 		report_destroy(r);
 		return EXIT_USAGE;

@@ -4,7 +4,6 @@
  * reports over GPUMON_RUN_SOCKET into one recording, enforces --limit, and exits with the job's
  * status. */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -228,16 +227,8 @@ static void job_add(struct run *r, pid_t pid, uint64_t t)
 	memmove(n + i + 1, n + i, (r->njob - i) * sizeof *n);
 	n[i] = pid;
 	r->njob++;
-	char cmd[256] = "", path[64];
-	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t k = read(fd, cmd, sizeof cmd - 1);
-		close(fd);
-		for (ssize_t j = 0; j < k - 1; j++)
-			if (!cmd[j])
-				cmd[j] = ' ';
-	}
+	char cmd[256];
+	cli_read_cmdline(pid, cmd, sizeof cmd);
 	/* the job's process tree, one "job" event per pid as it joins (docs/run-protocol.md) */
 	if (pid == r->child)
 		run_event(r, t, "job", "pid %d: the command", (int)pid);

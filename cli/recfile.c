@@ -20,15 +20,6 @@
 /* Skips over damage per table before the rest of it is given up as unreadable. */
 #define MAX_RESUMES 1000
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 static int is_damage(int rc)
 {
 	rc &= 0xff;
@@ -123,11 +114,11 @@ int recfile_open(const char *path, recfile *rf, char *err, size_t errlen)
 	rf->job_pid = -1;
 	rf->exit_status = -1;
 	if (stat(path, &sb) != 0) {
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		cli_set_err(err, errlen, "%s: %s", path, strerror(errno));
 		return EXIT_OTHER;
 	}
 	if (S_ISDIR(sb.st_mode)) {
-		set_err(err, errlen, "%s is a directory", path);
+		cli_set_err(err, errlen, "%s is a directory", path);
 		return EXIT_OTHER;
 	}
 	rc = sqlite3_open_v2(path, &rf->db, SQLITE_OPEN_READONLY, NULL);
@@ -139,7 +130,7 @@ int recfile_open(const char *path, recfile *rf, char *err, size_t errlen)
 			rc = SQLITE_OK;
 	}
 	if (rc == SQLITE_NOTADB || (rc == SQLITE_OK && app != APPLICATION_ID)) {
-		set_err(err, errlen, "%s is not a gpumon recording (%s)", path,
+		cli_set_err(err, errlen, "%s is not a gpumon recording (%s)", path,
 			rc == SQLITE_NOTADB ? "not an SQLite database" : "an SQLite database of another program");
 		recfile_close(rf);
 		return EXIT_OTHER;
@@ -155,17 +146,17 @@ int recfile_open(const char *path, recfile *rf, char *err, size_t errlen)
 		}
 	}
 	if (rc == SQLITE_NOTADB && app != 0 && app != APPLICATION_ID) {
-		set_err(err, errlen, "%s is not a gpumon recording (an SQLite database of another program)", path);
+		cli_set_err(err, errlen, "%s is not a gpumon recording (an SQLite database of another program)", path);
 		recfile_close(rf);
 		return EXIT_OTHER;
 	}
 	if (rc != SQLITE_OK) {
-		set_err(err, errlen, "cannot read %s: %s", path, rf->db ? sqlite3_errmsg(rf->db) : "out of memory");
+		cli_set_err(err, errlen, "cannot read %s: %s", path, rf->db ? sqlite3_errmsg(rf->db) : "out of memory");
 		recfile_close(rf);
 		return EXIT_OTHER;
 	}
 	if (query_one(rf->db, "PRAGMA user_version", &version, NULL, 0, NULL) == 1 && version != FORMAT_VERSION) {
-		set_err(err, errlen,
+		cli_set_err(err, errlen,
 			"%s is a gpumon recording of format version %" PRId64 "; this gpumon (%s) reads version %d%s",
 			path, version, GPUMON_VERSION_STRING, FORMAT_VERSION,
 			version > FORMAT_VERSION ? ": read it with a newer gpumon" : "");
@@ -278,14 +269,8 @@ static void read_side_tables(recfile_iter *it)
 				    "SELECT dev, pid, first_t_ns, ppid, user, name, command FROM processes ORDER BY rowid",
 				    -1, &s, NULL);
 	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (it->nprocs == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct proc *p = realloc(it->procs, ncap * sizeof *p);
-			if (!p)
-				break;
-			it->procs = p;
-			cap = ncap;
-		}
+		if (cli_grow((void **)&it->procs, &cap, it->nprocs, sizeof *it->procs, 64) != 0)
+			break;
 		struct proc *p = &it->procs[it->nprocs++];
 		p->dev = sqlite3_column_int(s, 0);
 		p->pid = sqlite3_column_int64(s, 1);
@@ -303,14 +288,8 @@ static void read_side_tables(recfile_iter *it)
 	rc = sqlite3_prepare_v2(db, "SELECT source, pid, device, framework FROM framework_sources ORDER BY source", -1,
 				&s, NULL);
 	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (it->nsources == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct source *p = realloc(it->sources, ncap * sizeof *p);
-			if (!p)
-				break;
-			it->sources = p;
-			cap = ncap;
-		}
+		if (cli_grow((void **)&it->sources, &cap, it->nsources, sizeof *it->sources, 8) != 0)
+			break;
 		struct source *f = &it->sources[it->nsources++];
 		f->id = sqlite3_column_int64(s, 0);
 		f->pid = sqlite3_column_int64(s, 1);
@@ -328,14 +307,8 @@ static void read_side_tables(recfile_iter *it)
 		long long pid;
 		if (!t || sscanf(t, "pid %lld", &pid) != 1)
 			continue;
-		if (it->njob == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			int64_t *p = realloc(it->job_pids, ncap * sizeof *p);
-			if (!p)
-				break;
-			it->job_pids = p;
-			cap = ncap;
-		}
+		if (cli_grow((void **)&it->job_pids, &cap, it->njob, sizeof *it->job_pids, 16) != 0)
+			break;
 		it->job_pids[it->njob++] = pid;
 	}
 	sqlite3_finalize(s);
@@ -440,7 +413,7 @@ int recfile_iter_start(recfile *rf, recfile_iter **out, char *err, size_t errlen
 	};
 	recfile_iter *it = calloc(1, sizeof *it);
 	if (!it) {
-		set_err(err, errlen, "out of memory");
+		cli_set_err(err, errlen, "out of memory");
 		return EXIT_OTHER;
 	}
 	it->rf = rf;

@@ -19,15 +19,6 @@ enum { C_TIME, C_STEP, C_ALLOC, C_RESERVED, C_MAXALLOC, C_PROC, C_DEVUSED, C_DEV
 static const char *const col_names[NCOLS] = {"time",         "step",        "allocated",   "reserved",
 					     "max_allocated", "process_used", "device_used", "device_total"};
 
-static void set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 /* Splits line (modified in place) at commas, honouring "quoted, fields" with "" for a quote.
  * Returns the number of fields (at most cap). */
 static int split(char *line, char **field, int cap)
@@ -124,7 +115,7 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 				st->col[c] = i;
 	}
 	if (st->col[C_TIME] < 0) {
-		set_err(err, errlen,
+		cli_set_err(err, errlen,
 			"%s: the CSV header has no `time` column (seconds); it names: %.200s", path, n ? f[0] : "");
 		return EXIT_USAGE;
 	}
@@ -132,7 +123,7 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 	for (int c = C_ALLOC; c < NCOLS; c++)
 		mem |= st->col[c] >= 0 && c != C_DEVTOTAL;
 	if (!mem) {
-		set_err(err, errlen,
+		cli_set_err(err, errlen,
 			"%s: the CSV has no memory column: it needs at least one of allocated, reserved, "
 			"max_allocated, process_used, device_used (bytes)",
 			path);
@@ -220,7 +211,7 @@ int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errl
 	memset(&st, 0, sizeof st);
 	char *line = malloc(MAX_LINE + 2);
 	if (!line) {
-		set_err(err, errlen, "out of memory");
+		cli_set_err(err, errlen, "out of memory");
 		return EXIT_OTHER;
 	}
 	int have_header = 0, rc = 0;
@@ -228,7 +219,7 @@ int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errl
 		st.line++;
 		size_t len = strlen(line);
 		if (len > MAX_LINE || (len == MAX_LINE + 1 && line[len - 1] != '\n')) {
-			set_err(err, errlen, "%s: line %ld is longer than %d bytes: not a CSV of samples", path, st.line,
+			cli_set_err(err, errlen, "%s: line %ld is longer than %d bytes: not a CSV of samples", path, st.line,
 				MAX_LINE);
 			rc = EXIT_USAGE;
 			break;
@@ -246,17 +237,17 @@ int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errl
 			continue;
 		}
 		if (row(t, &st, r) != 0) {
-			set_err(err, errlen, "out of memory");
+			cli_set_err(err, errlen, "out of memory");
 			rc = EXIT_OTHER;
 			break;
 		}
 	}
 	if (!rc && ferror(f)) {
-		set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+		cli_set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
 		rc = EXIT_OTHER;
 	}
 	if (!rc && !have_header) {
-		set_err(err, errlen, "%s is empty: no CSV header", path);
+		cli_set_err(err, errlen, "%s is empty: no CSV header", path);
 		rc = EXIT_USAGE;
 	}
 	free(line);

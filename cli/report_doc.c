@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "report_model.h"
 
 /* A JSON string of s, or null for NULL; bytes that are not UTF-8 (a command line may hold any)
@@ -217,14 +218,8 @@ void report_snapshot_oom(report *r, int64_t t_ns, const char *line)
 				in->top_other_command = p->command;
 			}
 		}
-		if (o->nholders == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			struct holder *h = realloc(o->holders, nc * sizeof *h);
-			if (!h)
-				break;
-			o->holders = h;
-			cap = nc;
-		}
+		if (cli_grow((void **)&o->holders, &cap, o->nholders, sizeof *o->holders, 16) != 0)
+			break;
 		o->holders[o->nholders++] = (struct holder){p->pid, p->used, p->job, p->user, p->command};
 	}
 	if (o->nholders)

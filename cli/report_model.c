@@ -3,6 +3,7 @@
  * summaries (per GPU, per process, per framework source: reduced timelines, peaks, leak
  * detectors); an out-of-memory event freezes what was on the card at that moment for the
  * forensics. report_doc.c turns the model into the report document. */
+#include "cli.h"
 #include "report_model.h"
 
 #include <stdlib.h>
@@ -235,14 +236,8 @@ static struct rproc *get_proc(report *r, const recrow *row)
 			report_damage(r, "more than 4096 processes: the later ones are left out of the process timelines");
 		return NULL;
 	}
-	if (r->nprocs == r->procs_cap) {
-		size_t cap = r->procs_cap ? r->procs_cap * 2 : 64;
-		struct rproc *np = realloc(r->procs, cap * sizeof *np);
-		if (!np)
-			return NULL;
-		r->procs = np;
-		r->procs_cap = cap;
-	}
+	if (cli_grow((void **)&r->procs, &r->procs_cap, r->nprocs, sizeof *r->procs, 64) != 0)
+		return NULL;
 	struct rproc *p = &r->procs[r->nprocs];
 	memset(p, 0, sizeof *p);
 	p->dev = dev;

@@ -5,7 +5,6 @@
  * job's NVML figure as a leak series, the job's peak, and the CUDA index -> GPU mapping. */
 #include "run_oom.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,22 +306,9 @@ static void capture_ring(struct run *r, uint64_t t)
    listed between fork and exec); unchanged when it cannot be read. */
 static void fresh_command(struct holder *h)
 {
-	char path[64], buf[sizeof h->cmd];
-	snprintf(path, sizeof path, "/proc/%u/cmdline", h->pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	for (ssize_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n > 0 && buf[n - 1] == ' ')
-		n--;
-	buf[n] = 0;
-	memcpy(h->cmd, buf, (size_t)n + 1);
+	char buf[sizeof h->cmd];
+	if (cli_read_cmdline(h->pid, buf, sizeof buf) > 0)
+		memcpy(h->cmd, buf, sizeof buf);
 }
 
 static void capture_holders(struct run_oom *o, uint64_t t)

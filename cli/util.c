@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c — helpers the subcommands share: messages, exit statuses, opening the library with a
  * clear line when there is no driver, GPU selection and byte formatting. */
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -139,4 +143,58 @@ const char *cli_option_value(int argc, char **argv, int *i, const char *long_nam
 		return argv[++*i];
 	}
 	return NULL;
+}
+
+int cli_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+void cli_set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	if (!len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+int cli_read_cmdline(long pid, char *buf, size_t len)
+{
+	char path[64];
+	if (len == 0)
+		return -1;
+	buf[0] = 0;
+	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';
+	while (n > 0 && buf[n - 1] == ' ')
+		n--;
+	buf[n] = 0;
+	return (int)n;
+}
+
+int cli_grow(void **array, size_t *cap, size_t used, size_t size, size_t first)
+{
+	if (used < *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : first;
+	if (ncap < *cap || ncap > SIZE_MAX / size)
+		return -1;
+	void *a = realloc(*array, ncap * size);
+	if (!a)
+		return -1;
+	*array = a;
+	*cap = ncap;
+	return 0;
 }

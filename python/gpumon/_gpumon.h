@@ -36,4 +36,8 @@ int gpx_add_export_type(PyObject *m);
  * 0, or -1 with ValueError naming `what`. */
 int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);
 
+/* The arguments (t_ns, pid, device, step, allocated, reserved, max_allocated, framework) of a
+ * framework sample, None meaning unknown, into *f. Returns 0, or -1 with an exception set. */
+int gpx_parse_framework(PyObject *args, gpumon_framework_sample *f);
+
 #endif

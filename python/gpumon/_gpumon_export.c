@@ -100,23 +100,7 @@ static PyObject *exp_framework(PyObject *op, PyObject *args)
 {
 	gpumon_exporter *e = exp_get((ExporterObject *)op);
 	gpumon_framework_sample f;
-	unsigned long long t_ns;
-	unsigned pid;
-	int device;
-	long long step;
-	PyObject *a, *res, *mx;
-	const char *fw;
-	if (!e || !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
-		return NULL;
-	memset(&f, 0, sizeof f);
-	f.t_ns = t_ns;
-	f.pid = pid;
-	f.device = device;
-	f.step = step;
-	snprintf(f.framework, sizeof f.framework, "%s", fw);
-	if (gpx_opt_u64(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
-	    gpx_opt_u64(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
-	    gpx_opt_u64(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
+	if (!e || gpx_parse_framework(args, &f))
 		return NULL;
 	int rc = gpumon_exporter_framework(e, &f);
 	if (rc)

@@ -201,29 +201,35 @@ int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what)
 	return 0;
 }
 
-/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
-static PyObject *rec_framework(PyObject *op, PyObject *args)
+int gpx_parse_framework(PyObject *args, gpumon_framework_sample *f)
 {
-	gpumon_recording *r = rec_get((RecordingObject *)op);
-	gpumon_framework_sample f;
 	unsigned long long t_ns;
 	unsigned pid;
 	int device;
 	long long step;
 	PyObject *a, *res, *mx;
 	const char *fw;
-	if (!r ||
-	    !PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
-		return NULL;
-	memset(&f, 0, sizeof f);
-	f.t_ns = t_ns;
-	f.pid = pid;
-	f.device = device;
-	f.step = step;
-	snprintf(f.framework, sizeof f.framework, "%s", fw);
-	if (gpx_opt_u64(a, &f.allocated_bytes, &f.allocated_known, "allocated") ||
-	    gpx_opt_u64(res, &f.reserved_bytes, &f.reserved_known, "reserved") ||
-	    gpx_opt_u64(mx, &f.max_allocated_bytes, &f.max_allocated_known, "max_allocated"))
+	if (!PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
+		return -1;
+	memset(f, 0, sizeof *f);
+	f->t_ns = t_ns;
+	f->pid = pid;
+	f->device = device;
+	f->step = step;
+	snprintf(f->framework, sizeof f->framework, "%s", fw);
+	if (gpx_opt_u64(a, &f->allocated_bytes, &f->allocated_known, "allocated") ||
+	    gpx_opt_u64(res, &f->reserved_bytes, &f->reserved_known, "reserved") ||
+	    gpx_opt_u64(mx, &f->max_allocated_bytes, &f->max_allocated_known, "max_allocated"))
+		return -1;
+	return 0;
+}
+
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
+static PyObject *rec_framework(PyObject *op, PyObject *args)
+{
+	gpumon_recording *r = rec_get((RecordingObject *)op);
+	gpumon_framework_sample f;
+	if (!r || gpx_parse_framework(args, &f))
 		return NULL;
 	int rc = gpumon_recording_framework(r, &f);
 	if (rc)
