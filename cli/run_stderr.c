@@ -156,6 +156,38 @@ static void *pump(void *arg)
 	return NULL;
 }
 
+/* The job's terminal while it has one: a resize of gpumon's terminal is passed on to it. The job,
+   in gpumon's process group, gets the terminal's SIGWINCH itself and reads the new size from its
+   terminal; gpumon copies the size there when it gets the same signal. */
+static volatile sig_atomic_t winch_master = -1;
+static struct sigaction winch_old;
+
+static void on_winch(int sig)
+{
+	int e = errno;
+	struct winsize ws;
+	(void)sig;
+	if (winch_master >= 0 && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
+		ioctl(winch_master, TIOCSWINSZ, &ws);
+	errno = e;
+}
+
+static void follow_resizes(int master)
+{
+	struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	winch_master = master;
+	sigaction(SIGWINCH, &sa, &winch_old);
+}
+
+static void stop_following_resizes(void)
+{
+	if (winch_master < 0)
+		return;
+	sigaction(SIGWINCH, &winch_old, NULL);
+	winch_master = -1;
+}
+
 /* A terminal for the job when gpumon's stderr is one: raw, so that no byte is changed. */
 static int open_terminal(int *master, int *job_fd)
 {
@@ -194,7 +226,8 @@ struct run_stderr *run_stderr_open(int *job_fd)
 		return NULL;
 	}
 	if (isatty(STDERR_FILENO) && open_terminal(&s->rd, job_fd) == 0) {
-		/* the job sees a terminal, as it would without gpumon */
+		/* the job sees a terminal, as it would without gpumon, and its resizes */
+		follow_resizes(s->rd);
 	} else if (pipe2(p, O_CLOEXEC) == 0) {
 		s->rd = p[0];
 		*job_fd = p[1];
@@ -255,6 +288,8 @@ void run_stderr_close(struct run_stderr *s, int timeout_ms, run_stderr_fn fn, vo
 		check_line(s); /* a last line without its newline */
 	}
 	run_stderr_take(s, fn, ctx);
+	if (winch_master == s->rd)
+		stop_following_resizes();
 	close(s->rd);
 	close(s->stop[0]);
 	close(s->stop[1]);

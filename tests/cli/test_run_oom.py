@@ -2,6 +2,7 @@
 """`gpumon run`: the job's stderr passed through byte for byte while it is scanned for out-of-memory
 messages, the forensics after an out-of-memory death (co-tenant, leak, transient peak,
 pre-allocation), and the summary's unaccounted memory, NVML leak verdict and job peak."""
+import fcntl
 import json
 import os
 import pty
@@ -9,7 +10,9 @@ import random
 import re
 import select
 import signal
+import struct
 import subprocess
+import termios
 import textwrap
 import time
 
@@ -138,6 +141,32 @@ def test_job_sees_a_terminal_when_gpumon_has_one(tmp_path):
     assert p.returncode == 0
     assert out == b"True\n"
     assert b"to the terminal" in got
+
+
+def test_job_terminal_follows_resizes(tmp_path):
+    """A resize of gpumon's terminal reaches the job's: the size at the start, then the new one."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    job = textwrap.dedent("""\
+        import os, sys
+        print(os.get_terminal_size(2), flush=True)
+        sys.stdin.readline()
+        print(os.get_terminal_size(2), flush=True)
+    """)
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    first = p.stdout.readline()
+    assert first == b"os.terminal_size(columns=100, lines=30)\n"
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+    p.send_signal(signal.SIGWINCH)  # what the terminal sends its foreground process group
+    time.sleep(0.2)
+    p.stdin.write(b"\n")
+    p.stdin.flush()
+    out, _ = p.communicate(timeout=30)
+    os.close(master)
+    assert p.returncode == 0
+    assert out == b"os.terminal_size(columns=132, lines=50)\n"
 
 
 # ---- out-of-memory messages -------------------------------------------------------------------------
