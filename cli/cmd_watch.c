@@ -35,7 +35,7 @@ static void on_signal(int sig)
 
 static void help(void)
 {
-	printf("Usage: gpumon watch [--interval MS] [--replay FILE [--speed X]]\n"
+	printf("Usage: gpumon watch [-i GPUS] [--interval MS] [--replay FILE [--speed X]]\n"
 	       "The live view: per GPU a memory bar (driver-reserved, the selected process's share, used,\n"
 	       "free), utilisation, temperature, power and a memory graph of the last minutes; the\n"
 	       "processes holding memory (GPU, pid, user, memory, change per minute, command), largest\n"
@@ -43,6 +43,7 @@ static void help(void)
 	       "GPU is nearly full, who holds it. Keys: q quit, arrows PgUp PgDn move, s sort, g GPU,\n"
 	       "u user, c clear filters, p pause, + - replay speed, h help. Needs an 80x24 terminal.\n\n"
 	       "Options:\n"
+	       "  -i, --id GPUS   only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
 	       "  --interval MS   refresh and sampling period, 50 to 60000 ms (default 1000)\n"
 	       "  --replay FILE   play a recording (gpumon record, gpumon run) instead of this machine\n"
 	       "  --speed X       replay speed, %g to %g (default 1: real time)\n"
@@ -54,6 +55,7 @@ static void help(void)
 
 struct opts {
 	unsigned interval_ms;
+	const char *ids;
 	const char *replay;
 	double speed;
 	int speed_given, interval_given;
@@ -80,6 +82,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			}
 			o->interval_ms = (unsigned)x;
 			o->interval_given = 1;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--id", "-i", &bad))) {
+			o->ids = v;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--replay", NULL, &bad))) {
 			o->replay = v;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--speed", NULL, &bad))) {
@@ -99,6 +103,10 @@ static int parse(int argc, char **argv, struct opts *o)
 	}
 	if (o->speed_given && !o->replay) {
 		cli_error("watch: --speed applies to --replay only");
+		return EXIT_USAGE;
+	}
+	if (o->ids && o->replay) {
+		cli_error("watch: -i applies to this machine's GPUs; in a replay, g shows one GPU at a time");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -209,10 +217,14 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 	case KEY_END: v->cur = (size_t)-1 / 2; break;
 	case 's': v->sort = (v->sort + 1) % WATCH_SORT_COUNT; break;
 	case 'S': v->sort = (v->sort + WATCH_SORT_COUNT - 1) % WATCH_SORT_COUNT; break;
-	case 'g':
-		v->gpu_filter = v->gpu_filter + 1 >= (int)ngpu ? -1 : v->gpu_filter + 1;
+	case 'g': { /* the next watched GPU alone, then all again */
+		int next = v->gpu_filter + 1;
+		while (next < (int)ngpu && v->picked && !v->picked[next])
+			next++;
+		v->gpu_filter = next >= (int)ngpu ? -1 : next;
 		v->cur = v->top = 0;
 		break;
+	}
 	case 'u':
 		v->prompting = 1;
 		snprintf(v->input, sizeof v->input, "%s", v->user_filter);
@@ -315,11 +327,18 @@ int cmd_watch(int argc, char **argv)
 	v.gpu_filter = -1;
 	v.interval_ms = o.interval_ms;
 	watch_model *m = NULL;
+	unsigned char *picked = NULL; /* with -i: the GPUs watched */
+	unsigned *sel = NULL, nsel = 0;
 	const char *replay = o.replay;
 	if (!replay) {
 		src.g = cli_open(&rc);
 		if (!src.g && rc != EXIT_NO_LIBRARY)
 			return rc;
+		if (!src.g && o.ids) {
+			cli_error("watch: -i %s: no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)",
+				  o.ids);
+			return rc;
+		}
 		if (!src.g) {
 			replay = bundled_recording();
 			if (!replay) {
@@ -346,6 +365,23 @@ int cmd_watch(int argc, char **argv)
 	} else {
 		ngpu = gpumon_device_count(src.g);
 	}
+	if (o.ids) {
+		sel = malloc((ngpu ? ngpu : 1) * sizeof *sel);
+		picked = calloc(ngpu ? ngpu : 1, 1);
+		if (!sel || !picked) {
+			cli_error("out of memory");
+			rc = EXIT_OTHER;
+			goto out;
+		}
+		rc = cli_select_devices(src.g, o.ids, sel, ngpu, &nsel);
+		if (rc != EXIT_OK) {
+			cli_error("watch: see gpumon list for this machine's GPUs");
+			goto out;
+		}
+		for (unsigned k = 0; k < nsel; k++)
+			picked[sel[k]] = 1;
+		v.picked = picked;
+	}
 	src.buf = malloc(BATCH * sizeof *src.buf);
 	if (!src.buf || watch_model_create(ngpu, &m) != GPUMON_OK) {
 		cli_error("out of memory");
@@ -364,7 +400,8 @@ int cmd_watch(int argc, char **argv)
 		unsigned period_us = o.interval_ms * 1000u;
 		gpumon_sampler_config c = {.period_us = period_us, .slow_period_us = period_us,
 					   .process_period_us = period_us,
-					   .heartbeat_ms = o.interval_ms > 1000 ? o.interval_ms : 0};
+					   .heartbeat_ms = o.interval_ms > 1000 ? o.interval_ms : 0,
+					   .devices = sel, .ndevices = nsel};
 		int st = gpumon_sampler_start(src.g, &c, &src.s);
 		if (st != GPUMON_OK) {
 			cli_error("watch: %s", gpumon_errmsg(src.g));
@@ -390,6 +427,8 @@ out:
 	watch_replay_close(src.r);
 	watch_model_destroy(m);
 	free(src.buf);
+	free(sel);
+	free(picked);
 	gpumon_close(src.g);
 	return rc;
 }

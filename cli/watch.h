@@ -71,6 +71,7 @@ enum { WATCH_SORT_MEMORY, WATCH_SORT_CHANGE, WATCH_SORT_GPU, WATCH_SORT_PID, WAT
 typedef struct watch_view {
 	int sort;                  /* WATCH_SORT_* */
 	int gpu_filter;            /* device position shown alone, -1 all */
+	const unsigned char *picked; /* with -i: picked[dev] for the GPUs watched; NULL all */
 	char user_filter[64];      /* "" all */
 	int paused, help;
 	int prompting;             /* the user filter prompt is open */

@@ -24,7 +24,7 @@ static int nearly_full(const watch_gpu *g)
 
 static int shown(const watch_view *v, unsigned i)
 {
-	return v->gpu_filter < 0 || (unsigned)v->gpu_filter == i;
+	return (!v->picked || v->picked[i]) && (v->gpu_filter < 0 || (unsigned)v->gpu_filter == i);
 }
 
 /* Appends to the text at *p (room *n), truncating. */

@@ -156,6 +156,8 @@ size_t watch_rows(const watch_snap *snap, const watch_view *v, size_t *idx)
 	for (size_t i = 0; i < snap->nproc; i++) {
 		if (v->gpu_filter >= 0 && p[i].gpu != (unsigned)v->gpu_filter)
 			continue;
+		if (v->picked && (p[i].gpu >= snap->ngpu || !v->picked[p[i].gpu]))
+			continue;
 		if (v->user_filter[0] && strcmp(p[i].user, v->user_filter))
 			continue;
 		idx[n++] = i;
@@ -186,9 +188,18 @@ static void title(const watch_snap *snap, const watch_view *v, int cols)
 	watch_put(0, x, cols, at, v->title);
 	if (v->position[0]) /* a replay: where in the recording, rather than counts */
 		snprintf(right, sizeof right, "%s%s ", v->paused ? "PAUSED  " : "", v->position);
-	else
-		snprintf(right, sizeof right, "%s%u GPU%s  %zu proc%s ", v->paused ? "PAUSED  " : "", snap->ngpu,
+	else {
+		char of[32] = "";
+		unsigned n = snap->ngpu;
+		if (v->picked) { /* -i: "2 of 8 GPUs" */
+			n = 0;
+			for (unsigned i = 0; i < snap->ngpu; i++)
+				n += v->picked[i] != 0;
+			snprintf(of, sizeof of, " of %u", snap->ngpu);
+		}
+		snprintf(right, sizeof right, "%s%u%s GPU%s  %zu proc%s ", v->paused ? "PAUSED  " : "", n, of,
 			 snap->ngpu == 1 ? "" : "s", snap->nproc, snap->nproc == 1 ? "" : "s");
+	}
 	int w = (int)strlen(right);
 	if (cols - w > x + 1)
 		watch_put(0, cols - w, cols, at | (v->paused ? A_BOLD : 0), right);

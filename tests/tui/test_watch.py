@@ -330,3 +330,36 @@ def test_many_gpus_get_one_line_each(watch):
     s = big.wait(r"^GPU 15 \[")
     assert "more GPUs" not in s
     assert re.search(r"^ nearly full \(92 %\): no process is listed as holding it", s, re.M), s
+
+
+def test_id_watches_only_the_named_gpus(watch, sleepers):
+    a, b, c = sleepers(3)
+    scn = two_gpus(a, b, c, extra="gpu 2 name=Third total=40GiB used=1GiB uuid=GPU-33333333-3333-3333-3333-333333333333")
+    p = watch(scenario=scn, args=["-i", "GPU-33333333,1"])
+    s = p.wait(r"sleep 602")
+    assert "2 of 3 GPUs" in s
+    assert "GPU 0  NVIDIA" not in s and "GPU 1  NVIDIA" in s and re.search(r"^GPU 2  Third", s, re.M), s
+    assert [r[1] for r in table(s)] == [b, c]  # GPU 0's process is not watched
+    p.keys("g")  # g steps through the watched GPUs only: 1, 2, then all of them again
+    s = p.wait("GPU 1 only")
+    p.keys("g")
+    s = p.wait("GPU 2 only")
+    assert table(s) == [] and "GPU 1  NVIDIA" not in s
+    p.keys("g")
+    s = p.wait("GPU 2 only", absent=True)
+    assert "GPU 0  NVIDIA" not in s and len(table(s)) == 2
+    p.keys("q")
+    assert p.exit_status() == 0
+
+
+def test_id_errors():
+    r = gpumon(["watch", "-i", "0", "--replay", "x.gpumon"])
+    assert r.returncode == 2 and "-i applies to this machine's GPUs" in r.stderr
+
+
+def test_id_not_found_says_so(watch, sleepers):
+    a, b, c = sleepers(3)
+    p = watch(scenario=two_gpus(a, b, c), args=["-i", "7"])
+    s = p.wait(r"^EXIT=\d+")
+    assert "no GPU with index 7 (2 GPUs)" in s and "gpumon list" in s
+    assert p.exit_status() in (2, 6)
