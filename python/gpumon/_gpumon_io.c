@@ -5,6 +5,7 @@
 #include "_gpumon.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -129,6 +130,9 @@ static PyType_Spec tfe_spec = {"gpumon._gpumon.TfEvents", sizeof(TfEventsObject)
 typedef struct {
 	PyObject_HEAD gpumon_recording *r;
 	PyObject *nvml; /* the Nvml object whose handle the recording was created with (kept alive) */
+	gpumon_process *procs; /* processes(): the last list of procs_dev, sorted by pid */
+	size_t nprocs;
+	unsigned procs_dev;
 } RecordingObject;
 
 static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
@@ -174,6 +178,8 @@ static void rec_dealloc(PyObject *op)
 	gpumon_recording_close(self->r, -1);
 	self->r = NULL;
 	Py_CLEAR(self->nvml);
+	gpumon_process_list_free(self->procs);
+	self->procs = NULL;
 	gpx_free_self(op);
 }
 
@@ -284,6 +290,79 @@ static PyObject *rec_device(PyObject *op, PyObject *args)
 	Py_RETURN_NONE;
 }
 
+static int proc_by_pid(const void *a, const void *b)
+{
+	unsigned x = ((const gpumon_process *)a)->pid, y = ((const gpumon_process *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+static int proc_record(gpumon_record *out, int kind, unsigned dev, uint64_t t_ns, const gpumon_process *p)
+{
+	memset(out, 0, sizeof *out);
+	out->kind = kind;
+	out->dev = dev;
+	out->t_ns = t_ns;
+	out->process = *p;
+	return 1;
+}
+
+/* processes(dev, t_ns) -> number of processes listed on dev, or None when the driver does not
+ * list them: the device's processes (this one and everybody else's), written as the sampler writes
+ * them: a record when one appears or its memory changes, and one when it is gone. */
+static PyObject *rec_processes(PyObject *op, PyObject *args)
+{
+	RecordingObject *self = (RecordingObject *)op;
+	gpumon_recording *r = rec_get(self);
+	unsigned dev;
+	unsigned long long t_ns;
+	if (!r || !PyArg_ParseTuple(args, "IK:processes", &dev, &t_ns))
+		return NULL;
+	gpumon *g = gpx_nvml_handle(self->nvml);
+	if (!g)
+		return NULL;
+	gpumon_process *list = NULL;
+	size_t n = 0;
+	int rc = gpumon_process_list(g, dev, &list, &n);
+	if (rc == GPUMON_E_NOT_SUPPORTED || rc == GPUMON_E_NO_PERMISSION)
+		Py_RETURN_NONE;
+	if (rc)
+		return gpx_raise(rc, gpumon_errmsg(g));
+	if (n > 1)
+		qsort(list, n, sizeof *list, proc_by_pid);
+	const gpumon_process *old = self->procs_dev == dev ? self->procs : NULL;
+	size_t nold = old ? self->nprocs : 0;
+	gpumon_record *recs = PyMem_Malloc((n + nold + 1) * sizeof *recs);
+	if (!recs) {
+		gpumon_process_list_free(list);
+		return PyErr_NoMemory();
+	}
+	size_t i = 0, j = 0, k = 0;
+	unsigned known = GPUMON_PROC_USED_KNOWN;
+	while (i < n || j < nold) {
+		if (j == nold || (i < n && list[i].pid < old[j].pid)) {
+			k += proc_record(&recs[k], GPUMON_REC_PROCESS, dev, t_ns, &list[i++]);
+		} else if (i == n || old[j].pid < list[i].pid) {
+			k += proc_record(&recs[k], GPUMON_REC_PROCESS_GONE, dev, t_ns, &old[j++]);
+		} else {
+			if ((list[i].flags & known) != (old[j].flags & known) || list[i].used_bytes != old[j].used_bytes)
+				k += proc_record(&recs[k], GPUMON_REC_PROCESS, dev, t_ns, &list[i]);
+			i++;
+			j++;
+		}
+	}
+	rc = gpumon_recording_write(r, recs, k);
+	PyMem_Free(recs);
+	if (rc) {
+		gpumon_process_list_free(list);
+		return gpx_raise(rc, gpumon_recording_errmsg(r));
+	}
+	gpumon_process_list_free(self->procs);
+	self->procs = list;
+	self->nprocs = n;
+	self->procs_dev = dev;
+	return PyLong_FromSize_t(n);
+}
+
 static PyObject *rec_event(PyObject *op, PyObject *args)
 {
 	gpumon_recording *r = rec_get((RecordingObject *)op);
@@ -333,6 +412,9 @@ static PyMethodDef rec_methods[] = {
      "framework sample (None: unknown)."},
     {"device", rec_device, METH_VARARGS,
      "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
+    {"processes", rec_processes, METH_VARARGS,
+     "processes(dev, t_ns) -> the processes on the GPU (this one and others), recorded when they appear, "
+     "change or leave; None when the driver does not list them."},
     {"event", rec_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an event (marker, step, alert ...)."},
     {"commit", rec_commit, METH_NOARGS, "commit() -- commit what is pending."},
     {"close", rec_close, METH_VARARGS, "close(exit_status=-1) -- finish the file (idempotent)."},

@@ -125,7 +125,8 @@ class TensorBoardSink(Sink):
 
 
 class RecordSink(Sink):
-    """A gpumon recording (docs/recording.md): framework samples, device samples, events."""
+    """A gpumon recording (docs/recording.md): framework samples, device samples, the GPU's
+    processes (this one and the others, as NVML lists them), events."""
 
     def __init__(self, nvml, path: Any, nvml_index: Optional[int], command: Optional[str]):
         p = os.fspath(path)
@@ -141,6 +142,7 @@ class RecordSink(Sink):
         if self.dev is not None and s.device_total is not None:
             self.rec.device(self.dev, s.t_ns, s.memory_api or 0, s.device_total, s.device_used,
                             s.device_free, s.device_reserved, s.util_gpu)
+            self.rec.processes(self.dev, s.t_ns)
 
     def event(self, t_ns: int, kind: str, text: str) -> None:
         self.rec.event(t_ns, kind, text)

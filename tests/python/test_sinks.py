@@ -7,10 +7,12 @@ import os
 import socket
 import sqlite3
 import struct
+import subprocess
+import time
 
 import pytest
 
-from conftest import GIB, MIB, TOTAL, h200
+from conftest import GIB, GPUMON_BIN, MIB, TOTAL, h200
 import tfrecord
 
 import gpumon
@@ -142,6 +144,33 @@ def test_recording(scenario, torch, tmp_path):
     assert any(k == "note" and t.startswith("section attention: peak +64.0 MiB") for k, t in ev)
     meta = dict(db.execute("SELECT key, value FROM meta"))
     assert meta["kind"] == "run" and meta["job_pid"] == os.getpid() and "end_wall_ns" in meta
+
+
+def test_recording_holds_the_gpus_processes(scenario, torch, tmp_path):
+    """This process and a co-tenant, as the sampler would record them: when they appear, change and
+    leave; `gpumon report` then names this process as the job's and finds its peak."""
+    me = os.getpid()
+    scenario(h200(proc_used="3GiB", extra=f"""\
+        proc 0 4000000 used=15GiB
+        at 0.4 proc 0 4000000 gone
+        at 0.4 proc 0 {me} used=5GiB
+        """))
+    rec = tmp_path / "r.gpumon"
+    with gpumon.GPUMonitor(interval=1, logger=False, record=rec) as mon:
+        mon.step()
+        mon.step()  # nothing changed: no new process rows
+        time.sleep(0.6)
+        mon.step()
+    db = sqlite3.connect(rec)
+    procs = db.execute("SELECT pid, flags & 8 FROM processes ORDER BY pid").fetchall()
+    assert procs == [(me, 0), (4000000, 8)]  # the co-tenant is not in this /proc: flagged foreign
+    rows = db.execute("SELECT pid, used_bytes, gone FROM process_samples ORDER BY t_ns, pid").fetchall()
+    assert rows == [(me, 3 * GIB, 0), (4000000, 15 * GIB, 0), (me, 5 * GIB, 0), (4000000, None, 1)]
+    db.close()
+    r = subprocess.run([GPUMON_BIN, "report", "--json", str(rec)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    peak = json.loads(r.stdout)["peak"]
+    assert peak["bytes"] == 5 * GIB, peak
 
 
 def test_record_needs_nvml(scenario, torch, monkeypatch, tmp_path):
