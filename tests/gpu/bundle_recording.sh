@@ -9,8 +9,7 @@ OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
 . tests/gpu/deps.sh
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" >/dev/null &&
-	cmake --build "$BUILD" -j16 --target gpumon >/dev/null || { echo "build failed"; exit 1; }
+gpumon_build "$BUILD" gpumon >/dev/null || { echo "build failed"; exit 1; }
 rec="$OUT/h200_train_leak.gpumon"
 rm -f "$rec"
 "$BUILD/cli/gpumon" record -o "$rec" --interval 10 &

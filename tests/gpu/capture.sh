@@ -12,8 +12,7 @@ BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
 . tests/gpu/deps.sh
 exec > >(tee "$OUT/capture.txt") 2>&1
 fail=0
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" >/dev/null &&
-	cmake --build "$BUILD" -j16 --target gpumon gpumon_bench_sampler >/dev/null || { echo "build failed"; exit 1; }
+gpumon_build "$BUILD" gpumon gpumon_bench_sampler >/dev/null || { echo "build failed"; exit 1; }
 G=$BUILD/cli/gpumon
 
 echo "== sampler CPU (one GPU, idle, consumer draining into a recording)"

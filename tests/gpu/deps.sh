@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-# deps.sh — sourced by the GPU scripts: where Debian's jansson, sqlite3 and protobuf-c packages
-# were unpacked under .deps/ (dpkg -x; for GPU machines without them), point CMake, the loader and
-# PATH (protoc-c) there; and Debian's Python headers under .deps/python for the limited-API
-# extension when the machine's Python has none (they build a module every CPython >= 3.11 loads).
+# deps.sh — sourced by the GPU scripts: where Debian's jansson, sqlite3, protobuf-c, ncurses and
+# libmicrohttpd packages were unpacked under .deps/ (dpkg -x; for GPU machines without them), point
+# CMake, the loader and PATH (protoc-c) there; and Debian's Python headers under .deps/python for
+# the limited-API extension when the machine's Python has none (they build a module every
+# CPython >= 3.11 loads). Then gpumon_build builds what a script needs.
 prefix_args=()
 prefix=
 for d in jansson sqlite protobuf-c ncurses microhttpd; do
@@ -16,3 +17,16 @@ done
 for h in .deps/python/usr/include/python3.*; do
 	[ -f "$h/Python.h" ] && prefix_args+=(-DGPUMON_PYTHON_INCLUDE_DIR="$PWD/$h")
 done
+
+# gpumon_build DIR TARGET...: a Release build without the tests in DIR, for the libraries above;
+# prints the commands and their output (the caller sends them where it keeps its log). Status:
+# non-zero when configuring or building failed or ran out of time (GPUMON_BUILD_TIMEOUT s each,
+# default 150).
+gpumon_build() {
+	local dir=$1
+	shift
+	echo "\$ cmake -S . -B $dir -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF ${prefix_args[*]}"
+	timeout "${GPUMON_BUILD_TIMEOUT:-150}" cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF \
+		"${prefix_args[@]}" &&
+		timeout "${GPUMON_BUILD_TIMEOUT:-150}" cmake --build "$dir" -j "$(nproc)" --target "$@"
+}

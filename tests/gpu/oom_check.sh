@@ -25,10 +25,7 @@ cleanup() {
 trap cleanup EXIT
 
 . tests/gpu/deps.sh
-{
-	timeout 120 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" &&
-		timeout 150 cmake --build "$BUILD" -j16 --target gpumon
-} >"$OUT/oom_build.log" 2>&1 || {
+gpumon_build "$BUILD" gpumon >"$OUT/oom_build.log" 2>&1 || {
 	echo "build failed (see $OUT/oom_build.log)"
 	echo '{"passed": false, "error": "build failed"}' >"$OUT/oom_check.json"
 	exit 1

@@ -21,11 +21,7 @@ left() { echo $((deadline - $(date +%s))); }
 
 . tests/gpu/deps.sh
 
-{
-	echo "\$ cmake -S . -B $BUILD -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF ${prefix_args[*]}"
-	timeout 60 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" &&
-		timeout 120 cmake --build "$BUILD" -j"$(nproc)" --target gpumon gpumon_python
-} >"$OUT/python_check.txt" 2>&1
+gpumon_build "$BUILD" gpumon gpumon_python >"$OUT/python_check.txt" 2>&1
 if [ $? -ne 0 ] || [ ! -f "$BUILD/python/gpumon/_gpumon.abi3.so" ]; then
 	echo "build failed; last lines of $OUT/python_check.txt:"
 	tail -n 25 "$OUT/python_check.txt"

@@ -19,15 +19,6 @@ BUILD=${GPUMON_BUILD:-/tmp/gpumon-serve-build}
 PY=${PYTHON:-python3}
 
 . tests/gpu/deps.sh
-if [ -d .deps/microhttpd/usr ]; then # libmicrohttpd unpacked there: add it to deps.sh's prefix
-	prefix="${prefix:+$prefix;}$PWD/.deps/microhttpd/usr"
-	args=()
-	for a in "${prefix_args[@]}"; do
-		case $a in -DCMAKE_PREFIX_PATH=*) ;; *) args+=("$a") ;; esac
-	done
-	prefix_args=("${args[@]}" -DCMAKE_PREFIX_PATH="$prefix")
-	export LD_LIBRARY_PATH="$PWD/.deps/microhttpd/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
 
 txt=$OUT/serve_check.txt
 : >"$txt"
@@ -40,8 +31,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== build" | tee -a "$txt"
-if ! { timeout 150 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" &&
-	timeout 150 cmake --build "$BUILD" -j "$(nproc)" --target gpumon; } >"$tmp/build.log" 2>&1; then
+if ! gpumon_build "$BUILD" gpumon >"$tmp/build.log" 2>&1; then
 	tail -30 "$tmp/build.log" | tee -a "$txt"
 	exit 2
 fi

@@ -8,8 +8,7 @@ OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
 . tests/gpu/deps.sh
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" >/dev/null &&
-	cmake --build "$BUILD" -j16 --target gpumon >/dev/null || { echo "build failed"; exit 1; }
+gpumon_build "$BUILD" gpumon >/dev/null || { echo "build failed"; exit 1; }
 for b in clean_warmup clean_dynamic clean_rare_long clean_late_state leak_graph leak_cache leak_slow; do
 	rm -f "$OUT/$b.gpumon"
 	"$BUILD/cli/gpumon" run -q -o "$OUT/$b.gpumon" --interval 10 --gpu 0 -- \

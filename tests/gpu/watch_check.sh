@@ -20,22 +20,15 @@ log=$OUT/watch_check.txt
 : >"$log"
 say() { echo "$*" | tee -a "$log"; }
 
-# Debian's jansson and sqlite3 (and ncurses, when its development files are missing: unpack
-# libncurses-dev, libncursesw6 and libtinfo6 into .deps/ncurses the same way) under .deps/
+# Debian's libraries unpacked under .deps/ where the machine lacks them (tests/gpu/README.md)
 . tests/gpu/deps.sh
-if [ -d .deps/ncurses/usr ]; then
-	prefix="${prefix:+$prefix;}$PWD/.deps/ncurses/usr"
-	prefix_args=(-DCMAKE_PREFIX_PATH="$prefix")
-	export LD_LIBRARY_PATH="$PWD/.deps/ncurses/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-fi
 
 say "date: $(date -u '+%Y-%m-%dT%H:%M:%SZ')  commit: $(git rev-parse --verify -q HEAD 2>/dev/null || echo unknown)"
 say "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -n1)"
 say "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
 
 # ---- (1) build ------------------------------------------------------------------------------------
-if ! { cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DGPUMON_TESTS=OFF "${prefix_args[@]}" &&
-	timeout 150 cmake --build "$BUILD" -j "$(nproc)" --target gpumon; } >>"$log" 2>&1; then
+if ! gpumon_build "$BUILD" gpumon >>"$log" 2>&1; then
 	say "FAIL build: see $log"
 	exit 1
 fi
