@@ -198,7 +198,8 @@ class GPUMonitor:
                  a logging.Logger; any callable taking the line; False: no lines.
       csv, jsonl a path to write one row per sample (overwritten).
       tensorboard  a log directory: scalars in a TensorBoard event file written by libgpumon.
-      record     a path for a gpumon recording (SQLite, docs/recording.md); must not exist.
+      record     a path for a gpumon recording (SQLite, docs/recording.md): samples, the GPU's
+                 processes, markers, alerts; must not exist. `gpumon report PATH` reads it.
       prometheus_port  serve /metrics on 127.0.0.1:PORT from this process (0: a free port; see
                  .prometheus_address): libgpumon's exporter, the metrics of `gpumon serve`
                  (docs/metrics.md) plus this process's allocator figures at each sample.

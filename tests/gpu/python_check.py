@@ -7,6 +7,8 @@
   section   section() peaks equal torch's own max_memory_allocated deltas for the same block
   tb        TensorBoard files read back with tensorboard's EventAccumulator give the exact values
   nvml      the process figure equals pynvml's for this process
+  record    a record= recording holds this process's NVML figure (pynvml's) and `gpumon report`
+            reads the same peak from it
   run       examples/train_torch.py under `gpumon run`: the recording holds its samples and steps
   overhead  a real training loop's slowdown at the default interval (goal <= 0.5 %), interleaved
   step      step() between samples (goal <= 1 us)
@@ -221,6 +223,36 @@ def nvml_check():
     del x
 
 
+def record_check(gpumon_bin, tmp):
+    try:
+        import pynvml
+    except ImportError:
+        check("record", True, "pynvml not installed: skipped")
+        return
+    rec = os.path.join(tmp, "record.gpumon")
+    x = torch.empty(768 * MIB, dtype=torch.uint8, device="cuda")
+    torch.cuda.synchronize()
+    with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=None, record=rec) as mon:
+        mon.step()
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(mon.nvml_index)
+        theirs = {p.pid: p.usedGpuMemory for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)}
+        pynvml.nvmlShutdown()
+        mon.step()
+    del x
+    mine = theirs.get(os.getpid())
+    db = sqlite3.connect(rec)
+    rows = db.execute("SELECT used_bytes FROM process_samples WHERE pid = ? AND gone = 0 ORDER BY t_ns",
+                      (os.getpid(),)).fetchall()
+    others = db.execute("SELECT count(DISTINCT pid) FROM processes WHERE pid != ?", (os.getpid(),)).fetchone()[0]
+    db.close()
+    r = subprocess.run([gpumon_bin, "report", "--json", rec], capture_output=True, text=True, timeout=60)
+    peak = json.loads(r.stdout)["peak"]["bytes"] if r.returncode == 0 else None
+    check("record", mine is not None and rows and rows[-1][0] == mine and peak == mine,
+          f"recorded rows of this process {rows} B (pynvml {mine} B), other processes {others}, "
+          f"gpumon report peak {peak} B (exit {r.returncode})")
+
+
 def run_check(gpumon_bin, tmp):
     rec = os.path.join(tmp, "example.gpumon")
     env = dict(os.environ)
@@ -293,6 +325,7 @@ def main():
     ap.add_argument("--gpumon", required=True, help="the gpumon program")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=200, help="steps per timed block")
+    ap.add_argument("--only", help="comma-separated checks to run (default: all)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     t0 = time.time()
@@ -302,8 +335,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in (("step", step_check), ("leak", leak_check), ("clean", clean_check),
                          ("section", section_check), ("tb", lambda: tb_check(tmp)), ("nvml", nvml_check),
+                         ("record", lambda: record_check(a.gpumon, tmp)),
                          ("run", lambda: run_check(a.gpumon, tmp)),
                          ("overhead", lambda: overhead_check(a.rounds, a.steps))):
+            if a.only and name not in a.only.split(","):
+                continue
             t = time.time()
             try:
                 fn()

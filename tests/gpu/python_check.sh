@@ -4,9 +4,11 @@
 #   bash tests/gpu/python_check.sh          (results in ./gpu-out, or in $OUT when set)
 # Builds libgpumon, gpumon and the extension in Release, then runs tests/gpu/python_check.py
 # (leak flagged within 200 steps, clean loop not flagged, section() against torch's own peaks,
-# TensorBoard read back by EventAccumulator, the process figure against pynvml, the example under
-# `gpumon run`, a training loop's slowdown at the default interval, step() cost) and
-# bench/bench_python.py. Needs torch with CUDA and tensorboard; pynvml optional. About 2-3 minutes;
+# TensorBoard read back by EventAccumulator, the process figure against pynvml, a record= recording
+# against pynvml and `gpumon report`, the example under `gpumon run`, a training loop's slowdown at
+# the default interval, step() cost) and bench/bench_python.py; arguments go to python_check.py
+# (--only record,run: just those checks). Needs torch with CUDA and tensorboard; pynvml optional.
+# About 2-3 minutes;
 # stops within 4 (PY_CHECK_DEADLINE_S). Files in $OUT (3): python_check.txt python_check.json
 # bench_python.json. Exit status 0 when every check passed.
 set -u
@@ -33,7 +35,7 @@ export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 timeout 25 "$PY" bench/bench_python.py --calls 1000000 --json "$OUT/bench_python.json" >/dev/null 2>&1 ||
 	echo "bench_python.py did not finish (see its JSON, if any)"
 tmp=$(mktemp -d)
-timeout "$(left)" "$PY" tests/gpu/python_check.py --gpumon "$BUILD/cli/gpumon" --out "$tmp" 2>&1 | tail -n 40
+timeout "$(left)" "$PY" tests/gpu/python_check.py --gpumon "$BUILD/cli/gpumon" --out "$tmp" "$@" 2>&1 | tail -n 40
 rc=${PIPESTATUS[0]}
 # python_check.py writes its own log; keep the build log in front of it
 [ -f "$tmp/python_check.txt" ] && cat "$tmp/python_check.txt" >>"$OUT/python_check.txt"
