@@ -54,7 +54,7 @@ static void help(void)
 	       "                         CUDA_VISIBLE_DEVICES; without it every GPU is sampled\n"
 	       "  --interval MS          sampling period (default 10, at least 1)\n"
 	       "  --on-exceed warn|term|kill  when a job process holds more than --limit (default warn)\n"
-	       "  -q, --quiet            no notes at start, no summary at the end\n"
+	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
 	       "signal N killed it; 127 not found, 126 not executable); 2 bad option, 255 recording error.\n"
@@ -195,6 +195,14 @@ void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	rec_check(r, gpumon_recording_event(r->rec, t, kind, text));
+}
+
+void run_leak_alert(struct run *r, uint64_t t, const char *text)
+{
+	run_event(r, t, "alert", "leak suspected: %s", text);
+	if (!r->o->quiet)
+		fprintf(stderr, "gpumon: leak suspected: %s (at %.1f s)\n", text,
+			t > r->start_ns ? (double)(t - r->start_ns) / 1e9 : 0.0);
 }
 
 /* ---- the job's processes -------------------------------------------------------------------- */
@@ -449,6 +457,12 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		if (f) { /* out of memory at the job's card (the smallest, when it has several) */
 			run_verdict_add(&f->leak, &s, r->o->alloc.gpu_total_bytes);
 			run_summary_fw_sample(r, f, &s);
+			char what[64], text[300];
+			snprintf(what, sizeof what, "the allocated floor of pid %u", pid);
+			if (!f->alerted && run_verdict_alert(f->leak, what, text, sizeof text)) {
+				f->alerted = 1;
+				run_leak_alert(r, t, text);
+			}
 		}
 		uint64_t peak = s.max_allocated_known && m->max_allocated > m->allocated ? m->max_allocated : m->allocated;
 		if (f && (s.allocated_known || s.max_allocated_known) && peak >= f->peak_allocated) {

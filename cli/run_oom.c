@@ -48,6 +48,7 @@ struct run_oom {
 	unsigned char *dev_known;
 	uint64_t next_tick;
 	gpumon_leak *nvml_leak, *dev_leak; /* the job's NVML figure; the sampled GPUs' used */
+	int nvml_alerted;               /* the alert on nvml_leak was given */
 	int job_seen;
 	uint64_t job_first_t, early_bytes;
 	gpumon_peaks *peaks;
@@ -225,6 +226,15 @@ void run_oom_tick(struct run *r, uint64_t t)
 	uint64_t limit = r->o->alloc.limit_bytes ? r->o->alloc.limit_bytes : r->o->alloc.gpu_total_bytes;
 	if (o->job_seen) {
 		feed(&o->nvml_leak, t, job, limit);
+		char text[300];
+		int fw_series = 0; /* a process that reports its allocator is judged on that instead */
+		for (size_t i = 0; i < r->nfw; i++)
+			fw_series |= r->fw[i].leak != NULL;
+		if (!o->nvml_alerted && !fw_series &&
+		    run_verdict_alert(o->nvml_leak, "the job's memory as NVML lists it", text, sizeof text)) {
+			o->nvml_alerted = 1;
+			run_leak_alert(r, t, text);
+		}
 		if (t - o->job_first_t <= EARLY_NS && job > o->early_bytes)
 			o->early_bytes = job;
 	}

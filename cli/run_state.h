@@ -43,6 +43,7 @@ struct fw_acc {             /* what one process reported over the socket */
 	uint64_t peak_allocated, peak_reserved;
 	int has_allocated, has_reserved;
 	gpumon_leak *leak;         /* the verdict on its allocated floor */
+	int alerted;               /* its leak alert was given */
 	int device;                /* the framework's device index of the last sample; -1 unknown */
 	uint64_t last_allocated, last_reserved; /* the last sample's figures ... */
 	int last_allocated_known, last_reserved_known; /* ... when it gave them */
@@ -93,6 +94,10 @@ int run_job_has(const struct run *r, unsigned pid);
 /* Records an event in the recording (nothing once the recording has stopped). */
 void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* A leak alert while the job runs: an `alert` event, and a line on stderr unless -q. text says what
+ * rises and how fast (run_verdict_alert). */
+void run_leak_alert(struct run *r, uint64_t t, const char *text);
 
 /* A framework sample of process f: keeps its last figures and, for the summary's unaccounted
  * memory, the NVML figure of the process on the GPU the sample's device maps to (run_summary.c). */

@@ -20,10 +20,42 @@ void run_verdict_add(gpumon_leak **l, const gpumon_framework_sample *s, uint64_t
 	}
 }
 
+/* "8.00 MiB a step from step 40" and "; out of memory in about 1200 more steps" of a SUSPECTED
+ * verdict. */
+static void rate_text(const gpumon_leak_result *v, char *rate, size_t rlen, char *oom, size_t olen)
+{
+	char a[32];
+	int n;
+	if (v->rate_bytes_per_step > 0)
+		n = snprintf(rate, rlen, "%s a step", cli_format_bytes(a, sizeof a, (uint64_t)v->rate_bytes_per_step));
+	else
+		n = snprintf(rate, rlen, "%s a second", cli_format_bytes(a, sizeof a, (uint64_t)v->rate_bytes_per_second));
+	if (v->start_step >= 0 && n >= 0 && (size_t)n < rlen)
+		snprintf(rate + n, rlen - (size_t)n, " from step %lld", (long long)v->start_step);
+	oom[0] = 0;
+	if (v->steps_to_oom >= 0)
+		snprintf(oom, olen, "; out of memory in about %.0f more steps", v->steps_to_oom);
+	else if (v->seconds_to_oom >= 0)
+		snprintf(oom, olen, "; out of memory in about %.0f s", v->seconds_to_oom);
+}
+
+int run_verdict_alert(const gpumon_leak *l, const char *what, char *buf, size_t len)
+{
+	gpumon_leak_result v;
+	char rate[96], oom[96];
+	if (!l)
+		return 0;
+	gpumon_leak_result_get(l, &v);
+	if (!v.alert)
+		return 0;
+	rate_text(&v, rate, sizeof rate, oom, sizeof oom);
+	snprintf(buf, len, "%s rises by %s%s", what, rate, oom);
+	return 1;
+}
+
 void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const char *what)
 {
 	gpumon_leak_result v;
-	char a[32];
 	if (!l)
 		return;
 	gpumon_leak_result_get(l, &v);
@@ -37,17 +69,8 @@ void run_verdict_print(FILE *f, const gpumon_leak *l, const char *who, const cha
 			(unsigned long long)v.points);
 		return;
 	}
-	fprintf(f, "  leak (%s): SUSPECTED: %s rises by ", who, what);
-	if (v.rate_bytes_per_step > 0)
-		fprintf(f, "%s a step", cli_format_bytes(a, sizeof a, (uint64_t)v.rate_bytes_per_step));
-	else
-		fprintf(f, "%s a second", cli_format_bytes(a, sizeof a, (uint64_t)v.rate_bytes_per_second));
-	if (v.start_step >= 0)
-		fprintf(f, " from step %lld", (long long)v.start_step);
-	fprintf(f, " (confidence %.2f%s)", v.confidence, v.alert ? ", sustained" : "");
-	if (v.steps_to_oom >= 0)
-		fprintf(f, "; out of memory in about %.0f more steps", v.steps_to_oom);
-	else if (v.seconds_to_oom >= 0)
-		fprintf(f, "; out of memory in about %.0f s", v.seconds_to_oom);
-	fprintf(f, "\n");
+	char rate[96], oom[96];
+	rate_text(&v, rate, sizeof rate, oom, sizeof oom);
+	fprintf(f, "  leak (%s): SUSPECTED: %s rises by %s (confidence %.2f%s)%s\n", who, what, rate, v.confidence,
+		v.alert ? ", sustained" : "", oom);
 }

@@ -486,7 +486,17 @@ def test_summary_leak_verdict(gpumon, tmp_path, kind, verdict):
     assert r.returncode == 0, r.stderr
     line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (pid ")), "")
     assert verdict in line, r.stderr
+    alerts = [l for l in r.stderr.splitlines() if l.startswith("gpumon: leak suspected: ")]
+    db = open_recording(tmp_path / "rec.gpumon")
+    events = [t for (t,) in db.execute("SELECT text FROM events WHERE kind = 'alert'")]
     if kind == "leak":
         # the H200 of the scenario has 140 GiB: (140 - 2 - 1.2) GiB left at 4 MiB a step
         m = re.search(r"out of memory in about (\d+) more steps", line)
         assert m and 30000 < int(m.group(1)) < 40000, line
+        # said while the job ran, once, before the summary; and on the recording's timeline
+        assert len(alerts) == 1 and r.stderr.index(alerts[0]) < r.stderr.index(line), r.stderr
+        assert re.match(r"gpumon: leak suspected: the allocated floor of pid \d+ rises by 4\.00 MiB a step "
+                        r"from step \d+; out of memory in about \d+ more steps \(at \d+\.\d s\)$", alerts[0]), alerts
+        assert len(events) == 1 and events[0].startswith("leak suspected: the allocated floor of pid "), events
+    else:
+        assert alerts == [] and events == [], (alerts, events)

@@ -382,13 +382,16 @@ def growing(rate_mib_per_tenth, seconds, noise=False):
 @needs_unshare
 def test_nvml_verdict_when_the_job_reports_nothing(tmp_path):
     """No framework samples: the job's NVML figure, sampled every 100 ms, is judged: 40 MiB every
-    0.1 s is a leak of about 400 MiB a second."""
-    r = run_in_namespace(tmp_path, growing(40, 9), "import time; time.sleep(8.5)")
+    0.1 s is a leak of about 400 MiB a second. (The detector gives a verdict from 64 points on and
+    alerts once it has held for 35 % of the time since the growth began: after about 10 s.)"""
+    r = run_in_namespace(tmp_path, growing(40, 12), "import time; time.sleep(11.5)")
     assert r.returncode == 0, r.stderr
     line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (job, NVML): ")), "")
     m = re.search(r"SUSPECTED: the job's memory as NVML lists it .* rises by (\d+(?:\.\d+)?) MiB a second", line)
     assert m, r.stderr
     assert 360 <= float(m.group(1)) <= 440, line
+    assert re.search(r"^gpumon: leak suspected: the job's memory as NVML lists it rises by [\d.]+ MiB a second",
+                     r.stderr, re.M), r.stderr
     peak = next((l for l in r.stderr.splitlines() if l.startswith("  job peak (its processes together")), "")
     assert re.search(r"NVML\): \d+\.\d+ GiB at \d+\.\d\d s, largest process pid 2 \(.*time\.sleep", peak), r.stderr
 
@@ -399,6 +402,7 @@ def test_nvml_verdict_clean(tmp_path):
     assert r.returncode == 0, r.stderr
     line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (job, NVML): ")), "")
     assert line.startswith("  leak (job, NVML): none: the job's memory as NVML lists it"), r.stderr
+    assert "leak suspected" not in r.stderr
 
 
 def test_framework_verdict_wins_over_nvml(gpumon, tmp_path):
