@@ -6,7 +6,9 @@
 # 10 % of it; (b) the same loop without the leak ends with `none`; (c) jobs pushed into
 # out-of-memory end with forensics naming the cause: a leak under a capped memory fraction, and a
 # co-tenant (a second process holding most of the card). (d) the leak again without reporting,
-# judged on the job's NVML figure (reported, not a pass/fail check).
+# judged on the job's NVML figure (reported, not a pass/fail check). (e) the leak of (a) is announced
+# on stderr while the job runs (one `gpumon: leak suspected` line before the summary, an `alert`
+# event), the clean loop of (b) gets no such line.
 # Files written to $OUT (3): oom_summaries.txt (each run's stderr), oom_check.json (pass/fail and
 # the figures), oom_build.log. Exit status: 0 when every check passed. About 2 minutes.
 set -u
@@ -111,9 +113,19 @@ check("a: planted leak of 8 MiB/step -> leak verdict, rate within 10 %",
       read("leak.rc").strip() == "0" and "SUSPECTED" in v and unit == "step" and rate and abs(rate - 8) <= 0.8,
       verdict=v, planted_mib_per_step=8, rate_mib_per_step=rate,
       error_pct=None if rate is None else round(abs(rate - 8) / 8 * 100, 2))
+alert = line(err, "gpumon: leak suspected: ")
+alert_events = events("leak", "alert")
+summary_at = err.find("gpumon run summary")
+check("e: the planted leak announced while the job ran, once, with its rate",
+      alert and err.count("gpumon: leak suspected: ") == 1 and 0 <= err.find(alert) < summary_at
+      and mib(alert)[1] == "step" and abs(mib(alert)[0] - 8) <= 0.8
+      and len(alert_events) == 1 and alert_events[0].startswith("leak suspected: "),
+      alert=alert, alert_events=alert_events)
 err = read("clean.err")
 v = line(err, "  leak (pid ")
 check("b: the same without the leak -> none", read("clean.rc").strip() == "0" and ": none:" in v, verdict=v)
+check("e: no leak announced for the clean loop", "gpumon: leak suspected" not in err and events("clean", "alert") == [],
+      alert=line(err, "gpumon: leak suspected: "))
 for name, cause in (("leak_oom", "leak"), ("cotenant", "co-tenant")):
     err = read(name + ".err")
     d = line(err, "  diagnosis: ")
@@ -136,12 +148,17 @@ for name, cause in (("leak_oom", "leak"), ("cotenant", "co-tenant")):
 err = read("nvml_fallback.err")
 v = line(err, "  leak (job, NVML): ")
 rate, unit = mib(v)
-info = dict(verdict=v, rate=rate, unit=unit, peak=line(err, "  job peak (its processes together"))
+info = dict(verdict=v, rate=rate, unit=unit, peak=line(err, "  job peak (its processes together"),
+            alert=line(err, "gpumon: leak suspected: "))
 passed = all(c["passed"] for c in checks)
 json.dump({"passed": passed, "checks": checks, "info_nvml_fallback": info}, open(out, "w"), indent=2)
 for c in checks:
     print(("PASS " if c["passed"] else "FAIL ") + c["name"])
 print("info: NVML fallback verdict:", v or "(none)")
+print("info: NVML fallback alert:", info["alert"] or "(none)")
+for c in checks:
+    if c["name"].startswith("e: the planted"):
+        print("info: leak alert:", c["alert"])
 sys.exit(0 if passed else 1)
 EOF
 rc=$?
