@@ -88,34 +88,27 @@ static int read_recording(const char *path, report **out, char *err, size_t errl
 	};
 	recfile_iter *it = NULL;
 	report *r = NULL;
+	recrow row;
+	int got = 0;
 	if (rc == EXIT_OK)
 		rc = recfile_iter_start(&rf, &it, err, errlen);
+	if (rc == EXIT_OK) /* the first row: a file without a start time counts from it */
+		got = recfile_iter_next(it, &row);
+	src.start_mono_ns = rf.start_mono_ns;
 	if (rc == EXIT_OK && !(r = report_create(&src))) {
 		snprintf(err, errlen, "out of memory");
 		rc = EXIT_OTHER;
 	}
-	recrow row;
-	int got;
-	int fixed_start = rf.start_mono_ns != 0;
-	while (rc == EXIT_OK && (got = recfile_iter_next(it, &row)) > 0) {
-		if (!fixed_start) { /* no start time in the file: count from its first row */
-			fixed_start = 1;
-			report_destroy(r);
-			src.start_mono_ns = rf.start_mono_ns;
-			if (!(r = report_create(&src))) {
-				snprintf(err, errlen, "out of memory");
-				rc = EXIT_OTHER;
-				break;
-			}
-		}
+	for (; rc == EXIT_OK && got > 0; got = recfile_iter_next(it, &row))
 		if (report_add(r, &row) != 0) {
 			snprintf(err, errlen, "out of memory");
 			rc = EXIT_OTHER;
 		}
-	}
 	recfile_iter_end(it);
 	if (r && rf.damage[0])
 		report_damage(r, rf.damage);
+	if (r)
+		report_finish(r);
 	recfile_close(&rf);
 	if (rc != EXIT_OK) {
 		report_destroy(r);
@@ -137,6 +130,8 @@ static int read_csv(const char *path, report **out, char *err, size_t errlen)
 	int rc = r ? report_read_csv(path, f, r, err, errlen) : EXIT_OTHER;
 	if (!r)
 		snprintf(err, errlen, "out of memory");
+	else
+		report_finish(r);
 	fclose(f);
 	if (rc != EXIT_OK) {
 		report_destroy(r);

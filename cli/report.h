@@ -36,6 +36,10 @@ void report_destroy(report *r);
  * time order, give or take; returns 0, or -1 when out of memory. */
 int report_add(report *r, const recrow *row);
 
+/* The end of the input: what only the whole run tells is settled (a job that failed with its card
+ * full is taken as out of memory at that moment). Call once, after the last report_add. */
+void report_finish(report *r);
+
 /* Names damage or skipped input, to be shown with the report (may be called more than once). */
 void report_damage(report *r, const char *text);
 

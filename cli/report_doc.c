@@ -497,23 +497,6 @@ static json_t *timeline_json(const report *r)
 
 json_t *report_document(report *r, int with_timeline)
 {
-	/* a job that died with a non-zero status and a full card, with no message seen: out of memory */
-	if (r->oom.t_ns < 0 && r->src.exit_status > 0 && r->job_known) {
-		struct rdev *d = &r->dev[r->job_dev];
-		uint64_t tot = report_dev_total(r, r->job_dev);
-		if (d->seen && d->ring_n && tot) {
-			int last = (d->ring_head + RING - 1) % RING;
-			for (int k = 0; k < d->ring_n; k++) {
-				int i = (d->ring_head + RING - 1 - k) % RING;
-				if (d->ring[i].t_ns < d->ring[last].t_ns - OOM_WINDOW_NS)
-					break;
-				if ((double)d->ring[i].used >= 0.99 * (double)tot) {
-					report_snapshot_oom(r, d->ring[i].t_ns, "(no message: the card was full when the job failed)");
-					break;
-				}
-			}
-		}
-	}
 	json_t *doc = json_object(), *alerts = json_array(), *events = json_array();
 	if (!doc || !alerts || !events) {
 		json_decref(doc);

@@ -35,6 +35,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			while (recfile_iter_next(it, &row) > 0 && n++ < 1000000)
 				report_add(r, &row);
 			recfile_iter_end(it);
+			report_finish(r);
 			json_t *doc = report_document(r, 1);
 			if (!doc)
 				abort();

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	report *r = report_create(&src);
 	char err[256];
 	if (r && report_read_csv("fuzz.csv", f, r, err, sizeof err) == 0) {
+		report_finish(r);
 		json_t *doc = report_document(r, 1);
 		if (!doc)
 			abort();
