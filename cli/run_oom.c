@@ -223,7 +223,7 @@ void run_oom_tick(struct run *r, uint64_t t)
 		o->job_seen = 1;
 		o->job_first_t = t;
 	}
-	uint64_t limit = r->o->alloc.limit_bytes ? r->o->alloc.limit_bytes : r->o->alloc.gpu_total_bytes;
+	uint64_t limit = run_alloc_ceiling(&r->o->alloc);
 	if (o->job_seen) {
 		feed(&o->nvml_leak, t, job, limit);
 		char text[300];

@@ -478,6 +478,16 @@ SERIES_CLIENT = textwrap.dedent("""
 """)
 
 
+def test_leak_steps_left_count_to_the_limit(gpumon, tmp_path):
+    """With --limit the job runs out at the limit, not at the card's size: 10 GiB - about 3.2 GiB
+    left at 4 MiB a step is about 1,750 steps."""
+    r = run(gpumon, tmp_path, ["--limit", "10G", "--", PY, "-c", SERIES_CLIENT, "leak"])
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (pid ")), "")
+    m = re.search(r"out of memory in about (\d+) more steps", line)
+    assert m and 1600 < int(m.group(1)) < 1900, line
+
+
 @pytest.mark.parametrize("kind,verdict", [("leak", "SUSPECTED: the allocated floor rises by 4.00 MiB a step"),
                                           ("clean", "none: the allocated floor does not keep rising")])
 def test_summary_leak_verdict(gpumon, tmp_path, kind, verdict):
