@@ -576,6 +576,8 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 				return EXIT_OTHER;
 			}
 			snprintf(cvd, cvdlen, "%s", info.uuid);
+			o->alloc.gpu_spec = o->gpu;
+			o->alloc.visible_devices = cvd;
 		}
 	}
 	if (run_alloc_build(&o->alloc, environ, &r->plan))

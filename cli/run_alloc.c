@@ -392,6 +392,10 @@ int run_alloc_build(const struct run_alloc_opts *o, char *const *envp, struct ru
 		plan_jax(&b, o);
 	if (fw & RUN_FW_TF)
 		plan_tf(&b, o);
+	const char *had = run_alloc_env_get(envp, "CUDA_VISIBLE_DEVICES");
+	if (o->visible_devices && had && strcmp(had, o->visible_devices))
+		note(&b, "--gpu %s: the job sees only %s; CUDA_VISIBLE_DEVICES=%s of this shell is replaced",
+		     o->gpu_spec ? o->gpu_spec : "", o->visible_devices, had);
 	if (b.failed) {
 		run_alloc_plan_free(out);
 		return -1;

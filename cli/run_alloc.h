@@ -30,6 +30,8 @@ struct run_alloc_opts {
 	const char *paddle_strategy;  /* --paddle-strategy; NULL = none */
 	int jax_platform_allocator;   /* --jax-platform-allocator */
 	uint64_t gpu_total_bytes;     /* memory of the GPU the job gets (for JAX's fraction); 0 unknown */
+	const char *gpu_spec;         /* --gpu as given; NULL none */
+	const char *visible_devices;  /* with --gpu: the CUDA_VISIBLE_DEVICES the job gets */
 };
 
 struct run_env_var {

@@ -225,6 +225,15 @@ def test_gpu_auto_picks_the_freest(gpumon, tmp_path):
     assert env_of(r)["CUDA_VISIBLE_DEVICES"] == "GPU-11111111-2222-3333-4444-555555555555"
 
 
+def test_gpu_says_when_it_replaces_cuda_visible_devices(gpumon, tmp_path):
+    r = run(gpumon, tmp_path, ["--gpu", "1", "--", "env"], scenario=TWO, env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert env_of(r)["CUDA_VISIBLE_DEVICES"] == "GPU-11111111-2222-3333-4444-555555555555"
+    assert ("note: --gpu 1: the job sees only GPU-11111111-2222-3333-4444-555555555555; "
+            "CUDA_VISIBLE_DEVICES=0 of this shell is replaced") in r.stderr, r.stderr
+    r = run(gpumon, tmp_path, ["--gpu", "1", "--", "env"], scenario=TWO, out="rec2.gpumon")
+    assert "is replaced" not in r.stderr
+
+
 def test_gpu_not_found(gpumon, tmp_path):
     side = tmp_path / "side"
     r = run(gpumon, tmp_path, ["--gpu", "7", "--", "touch", str(side)])
