@@ -335,8 +335,7 @@ int cmd_watch(int argc, char **argv)
 		if (!src.g && rc != EXIT_NO_LIBRARY)
 			return rc;
 		if (!src.g && o.ids) {
-			cli_error("watch: -i %s: no NVIDIA driver on this machine (libnvidia-ml.so.1 not found)",
-				  o.ids);
+			cli_error("watch: -i needs the driver; without -i, gpumon watch plays a bundled recording");
 			return rc;
 		}
 		if (!src.g) {

@@ -363,3 +363,10 @@ def test_id_not_found_says_so(watch, sleepers):
     s = p.wait(r"^EXIT=\d+")
     assert "no GPU with index 7 (2 GPUs)" in s and "gpumon list" in s
     assert p.exit_status() in (2, 6)
+
+
+def test_id_without_a_driver_says_so(watch, tmp_path):
+    p = watch(args=["-i", "0"], env={"GPUMON_NVML_LIBRARY": str(tmp_path / "none.so")})
+    s = p.wait(r"^EXIT=\d+")
+    assert "-i needs the driver; without -i, gpumon watch plays a bundled recording" in s
+    assert p.exit_status() == 12
