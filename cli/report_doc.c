@@ -54,7 +54,10 @@ void report_leak_choice(report *r, gpumon_leak_result *res, char *what, size_t l
 		}
 	}
 	if (best >= 0) {
-		snprintf(what, len, "framework allocated (pid %lld)", (long long)r->fw[best].pid);
+		if (r->fw[best].pid >= 0)
+			snprintf(what, len, "framework allocated (pid %lld)", (long long)r->fw[best].pid);
+		else /* a CSV: no process named */
+			snprintf(what, len, "framework allocated");
 		*alert_t_ns = r->fw[best].alert_t_ns;
 		return;
 	}
@@ -329,7 +332,8 @@ static json_t *leak_json(report *r, json_t **alerts)
 	json_object_set_new(l, "rate_bytes_per_step", num_or_null(leak && v.rate_bytes_per_step > 0, v.rate_bytes_per_step));
 	json_object_set_new(l, "rate_bytes_per_second", num_or_null(leak, v.rate_bytes_per_second));
 	json_object_set_new(l, "start_step", int_or_null(leak && v.start_step >= 0, v.start_step));
-	json_object_set_new(l, "start_time", num_or_null(leak && v.start_t_ns, (double)v.start_t_ns / 1e9));
+	/* relative times: a growth from the first row starts at 0 */
+	json_object_set_new(l, "start_time", num_or_null(leak, (double)v.start_t_ns / 1e9));
 	json_object_set_new(l, "confidence", num_or_null(v.verdict != GPUMON_LEAK_INSUFFICIENT_DATA, v.confidence));
 	json_object_set_new(l, "steps_to_oom", num_or_null(leak && v.steps_to_oom >= 0, v.steps_to_oom));
 	json_object_set_new(l, "seconds_to_oom", num_or_null(leak && v.seconds_to_oom >= 0, v.seconds_to_oom));
@@ -411,12 +415,12 @@ static void frag_json(const report *r, json_t *doc)
 			ub = f;
 	}
 	json_object_set_new(doc, "fragmentation",
-			    fb ? json_pack("{s:I, s:f, s:I}", "bytes", (json_int_t)fb->frag, "time",
-					   report_seconds(r, fb->frag_t_ns), "pid", (json_int_t)fb->pid)
+			    fb ? json_pack("{s:I, s:f, s:o}", "bytes", (json_int_t)fb->frag, "time",
+					   report_seconds(r, fb->frag_t_ns), "pid", int_or_null(fb->pid >= 0, fb->pid))
 			       : json_null());
 	json_object_set_new(doc, "unaccounted",
-			    ub ? json_pack("{s:I, s:f, s:I}", "bytes", (json_int_t)ub->unacc, "time",
-					   report_seconds(r, ub->unacc_t_ns), "pid", (json_int_t)ub->pid)
+			    ub ? json_pack("{s:I, s:f, s:o}", "bytes", (json_int_t)ub->unacc, "time",
+					   report_seconds(r, ub->unacc_t_ns), "pid", int_or_null(ub->pid >= 0, ub->pid))
 			       : json_null());
 }
 
@@ -486,7 +490,7 @@ static json_t *timeline_json(const report *r)
 	free(taken);
 	for (size_t i = 0; i < r->nfw; i++) {
 		const struct rfw *f = &r->fw[i];
-		json_t *o = json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)f->pid, "device",
+		json_t *o = json_pack("{s:o, s:o, s:o}", "pid", int_or_null(f->pid >= 0, f->pid), "device",
 				      int_or_null(f->device >= 0, f->device), "framework",
 				      jstr(f->framework));
 		series_json(&f->line, o);

@@ -359,7 +359,10 @@ static int add_framework(report *r, const recrow *row)
 	if (a->known) {
 		f->allocated = a->v;
 		f->allocated_known = 1;
-		uint64_t limit = f->device >= 0 ? report_dev_total(r, r->job_known ? r->job_dev : (int)f->device) : 0;
+		/* the GPU it runs out on: the job's, else its own, else the only one there is (a CSV) */
+		int dev = r->job_known ? r->job_dev : f->device >= 0 ? (int)f->device
+			: r->ndev == 1 || (r->ndev == 0 && r->ndevinfo == 1) ? 0 : -1;
+		uint64_t limit = report_dev_total(r, dev);
 		int rc = gpumon_leak_add(f->leak, st->known ? st->v : -1, t_rel(r, row->t_ns), (uint64_t)a->v, limit);
 		if (rc == GPUMON_OK)
 			report_note_alert(r, f->leak, &f->alert_t_ns, row->t_ns);

@@ -31,6 +31,15 @@ static double num(const json_t *o, const char *key, double dflt)
 	return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+/* ", pid N" when o names a process, "" when not (a CSV) */
+static const char *pid_text(char *buf, size_t len, const json_t *o)
+{
+	buf[0] = 0;
+	if (json_is_integer(json_object_get(o, "pid")))
+		snprintf(buf, len, ", pid %lld", (long long)num(o, "pid", -1));
+	return buf;
+}
+
 static void print_owner(FILE *f, const json_t *owner)
 {
 	if (!json_is_object(owner))
@@ -106,7 +115,7 @@ static void print_oom(FILE *f, const json_t *o)
 
 void report_print_text(FILE *f, const json_t *doc)
 {
-	char a[32];
+	char a[32], b[32];
 	const json_t *s = json_object_get(doc, "source");
 	fprintf(f, "Report of %s (%s%s%s)\n", str(s, "path", "?"), str(s, "type", "?"),
 		json_is_string(json_object_get(s, "kind")) ? ", " : "", str(s, "kind", ""));
@@ -142,13 +151,13 @@ void report_print_text(FILE *f, const json_t *doc)
 	}
 	const json_t *fr = json_object_get(doc, "fragmentation"), *un = json_object_get(doc, "unaccounted");
 	if (json_is_object(fr))
-		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s, pid %lld)\n",
-			bytes(a, sizeof a, json_object_get(fr, "bytes")), num(fr, "time", 0), (long long)num(fr, "pid", -1));
+		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n",
+			bytes(a, sizeof a, json_object_get(fr, "bytes")), num(fr, "time", 0), pid_text(b, sizeof b, fr));
 	else
 		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
 	if (json_is_object(un))
-		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s, pid %lld)\n",
-			bytes(a, sizeof a, json_object_get(un, "bytes")), num(un, "time", 0), (long long)num(un, "pid", -1));
+		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
+			bytes(a, sizeof a, json_object_get(un, "bytes")), num(un, "time", 0), pid_text(b, sizeof b, un));
 	else
 		fprintf(f, "Unaccounted:    n/a (needs the framework's reserved figure and the process's NVML figure)\n");
 	json_t *w;

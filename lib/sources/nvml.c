@@ -138,8 +138,9 @@ int gpumon__nvml_load(gpumon *g)
 	}
 
 	nvml_ret r = g->nvml.init();
-	if (r != NVML_SUCCESS)
-		return gpumon__seterr(g, r == NVML_ERROR_LIBRARY_NOT_FOUND ? GPUMON_E_NO_LIBRARY : GPUMON_E_DRIVER,
+	if (r != NVML_SUCCESS) /* as nvidia-smi: refused for lack of permission, else no usable driver */
+		return gpumon__seterr(g, r == NVML_ERROR_LIBRARY_NOT_FOUND ? GPUMON_E_NO_LIBRARY
+				      : r == NVML_ERROR_NO_PERMISSION ? GPUMON_E_NO_PERMISSION : GPUMON_E_DRIVER,
 				      "NVML initialisation failed: %s", gpumon__nvml_errstr(g, r));
 	g->initialised = 1;
 	if (g->nvml.driver_version &&

@@ -150,6 +150,12 @@ def test_driver_not_loaded(gpumon):
     assert r.stderr.count("\n") == 1 and "driver is not usable" in r.stderr
 
 
+def test_init_refused_for_lack_of_permission(gpumon):
+    r = gpumon([], scenario="init_error NO_PERMISSION\n" + H200)
+    assert r.returncode == 4, r.stderr
+    assert r.stderr.count("\n") == 1 and "NVML initialisation failed: Insufficient Permissions" in r.stderr, r.stderr
+
+
 def test_unknown_command_and_option(gpumon):
     r = gpumon(["frobnicate"], scenario=H200)
     assert r.returncode == 2 and "unknown command 'frobnicate'" in r.stderr

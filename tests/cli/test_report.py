@@ -70,11 +70,17 @@ def test_csv_leak_rate_and_json_keys(gpumon, tmp_path):
     assert doc["fragmentation"]["bytes"] == max(r[3] - r[2] for r in rows)
     assert doc["unaccounted"] is None  # no process figure to compare with
     assert doc["oom"] is None
+    # device_total is the limit: the floor (~4.4 GiB at the end) rises 4 MiB a step toward 140 GiB
+    room = TOTAL - (2 * GiB + 599 * 4 * MiB)
+    assert doc["leak"]["steps_to_oom"] == pytest.approx(room / (4 * MiB), rel=0.1)
+    assert doc["leak"]["start_time"] is not None and doc["leak"]["start_time"] < 6
+    # a CSV names no process: no pid, rather than a made-up one
+    assert doc["fragmentation"]["pid"] is None and doc["leak"]["series"] == "framework allocated"
     assert doc["source"]["type"] == "csv" and doc["source"]["damage"] is None
     text = gpumon(["report", str(path)])
     assert text.returncode == 0
-    assert "LEAK" in text.stdout and "a step" in text.stdout
-    assert "Unaccounted:    n/a" in text.stdout
+    assert "LEAK" in text.stdout and "a step" in text.stdout and "more steps" in text.stdout
+    assert "Unaccounted:    n/a" in text.stdout and "pid" not in text.stdout
 
 
 def test_csv_clean_and_short(gpumon, tmp_path):
