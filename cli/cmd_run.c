@@ -57,7 +57,8 @@ static void help(void)
 	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
-	       "signal N killed it; 127 not found, 126 not executable); 2 bad option, 255 recording error.\n"
+	       "signal N killed it; 127 not found, 126 not executable); 2 bad option or -o FILE exists,\n"
+	       "255 recording error.\n"
 	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
 	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
 	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n");
@@ -606,7 +607,8 @@ static int start_recording(struct run *r, const char *path, const char *cvd, gpu
 		cli_error("run: %s", r->rec ? gpumon_recording_errmsg(r->rec) : gpumon_strerror(st));
 		gpumon_recording_close(r->rec, -1);
 		r->rec = NULL; /* never removed: it may be someone else's file */
-		return st == GPUMON_E_INVAL ? EXIT_USAGE : EXIT_OTHER;
+		/* as gpumon record: an existing file is refused like a bad option */
+		return st == GPUMON_E_INVAL || st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
 	}
 	unsigned *devs = calloc(r->ngpus ? r->ngpus : 1, sizeof *devs), n = 0;
 	if (!devs)

@@ -115,8 +115,14 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 				st->col[c] = i;
 	}
 	if (st->col[C_TIME] < 0) {
-		cli_set_err(err, errlen,
-			"%s: the CSV header has no `time` column (seconds); it names: %.200s", path, n ? f[0] : "");
+		char names[240] = "";
+		size_t used = 0;
+		for (int i = 0; i < n && used < sizeof names; i++) {
+			int k = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", trim(f[i]));
+			used += k > 0 ? (size_t)k : 0;
+		}
+		cli_set_err(err, errlen, "%s: the CSV header has no `time` column (seconds); it names: %s", path,
+			    names);
 		return EXIT_USAGE;
 	}
 	int mem = 0;

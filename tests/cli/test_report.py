@@ -115,7 +115,7 @@ def test_csv_process_and_framework_give_unaccounted(gpumon, tmp_path):
 
 
 @pytest.mark.parametrize("header,needle", [
-    (["step", "allocated"], "no `time` column"),
+    (["step", "allocated"], "no `time` column (seconds); it names: step, allocated"),
     (["time", "step", "util"], "no memory column"),
     (["time", "device_total"], "no memory column"),
 ])

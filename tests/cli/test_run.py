@@ -248,8 +248,8 @@ def test_existing_output_refused_before_the_job(gpumon, tmp_path):
     out.write_text("precious")
     side = tmp_path / "side"
     r = run(gpumon, tmp_path, ["--", "touch", str(side)])
-    assert r.returncode == 255
-    assert str(out) in r.stderr
+    assert r.returncode == 2  # as gpumon record: refused like a bad option
+    assert str(out) in r.stderr and "exists" in r.stderr
     assert not side.exists()
     assert out.read_text() == "precious"
 
