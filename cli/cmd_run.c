@@ -527,6 +527,8 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status);
+		if (r->done)
+			run_stderr_job_ended();
 		drain_sampler(r, smp, 0);
 		run_stderr_take(r->err, on_oom_line, r);
 		run_oom_tick(r, t);
@@ -696,7 +698,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (r.err && r.child <= 0)
 		close(err_fd);
-	if (r.err && (r.child <= 0 || run_stderr_start(r.err, err_fd))) {
+	if (r.err && (r.child <= 0 || run_stderr_start(r.err, err_fd, r.child))) {
 		run_stderr_close(r.err, 0, on_oom_line, &r);
 		r.err = NULL;
 	}

@@ -512,6 +512,7 @@ json_t *report_document(report *r, int with_timeline)
 	json_object_set_new(doc, "source", source_json(r));
 	json_object_set_new(doc, "devices", devices_json(r));
 	json_object_set_new(doc, "leak", leak_json(r, &alerts));
+	int own_leak_alert = json_array_size(alerts) > 0; /* the report's detector alerted on a leak */
 	peak_json(r, doc);
 	frag_json(r, doc);
 	json_object_set_new(doc, "oom", oom_json(r));
@@ -520,7 +521,9 @@ json_t *report_document(report *r, int with_timeline)
 		json_t *o = json_pack("{s:f, s:o, s:o}", "time", report_seconds(r, e->t_ns), "kind", jstr(e->kind),
 				      "text", jstr(e->text));
 		json_array_append_new(events, o);
-		if (!strcmp(e->kind, "alert") || !strcmp(e->kind, "oom"))
+		/* a leak alert the job gave live (gpumon run, GPUMonitor) is the one above: listed once */
+		int dup = own_leak_alert && !strcmp(e->kind, "alert") && e->text && strstr(e->text, "leak suspected");
+		if (!dup && (!strcmp(e->kind, "alert") || !strcmp(e->kind, "oom")))
 			json_array_append_new(alerts, json_pack("{s:f, s:o}", "time", report_seconds(r, e->t_ns), "text",
 								jstr(e->text ? e->text : e->kind)));
 	}

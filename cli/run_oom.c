@@ -206,12 +206,16 @@ void run_oom_tick(struct run *r, uint64_t t)
 	if (!o || t < o->next_tick)
 		return;
 	o->next_tick = t + TICK_NS;
-	uint64_t job = 0, used = 0, total = 0;
-	int any = 0;
+	uint64_t job = 0, used = 0, total = 0, job_total = 0;
+	int any = 0, job_gpus = 0;
 	for (unsigned d = 0; d < r->ngpus; d++) {
 		if (!r->gpus[d].sampled)
 			continue;
 		job += r->gpus[d].job_now;
+		if (r->gpus[d].job_now) {
+			job_gpus++;
+			job_total += o->dev_known[d] ? o->dev_total[d] : 0;
+		}
 		if (o->dev_known[d]) {
 			used += o->dev_used[d];
 			total += o->dev_total[d];
@@ -223,7 +227,13 @@ void run_oom_tick(struct run *r, uint64_t t)
 		o->job_seen = 1;
 		o->job_first_t = t;
 	}
+	/* out of memory when the job's GPU is full (at --limit when smaller); a job spread over several
+	   GPUs (data parallel) is judged on its sum, which reaches their sum of memory when each is full */
 	uint64_t limit = run_alloc_ceiling(&r->o->alloc);
+	if (job_gpus == 1 && job_total && (!r->o->alloc.limit_bytes || job_total < r->o->alloc.limit_bytes))
+		limit = job_total;
+	else if (job_gpus > 1 && job_total)
+		limit = job_total;
 	if (o->job_seen) {
 		feed(&o->nvml_leak, t, job, limit);
 		char text[300];

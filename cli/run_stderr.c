@@ -156,19 +156,22 @@ static void *pump(void *arg)
 	return NULL;
 }
 
-/* The job's terminal while it has one: a resize of gpumon's terminal is passed on to it. The job,
-   in gpumon's process group, gets the terminal's SIGWINCH itself and reads the new size from its
-   terminal; gpumon copies the size there when it gets the same signal. */
-static volatile sig_atomic_t winch_master = -1;
+/* The job's terminal while it has one: a resize of gpumon's terminal is passed on to it. gpumon
+   copies the new size there when it gets the terminal's SIGWINCH, then signals the job once more:
+   the job, in gpumon's process group, got the terminal's signal at the same moment and may have
+   read its own terminal's size before gpumon changed it. */
+static volatile sig_atomic_t winch_master = -1, winch_job = 0;
 static struct sigaction winch_old;
 
 static void on_winch(int sig)
 {
-	int e = errno;
-	struct winsize ws;
+	int e = errno, m = winch_master, job = winch_job;
+	struct winsize ws, was;
 	(void)sig;
-	if (winch_master >= 0 && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0)
-		ioctl(winch_master, TIOCSWINSZ, &ws);
+	if (m >= 0 && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 &&
+	    (ioctl(m, TIOCGWINSZ, &was) != 0 || ws.ws_row != was.ws_row || ws.ws_col != was.ws_col) &&
+	    ioctl(m, TIOCSWINSZ, &ws) == 0 && job > 0)
+		kill((pid_t)job, SIGWINCH);
 	errno = e;
 }
 
@@ -184,8 +187,9 @@ static void stop_following_resizes(void)
 {
 	if (winch_master < 0)
 		return;
+	winch_master = -1; /* first: a handler running on another thread now leaves the terminal alone */
+	winch_job = 0;
 	sigaction(SIGWINCH, &winch_old, NULL);
-	winch_master = -1;
 }
 
 /* A terminal for the job when gpumon's stderr is one: raw, so that no byte is changed. */
@@ -242,8 +246,15 @@ struct run_stderr *run_stderr_open(int *job_fd)
 	return s;
 }
 
-int run_stderr_start(struct run_stderr *s, int job_fd)
+void run_stderr_job_ended(void)
 {
+	winch_job = 0;
+}
+
+int run_stderr_start(struct run_stderr *s, int job_fd, pid_t job)
+{
+	if (winch_master == s->rd)
+		winch_job = (sig_atomic_t)job;
 	close(job_fd);
 	if (pthread_create(&s->thread, NULL, pump, s) != 0)
 		return -1;

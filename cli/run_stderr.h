@@ -6,6 +6,7 @@
 #define GPUMON_RUN_STDERR_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 struct run_stderr;
 
@@ -18,8 +19,12 @@ struct run_stderr;
 struct run_stderr *run_stderr_open(int *job_fd);
 
 /* Starts the thread that passes the bytes on. Closes gpumon's copy of job_fd (the job has it).
- * Returns 0, or -1 (the job's writes then fail: call only once the job exists). */
-int run_stderr_start(struct run_stderr *s, int job_fd);
+ * job: its pid, signalled (SIGWINCH) when gpumon's terminal is resized. Returns 0, or -1 (the
+ * job's writes then fail: call only once the job exists). */
+int run_stderr_start(struct run_stderr *s, int job_fd, pid_t job);
+
+/* The job has been reaped: its pid may be reused, and is no longer signalled. */
+void run_stderr_job_ended(void);
 
 /* One out-of-memory line: the framework's name from run_oom_match, the line (control characters
  * turned into blanks, at most 400 bytes) and when it was read (CLOCK_MONOTONIC). */

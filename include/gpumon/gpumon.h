@@ -62,8 +62,10 @@ typedef struct gpumon gpumon;
  *
  * On success returns 0 and sets *out to a new handle. On failure returns a negative status; *out
  * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
- * to gpumon_close(), except after GPUMON_E_NOMEM, when *out may be NULL. A handle whose open
- * failed answers every other call with GPUMON_E_DRIVER.
+ * to gpumon_close(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
+ * NVML library; GPUMON_E_NO_PERMISSION: NVML refused to start for lack of permission;
+ * GPUMON_E_DRIVER: the driver is not loaded or not usable. A handle whose open failed answers
+ * every other call with GPUMON_E_DRIVER.
  *
  * Thread-safety: the returned handle may be used from several threads at once; each call is
  * independent. gpumon_close() must not race with other calls on the same handle.

@@ -156,6 +156,9 @@ static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
 		gpumon_recording_close(self->r, -1);
 		self->r = NULL;
 	}
+	gpumon_process_list_free(self->procs); /* a new file starts with no process known */
+	self->procs = NULL;
+	self->nprocs = 0;
 	gpumon_run_info info = {"run", command, NULL, (int)getpid()};
 	gpumon_recording *r = NULL;
 	int rc = gpumon_recording_create(g, path, &info, &r);
@@ -318,15 +321,16 @@ static PyObject *rec_processes(PyObject *op, PyObject *args)
 	if (!r || !PyArg_ParseTuple(args, "IK:processes", &dev, &t_ns))
 		return NULL;
 	gpumon *g = gpx_nvml_handle(self->nvml);
-	if (!g)
-		return NULL;
+	if (!g) { /* NVML was shut for this process (it stopped answering): no more lists */
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
 	gpumon_process *list = NULL;
 	size_t n = 0;
 	int rc = gpumon_process_list(g, dev, &list, &n);
-	if (rc == GPUMON_E_NOT_SUPPORTED || rc == GPUMON_E_NO_PERMISSION)
+	if (rc) /* not listed this time (not supported, refused, a driver hiccup): nothing to record;
+		   only a failed write is the recording's error */
 		Py_RETURN_NONE;
-	if (rc)
-		return gpx_raise(rc, gpumon_errmsg(g));
 	if (n > 1)
 		qsort(list, n, sizeof *list, proc_by_pid);
 	const gpumon_process *old = self->procs_dev == dev ? self->procs : NULL;
@@ -414,7 +418,7 @@ static PyMethodDef rec_methods[] = {
      "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
     {"processes", rec_processes, METH_VARARGS,
      "processes(dev, t_ns) -> the processes on the GPU (this one and others), recorded when they appear, "
-     "change or leave; None when the driver does not list them."},
+     "change or leave; None when the driver did not list them this time."},
     {"event", rec_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an event (marker, step, alert ...)."},
     {"commit", rec_commit, METH_NOARGS, "commit() -- commit what is pending."},
     {"close", rec_close, METH_VARARGS, "close(exit_status=-1) -- finish the file (idempotent)."},

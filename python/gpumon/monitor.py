@@ -20,7 +20,7 @@ from ._sinks import (CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, Ru
 
 log = logging.getLogger("gpumon")
 
-_NO_DRIVER = (-3, -4)  # GPUMON_E_NO_LIBRARY, GPUMON_E_DRIVER
+_NO_DRIVER = (-3, -4, -8)  # GPUMON_E_NO_LIBRARY, GPUMON_E_DRIVER, GPUMON_E_NO_PERMISSION
 _FOREVER = 1 << 62
 
 
@@ -273,6 +273,7 @@ class GPUMonitor:
         self.last: Optional[Sample] = None
         self._sinks: List[Sink] = []
         self.failed_sinks: List[str] = []
+        self._nvml_hiccup = False  # an NVML call failed once (warned)
         self.prometheus_address: Optional[str] = None
         self._closed = False
         try:
@@ -354,6 +355,14 @@ class GPUMonitor:
             s.device_reserved, s.util_gpu = reserved, util
             s.process = self._nvml.process_used(self.nvml_index, self._pid)
         except _gpumon.Error as e:
+            if getattr(e, "status", None) not in (-4, -6):  # not GPUMON_E_DRIVER, GPUMON_E_LOST
+                # one call failed (a timeout, an unknown error): this sample lacks what it did not
+                # get; the next sample asks again. Said once.
+                if not self._nvml_hiccup:
+                    self._nvml_hiccup = True
+                    warnings.warn(f"gpumon: an NVML call failed ({e}); that sample's figure is not available",
+                                  GpumonWarning, stacklevel=3)
+                return
             # a lost GPU or a driver that stopped answering: say so once, keep the framework's view
             warnings.warn(f"gpumon: NVML stopped answering ({e}); process and device figures are no longer "
                           "taken", GpumonWarning, stacklevel=3)

@@ -2,6 +2,7 @@
 """`gpumon run`: the launcher. Exit statuses as a shell gives them, stdin/stdout/stderr and
 signals passed through, allocator variables per option with their notes, --gpu auto, refusals
 before the job starts, the socket protocol, the recording and the summary."""
+import json
 import os
 import pty
 import re
@@ -517,5 +518,9 @@ def test_summary_leak_verdict(gpumon, tmp_path, kind, verdict):
         assert re.match(r"gpumon: leak suspected: the allocated floor of pid \d+ rises by 4\.00 MiB a step "
                         r"from step \d+; out of memory in about \d+ more steps \(at \d+\.\d s\)$", alerts[0]), alerts
         assert len(events) == 1 and events[0].startswith("leak suspected: the allocated floor of pid "), events
+        # gpumon report of the recording finds the same leak: one alert, not two
+        rep = gpumon(["report", "--json", str(tmp_path / "rec.gpumon")])
+        alerts_in_report = [a["text"] for a in json.loads(rep.stdout)["alerts"] if "leak suspected" in a["text"]]
+        assert len(alerts_in_report) == 1, alerts_in_report
     else:
         assert alerts == [] and events == [], (alerts, events)

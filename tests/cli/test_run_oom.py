@@ -169,6 +169,33 @@ def test_job_terminal_follows_resizes(tmp_path):
     assert out == b"os.terminal_size(columns=132, lines=50)\n"
 
 
+def test_job_is_told_of_a_resize_after_its_terminal_has_the_new_size(tmp_path):
+    """The job may read its terminal's size on the terminal's own SIGWINCH, before gpumon copied the
+    new one there: gpumon signals it again once its terminal has the new size."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    job = textwrap.dedent("""\
+        import os, signal, time
+        got = []
+        signal.signal(signal.SIGWINCH, lambda *a: got.append(os.get_terminal_size(2)))
+        print("ready", flush=True)
+        end = time.time() + 10
+        while not got and time.time() < end:
+            time.sleep(0.01)
+        print(got[0] if got else "no SIGWINCH", flush=True)
+    """)
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    assert p.stdout.readline() == b"ready\n"
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 132, 0, 0))
+    p.send_signal(signal.SIGWINCH)  # to gpumon only: the job hears of it from gpumon
+    out, _ = p.communicate(timeout=30)
+    os.close(master)
+    assert p.returncode == 0
+    assert out == b"os.terminal_size(columns=132, lines=50)\n"
+
+
 # ---- out-of-memory messages -------------------------------------------------------------------------
 
 OOM_LINES = [
@@ -394,6 +421,23 @@ def test_nvml_verdict_when_the_job_reports_nothing(tmp_path):
                      r.stderr, re.M), r.stderr
     peak = next((l for l in r.stderr.splitlines() if l.startswith("  job peak (its processes together")), "")
     assert re.search(r"NVML\): \d+\.\d+ GiB at \d+\.\d\d s, largest process pid 2 \(.*time\.sleep", peak), r.stderr
+
+
+@needs_unshare
+def test_nvml_verdict_over_two_gpus_counts_to_both(tmp_path):
+    """A job on two GPUs (data parallel) is judged on its sum, which runs out when both are full:
+    140 + 80 GiB, not the smaller card's 80 GiB."""
+    lines = []
+    for i in range(90):
+        for gpu in (0, 1):
+            lines.append(f"at {i / 10:.1f} proc {gpu} 2 used={1024 + 40 * i}MiB")
+    r = run_in_namespace(tmp_path, TWO + "\n".join(lines) + "\n", "import time; time.sleep(8.5)")
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (job, NVML): ")), "")
+    m = re.search(r"rises by (\d+) MiB a second .*out of memory in about (\d+) s", line)
+    assert m, r.stderr
+    # about 800 MiB/s; (220 - 15) GiB left: about 260 s (the smaller card alone: about 80 s)
+    assert 700 <= int(m.group(1)) <= 900 and 200 <= int(m.group(2)) <= 330, line
 
 
 @needs_unshare

@@ -187,6 +187,17 @@ def test_no_driver_torch_goes_on_without_nvml(scenario, torch, monkeypatch, tmp_
     mon.close()
 
 
+def test_nvml_refused_for_permission_goes_on_without_nvml(scenario, torch):
+    """A container without access to the driver's device files: the framework's figures only."""
+    scenario("init_error NO_PERMISSION\n" + h200())
+    torch._fake.alloc(GIB)
+    with pytest.warns(gpumon.GpumonWarning, match="NVML is not available.*Insufficient Permissions"):
+        mon = gpumon.GPUMonitor(interval=1, logger=False)
+    s = mon.sample()
+    assert s.allocated == GIB and s.process is None and s.device_total is None
+    mon.close()
+
+
 def test_no_driver_without_framework_is_a_clear_error(scenario, no_frameworks, monkeypatch, tmp_path):
     scenario(h200())
     monkeypatch.setenv("GPUMON_NVML_LIBRARY", str(tmp_path / "no-such-libnvidia-ml.so.1"))

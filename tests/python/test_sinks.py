@@ -173,6 +173,43 @@ def test_recording_holds_the_gpus_processes(scenario, torch, tmp_path):
     assert peak["bytes"] == 5 * GIB, peak
 
 
+def test_recording_survives_a_failed_process_list(scenario, torch, tmp_path):
+    """The driver fails to list processes for a while: the recording keeps every sample (the
+    process rows resume when the lists do), and is not switched off."""
+    fns = ["nvmlDeviceGetComputeRunningProcesses" + v for v in ("_v3", "_v2", "")]
+    scenario(h200(extra="".join(f"error {f} UNKNOWN from=0.2 until=0.5\n" for f in fns)))
+    rec = tmp_path / "r.gpumon"
+    seen = []
+    with pytest.warns(gpumon.GpumonWarning, match="an NVML call failed .*Unknown Error"):
+        with gpumon.GPUMonitor(interval=1, logger=False, record=rec) as mon:
+            for _ in range(8):
+                torch._fake.alloc(MIB)
+                seen.append(mon.step().process)
+                time.sleep(0.1)
+            assert mon.failed_sinks == []
+    # this process's figure: known, not available while the lists failed, known again after
+    assert seen[0] == 3 * GIB and None in seen and seen[-1] == 3 * GIB, seen
+    db = sqlite3.connect(rec)
+    assert db.execute("SELECT count(*) FROM framework_samples").fetchone() == (8,)
+    assert db.execute("SELECT count(*) FROM device_samples").fetchone() == (8,)
+    assert db.execute("SELECT count(*) FROM processes WHERE pid = ?", (os.getpid(),)).fetchone() == (1,)
+
+
+def test_recording_object_reused_for_a_new_file(scenario, tmp_path):
+    """Recording.__init__ again (a new file): that file gets the processes again."""
+    scenario(h200())
+    nvml = _gpumon.Nvml()
+    rec = _gpumon.Recording(nvml, str(tmp_path / "a.gpumon"))
+    assert rec.processes(0, 1000) == 1
+    rec.__init__(nvml, str(tmp_path / "b.gpumon"))
+    assert rec.processes(0, 2000) == 1
+    rec.close()
+    nvml.close()
+    for name in ("a", "b"):
+        db = sqlite3.connect(tmp_path / f"{name}.gpumon")
+        assert db.execute("SELECT count(*) FROM process_samples").fetchone() == (1,), name
+
+
 def test_record_needs_nvml(scenario, torch, monkeypatch, tmp_path):
     scenario(h200())
     monkeypatch.setenv("GPUMON_NVML_LIBRARY", str(tmp_path / "none.so"))
