@@ -72,7 +72,8 @@ static void help(void)
 	       "                     events     markers, alerts and notes\n"
 	       "  -o, --output OUT   write to OUT (replaced if it exists) instead of standard output\n"
 	       "  -h, --help         this help\n\n"
-	       "t_s is the time in seconds since the run started (6 decimals), time_utc the wall time\n"
+	       "t_s is the time in seconds since the run started, to the microsecond (CSV: 6 decimals,\n"
+	       "0.003420; JSON: a number without the trailing zeros, 0.00342), time_utc the wall time\n"
 	       "(ISO 8601, UTC). A value the recording does not hold is empty in CSV and null in JSON,\n"
 	       "never 0. The file format is described in docs/recording.md; the sqlite3 shell reads it.\n"
 	       "Exit status: 0 ok, 2 bad usage, 255 the file cannot be read or is not a gpumon recording.\n");
