@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The spike experiment of MEASURED.md, with gpumon's sampler: while `gpumon record --interval 1`
+"""The spike experiment, with gpumon's sampler: while `gpumon record --interval 1`
 runs, torch allocates 4 GiB, holds it from 0.5 ms to 200 ms and frees it, 27 times. Then the
 recording is read back: every spike held >= 3 ms must be there with its true peak (the used
 figure before the spike + 4 GiB). Needs a GPU and torch.
