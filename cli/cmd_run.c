@@ -456,7 +456,11 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		if (!r->rec_failed)
 			rec_check(r, gpumon_recording_framework(r->rec, &s));
 		if (f) { /* out of memory at the job's card (the smallest, when it has several) */
-			run_verdict_add(&f->leak, &s, run_alloc_ceiling(&r->o->alloc));
+			/* out of memory at the card's size or --limit, or at the cap the code gave its allocator */
+			uint64_t ceiling = run_alloc_ceiling(&r->o->alloc);
+			if ((m->has & RUN_HAS_LIMIT) && m->limit && (!ceiling || m->limit < ceiling))
+				ceiling = m->limit;
+			run_verdict_add(&f->leak, &s, ceiling);
 			run_summary_fw_sample(r, f, &s);
 			char what[64], text[300];
 			snprintf(what, sizeof what, "the allocated floor of pid %u", pid);

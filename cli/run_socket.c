@@ -156,6 +156,7 @@ static int parse_fields(json_t *o, struct run_msg *m, char *err, size_t errlen)
 		{"allocated", RUN_HAS_ALLOCATED, offsetof(struct run_msg, allocated)},
 		{"reserved", RUN_HAS_RESERVED, offsetof(struct run_msg, reserved)},
 		{"max_allocated", RUN_HAS_MAX_ALLOCATED, offsetof(struct run_msg, max_allocated)},
+		{"limit", RUN_HAS_LIMIT, offsetof(struct run_msg, limit)},
 	};
 	long long x;
 	int r;

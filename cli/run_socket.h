@@ -29,6 +29,7 @@ enum {
 	RUN_HAS_RESERVED = 1u << 5,
 	RUN_HAS_MAX_ALLOCATED = 1u << 6,
 	RUN_HAS_VERSION = 1u << 7, /* hello's "v" */
+	RUN_HAS_LIMIT = 1u << 8,
 };
 
 struct run_msg {
@@ -40,6 +41,7 @@ struct run_msg {
 	int64_t step;
 	int device;
 	uint64_t allocated, reserved, max_allocated;
+	uint64_t limit;         /* sample: the allocator's cap set in the code (bytes) */
 	char framework[16];     /* hello: "torch", ... (truncated) */
 	char fw_version[32];    /* hello: the framework's version (truncated) */
 	char text[1024];        /* marker text (truncated) */

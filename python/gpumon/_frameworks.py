@@ -84,6 +84,11 @@ class Adapter:
     def uuid(self) -> Optional[str]:
         return None
 
+    def cap(self) -> Optional[int]:
+        """The most the allocator may take on the device, in bytes, when the code set a cap; None
+        when it did not (or the framework cannot tell)."""
+        return None
+
 
 class NoneAdapter(Adapter):
     def __init__(self, device: Any):
@@ -127,6 +132,20 @@ class TorchAdapter(Adapter):
             return False
         self._cuda.reset_peak_memory_stats(self.device)
         return True
+
+    def cap(self) -> Optional[int]:
+        # torch.cuda.set_per_process_memory_fraction(F): the caching allocator stops at F x the
+        # device's memory (torch >= 2.9 can tell; earlier versions cannot)
+        get = getattr(self._cuda, "get_per_process_memory_fraction", None)
+        if get is None:
+            return None
+        try:
+            f = float(get(self.device))
+            if not 0 < f < 1:
+                return None
+            return int(f * self._cuda.get_device_properties(self.device).total_memory)
+        except Exception:  # a torch that cannot answer: no cap known
+            return None
 
     def uuid(self) -> Optional[str]:
         try:

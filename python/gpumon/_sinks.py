@@ -178,8 +178,10 @@ class RunSocketSink(Sink):
 
     MAX_PENDING = 256 << 10
 
-    def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int]):
+    def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int],
+                 cap: Optional[Callable[[], Optional[int]]] = None):
         self.what = f"gpumon run socket {path}"
+        self.cap = cap  # the allocator's cap set in the code, sent as "limit"
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(1.0)
         try:
@@ -220,6 +222,9 @@ class RunSocketSink(Sink):
             if self.device is not None:
                 m["device"] = self.device
             m.update(figures)
+            limit = self.cap() if self.cap else None
+            if limit:
+                m["limit"] = int(limit)
             self._send(m)
         self._send({"type": "step", "step": s.step, "t": s.time})
 

@@ -308,7 +308,8 @@ class GPUMonitor:
         path = os.environ.get("GPUMON_RUN_SOCKET")
         if path:
             try:
-                self._sinks.append(RunSocketSink(path, self.framework, self.adapter.version, self.device))
+                self._sinks.append(RunSocketSink(path, self.framework, self.adapter.version, self.device,
+                                                 cap=self.adapter.cap))
             except OSError as e:  # never stop training for the launcher
                 warnings.warn(f"gpumon: cannot reach gpumon run's socket {path}: {e}; not reporting to it",
                               SinkWarning, stacklevel=3)
@@ -411,12 +412,17 @@ class GPUMonitor:
             figure, what = s.process, "this process on the GPU (NVML)"
         if figure is None:
             return
+        # out of memory at the device's size, or at the allocator's cap when the code set one
+        limit = self._total or 0
+        cap = self.adapter.cap() if s.allocated is not None else None
+        if cap and (not limit or cap < limit):
+            limit = cap
         try:
-            self._leak.add(s.step, s.t_ns, figure, self._total or 0)
+            self._leak.add(s.step, s.t_ns, figure, limit)
         except ValueError:  # a step counter that went back: a new series
             self._leak = _gpumon.Leak()
             self._leak_alerted = False
-            self._leak.add(s.step, s.t_ns, figure, self._total or 0)
+            self._leak.add(s.step, s.t_ns, figure, limit)
             return
         if self._leak_alerted:
             return

@@ -481,11 +481,23 @@ SERIES_CLIENT = textwrap.dedent("""
         floor = (2 << 30) + (step * (4 << 20) if leak else 0)
         # what the allocator holds after a step: the floor, plus dynamic shapes now and then
         allocated = floor + (random.randrange(0, 512) << 20 if step % 3 == 0 else 0)
-        lines.append(json.dumps({"type": "sample", "t": time.time() + step * 0.01, "step": step,
-                                 "allocated": allocated}))
+        sample = {"type": "sample", "t": time.time() + step * 0.01, "step": step, "allocated": allocated}
+        if len(sys.argv) > 2:  # the allocator's cap set in the code
+            sample["limit"] = int(sys.argv[2])
+        lines.append(json.dumps(sample))
     s.sendall(("\\n".join(lines) + "\\n").encode())
     s.close()
 """)
+
+
+def test_leak_steps_left_count_to_the_cap_the_job_reports(gpumon, tmp_path):
+    """A sample's "limit" (torch.cuda.set_per_process_memory_fraction in the job): 10 GiB - about
+    3.2 GiB left at 4 MiB a step, as with --limit 10G."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", SERIES_CLIENT, "leak", str(10 << 30)])
+    assert r.returncode == 0, r.stderr
+    line = next((l for l in r.stderr.splitlines() if l.startswith("  leak (pid ")), "")
+    m = re.search(r"out of memory in about (\d+) more steps", line)
+    assert m and 1600 < int(m.group(1)) < 1900, line
 
 
 def test_leak_steps_left_count_to_the_limit(gpumon, tmp_path):

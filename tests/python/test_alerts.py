@@ -52,6 +52,57 @@ def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog):
     assert mon.summary()["alerts"][0]["kind"] == "leak"
 
 
+def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
+    """torch.cuda.set_per_process_memory_fraction(0.1): the allocator stops at 10 % of the card, and
+    so does the projection; a torch that cannot tell its fraction gets the card's size."""
+    scenario(h200())
+    torch.cuda.set_per_process_memory_fraction(0.1)
+
+    def leak_at(**kw):
+        torch._fake.reset()
+        torch.cuda.set_per_process_memory_fraction(0.1)
+        alerts = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
+                training(torch, mon, 400, leak_per_step=4 * MIB)
+        return alerts[0]
+    capped = leak_at()
+    # 10 % of 140.4 GiB = 14.0 GiB; about 2.7 GiB held when it alerts: some 2,900 steps of 4 MiB left
+    assert 2400 < capped["steps_to_oom"] < 3200, capped
+    monkeypatch.delattr(torch.cuda, "get_per_process_memory_fraction")  # torch before 2.9
+    uncapped = leak_at()
+    assert uncapped["steps_to_oom"] > 30000, uncapped
+
+
+def test_the_cap_goes_to_gpumon_run_as_limit(scenario, torch, monkeypatch, tmp_path):
+    """Under gpumon run the samples carry the cap as "limit" (docs/run-protocol.md)."""
+    import json
+    import socket
+    scenario(h200())
+    path = str(tmp_path / "s.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(1)
+    monkeypatch.setenv("GPUMON_RUN_SOCKET", path)
+    torch.cuda.set_per_process_memory_fraction(0.25)
+    with gpumon.GPUMonitor(interval=1, logger=False, min_headroom=None) as mon:
+        conn, _ = srv.accept()
+        torch._fake.alloc(GIB)
+        mon.step()
+    conn.settimeout(5)
+    data = b""
+    while not data.endswith(b"\n") or b'"type":"step"' not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    srv.close()
+    samples = [m for m in map(json.loads, data.decode().splitlines()) if m["type"] == "sample"]
+    assert samples and samples[0]["limit"] == int(0.25 * 150754820096), samples
+
+
 def test_clean_loop_with_warmup_and_dynamic_shapes_is_not_flagged(scenario, torch):
     scenario(h200())
     alerts = []

@@ -217,7 +217,10 @@ static void test_msg(void)
 			"\"reserved\":null,\"max_allocated\":2048}";
 	ok(run_msg_parse(s, strlen(s), &m, err, sizeof err) == 0 && m.type == RUN_MSG_SAMPLE &&
 	   m.allocated == 1024 && m.max_allocated == 2048 && !(m.has & RUN_HAS_RESERVED) && m.step == 3 &&
-	   m.t == 1700000000.5, "sample, null reserved");
+	   m.t == 1700000000.5 && !(m.has & RUN_HAS_LIMIT), "sample, null reserved");
+	const char *capped = "{\"type\":\"sample\",\"step\":4,\"allocated\":1024,\"limit\":10737418240}";
+	ok(run_msg_parse(capped, strlen(capped), &m, err, sizeof err) == 0 && (m.has & RUN_HAS_LIMIT) &&
+	   m.limit == 10737418240ull, "sample with the allocator's cap");
 	const char *u = "{\"type\":\"future\",\"x\":[1,2]}";
 	ok(run_msg_parse(u, strlen(u), &m, err, sizeof err) == 0 && m.type == RUN_MSG_UNKNOWN, "unknown type");
 	const char *bad[] = {"", "{", "[1]", "{\"type\":3}", "{\"type\":\"sample\",\"allocated\":-1}",

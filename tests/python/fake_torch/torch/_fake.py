@@ -10,6 +10,7 @@ reserved = [0] * GPUS
 peak = [0] * GPUS
 peak_reserved = [0] * GPUS
 stats_calls = 0
+fraction = [1.0] * GPUS
 SEGMENT = 2 << 20
 
 
@@ -27,7 +28,8 @@ def free(n, dev=0):
 
 
 def reset():
-    global allocated, reserved, peak, peak_reserved, stats_calls, current
+    global allocated, reserved, peak, peak_reserved, stats_calls, current, fraction
     allocated, reserved, peak, peak_reserved = [0] * GPUS, [0] * GPUS, [0] * GPUS, [0] * GPUS
+    fraction = [1.0] * GPUS
     stats_calls = 0
     current = 0

@@ -46,6 +46,14 @@ def memory_reserved(device=None):
     return _fake.reserved[_dev(device)]
 
 
+def set_per_process_memory_fraction(fraction, device=None):
+    _fake.fraction[_dev(device)] = float(fraction)
+
+
+def get_per_process_memory_fraction(device=None):  # torch >= 2.9
+    return _fake.fraction[_dev(device)]
+
+
 def reset_peak_memory_stats(device=None):
     d = _dev(device)
     _fake.peak[d] = _fake.allocated[d]
