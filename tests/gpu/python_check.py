@@ -6,6 +6,8 @@
   clean     a loop with warm-up (optimizer state), dynamic shapes and a rare long batch is not
   section   section() peaks equal torch's own max_memory_allocated deltas for the same block
   tb        TensorBoard files read back with tensorboard's EventAccumulator give the exact values
+  cap       with torch.cuda.set_per_process_memory_fraction(0.05), the leak alert's steps to
+            out-of-memory count to the cap (within 15 % of (cap - allocated) / rate)
   nvml      the process figure equals pynvml's for this process
   record    a record= recording holds this process's NVML figure (pynvml's) and `gpumon report`
             reads the same peak from it
@@ -126,6 +128,37 @@ def clean_check():
           f"600 steps, warm-up + dynamic shapes + one 1024 batch: verdict {verdict['verdict']}, "
           f"alerts {len(alerts)}, first online SUSPECTED {first_suspected}")
     del net, opt
+    torch.cuda.empty_cache()
+
+
+def cap_check():
+    if not hasattr(torch.cuda, "get_per_process_memory_fraction"):
+        check("cap", True, "this torch cannot tell its memory fraction: skipped")
+        return
+    frac = 0.05
+    torch.cuda.set_per_process_memory_fraction(frac)
+    cap = frac * torch.cuda.get_device_properties(0).total_memory
+    net, opt = make()
+    alerts, leaked, at_alert = [], [], None
+    mon = gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for step in range(400):
+            train_step(net, opt, 16, 128)
+            leaked.append(torch.empty(8 * MIB, dtype=torch.uint8, device="cuda"))
+            mon.step()
+            if alerts:
+                at_alert = torch.cuda.memory_allocated(0)
+                break
+    mon.close()
+    torch.cuda.set_per_process_memory_fraction(1.0)
+    a = alerts[0] if alerts else {}
+    want = (cap - at_alert) / a["rate_bytes_per_step"] if a and at_alert else None
+    got = a.get("steps_to_oom")
+    check("cap", want and got and abs(got - want) <= 0.15 * want,
+          f"cap {cap / 2**30:.2f} GiB; alert at step {a.get('step')} with {at_alert} B allocated; steps to OOM "
+          f"{got} (expected about {want})")
+    del leaked, net, opt
     torch.cuda.empty_cache()
 
 
@@ -334,7 +367,7 @@ def main():
     say(f"env: {results['env']}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, fn in (("step", step_check), ("leak", leak_check), ("clean", clean_check),
-                         ("section", section_check), ("tb", lambda: tb_check(tmp)), ("nvml", nvml_check),
+                         ("cap", cap_check), ("section", section_check), ("tb", lambda: tb_check(tmp)), ("nvml", nvml_check),
                          ("record", lambda: record_check(a.gpumon, tmp)),
                          ("run", lambda: run_check(a.gpumon, tmp)),
                          ("overhead", lambda: overhead_check(a.rounds, a.steps))):
