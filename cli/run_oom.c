@@ -200,6 +200,16 @@ static void feed(gpumon_leak **l, uint64_t t, uint64_t bytes, uint64_t limit)
 	gpumon_leak_add(*l, -1, t, bytes, limit);
 }
 
+/* Whether a process of the job reports its allocator's figures: it is judged on those, not on
+ * NVML's. */
+static int framework_series(const struct run *r)
+{
+	for (size_t i = 0; i < r->nfw; i++)
+		if (r->fw[i].leak)
+			return 1;
+	return 0;
+}
+
 void run_oom_tick(struct run *r, uint64_t t)
 {
 	struct run_oom *o = r->oom;
@@ -230,17 +240,12 @@ void run_oom_tick(struct run *r, uint64_t t)
 	/* out of memory when the job's GPU is full (at --limit when smaller); a job spread over several
 	   GPUs (data parallel) is judged on its sum, which reaches their sum of memory when each is full */
 	uint64_t limit = run_alloc_ceiling(&r->o->alloc);
-	if (job_gpus == 1 && job_total && (!r->o->alloc.limit_bytes || job_total < r->o->alloc.limit_bytes))
-		limit = job_total;
-	else if (job_gpus > 1 && job_total)
+	if (job_total && (job_gpus > 1 || !r->o->alloc.limit_bytes || job_total < r->o->alloc.limit_bytes))
 		limit = job_total;
 	if (o->job_seen) {
 		feed(&o->nvml_leak, t, job, limit);
 		char text[300];
-		int fw_series = 0; /* a process that reports its allocator is judged on that instead */
-		for (size_t i = 0; i < r->nfw; i++)
-			fw_series |= r->fw[i].leak != NULL;
-		if (!o->nvml_alerted && !fw_series &&
+		if (!o->nvml_alerted && !framework_series(r) &&
 		    run_verdict_alert(o->nvml_leak, "the job's memory as NVML lists it", text, sizeof text)) {
 			o->nvml_alerted = 1;
 			run_leak_alert(r, t, text);
@@ -596,9 +601,7 @@ void run_oom_print(FILE *f, const struct run *r)
 	if (!o)
 		return;
 	print_peak(f, r);
-	int fw_series = 0;
-	for (size_t i = 0; i < r->nfw; i++)
-		fw_series |= r->fw[i].leak != NULL;
+	int fw_series = framework_series(r);
 	if (!fw_series && o->nvml_leak)
 		run_verdict_print(f, o->nvml_leak, "job, NVML", "the job's memory as NVML lists it (its processes together, read every 100 ms)");
 	else if (!fw_series && o->dev_leak)
