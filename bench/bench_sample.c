@@ -133,7 +133,7 @@ static int call_gpumon_procs(struct bench *b)
 	gpumon_process *list = NULL;
 	size_t n = 0;
 	int st = gpumon_process_list(b->g, b->dev, &list, &n);
-	gpumon_process_list_free(list);
+	gpumon_free(list);
 	return st;
 }
 
@@ -521,25 +521,25 @@ int main(int argc, char **argv)
 
 	static struct bench b;
 	b.dev = dev;
-	int st = gpumon_open(&b.g);
+	int st = gpumon_create(&b.g);
 	if (st != 0) {
-		fprintf(stderr, "gpumon_bench_sample: gpumon_open: %s (%s)\n", gpumon_strerror(st),
+		fprintf(stderr, "gpumon_bench_sample: gpumon_create: %s (%s)\n", gpumon_strerror(st),
 			b.g ? gpumon_errmsg(b.g) : "");
-		gpumon_close(b.g);
+		gpumon_destroy(b.g);
 		return 1;
 	}
 	gpumon_device_info info;
 	st = gpumon_device_info_get(b.g, dev, &info);
 	if (st != 0) {
 		fprintf(stderr, "gpumon_bench_sample: no GPU %u: %s\n", dev, gpumon_strerror(st));
-		gpumon_close(b.g);
+		gpumon_destroy(b.g);
 		return 1;
 	}
 	char err[512];
 	if (raw_open(&b.nvml, dev, err, sizeof err) != 0) {
 		fprintf(stderr, "gpumon_bench_sample: %s\n", err);
 		raw_close(&b.nvml);
-		gpumon_close(b.g);
+		gpumon_destroy(b.g);
 		return 1;
 	}
 
@@ -585,7 +585,7 @@ int main(int argc, char **argv)
 	size_t nlist = 0;
 	if (gpumon_process_list(b.g, dev, &list, &nlist) == 0)
 		nprocs = (long)nlist;
-	gpumon_process_list_free(list);
+	gpumon_free(list);
 
 	printf("gpumon_bench_sample: GPU %u \"%s\", NVML library %s\n", dev, info.name, b.nvml.path);
 	printf("  %zu timed calls per variant after %zu warm-up calls, interleaved in chunks of %zu\n",
@@ -643,7 +643,7 @@ int main(int argc, char **argv)
 		free(variants[i].ns);
 	}
 	raw_close(&b.nvml);
-	gpumon_close(b.g);
+	gpumon_destroy(b.g);
 	return failed ? 3 : 0;
 
 bad:

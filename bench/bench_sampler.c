@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 		}
 	}
 	gpumon *g;
-	if (gpumon_open(&g) != GPUMON_OK) {
+	if (gpumon_create(&g) != GPUMON_OK) {
 		fprintf(stderr, "gpumon_bench_sampler: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
 	gpumon_sampler_config cfg = {.period_us = period_us, .devices = &dev0, .ndevices = 1};
 	gpumon_sampler *s;
 	double cpu0 = cpu_s(), wall0 = now_s(CLOCK_MONOTONIC);
-	if (gpumon_sampler_start(g, &cfg, &s) != GPUMON_OK) {
+	if (gpumon_sampler_create(g, &cfg, &s) != GPUMON_OK) {
 		fprintf(stderr, "gpumon_bench_sampler: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	}
 	gpumon_sampler_stats st;
 	gpumon_sampler_stats_get(s, &st);
-	gpumon_sampler_stop(s);
+	gpumon_sampler_destroy(s);
 	double wall = now_s(CLOCK_MONOTONIC) - wall0, cpu = cpu_s() - cpu0;
 	gpumon_recording_close(r, -1);
 	printf("period_us %u  seconds %.2f  samples %llu  records %llu  dropped %llu  overruns %llu  errors %llu\n",
@@ -123,6 +123,6 @@ int main(int argc, char **argv)
 	       "\"overruns\":%llu,\"cpu_percent_of_core\":%.4f,\"busy_percent\":%.4f}\n",
 	       period_us, wall, (unsigned long long)st.samples, records, (unsigned long long)st.dropped,
 	       (unsigned long long)st.overruns, 100 * cpu / wall, 100 * (double)st.busy_ns / 1e9 / wall);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_startup.c — where a one-shot query's time goes: each phase of starting NVML (dlopen, init,
- * device enumeration, one memory read, shutdown, dlclose) and of gpumon_open/_close, each timed in
+ * device enumeration, one memory read, shutdown, dlclose) and of gpumon_create/_close, each timed in
  * a fresh process, RUNS times, medians reported. Honours GPUMON_NVML_LIBRARY. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 static const char *const raw_phases[] = {"dlopen", "nvmlInit_v2", "GetCount", "GetHandleByIndex",
 					 "GetName", "GetUUID", "GetPciInfo_v3", "GetMemoryInfo_v2",
 					 "nvmlShutdown", "dlclose"};
-static const char *const lib_phases[] = {"gpumon_open", "sample_read(F_MEMORY)", "gpumon_close"};
+static const char *const lib_phases[] = {"gpumon_create", "sample_read(F_MEMORY)", "gpumon_destroy"};
 #define NRAW (sizeof raw_phases / sizeof raw_phases[0])
 #define NLIB (sizeof lib_phases / sizeof lib_phases[0])
 
@@ -111,7 +111,7 @@ static int child_lib(void)
 	gpumon *g;
 	gpumon_device_sample s;
 	t[0] = now_ns();
-	int st = gpumon_open(&g);
+	int st = gpumon_create(&g);
 	t[1] = now_ns();
 	if (st == GPUMON_OK)
 		st = gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s);
@@ -120,7 +120,7 @@ static int child_lib(void)
 		fprintf(stderr, "bench_startup: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
-	gpumon_close(g);
+	gpumon_destroy(g);
 	t[3] = now_ns();
 	for (size_t i = 0; i < NLIB; i++)
 		printf("%llu%c", (unsigned long long)(t[i + 1] - t[i]), i + 1 < NLIB ? ' ' : '\n');

@@ -37,8 +37,8 @@ int main(int argc, char **argv)
 	}
 	double hours = argc > 2 ? atof(argv[2]) : 24;
 	gpumon *g = NULL;
-	if (gpumon_open(&g) != GPUMON_OK) {
-		fprintf(stderr, "gpumon_open: %s\n", gpumon_errmsg(g));
+	if (gpumon_create(&g) != GPUMON_OK) {
+		fprintf(stderr, "gpumon_create: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
 	gpumon_run_info info = {.kind = "run", .command = "python3 train.py", .job_pid = 1000};
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 			gpumon_recording_event(rec, t, "marker", "epoch");
 	}
 	int rc = gpumon_recording_close(rec, 0);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	if (rc) {
 		fprintf(stderr, "closing the recording failed: %d\n", rc);
 		return 1;

@@ -41,7 +41,7 @@ int cmd_list(int argc, char **argv)
 	unsigned n = gpumon_device_count(g);
 	unsigned *sel = calloc(n ? n : 1, sizeof *sel), count = 0;
 	if (!sel) {
-		gpumon_close(g);
+		gpumon_destroy(g);
 		cli_error("out of memory");
 		return EXIT_OTHER;
 	}
@@ -61,6 +61,6 @@ int cmd_list(int argc, char **argv)
 	if (rc == EXIT_OK && any_lost)
 		rc = EXIT_GPU_LOST;
 	free(sel);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	return rc;
 }

@@ -272,7 +272,7 @@ static void run_close(struct run *r)
 {
 	free(r->sel);
 	free(r->warned);
-	gpumon_close(r->g);
+	gpumon_destroy(r->g);
 }
 
 static void report_lost(struct run *r, unsigned dev)
@@ -463,7 +463,7 @@ static int app_rows(struct run *r, struct sink *s)
 			c.proc = &procs[i];
 			st = emit_row(s, l, &c);
 		}
-		gpumon_process_list_free(procs);
+		gpumon_free(procs);
 		if (st != 0)
 			return -1;
 	}

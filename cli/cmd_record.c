@@ -168,7 +168,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	gpumon_sampler_config c = {.period_us = o.interval_ms * 1000u, .devices = sel, .ndevices = count};
-	st = gpumon_sampler_start(g, &c, &s);
+	st = gpumon_sampler_create(g, &c, &s);
 	if (st != GPUMON_OK) {
 		cli_error("%s", gpumon_errmsg(g));
 		rc = cli_exit_status(st);
@@ -192,7 +192,7 @@ int cmd_record(int argc, char **argv)
 		write_failed = 1;
 	gpumon_sampler_stats ss;
 	gpumon_sampler_stats_get(s, &ss);
-	gpumon_sampler_stop(s);
+	gpumon_sampler_destroy(s);
 	s = NULL;
 	if (!write_failed && ss.dropped) {
 		char text[96];
@@ -207,12 +207,12 @@ int cmd_record(int argc, char **argv)
 	summary(g, path, &ss, peak, peak_t, sel, count, write_failed);
 	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : EXIT_OK;
 out:
-	gpumon_sampler_stop(s);
+	gpumon_sampler_destroy(s);
 	gpumon_recording_close(r, -1);
 	free(buf);
 	free(peak);
 	free(peak_t);
 	free(sel);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	return rc;
 }

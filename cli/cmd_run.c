@@ -623,7 +623,7 @@ static int start_recording(struct run *r, const char *path, const char *cvd, gpu
 		if (r->gpus[d].sampled)
 			devs[n++] = d;
 	gpumon_sampler_config cfg = {.period_us = r->o->interval_ms * 1000, .devices = devs, .ndevices = n};
-	st = gpumon_sampler_start(r->g, &cfg, smp);
+	st = gpumon_sampler_create(r->g, &cfg, smp);
 	free(devs);
 	r->smp = *smp;
 	if (st != GPUMON_OK) {
@@ -718,7 +718,7 @@ int cmd_run(int argc, char **argv)
 	gpumon_sampler_stats ss = {0};
 	if (smp) {
 		gpumon_sampler_stats_get(smp, &ss);
-		gpumon_sampler_stop(smp);
+		gpumon_sampler_destroy(smp);
 	}
 	if (r.rec && r.end_ns) {
 		int st = gpumon_recording_close(r.rec, r.status);
@@ -731,7 +731,7 @@ int cmd_run(int argc, char **argv)
 		unlink(path); /* ours, and nothing ran: leave no empty recording behind */
 	}
 	run_server_close(r.srv);
-	gpumon_close(r.g);
+	gpumon_destroy(r.g);
 	run_alloc_plan_free(&r.plan);
 	run_tree_free(&r.tree);
 	free(r.gpus);

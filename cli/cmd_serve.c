@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_serve.c — `gpumon serve`: the Prometheus exporter. A thin front end over
- * gpumon_exporter_start(): parses the options, raises the open-file limit for the connection
+ * gpumon_exporter_create(): parses the options, raises the open-file limit for the connection
  * limit, serves until SIGINT or SIGTERM. The metrics are listed in docs/metrics.md. */
 #include <pthread.h>
 #include <signal.h>
@@ -171,10 +171,10 @@ int cmd_serve(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	gpumon_exporter *e = NULL;
-	int st = gpumon_exporter_start(g, &c, &e);
+	int st = gpumon_exporter_create(g, &c, &e);
 	if (st != GPUMON_OK) {
 		cli_error("serve: %s", gpumon_errmsg(g));
-		gpumon_close(g);
+		gpumon_destroy(g);
 		return st == GPUMON_E_INVAL ? EXIT_USAGE : cli_exit_status(st);
 	}
 	char addr[96];
@@ -184,7 +184,7 @@ int cmd_serve(int argc, char **argv)
 		gpumon_device_count(g) == 1 ? "" : "s");
 	while (!stop_signal)
 		sigsuspend(&old);
-	gpumon_exporter_stop(e);
-	gpumon_close(g);
+	gpumon_exporter_destroy(e);
+	gpumon_destroy(g);
 	return EXIT_OK;
 }

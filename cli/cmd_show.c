@@ -118,7 +118,7 @@ static long gather(gpumon *g, const unsigned *sel, unsigned count, struct row **
 			continue;
 		struct row *r = realloc(rows, (n + m) * sizeof *rows);
 		if (!r) {
-			gpumon_process_list_free(list);
+			gpumon_free(list);
 			free(rows);
 			return -1;
 		}
@@ -128,7 +128,7 @@ static long gather(gpumon *g, const unsigned *sel, unsigned count, struct row **
 			rows[n + i].p = list[i];
 		}
 		n += m;
-		gpumon_process_list_free(list);
+		gpumon_free(list);
 	}
 	if (n)
 		qsort(rows, n, sizeof *rows, row_cmp);
@@ -197,7 +197,7 @@ int cmd_show(int argc, char **argv)
 	unsigned n = gpumon_device_count(g);
 	unsigned *sel = calloc(n ? n : 1, sizeof *sel), count = 0;
 	if (!sel) {
-		gpumon_close(g);
+		gpumon_destroy(g);
 		cli_error("out of memory");
 		return EXIT_OTHER;
 	}
@@ -221,6 +221,6 @@ int cmd_show(int argc, char **argv)
 			rc = EXIT_GPU_LOST;
 	}
 	free(sel);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	return rc;
 }

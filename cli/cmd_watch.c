@@ -401,7 +401,7 @@ int cmd_watch(int argc, char **argv)
 					   .process_period_us = period_us,
 					   .heartbeat_ms = o.interval_ms > 1000 ? o.interval_ms : 0,
 					   .devices = sel, .ndevices = nsel};
-		int st = gpumon_sampler_start(src.g, &c, &src.s);
+		int st = gpumon_sampler_create(src.g, &c, &src.s);
 		if (st != GPUMON_OK) {
 			cli_error("watch: %s", gpumon_errmsg(src.g));
 			rc = cli_exit_status(st);
@@ -422,12 +422,12 @@ int cmd_watch(int argc, char **argv)
 	if (rc != EXIT_OK)
 		cli_error("watch: %s", src.err);
 out:
-	gpumon_sampler_stop(src.s);
+	gpumon_sampler_destroy(src.s);
 	watch_replay_close(src.r);
 	watch_model_destroy(m);
 	free(src.buf);
 	free(sel);
 	free(picked);
-	gpumon_close(src.g);
+	gpumon_destroy(src.g);
 	return rc;
 }

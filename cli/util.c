@@ -40,7 +40,7 @@ int cli_exit_status(int status)
 gpumon *cli_open(int *exit_status)
 {
 	gpumon *g = NULL;
-	int st = gpumon_open(&g);
+	int st = gpumon_create(&g);
 	if (st == GPUMON_OK) {
 		*exit_status = EXIT_OK;
 		return g;
@@ -57,7 +57,7 @@ gpumon *cli_open(int *exit_status)
 			  "(does nvidia-smi work)?", gpumon_errmsg(g));
 	else
 		cli_error("%s", g ? gpumon_errmsg(g) : gpumon_strerror(st));
-	gpumon_close(g);
+	gpumon_destroy(g);
 	*exit_status = cli_exit_status(st);
 	return NULL;
 }

@@ -36,6 +36,25 @@ const char *gpumon_strerror(int status)
 	}
 }
 
+void gpumon_free(void *p)
+{
+	free(p);
+}
+
+int gpumon__config_take(void *dst, size_t have, const void *src)
+{
+	memset(dst, 0, have);
+	if (src) {
+		unsigned size;
+		memcpy(&size, src, sizeof size);
+		if (size < sizeof(unsigned) || size > have)
+			return GPUMON_E_INVAL;
+		memcpy(dst, src, size);
+	}
+	memcpy(dst, &(unsigned){(unsigned)have}, sizeof(unsigned));
+	return GPUMON_OK;
+}
+
 uint64_t gpumon__now_ns(void)
 {
 	struct timespec ts;
@@ -145,7 +164,7 @@ int gpumon__status_from_nvml(nvml_ret r)
 	}
 }
 
-int gpumon_open(gpumon **out)
+int gpumon_create(gpumon **out)
 {
 	if (!out)
 		return GPUMON_E_INVAL;
@@ -168,7 +187,7 @@ int gpumon_open(gpumon **out)
 	return st;
 }
 
-void gpumon_close(gpumon *g)
+void gpumon_destroy(gpumon *g)
 {
 	if (!g)
 		return;

@@ -432,7 +432,7 @@ static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
 	return st;
 }
 
-int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
+int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
 {
 	static const gpumon_exporter_config defaults;
 	const gpumon_exporter_config *c = cfg ? cfg : &defaults;
@@ -466,7 +466,7 @@ int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_e
 			.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
 				       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
 		};
-		st = gpumon_sampler_start(g, &sc, &e->sampler);
+		st = gpumon_sampler_create(g, &sc, &e->sampler);
 	}
 	if (st == GPUMON_OK) {
 		/* the first snapshot holds every GPU's figures: wait for the first records (< 1 s) */
@@ -494,7 +494,7 @@ int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_e
 	if (st != GPUMON_OK) {
 		if (fd >= 0)
 			close(fd);
-		gpumon_exporter_stop(e);
+		gpumon_exporter_destroy(e);
 		return st;
 	}
 	*out = e;
@@ -528,7 +528,7 @@ int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample 
 	return st;
 }
 
-void gpumon_exporter_stop(gpumon_exporter *e)
+void gpumon_exporter_destroy(gpumon_exporter *e)
 {
 	if (!e)
 		return;
@@ -540,7 +540,7 @@ void gpumon_exporter_stop(gpumon_exporter *e)
 	atomic_store(&e->stopping, 1);
 	if (e->collector_started)
 		pthread_join(e->collector, NULL);
-	gpumon_sampler_stop(e->sampler);
+	gpumon_sampler_destroy(e->sampler);
 	gpumon__exporter_collect_free(e);
 	pthread_mutex_destroy(&e->snap_lock);
 	pthread_mutex_destroy(&e->fw_lock);

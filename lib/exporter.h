@@ -80,7 +80,7 @@ struct gpumon_exporter {
 	atomic_ullong scrapes;
 	atomic_ullong last_scrape_ns;
 	void *mhd;             /* struct MHD_Daemon */
-	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_start (exporter.c) */
+	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_create (exporter.c) */
 	struct mhd_api *api;
 };
 

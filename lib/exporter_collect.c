@@ -170,13 +170,14 @@ static void on_process(gpumon_exporter *e, const gpumon_record *r)
 	ep->have_cur = 1;
 	const struct prom_gpu *g = &e->gpus[r->dev];
 	uint64_t limit = g->have_sample ? g->s.memory_total_bytes : g->info.memory_total_bytes;
-	gpumon_leak_add(ep->leak, -1, r->t_ns, p->used_bytes, limit);
+	(void)limit;
+	gpumon_leak_add(ep->leak, -1, r->t_ns, p->used_bytes);
 	gpumon_leak_result res;
 	gpumon_leak_result_get(ep->leak, &res);
 	ep->pub.leak_alert = res.alert;
 	ep->pub.rate_known = res.verdict == GPUMON_LEAK_SUSPECTED;
 	ep->pub.rate_bytes_per_second = res.rate_bytes_per_second;
-	ep->seconds_to_oom = res.alert && res.seconds_to_oom >= 0 ? res.seconds_to_oom : -1;
+	ep->seconds_to_oom = -1;
 }
 
 static void on_record(gpumon_exporter *e, const gpumon_record *r)

@@ -4,7 +4,7 @@
  * and exporter_collect.c when libmicrohttpd-dev is missing (with a warning). */
 #include "internal.h"
 
-int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
+int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
 {
 	(void)cfg;
 	if (out)
@@ -30,7 +30,7 @@ int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample 
 	return GPUMON_E_NOT_SUPPORTED;
 }
 
-void gpumon_exporter_stop(gpumon_exporter *e)
+void gpumon_exporter_destroy(gpumon_exporter *e)
 {
 	(void)e;
 }

@@ -82,7 +82,7 @@ struct errbuf {
 struct gpumon {
 	struct nvml_api nvml;
 	int initialised;   /* nvml.init succeeded: shutdown owed */
-	int open_status;   /* status of gpumon_open; calls on a failed handle return E_DRIVER */
+	int open_status;   /* status of gpumon_create; calls on a failed handle return E_DRIVER */
 	char path[512];    /* library file loaded or tried */
 	char driver_version[96];
 	char nvml_version[96];
@@ -122,6 +122,11 @@ int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
 /* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets
  * GPUMON_PROC_FOREIGN when the pid is not in our /proc. */
 void gpumon__procfs_fill(gpumon_process *p);
+
+/* Takes a caller's configuration struct (first member `unsigned size`): copies what its size covers
+ * into dst (have bytes) and zeroes the rest, so older callers get the defaults of newer fields.
+ * src NULL: all zero. GPUMON_E_INVAL when the size is below one member or above what we know. */
+int gpumon__config_take(void *dst, size_t have, const void *src);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t gpumon__now_ns(void);

@@ -262,7 +262,7 @@ static void sample_processes(gpumon_sampler *s, struct devstate *d)
 			j++;
 		}
 	}
-	gpumon_process_list_free(d->procs);
+	gpumon_free(d->procs);
 	d->procs = list;
 	d->nprocs = n;
 }
@@ -327,7 +327,7 @@ static void free_sampler(gpumon_sampler *s)
 {
 	for (unsigned i = 0; s->ds && i < s->nds; i++) {
 		free(s->ds[i].ring.buf);
-		gpumon_process_list_free(s->ds[i].procs);
+		gpumon_free(s->ds[i].procs);
 	}
 	free(s->ds);
 	free(s->q);
@@ -341,10 +341,9 @@ static void free_sampler(gpumon_sampler *s)
 /* Fills in defaults and checks the configuration; returns a status with a message on g. */
 static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_config *c)
 {
-	if (in)
-		*c = *in;
-	else
-		memset(c, 0, sizeof *c);
+	if (gpumon__config_take(c, sizeof *c, in))
+		return gpumon__seterr(g, GPUMON_E_INVAL, "sampler configuration: size %u is not that of any version of "
+				      "gpumon_sampler_config (set it to sizeof the struct)", in->size);
 	c->period_us = c->period_us ? c->period_us : DEFAULT_PERIOD_US;
 	c->slow_period_us = c->slow_period_us ? c->slow_period_us : DEFAULT_SLOW_PERIOD_US;
 	c->process_period_us = c->process_period_us ? c->process_period_us : DEFAULT_PROCESS_PERIOD_US;
@@ -367,13 +366,13 @@ static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_
 	return GPUMON_OK;
 }
 
-int gpumon_sampler_start(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out)
+int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out)
 {
 	if (!g || !out)
 		return GPUMON_E_INVAL;
 	*out = NULL;
 	if (g->open_status != GPUMON_OK)
-		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_open failed; nothing to sample");
+		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_create failed; nothing to sample");
 	gpumon_sampler_config c;
 	int st = configure(g, cfg, &c);
 	if (st != GPUMON_OK)
@@ -490,7 +489,13 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 	return GPUMON_OK;
 }
 
-void gpumon_sampler_stop(gpumon_sampler *s)
+const char *gpumon_sampler_errmsg(const gpumon_sampler *s)
+{
+	(void)s; /* a running sampler reports nothing but counters; create's failures are on g */
+	return "";
+}
+
+void gpumon_sampler_destroy(gpumon_sampler *s)
 {
 	if (!s)
 		return;

@@ -19,6 +19,23 @@ extern "C" {
 #define GPUMON_VERSION_PATCH 0
 #define GPUMON_VERSION_STRING "0.1.0"
 
+/*
+ * Conventions, for every object of this header:
+ * - Lifecycle: gpumon_X_create() makes an object, gpumon_X_destroy() frees it; destroy(NULL) is a
+ *   no-op. A create that fails returns a negative status and, where it can, still sets *out to an
+ *   object holding the message (gpumon_X_errmsg()), which the caller destroys.
+ * - Buffers the library hands out (lists, copies, JSON text) are freed with gpumon_free().
+ * - Configuration structs start with `unsigned size`, set by the caller to sizeof the struct
+ *   (GPUMON_CONFIG_INIT does it): fields a caller's older header does not have take their defaults,
+ *   and a struct larger than the library knows is refused (GPUMON_E_INVAL). NULL: all defaults.
+ * - Errors: functions return 0 (GPUMON_OK) or a negative GPUMON_E_*; each object keeps the message
+ *   of its last failure (gpumon_X_errmsg(), "" when none). The library never prints or exits.
+ * - Thread rules are stated at each object.
+ * - Times are CLOCK_MONOTONIC nanoseconds (t_ns); sizes are bytes; "not available" is a cleared
+ *   presence bit or a documented sentinel, never 0.
+ */
+#define GPUMON_CONFIG_INIT(type) {.size = sizeof(type)}
+
 /* Marks the exported functions; everything else in the library is hidden. */
 #ifndef GPUMON_API
 #define GPUMON_API __attribute__((visibility("default")))
@@ -49,37 +66,41 @@ GPUMON_API const char *gpumon_strerror(int status);
 /* The library version as "MAJOR.MINOR.PATCH"; static storage. */
 GPUMON_API const char *gpumon_version(void);
 
+/* Frees a buffer the library handed out (process lists, flight-recorder copies, documents).
+ * NULL is a no-op. */
+GPUMON_API void gpumon_free(void *p);
+
 /* ---------------------------------------------------------------------------------------------
  * Handle
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon gpumon;
 
 /*
- * Opens a handle: loads NVML, initialises it and builds the device table.
+ * Creates a handle: loads NVML, initialises it and builds the device table.
  *
  * The library loaded is the file named by the environment variable GPUMON_NVML_LIBRARY when it
  * is set and non-empty, else "libnvidia-ml.so.1" from the system's search path.
  *
  * On success returns 0 and sets *out to a new handle. On failure returns a negative status; *out
  * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
- * to gpumon_close(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
+ * to gpumon_destroy(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
  * NVML library; GPUMON_E_NO_PERMISSION: NVML refused to start for lack of permission;
- * GPUMON_E_DRIVER: the driver is not loaded or not usable. A handle whose open failed answers
+ * GPUMON_E_DRIVER: the driver is not loaded or not usable. A handle whose create failed answers
  * every other call with GPUMON_E_DRIVER.
  *
  * Thread-safety: the returned handle may be used from several threads at once; each call is
- * independent. gpumon_close() must not race with other calls on the same handle.
+ * independent. gpumon_destroy() must not race with other calls on the same handle.
  */
-GPUMON_API int gpumon_open(gpumon **out);
+GPUMON_API int gpumon_create(gpumon **out);
 
-/* Shuts NVML down (once per handle) and frees the handle. gpumon_close(NULL) is a no-op. */
-GPUMON_API void gpumon_close(gpumon *g);
+/* Shuts NVML down (once per handle) and frees the handle. NULL is a no-op. */
+GPUMON_API void gpumon_destroy(gpumon *g);
 
 /*
  * The message of the last failure on this handle, in the calling thread: a sentence naming what
  * failed and why (for example "nvmlDeviceGetMemoryInfo on GPU 1: GPU is lost"). "" when no call
  * has failed in this thread. The pointer stays valid until the next call on the handle from the
- * same thread, or until gpumon_close().
+ * same thread, or until gpumon_destroy().
  */
 GPUMON_API const char *gpumon_errmsg(gpumon *g);
 
@@ -224,14 +245,60 @@ typedef struct gpumon_process {
  * kept and flagged GPUMON_PROC_FOREIGN. Order: used_bytes descending, unknown last, then pid.
  *
  * On success sets *out to a new array of *count entries (NULL when 0) that the caller frees with
- * gpumon_process_list_free(). Returns 0, or GPUMON_E_LOST / GPUMON_E_NOT_FOUND / GPUMON_E_NOMEM /
+ * gpumon_free(). Returns 0, or GPUMON_E_LOST / GPUMON_E_NOT_FOUND / GPUMON_E_NOMEM /
  * GPUMON_E_NOT_SUPPORTED (the driver has no process call) / another status.
  */
 GPUMON_API int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *count);
 
-/* Frees an array from gpumon_process_list(). NULL is a no-op. */
-GPUMON_API void gpumon_process_list_free(gpumon_process *list);
+/* ---------------------------------------------------------------------------------------------
+ * Records: the one stream that everything reads and writes. The sampler produces device and
+ * process records; a training process produces framework samples; a front end adds events and the
+ * job's processes. A recording stores every kind, its reader gives them back as they were written,
+ * and the run model (below) takes them, live or from a file, through the same call.
+ * ------------------------------------------------------------------------------------------- */
 
+/* A framework sample from inside a training process: its allocator's figures (a value is absent
+ * when its *_known is 0). */
+typedef struct gpumon_framework_sample {
+	uint64_t t_ns;              /* CLOCK_MONOTONIC of this machine */
+	unsigned pid;               /* the reporting process */
+	int device;                 /* the framework's device index (CUDA order), -1 unknown */
+	int64_t step;               /* training step, -1 unknown */
+	uint64_t allocated_bytes, reserved_bytes, max_allocated_bytes;
+	int allocated_known, reserved_known, max_allocated_known;
+	uint64_t limit_bytes;       /* the allocator's cap (torch's per-process fraction ...); 0 none known */
+	char framework[16];         /* "torch", "paddle", ... */
+} gpumon_framework_sample;
+
+/* Kinds of gpumon_record */
+enum {
+	GPUMON_REC_DEVICE = 1,       /* a device sample: it changed, or a heartbeat */
+	GPUMON_REC_PROCESS = 2,      /* a process appeared on the device, or its memory changed */
+	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
+	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
+	GPUMON_REC_FRAMEWORK = 5,    /* a framework sample (framework) */
+	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note", ...), event_text */
+	GPUMON_REC_JOB = 7,          /* process.pid belongs to the job (a launched job's process tree) */
+};
+
+typedef struct gpumon_record {
+	int kind;                      /* GPUMON_REC_* */
+	unsigned dev;                  /* device position (DEVICE, PROCESS, PROCESS_GONE, LOST) */
+	uint64_t t_ns;                 /* CLOCK_MONOTONIC; for FRAMEWORK equal to framework.t_ns */
+	/* DEVICE: the sample, and the exact extremes of memory_used_bytes over every sample taken since
+	   the previous device record of this device (this one included); interval_samples 0: unknown */
+	gpumon_device_sample sample;
+	uint64_t used_min_bytes, used_max_bytes;
+	uint64_t used_max_t_ns;        /* when the maximum was seen */
+	unsigned interval_samples;     /* samples that interval held */
+	/* PROCESS / PROCESS_GONE: the process as listed; JOB: process.pid */
+	gpumon_process process;
+	/* FRAMEWORK */
+	gpumon_framework_sample framework;
+	/* EVENT: kind (a short word) and text (may be NULL); the strings belong to whoever made the
+	   record (a reader's stay valid until its next call) */
+	const char *event_kind, *event_text;
+} gpumon_record;
 
 /* ---------------------------------------------------------------------------------------------
  * Sampler: a background thread that samples the chosen GPUs and their processes at a fixed period
@@ -239,10 +306,13 @@ GPUMON_API void gpumon_process_list_free(gpumon_process *list);
  * seconds in a ring (the flight recorder), and hands change-only records to one consumer through a
  * bounded queue. A slow consumer never stalls sampling: records that do not fit are dropped and
  * counted.
+ * Thread rules: one consumer thread calls the functions below while the sampling thread runs;
+ * gpumon_sampler_destroy() must not race with them.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_sampler gpumon_sampler;
 
 typedef struct gpumon_sampler_config {
+	unsigned size;              /* sizeof(gpumon_sampler_config) */
 	unsigned period_us;         /* memory sampling period; 0 = 10000 (10 ms); at least 1000 */
 	unsigned slow_period_us;    /* utilization, temperature, power, clocks; 0 = 1000000 (1 s) */
 	unsigned process_period_us; /* process lists; 0 = 100000 (100 ms); UINT32_MAX = never */
@@ -257,28 +327,6 @@ typedef struct gpumon_sampler_config {
 	unsigned ndevices;
 } gpumon_sampler_config;
 
-/* Kinds of gpumon_record */
-enum {
-	GPUMON_REC_DEVICE = 1,       /* a device sample: it changed, or a heartbeat */
-	GPUMON_REC_PROCESS = 2,      /* a process appeared on the device, or its memory changed */
-	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
-	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
-};
-
-typedef struct gpumon_record {
-	int kind;                      /* GPUMON_REC_* */
-	unsigned dev;                  /* device position */
-	uint64_t t_ns;                 /* CLOCK_MONOTONIC */
-	/* GPUMON_REC_DEVICE: the sample, and the exact extremes of memory_used_bytes over every
-	   sample taken since the previous device record of this device (this one included) */
-	gpumon_device_sample sample;
-	uint64_t used_min_bytes, used_max_bytes;
-	uint64_t used_max_t_ns;        /* when the maximum was seen */
-	unsigned interval_samples;     /* samples that interval held */
-	/* GPUMON_REC_PROCESS / _GONE: the process as listed (user, command line from /proc) */
-	gpumon_process process;
-} gpumon_record;
-
 typedef struct gpumon_sampler_stats {
 	uint64_t samples;       /* device samples taken (all devices) */
 	uint64_t records;       /* records queued */
@@ -290,12 +338,11 @@ typedef struct gpumon_sampler_stats {
 } gpumon_sampler_stats;
 
 /*
- * Starts sampling. cfg may be NULL for the defaults. The sampler uses g until stopped: stop it
- * before gpumon_close(g). Returns 0 and sets *out, or GPUMON_E_INVAL (bad period, unknown device;
- * message on g), GPUMON_E_NOMEM. One consumer thread may call the functions below while the
- * sampling thread runs.
+ * Starts sampling. cfg may be NULL for the defaults. The sampler uses g until destroyed: destroy it
+ * before gpumon_destroy(g). Returns 0 and sets *out, or GPUMON_E_INVAL (bad period, unknown device;
+ * message on g), GPUMON_E_NOMEM.
  */
-GPUMON_API int gpumon_sampler_start(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out);
+GPUMON_API int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out);
 
 /*
  * Takes up to cap queued records, oldest first, into buf; sets *n. Waits up to timeout_ms
@@ -309,122 +356,173 @@ GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats
 
 /*
  * The flight recorder: copies the raw samples of device dev taken at or after since_ns, oldest
- * first, into a new array (free with free()) of *n entries. Returns 0, GPUMON_E_NOT_FOUND (dev not
- * sampled), GPUMON_E_NOMEM.
+ * first, into a new array (free with gpumon_free()) of *n entries. Returns 0, GPUMON_E_NOT_FOUND
+ * (dev not sampled), GPUMON_E_NOMEM.
  */
 GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns,
 				   gpumon_device_sample **out, size_t *n);
 
+/* The message of the sampler's last failure ("" none). */
+GPUMON_API const char *gpumon_sampler_errmsg(const gpumon_sampler *s);
+
 /* Stops the thread and frees the sampler; records still queued are discarded. NULL is a no-op. */
-GPUMON_API void gpumon_sampler_stop(gpumon_sampler *s);
+GPUMON_API void gpumon_sampler_destroy(gpumon_sampler *s);
 
 /* ---------------------------------------------------------------------------------------------
- * Recordings: a SQLite file (WAL) holding a run's metadata, its devices and processes, the
- * records of a sampler, framework samples and events. The schema is documented in
- * docs/recording.md and versioned (PRAGMA user_version). Readers may open the file while it is
- * written. Writes are batched in transactions committed at least every 200 ms, so a kill -9
- * loses at most the last 0.25 s.
+ * Recordings: a SQLite file (WAL) holding a run's metadata, its devices and every kind of record.
+ * The format is documented in docs/recording.md and versioned (PRAGMA user_version); the writer and
+ * the reader below are its only code. Readers may open the file while it is written. Writes are
+ * batched in transactions committed at least every 200 ms, so a kill -9 loses at most the last
+ * 0.25 s.
+ * Thread rules: one thread at a time per recording or reader; different ones are independent.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_recording gpumon_recording;
 
-typedef struct gpumon_run_info {
-	const char *kind;     /* "record" (system-wide) or "run" (a launched job); NULL = "record" */
-	const char *command;  /* the job's command line, shell-quoted; NULL when none */
-	const char *settings; /* settings applied to the job, one "NAME=VALUE" per line; NULL when none */
-	int job_pid;          /* the job's pid, 0 when none */
-} gpumon_run_info;
+/* What a recording says about its run (the `meta` table). */
+typedef struct gpumon_run_meta {
+	unsigned size;           /* sizeof(gpumon_run_meta) when given to the library */
+	const char *kind;        /* "record" (system-wide) or "run" (a launched job); NULL = "record" */
+	const char *command;     /* the job's command line, shell-quoted; NULL when none */
+	const char *settings;    /* settings applied to the job, one "NAME=VALUE" per line; NULL none */
+	const char *host;        /* NULL unknown (the writer fills it in) */
+	const char *driver_version; /* NULL unknown (the writer fills it in) */
+	unsigned job_pid;        /* the job's pid, 0 when none */
+	uint64_t start_mono_ns;  /* the start on both clocks; 0 unknown (the writer reads the clocks) */
+	uint64_t start_wall_ns;
+	uint64_t end_mono_ns;    /* 0: no end recorded (killed, or still written) */
+	int exit_status;         /* the job's exit status; -1 none or unknown */
+} gpumon_run_meta;
 
 /*
  * Creates the recording file at path (GPUMON_E_EXISTS when it exists: nothing is overwritten),
  * writes the schema, the run metadata (host, driver, gpumon version, start time on both clocks,
- * info) and every device of g. On failure *out is still set when possible, to a handle holding
- * the message, and must be closed; GPUMON_E_IO names the path and the reason.
+ * meta's kind, command, settings and job pid) and every device of g. meta may be NULL. On failure
+ * *out is still set when possible, to a handle holding the message, which the caller destroys;
+ * GPUMON_E_IO names the path and the reason.
  */
-GPUMON_API int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_info *info,
+GPUMON_API int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_meta *meta,
 				       gpumon_recording **out);
 
 /* The last error message of the recording ("" when none); valid until the next call on it. */
 GPUMON_API const char *gpumon_recording_errmsg(const gpumon_recording *r);
 
 /*
- * Appends sampler records. Committed when the open transaction is older than 200 ms, or by
- * gpumon_recording_commit/_close. Returns 0, or GPUMON_E_IO (disk full, file removed ...): the
- * recording then stops accepting writes (every later write returns GPUMON_E_IO at once) and what
- * was committed stays readable.
+ * Appends records of any kind. Committed when the open transaction is older than 200 ms, or by
+ * gpumon_recording_commit / _finish. A batch with a bad record (unknown kind, a device not in the
+ * recording, an event without a kind) is refused whole with GPUMON_E_INVAL. Returns 0, or
+ * GPUMON_E_IO (disk full, file removed ...): the recording then stops accepting writes (every later
+ * write returns GPUMON_E_IO at once) and what was committed stays readable.
  */
 GPUMON_API int gpumon_recording_write(gpumon_recording *r, const gpumon_record *recs, size_t n);
-
-/* A framework sample from inside the training process (allocator figures; a value is absent
- * when its *_known is 0). */
-typedef struct gpumon_framework_sample {
-	uint64_t t_ns;              /* CLOCK_MONOTONIC of this machine */
-	unsigned pid;               /* the reporting process */
-	int device;                 /* the framework's device index (CUDA order), -1 unknown */
-	int64_t step;               /* training step, -1 unknown */
-	uint64_t allocated_bytes, reserved_bytes, max_allocated_bytes;
-	int allocated_known, reserved_known, max_allocated_known;
-	char framework[16];         /* "torch", "paddle", ... */
-} gpumon_framework_sample;
-
-GPUMON_API int gpumon_recording_framework(gpumon_recording *r, const gpumon_framework_sample *f);
-
-/* An event: kind is a short word ("marker", "step", "alert", "note", "exit"), text free. */
-GPUMON_API int gpumon_recording_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text);
 
 /* Commits what is pending now. */
 GPUMON_API int gpumon_recording_commit(gpumon_recording *r);
 
 /*
- * Commits, stores the end time and the job's exit status (exit_status < 0: none), checkpoints the
- * WAL into the main file and frees r. Returns the first error seen, 0 when none. NULL: no-op, 0.
+ * The end of the run: stores the end time and the job's exit status (exit_status < 0: none),
+ * commits and checkpoints the WAL into the main file. Returns the first error seen, 0 when none.
+ * Later writes return GPUMON_E_INVAL.
  */
-GPUMON_API int gpumon_recording_close(gpumon_recording *r, int exit_status);
+GPUMON_API int gpumon_recording_finish(gpumon_recording *r, int exit_status);
+
+/* Frees r (a recording not finished keeps what was committed, without an end). NULL: no-op. */
+GPUMON_API void gpumon_recording_destroy(gpumon_recording *r);
+
+/* Reading a recording: its metadata and devices, then every record merged in time order, in
+ * memory that does not grow with the file. A damaged or cut-off file is read as far as it is
+ * intact: the walk skips damaged pages and gpumon_reader_damage() names what was lost. */
+typedef struct gpumon_reader gpumon_reader;
+
+/*
+ * Opens path read-only. Returns 0 and sets *out, or GPUMON_E_IO (cannot be read, a directory),
+ * GPUMON_E_INVAL (not a gpumon recording, or a format this library does not read: the message
+ * says which), GPUMON_E_NOMEM. *out is set when possible to a reader holding the message, which
+ * the caller destroys.
+ */
+GPUMON_API int gpumon_reader_create(const char *path, gpumon_reader **out);
+
+/* The run's metadata; the strings stay valid until the reader is destroyed. start_mono_ns is the
+ * first record's time when the file lacks it (then the damage says so). */
+GPUMON_API const gpumon_run_meta *gpumon_reader_meta(const gpumon_reader *r);
+
+/* The devices of the recording: how many, and each (index = position, lost = it was lost). */
+GPUMON_API unsigned gpumon_reader_device_count(const gpumon_reader *r);
+GPUMON_API int gpumon_reader_device(const gpumon_reader *r, unsigned i, gpumon_device_info *out);
+
+/*
+ * The next record in time order: returns 1 and fills *out, 0 at the end, or a negative status when
+ * the file failed under the walk (what came before is good; the damage names the loss). Process
+ * records carry what the recording knows of the process (user, name, command line); strings of
+ * EVENT records stay valid until the next call.
+ */
+GPUMON_API int gpumon_reader_next(gpumon_reader *r, gpumon_record *out);
+
+/* One sentence naming what could not be read ("" when the file is whole so far). */
+GPUMON_API const char *gpumon_reader_damage(const gpumon_reader *r);
+
+GPUMON_API const char *gpumon_reader_errmsg(const gpumon_reader *r);
+
+/* Closes the file and frees the reader. NULL is a no-op. */
+GPUMON_API void gpumon_reader_destroy(gpumon_reader *r);
 
 /* ---------------------------------------------------------------------------------------------
- * Leak detection: pure analysis of one series of memory figures, fed point by point (online, for
- * alerts) or all at once (offline, a whole recording); the answer is the same either way. Feed the
- * figure that says most: the framework's allocated bytes measured at the same point of each step
- * when known, else the job's per-process NVML figure, else the device figure. It must not call
- * warm-up, allocator caching or dynamic shapes that plateau, a one-off spike, or a single rise of
- * the floor (optimizer state created late) a leak; it must call steady growth, fast or slow, one.
+ * Leak detection: pure analysis of one series of memory figures, fed point by point; the verdict
+ * after the last point is the same whether it was fed live or from a file. A leak is a floor that
+ * keeps rising: the series is cut into windows on its axis (training steps when every point has
+ * one, else time) that hold their minimum, and the verdict is drawn from those minima
+ * (docs/leak-detection.md). Windows are measured on the axis, not in points, so the same run fed
+ * every 100 ms, every second, or on change with heartbeats gets the same verdict.
+ * Thread rules: one thread at a time per detector.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_leak gpumon_leak;
 
+enum {
+	GPUMON_LEAK_SAMPLES = 0, /* points are measurements; between them nothing is known */
+	GPUMON_LEAK_HELD = 1,    /* a step function: each value holds until the next point (a sampler's
+				    change-only rows with heartbeats, where no row means no change) */
+};
+
+typedef struct gpumon_leak_config {
+	unsigned size;           /* sizeof(gpumon_leak_config) */
+	int mode;                /* GPUMON_LEAK_SAMPLES or GPUMON_LEAK_HELD */
+	int time_axis;           /* 1: judge in time even when steps are given */
+} gpumon_leak_config;
+
 /* Verdicts */
 enum {
-	GPUMON_LEAK_INSUFFICIENT_DATA = 0, /* too few points or too short a span to tell */
+	GPUMON_LEAK_INSUFFICIENT_DATA = 0, /* too short a span to tell */
 	GPUMON_LEAK_NONE = 1,
 	GPUMON_LEAK_SUSPECTED = 2,
 };
 
 typedef struct gpumon_leak_result {
 	int verdict;                    /* GPUMON_LEAK_* */
-	double rate_bytes_per_step;     /* growth of the floor; 0 when no step numbers were given */
+	double rate_bytes_per_step;     /* growth of the floor; 0 when steps are unknown */
 	double rate_bytes_per_second;
 	int64_t start_step;             /* where the growth started; -1 unknown */
 	uint64_t start_t_ns;            /* likewise in time; 0 unknown */
 	double confidence;              /* 0..1 */
-	double steps_to_oom;            /* at this rate until limit_bytes; < 0 unknown */
-	double seconds_to_oom;          /* likewise; < 0 unknown */
+	uint64_t floor_bytes;           /* the fitted floor at the last point (SUSPECTED only) */
 	uint64_t points;                /* points fed */
-	uint64_t suspected_points;      /* points over which the verdict has said SUSPECTED without a break */
-	int alert;                      /* 1: SUSPECTED for long enough to tell someone (the last quarter of
-					 * the points, at least 16): what online alerts use */
+	int alert;                      /* 1: SUSPECTED for long enough to tell someone: what online
+					   alerts use */
+	uint64_t alert_t_ns;            /* the first point at which alert was set; 0 never */
 } gpumon_leak_result;
 
-/* Creates a detector (no options yet: pass NULL). Returns 0 / GPUMON_E_INVAL / GPUMON_E_NOMEM. */
-GPUMON_API int gpumon_leak_create(const void *options, gpumon_leak **out);
+/* Creates a detector; cfg NULL = samples, axis automatic. Returns 0 / GPUMON_E_INVAL / _NOMEM. */
+GPUMON_API int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out);
 
 /*
- * Feeds one point: step (-1 when unknown), time (CLOCK_MONOTONIC ns), the figure in bytes, and the
- * bytes at which the process would run out (the device total, a --limit; 0 unknown). Points must
- * come in time order (GPUMON_E_INVAL otherwise, the point ignored). Memory grows with the number
- * of points only through a bounded summary: the detector runs for days.
+ * Feeds one point: step (-1 when unknown), time (CLOCK_MONOTONIC ns) and the figure in bytes.
+ * Points must come in time order, and steps must not go back (a restarted counter is a new series):
+ * GPUMON_E_INVAL otherwise, the point ignored. Memory stays bounded: the detector runs for days.
  */
-GPUMON_API int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes, uint64_t limit_bytes);
+GPUMON_API int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes);
 
 /* The verdict on what was fed so far. */
 GPUMON_API void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out);
+
+GPUMON_API const char *gpumon_leak_errmsg(const gpumon_leak *l);
 
 /* Frees the detector; NULL is a no-op. */
 GPUMON_API void gpumon_leak_destroy(gpumon_leak *l);
@@ -433,13 +531,15 @@ GPUMON_API void gpumon_leak_destroy(gpumon_leak *l);
  * Peaks: the highest figure of a series and of each window of time, with when and whose, in
  * bounded memory. Windows start at the first point and are window_ns long; when more than
  * max_windows would be needed, neighbours merge pairwise and windows become twice as long.
+ * Thread rules: one thread at a time per tracker.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_peaks gpumon_peaks;
 
 typedef struct gpumon_peak {
 	uint64_t bytes;       /* the highest figure */
 	uint64_t t_ns;        /* when it was seen (the first time, if it repeats) */
-	int64_t owner_pid;    /* whose it was as the caller said (e.g. the largest process); -1 unknown */
+	int64_t owner_pid;    /* the process whose rise made it, as the caller said; -1 unknown */
+	int64_t largest_pid;  /* the largest holder at that moment; -1 unknown */
 	uint64_t start_t_ns;  /* the window: [start, end); the whole series for the global peak */
 	uint64_t end_t_ns;
 	uint64_t points;      /* points in the window */
@@ -448,9 +548,11 @@ typedef struct gpumon_peak {
 /* Creates a tracker. window_ns > 0, 2 <= max_windows <= 4096. GPUMON_E_INVAL / GPUMON_E_NOMEM. */
 GPUMON_API int gpumon_peaks_create(uint64_t window_ns, unsigned max_windows, gpumon_peaks **out);
 
-/* Feeds one point (CLOCK_MONOTONIC ns, bytes, owner pid or -1). Points before the first one are
- * refused with GPUMON_E_INVAL; later points may come slightly out of order. */
-GPUMON_API int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t owner_pid);
+/* Feeds one point (CLOCK_MONOTONIC ns, bytes, the pid whose rise made it and the largest holder,
+ * each -1 unknown). Points before the first one are refused with GPUMON_E_INVAL; later points may
+ * come slightly out of order. */
+GPUMON_API int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t owner_pid,
+				int64_t largest_pid);
 
 /* The global peak: 0, or GPUMON_E_NOT_FOUND when nothing was fed. */
 GPUMON_API int gpumon_peaks_global(const gpumon_peaks *p, gpumon_peak *out);
@@ -459,17 +561,19 @@ GPUMON_API int gpumon_peaks_global(const gpumon_peaks *p, gpumon_peak *out);
  * how many there are (which may exceed cap). */
 GPUMON_API size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap);
 
+GPUMON_API const char *gpumon_peaks_errmsg(const gpumon_peaks *p);
+
 /* Frees the tracker; NULL is a no-op. */
 GPUMON_API void gpumon_peaks_destroy(gpumon_peaks *p);
 
 /* ---------------------------------------------------------------------------------------------
  * Out-of-memory forensics: from what was on the card when a job ran out of memory, the most likely
- * cause in plain words (the seed's table: a leak, another process holding the card, a transient
- * peak, an allocator that pre-reserved most of it). A pure function: the caller gathers the figures
- * (a recording, or the sampler's flight recorder) and says which it knows.
+ * cause (a leak, another process holding the card, a transient peak, an allocator that
+ * pre-reserved most of it). A pure function: it returns a code and the figures that decided it;
+ * front ends word it.
  * ------------------------------------------------------------------------------------------- */
 enum {
-	GPUMON_OOM_UNKNOWN = 0,
+	GPUMON_OOM_UNKNOWN = 0,        /* none of the others shows: the model and batch may not fit */
 	GPUMON_OOM_LEAK = 1,           /* the job's floor kept rising until the card was full */
 	GPUMON_OOM_CO_TENANT = 2,      /* other processes held the memory the job needed */
 	GPUMON_OOM_TRANSIENT_PEAK = 3, /* a sudden peak well above the job's usual level */
@@ -494,8 +598,6 @@ typedef struct gpumon_oom_input {
 	uint64_t others_bytes;        /* every other process on the card at that moment */
 	int64_t top_other_pid;        /* the largest other process; -1 none */
 	uint64_t top_other_bytes;
-	const char *top_other_user;   /* NULL unknown */
-	const char *top_other_command;
 	uint64_t floor_bytes;         /* the job's usual level: the lowest used over the seconds before */
 	double rise_seconds;          /* how long the climb from floor to the peak took; < 0 unknown */
 	uint64_t early_bytes;         /* the job's figure (NVML) in its first seconds on the card */
@@ -504,18 +606,243 @@ typedef struct gpumon_oom_input {
 	gpumon_leak_result leak;      /* the leak detector's result on the job */
 } gpumon_oom_input;
 
+/* Bits of gpumon_oom_diagnosis.also */
+enum {
+	GPUMON_OOM_ALSO_LEAK = 1u << 0,        /* with CO_TENANT: the job's own floor was rising too */
+	GPUMON_OOM_BY_EARLY_FIGURE = 1u << 1,  /* PREALLOCATION told from the job's first seconds, not
+						  from the framework's figures */
+};
+
 typedef struct gpumon_oom_diagnosis {
 	int cause;                    /* GPUMON_OOM_* */
-	char text[640];               /* the diagnosis in plain words, with the figures and what to do */
+	unsigned also;                /* GPUMON_OOM_ALSO_LEAK, GPUMON_OOM_BY_EARLY_FIGURE */
 } gpumon_oom_diagnosis;
 
 /* Fills *out from *in. GPUMON_E_INVAL on NULL. */
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
 
+/*
+ * Whether a line of a job's output says it ran out of GPU memory (PyTorch, Paddle, JAX/XLA,
+ * TensorFlow, CUDA): returns the framework's name ("PyTorch", ...; static storage) or NULL. line
+ * need not be NUL-terminated. gpumon_oom_message_longest() is the longest text looked for, for
+ * scanners that cut long lines.
+ */
+GPUMON_API const char *gpumon_oom_message_match(const char *line, size_t len);
+GPUMON_API size_t gpumon_oom_message_longest(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * The run model: what a run means, decided once. Every front end (gpumon run's summary and live
+ * alerts, gpumon report, gpumon watch, the exporter, the Python package) feeds it records, live or
+ * from a recording, and asks it; the same records give the same answers. It keeps per device, per
+ * process and per framework source (a new segment when a step counter restarts) bounded summaries:
+ * leak detectors, peaks, the last seconds, reduced timelines.
+ * Thread rules: one thread at a time per model.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_model gpumon_model;
+
+/* Bits of gpumon_model_config.flags */
+enum {
+	GPUMON_MODEL_TIMELINES = 1u << 0, /* keep reduced timelines for the document (reports, charts) */
+};
+
+typedef struct gpumon_model_config {
+	unsigned size;                  /* sizeof(gpumon_model_config) */
+	unsigned flags;                 /* GPUMON_MODEL_* */
+	const gpumon_run_meta *meta;    /* the run (copied); NULL: a system-wide view ("record") */
+	uint64_t limit_bytes;           /* a per-process ceiling set for the job (gpumon run --limit); 0 none */
+	const char *cuda_visible_devices; /* as the job got it, to map framework device indexes to GPUs;
+					     NULL: meta's settings, else indexes are NVML's */
+	double headroom_share;          /* alert when a GPU's free memory falls below this share of its
+					   total (0..1); 0 = no headroom alerts */
+	unsigned max_processes;         /* process summaries kept (the oldest gone go first); 0 = 4096 */
+	const char *source;             /* what was read, for the document ("run.gpumon"); NULL none */
+	const char *source_type;        /* "recording", "csv", "live"; NULL = "live" */
+} gpumon_model_config;
+
+/*
+ * Creates a model. cfg may be NULL (system-wide, no timelines). Returns 0 and sets *out, or
+ * GPUMON_E_INVAL / GPUMON_E_NOMEM.
+ */
+GPUMON_API int gpumon_model_create(const gpumon_model_config *cfg, gpumon_model **out);
+
+/* Declares a device before its records (its position is info->index; name, UUID and total help
+ * the document and the device mapping). Records of undeclared devices declare them bare. */
+GPUMON_API int gpumon_model_device(gpumon_model *m, const gpumon_device_info *info);
+
+/*
+ * Feeds records of any kind, in time order (a record a little out of order across devices is
+ * taken; one that goes back within a series is counted and skipped). Returns 0 or GPUMON_E_NOMEM
+ * (the model then misses that record; what it knew stays). Events the model reads: "oom" (the
+ * moment the job ran out of memory; text = the message), "alert" (an alert given live).
+ */
+GPUMON_API int gpumon_model_add(gpumon_model *m, const gpumon_record *recs, size_t n);
+
+/*
+ * Feeds every record of a reader from where it stands to its end, after taking its devices and
+ * (when the model was created without meta) its metadata. Returns 0, or the reader's failure
+ * (what was read before is in the model; gpumon_reader_damage says what is lost).
+ */
+GPUMON_API int gpumon_model_load(gpumon_model *m, gpumon_reader *r);
+
+/*
+ * The end of the input: the run's end time (0: the last record's) and the job's exit status (-1
+ * unknown). A job that failed with its GPU full (99 %) in its last seconds, with no "oom" event,
+ * is taken as out of memory then. Call once; later records are refused.
+ */
+GPUMON_API int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_status);
+
+/* Series a verdict can be about */
+enum {
+	GPUMON_SERIES_NONE = 0,
+	GPUMON_SERIES_FRAMEWORK = 1, /* a framework source's allocated bytes (pid, device, segment) */
+	GPUMON_SERIES_JOB = 2,       /* the job's processes together on a GPU, as NVML lists them (dev) */
+	GPUMON_SERIES_PROCESS = 3,   /* one process on a GPU, as NVML lists it (dev, pid) */
+	GPUMON_SERIES_DEVICE = 4,    /* a GPU's used memory (dev) */
+};
+
+/* What is left before out-of-memory: which bound is the nearest */
+enum {
+	GPUMON_ROOM_UNKNOWN = 0,
+	GPUMON_ROOM_FREE = 1,   /* the GPU's free memory now (co-tenants at their level, the driver's
+				   reserve taken out) */
+	GPUMON_ROOM_LIMIT = 2,  /* the ceiling set for the job (config limit_bytes) */
+	GPUMON_ROOM_CAP = 3,    /* the allocator's cap the framework reported */
+	GPUMON_ROOM_TOTAL = 4,  /* only the GPU's total is known (a CSV): total - the figure */
+};
+
+typedef struct gpumon_verdict {
+	int series;                  /* GPUMON_SERIES_* */
+	int dev;                     /* the GPU (-1 unknown) */
+	int64_t pid;                 /* PROCESS, FRAMEWORK: the process (-1 unknown) */
+	int device;                  /* FRAMEWORK: its device index (-1 unknown) */
+	unsigned segment;            /* FRAMEWORK: 0, 1, ... one per restart of the step counter */
+	char framework[16];          /* FRAMEWORK: "torch", ... */
+	gpumon_leak_result leak;     /* the detector's result */
+	int room;                    /* GPUMON_ROOM_*: the bound of the projection */
+	uint64_t room_bytes;         /* what is left under it now */
+	double seconds_to_oom;       /* at the leak's rate; < 0 unknown or no leak */
+	double steps_to_oom;         /* likewise in steps (framework series) */
+} gpumon_verdict;
+
+/* The verdict of the run, by one rule: the job's framework figures when it reports them, else its
+ * processes as NVML lists them, else each process's own figure, else a GPU's used memory; within
+ * a kind, a leak first, then the series with the most points. GPUMON_E_NOT_FOUND: no series. */
+GPUMON_API int gpumon_model_verdict(const gpumon_model *m, gpumon_verdict *out);
+
+/* Every series judged, in the order of the rule above; returns how many (may exceed cap). */
+GPUMON_API size_t gpumon_model_verdicts(const gpumon_model *m, gpumon_verdict *out, size_t cap);
+
+/* The verdict on one process's NVML figure on device dev (watch, the exporter), or
+ * GPUMON_E_NOT_FOUND. */
+GPUMON_API int gpumon_model_process_verdict(const gpumon_model *m, unsigned dev, unsigned pid,
+					    gpumon_verdict *out);
+
+/* A GPU's time to out-of-memory: its free memory at the summed rate of every series on it that
+ * alerts (a process, or the job). Returns 0 and sets *seconds, or GPUMON_E_NOT_FOUND (no alert). */
+GPUMON_API int gpumon_model_gpu_oom(const gpumon_model *m, unsigned dev, double *seconds);
+
+/* Kinds of alerts */
+enum {
+	GPUMON_ALERT_LEAK = 1,     /* a series' leak detector alerted (verdict holds the figures) */
+	GPUMON_ALERT_HEADROOM = 2, /* a GPU's free memory fell below the configured share */
+};
+
+typedef struct gpumon_alert {
+	int kind;                /* GPUMON_ALERT_* */
+	uint64_t t_ns;
+	gpumon_verdict verdict;  /* LEAK: the series and its figures at that moment */
+	int dev;                 /* HEADROOM: the GPU, its free and total memory */
+	uint64_t free_bytes, total_bytes;
+	int live;                /* 1: an "alert" event at the same moment says it was given live */
+} gpumon_alert;
+
+/* The alerts so far, oldest first, from the from-th on: copies up to cap and returns how many
+ * there are from there (a live front end passes the count it has already shown). */
+GPUMON_API size_t gpumon_model_alerts(const gpumon_model *m, size_t from, gpumon_alert *out, size_t cap);
+
+/* Which peak a run's peak is */
+enum {
+	GPUMON_PEAK_JOB = 1,       /* the job's processes together (NVML) on its GPU */
+	GPUMON_PEAK_DEVICE = 2,    /* a GPU's used memory (the sampler's exact maximum) */
+	GPUMON_PEAK_FRAMEWORK = 3, /* a framework's max_allocated */
+};
+
+/* The run's peak: the job's for a run, else the fullest GPU's, else the framework's. Windows (a
+ * minute, doubling to stay within 64) into win[0..cap-1]; *nwin gets how many there are. Returns
+ * 0 or GPUMON_E_NOT_FOUND (no figure). */
+GPUMON_API int gpumon_model_peak(const gpumon_model *m, int *what, int *dev, gpumon_peak *peak, gpumon_peak *win,
+				 size_t cap, size_t *nwin);
+
+/* A figure with its moment and process (fragmentation, unaccounted memory). */
+typedef struct gpumon_model_figure {
+	int known;
+	uint64_t bytes;
+	uint64_t t_ns;
+	int64_t pid;   /* -1 unknown */
+	int dev;       /* -1 unknown */
+} gpumon_model_figure;
+
+/* The largest reserved - allocated of any framework source (memory cached by the allocator that no
+ * tensor uses), and the largest NVML figure - reserved (memory a process holds outside its
+ * allocator: CUDA context, library workspaces, other allocators). */
+GPUMON_API void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation,
+				    gpumon_model_figure *unaccounted);
+
+/* A process on a GPU at the out-of-memory moment */
+typedef struct gpumon_holder {
+	unsigned dev, pid;
+	int used_known;
+	uint64_t used_bytes;
+	int job;                /* one of the job's processes */
+	char user[64];          /* "" unknown */
+	char command[512];      /* command line, else the name; "" unknown */
+} gpumon_holder;
+
+typedef struct gpumon_model_oom {
+	uint64_t t_ns;                /* the moment */
+	int dev;                      /* the GPU it happened on */
+	char message[320];            /* the "oom" event's text, "" when told from a full card */
+	gpumon_oom_input input;       /* what the diagnosis was made from */
+	gpumon_oom_diagnosis diagnosis;
+	size_t nholders;              /* who held what then (largest first) */
+	gpumon_holder holders[16];
+	size_t nlast;                 /* the GPU's used memory, about one point a second before it */
+	struct {
+		uint64_t t_ns, used_bytes;
+	} last[16];
+	unsigned signs;               /* "oom" events seen in all */
+} gpumon_model_oom;
+
+/* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */
+GPUMON_API int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out);
+
+/* Bits of gpumon_model_document's flags */
+enum {
+	GPUMON_DOC_TIMELINE = 1u << 0, /* add the reduced timelines (needs GPUMON_MODEL_TIMELINES) */
+};
+
+/*
+ * The whole model as one JSON document (docs/report.md: codes and figures, no sentences): the
+ * source, devices, verdicts, peak, memory figures, out-of-memory moment, alerts, events and, with
+ * GPUMON_DOC_TIMELINE, the timelines. Sets *json to a NUL-terminated string freed with
+ * gpumon_free(). Returns 0 or GPUMON_E_NOMEM.
+ */
+GPUMON_API int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json);
+
+/* Says what the document cannot (a damaged source, rows skipped): added to the document's
+ * source.damage. */
+GPUMON_API int gpumon_model_damage(gpumon_model *m, const char *text);
+
+GPUMON_API const char *gpumon_model_errmsg(const gpumon_model *m);
+
+/* Frees the model; NULL is a no-op. */
+GPUMON_API void gpumon_model_destroy(gpumon_model *m);
+
 /* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
  * written without TensorFlow. One writer owns one new file in a directory; values are float32, as
- * TensorBoard's simple_value stores them. Not thread-safe: one thread per writer.
+ * TensorBoard's simple_value stores them.
+ * Thread rules: one thread at a time per writer.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_tfevents gpumon_tfevents;
 
@@ -526,11 +853,11 @@ typedef struct gpumon_tfevents gpumon_tfevents;
  * in seconds for the name and that record; <= 0 means now. On success returns 0 and sets *out.
  * On failure returns GPUMON_E_INVAL (dir NULL or empty), GPUMON_E_IO (the directory or file
  * could not be created: the message names the path and the reason) or GPUMON_E_NOMEM; *out is
- * then still set when possible, to a writer holding the message, and must be closed.
+ * then still set when possible, to a writer holding the message, which the caller destroys.
  */
-GPUMON_API int gpumon_tfevents_open(const char *dir, double wall_time, gpumon_tfevents **out);
+GPUMON_API int gpumon_tfevents_create(const char *dir, double wall_time, gpumon_tfevents **out);
 
-/* The path of the file being written ("" when none); valid until gpumon_tfevents_close(). */
+/* The path of the file being written ("" when none); valid until gpumon_tfevents_destroy(). */
 GPUMON_API const char *gpumon_tfevents_path(const gpumon_tfevents *w);
 
 /* The last error message ("" when none); valid until the next call on w. */
@@ -538,22 +865,22 @@ GPUMON_API const char *gpumon_tfevents_errmsg(const gpumon_tfevents *w);
 
 /*
  * Appends one scalar event: tag (1..1024 bytes, UTF-8, e.g. "memory/allocated_mib"), step >= 0,
- * wall_time in Unix seconds (<= 0: now), value. Buffered: gpumon_tfevents_flush() or _close()
+ * wall_time in Unix seconds (<= 0: now), value. Buffered: gpumon_tfevents_flush() or _destroy()
  * makes it visible to readers. Returns 0, GPUMON_E_INVAL (bad tag or step; nothing written) or
  * GPUMON_E_IO (disk full, file removed ...): the writer then refuses every later write.
  */
 GPUMON_API int gpumon_tfevents_scalar(gpumon_tfevents *w, const char *tag, int64_t step, double wall_time,
 				      float value);
 
-/* Writes what is buffered to the file. Returns 0 or GPUMON_E_IO. */
+/* Writes what is buffered to the file. Returns 0 or GPUMON_E_IO (the first write error seen). */
 GPUMON_API int gpumon_tfevents_flush(gpumon_tfevents *w);
 
-/* Flushes, closes the file and frees w. Returns the first write error seen, 0 when none.
- * NULL: no-op, 0. */
-GPUMON_API int gpumon_tfevents_close(gpumon_tfevents *w);
+/* Flushes, closes the file and frees w (call gpumon_tfevents_flush() first to learn of a failed
+ * write). NULL: no-op. */
+GPUMON_API void gpumon_tfevents_destroy(gpumon_tfevents *w);
 
 /* ---------------------------------------------------------------------------------------------
- * NVML failures by function, counted since gpumon_open (for an exporter's error counter).
+ * NVML failures by function, counted since gpumon_create (for an exporter's error counter).
  * A field the driver does not offer is not a failure and is not counted.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_nvml_error_count {
@@ -567,9 +894,10 @@ GPUMON_API size_t gpumon_nvml_errors_get(gpumon *g, gpumon_nvml_error_count *out
 
 /* ---------------------------------------------------------------------------------------------
  * Prometheus exporter: an HTTP server (libmicrohttpd) answering /metrics (text format 0.0.4),
- * /healthz and /. A collector thread drains a sampler of its own and renders a snapshot a few
- * times a second; HTTP threads only send the latest snapshot and never call the driver. The
- * metrics are listed in docs/metrics.md.
+ * /healthz and /. A collector thread feeds a run model from a sampler of its own (or from a
+ * recording, replayed) and renders a snapshot a few times a second; HTTP threads only send the
+ * latest snapshot and never call the driver. The metrics are listed in docs/metrics.md.
+ * Thread rules: gpumon_exporter_framework() is safe from any thread; create and destroy from one.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_exporter gpumon_exporter;
 
@@ -586,6 +914,7 @@ enum {
 #define GPUMON_EXPORTER_ALL_PROCESSES 0xFFFFFFFFu
 
 typedef struct gpumon_exporter_config {
+	unsigned size;               /* sizeof(gpumon_exporter_config) */
 	const char *listen;          /* "ADDR:PORT" ("[::1]:PORT" for IPv6); NULL = "127.0.0.1:19400";
 				        port 0 = any free port (see gpumon_exporter_address) */
 	unsigned interval_ms;        /* memory sampling period; 0 = 10 */
@@ -602,29 +931,34 @@ typedef struct gpumon_exporter_config {
 				        must carry it (HTTP basic authentication); NULL = none */
 	int insecure_listen;         /* 1: allow a non-loopback address without TLS and basic auth */
 	int no_energy;               /* 1: do not read the energy counter (~3 ms a call on some drivers) */
+	const char *replay;          /* a recording to replay instead of sampling (g may then be NULL):
+				        its records are fed at once and the figures then stay as at its end */
 } gpumon_exporter_config;
 
 /*
- * Starts the sampler, the collector thread and the HTTP server. cfg may be NULL for the defaults.
- * A non-loopback listen address needs TLS and basic auth, or insecure_listen. Returns 0 and sets
- * *out, or GPUMON_E_INVAL (bad address or option, a non-loopback address refused), GPUMON_E_IO
- * (the address cannot be bound, a file cannot be read, TLS not available), GPUMON_E_NOMEM, or a
- * sampler status; the message (gpumon_errmsg(g)) says which and why. g must outlive the exporter.
+ * Starts the sampler (or the replay), the collector thread and the HTTP server. cfg may be NULL for
+ * the defaults. A non-loopback listen address needs TLS and basic auth, or insecure_listen. Returns
+ * 0 and sets *out, or GPUMON_E_INVAL (bad address or option, a non-loopback address refused),
+ * GPUMON_E_IO (the address cannot be bound, a file cannot be read, TLS not available),
+ * GPUMON_E_NOMEM, or a sampler status; *out is then set when possible to an exporter holding the
+ * message (gpumon_exporter_errmsg), which the caller destroys. g must outlive the exporter.
  */
-GPUMON_API int gpumon_exporter_start(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out);
+GPUMON_API int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out);
 
 /* The bound address as "ADDR:PORT" ("[::1]:19400" for IPv6), NUL-terminated, truncated to len. */
 GPUMON_API void gpumon_exporter_address(const gpumon_exporter *e, char *buf, size_t len);
 
 /*
  * Publishes the allocator figures of a framework in this process (the latest per pid and device
- * is exported as gpumon_framework_*_bytes). Safe from any thread. Returns 0, GPUMON_E_INVAL, or
+ * is exported as gpumon_framework_*_bytes; the model judges them). Returns 0, GPUMON_E_INVAL, or
  * GPUMON_E_NOMEM (more than 256 distinct pid/device pairs).
  */
 GPUMON_API int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s);
 
+GPUMON_API const char *gpumon_exporter_errmsg(const gpumon_exporter *e);
+
 /* Stops serving (open connections are closed), stops the threads and frees e. NULL is a no-op. */
-GPUMON_API void gpumon_exporter_stop(gpumon_exporter *e);
+GPUMON_API void gpumon_exporter_destroy(gpumon_exporter *e);
 
 #ifdef __cplusplus
 }

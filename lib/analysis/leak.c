@@ -1,21 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* leak.c — the leak detector: a leak is a floor that keeps rising. The series is kept as a fixed
- * number of windows holding their minimum (pairs merge as the run grows, so memory stays bounded),
- * and the verdict is drawn from those minima: a robust trend that is significant, persists to the
- * end at a steady rate, and is not one jump of the floor (docs/leak-detection.md). */
+/* leak.c — the leak detector: a leak is a floor that keeps rising. The series is cut into windows
+ * on its axis (steps, else time) that keep their minimum; when all are taken, neighbours merge
+ * pairwise, so memory stays bounded. A second set of one-second windows slides over the last
+ * minute, so that a leak starting late in a long run is seen within seconds, not only once the
+ * whole-run windows have grown. The verdict is drawn from the minima: a robust trend that is
+ * significant, persists to the end at a steady rate, and is not one jump of the floor
+ * (docs/leak-detection.md). */
 #include <gpumon/gpumon.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Windows kept; when all are full, neighbours merge pairwise and each window spans twice as many
- * points. The analysis therefore always sees between WINDOWS/2 and WINDOWS window minima. */
+/* Windows kept; when all are full, neighbours merge pairwise and each window spans twice as much of
+ * the axis. The analysis therefore sees between WINDOWS/2 and WINDOWS window minima. */
 #define WINDOWS 64
-/* No verdict before this many points (each window then holds at least 2) ... */
-#define MIN_POINTS 64
-/* ... and this many complete windows. */
+/* First window widths: one training step, or half a second. */
+#define STEP_W0 1.0
+#define TIME_W0 0.5e9
+/* The sliding set: one-second windows over the last WINDOWS seconds. */
+#define RECENT_W 1e9
+/* No verdict before this many windows with a value ... */
 #define MIN_WINDOWS 32
+/* ... and this many points. */
+#define MIN_POINTS 16
 /* The first share of the windows is warm-up (allocator caching, lazy initialisation): not tested. */
 #define WARMUP_SHARE 0.2
 /* Mann-Kendall z over the windows after warm-up; one-sided p of about 0.0013. */
@@ -30,56 +39,92 @@
 #define MIN_RISE_BYTES (1024.0 * 1024.0)
 /* Each side of a step (one jump) model holds at least this many windows. */
 #define MIN_SIDE 3
-/* An alert needs the verdict SUSPECTED at every window close for at least this many points and
- * this share of the time since the growth started: a verdict that flickers on while a series
+/* An alert needs the verdict SUSPECTED at every window close for at least this many closes and
+ * this share of the span since the growth started: a verdict that flickers on while a series
  * settles (a cache filling ever more slowly) is no alert. */
-#define ALERT_MIN_POINTS 16
+#define ALERT_MIN_CLOSES 8
 #define ALERT_SHARE 0.35
 /* ... and not while the rise slows down: the last quarter under this share of the one before. */
 #define ALERT_SLOWDOWN 0.9
 
-/* One window: how many points, their smallest figure, and the span of steps and times. */
+/* One window: its points and their smallest figure (has: a value, from a point or held). */
 struct window {
 	uint64_t n;
 	uint64_t min_bytes;
-	int64_t step0, step1; /* first and last step; meaningful only while every point had one */
-	uint64_t t0, t1;      /* first and last time, ns since the first point */
+	int has;
+	double a0, a1;        /* axis span of its points (steps, or ns since the first point) */
+	double t0, t1;        /* time span of its points, ns since the first point */
+	int64_t s0, s1;       /* steps of its first and last points (-1 unknown) */
+};
+
+/* A set of windows on one axis. */
+struct wset {
+	struct window w[WINDOWS];
+	size_t nw;            /* complete windows */
+	struct window cur;    /* the window being filled: index nw */
+	double width;         /* axis units per window */
+	int sliding;          /* 1: drop the oldest instead of merging */
+	double origin;        /* axis position of window 0 */
+	uint64_t closes;      /* windows closed so far */
+	/* the verdict at window closes, for alerts */
+	uint64_t suspect_closes;  /* consecutive closes that said SUSPECTED */
+	double suspect_from;      /* axis position where that run of SUSPECTED began */
+	int alert;
+	uint64_t alert_t_ns;
+	gpumon_leak_result last;  /* the verdict at the last close */
 };
 
 struct gpumon_leak {
-	struct window w[WINDOWS];
-	size_t nw;          /* complete windows */
-	struct window cur;  /* the window being filled (cur.n < width) */
-	uint64_t width;     /* points per complete window */
+	gpumon_leak_config cfg;
+	struct wset steps, time, recent;
+	int steps_ok;         /* every point so far had a step (and the axis may be steps) */
 	uint64_t points;
 	uint64_t first_t_ns, last_t_ns;
-	int64_t last_step;
-	int steps;          /* every point so far came with a step number */
-	uint64_t limit_bytes; /* the latest non-zero limit */
-	uint64_t suspect_from; /* points when the verdict last turned SUSPECTED (and stayed); 0 when not */
-	uint64_t suspect_t_ns; /* the time of that point */
+	int64_t first_step, last_step;
+	uint64_t last_bytes;
+	int alert;
+	uint64_t alert_t_ns;
+	char msg[160];
 };
 
-/* The series as the analysis sees it: one entry per complete window. */
+/* The series as the analysis sees it: one entry per complete window with a value. */
 struct series {
 	size_t n;
-	double x[WINDOWS];  /* position: step, or seconds when steps are unknown */
-	double xs[WINDOWS]; /* position in seconds */
-	double y[WINDOWS];  /* the window's minimum, bytes */
+	double x[WINDOWS];    /* position on the axis */
+	double xs[WINDOWS];   /* position in seconds since the first point */
+	double y[WINDOWS];    /* the window's minimum, bytes */
+	size_t idx[WINDOWS];  /* the window each entry came from */
 };
 
-int gpumon_leak_create(const void *options, gpumon_leak **out)
+static void wset_init(struct wset *s, double width, int sliding)
+{
+	memset(s, 0, sizeof *s);
+	s->width = width;
+	s->sliding = sliding;
+}
+
+int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out)
 {
 	if (!out)
 		return GPUMON_E_INVAL;
 	*out = NULL;
-	if (options)
-		return GPUMON_E_INVAL; /* no options are defined yet */
+	if (cfg && (cfg->size < sizeof(unsigned) || cfg->size > sizeof *cfg))
+		return GPUMON_E_INVAL;
 	gpumon_leak *l = calloc(1, sizeof *l);
 	if (!l)
 		return GPUMON_E_NOMEM;
-	l->width = 1;
-	l->steps = 1;
+	l->cfg.size = sizeof l->cfg;
+	if (cfg)
+		memcpy(&l->cfg, cfg, cfg->size);
+	l->cfg.size = sizeof l->cfg;
+	if (l->cfg.mode != GPUMON_LEAK_SAMPLES && l->cfg.mode != GPUMON_LEAK_HELD) {
+		free(l);
+		return GPUMON_E_INVAL;
+	}
+	wset_init(&l->steps, STEP_W0, 0);
+	wset_init(&l->time, TIME_W0, 0);
+	wset_init(&l->recent, RECENT_W, 1);
+	l->steps_ok = !l->cfg.time_axis;
 	l->last_step = -1;
 	*out = l;
 	return GPUMON_OK;
@@ -90,76 +135,149 @@ void gpumon_leak_destroy(gpumon_leak *l)
 	free(l);
 }
 
-static void evaluate(const gpumon_leak *l, gpumon_leak_result *out);
+const char *gpumon_leak_errmsg(const gpumon_leak *l)
+{
+	return l ? l->msg : "";
+}
+
+/* ---- windows -------------------------------------------------------------------------------- */
 
 static struct window merge(const struct window *a, const struct window *b)
 {
 	struct window m = *a;
 	m.n = a->n + b->n;
-	m.min_bytes = b->min_bytes < a->min_bytes ? b->min_bytes : a->min_bytes;
-	m.step1 = b->step1;
-	m.t1 = b->t1;
+	if (!a->has)
+		m.min_bytes = b->min_bytes;
+	else if (b->has && b->min_bytes < a->min_bytes)
+		m.min_bytes = b->min_bytes;
+	m.has = a->has || b->has;
+	if (!a->n) {
+		m.a0 = b->a0;
+		m.t0 = b->t0;
+		m.s0 = b->s0;
+	}
+	if (b->n) {
+		m.a1 = b->a1;
+		m.t1 = b->t1;
+		m.s1 = b->s1;
+	}
 	return m;
 }
 
-/* Closes the current window; when every slot is taken, halves their number by merging pairs. */
-static void close_window(gpumon_leak *l)
+/* A new window after the current one: empty, or holding the last value when the series is a step
+ * function (the value held on into it). */
+static void open_window(struct wset *s, int held, uint64_t held_bytes)
 {
-	l->w[l->nw++] = l->cur;
-	l->cur.n = 0;
-	if (l->nw < WINDOWS)
-		return;
-	for (size_t i = 0; i < WINDOWS / 2; i++)
-		l->w[i] = merge(&l->w[2 * i], &l->w[2 * i + 1]);
-	l->nw = WINDOWS / 2;
-	l->width *= 2;
+	memset(&s->cur, 0, sizeof s->cur);
+	if (held) {
+		s->cur.has = 1;
+		s->cur.min_bytes = held_bytes;
+	}
 }
 
-int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes, uint64_t limit_bytes)
+static void evaluate(const gpumon_leak *l, const struct wset *s, gpumon_leak_result *out);
+
+/* Closes the current window; when every slot is taken, halves their number by merging pairs (or,
+ * sliding, drops the oldest). Returns 1 when a window closed with a value. */
+static void close_window(gpumon_leak *l, struct wset *s, int held)
+{
+	s->w[s->nw++] = s->cur;
+	s->closes++;
+	open_window(s, held, l->last_bytes);
+	if (s->nw == WINDOWS) {
+		if (s->sliding) {
+			memmove(s->w, s->w + 1, (WINDOWS - 1) * sizeof s->w[0]);
+			s->nw = WINDOWS - 1;
+			s->origin += s->width;
+		} else {
+			for (size_t i = 0; i < WINDOWS / 2; i++)
+				s->w[i] = merge(&s->w[2 * i], &s->w[2 * i + 1]);
+			s->nw = WINDOWS / 2;
+			s->width *= 2;
+		}
+	}
+}
+
+/* The verdict at a close, how long it has said SUSPECTED, and the alert (once given, it stays:
+ * it is what was told). The verdict changes only when a window closes. */
+static void follow(gpumon_leak *l, struct wset *s, double pos, uint64_t t_ns)
+{
+	gpumon_leak_result r;
+	evaluate(l, s, &r);
+	s->last = r;
+	if (r.verdict != GPUMON_LEAK_SUSPECTED) {
+		s->suspect_closes = 0;
+		return;
+	}
+	if (!s->suspect_closes++)
+		s->suspect_from = pos;
+	if (r.alert && !l->alert) {
+		l->alert = 1;
+		l->alert_t_ns = t_ns;
+	}
+}
+
+/* Feeds one point at axis position a (time t, both relative to the first point). */
+static void wset_add(gpumon_leak *l, struct wset *s, double a, double t, int64_t step, uint64_t t_ns,
+		     uint64_t bytes, int held, int judge)
+{
+	for (;;) {
+		double idx = floor((a - s->origin) / s->width);
+		if (idx <= (double)s->nw)
+			break;
+		close_window(l, s, held);
+		if (judge)
+			follow(l, s, s->origin + (double)s->nw * s->width, t_ns);
+	}
+	struct window *w = &s->cur;
+	if (!w->n) {
+		w->a0 = a;
+		w->t0 = t;
+		w->s0 = step;
+	}
+	if (!w->has || bytes < w->min_bytes)
+		w->min_bytes = bytes;
+	w->has = 1;
+	w->n++;
+	w->a1 = a;
+	w->t1 = t;
+	w->s1 = step;
+}
+
+int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes)
 {
 	if (!l)
 		return GPUMON_E_INVAL;
-	if (l->points > 0 && t_ns < l->last_t_ns)
+	if (l->points > 0 && t_ns < l->last_t_ns) {
+		snprintf(l->msg, sizeof l->msg, "a point before the last one in time: ignored");
 		return GPUMON_E_INVAL;
-	/* a step counter that goes back is out of order too (a restarted job is another series) */
-	if (l->points > 0 && l->steps && step >= 0 && step < l->last_step)
-		return GPUMON_E_INVAL;
-	if (l->points == 0)
-		l->first_t_ns = t_ns;
-	if (step < 0)
-		l->steps = 0; /* from now on the analysis works in time only */
-	uint64_t rel = t_ns - l->first_t_ns;
-	if (l->cur.n == 0) {
-		l->cur.min_bytes = bytes;
-		l->cur.step0 = step;
-		l->cur.t0 = rel;
-	} else if (bytes < l->cur.min_bytes) {
-		l->cur.min_bytes = bytes;
 	}
-	l->cur.n++;
-	l->cur.step1 = step;
-	l->cur.t1 = rel;
+	/* a step counter that goes back is out of order too (a restarted job is another series) */
+	if (l->points > 0 && l->steps_ok && step >= 0 && step < l->last_step) {
+		snprintf(l->msg, sizeof l->msg, "step %lld after step %lld: a restarted counter is a new series",
+			 (long long)step, (long long)l->last_step);
+		return GPUMON_E_INVAL;
+	}
+	if (l->points == 0) {
+		l->first_t_ns = t_ns;
+		l->first_step = step;
+	}
+	if (step < 0)
+		l->steps_ok = 0; /* from now on the analysis works in time only */
+	int held = l->cfg.mode == GPUMON_LEAK_HELD;
+	double t = (double)(t_ns - l->first_t_ns);
+	if (l->steps_ok)
+		wset_add(l, &l->steps, (double)(step - l->first_step), t, step, t_ns, bytes, held, 1);
+	wset_add(l, &l->time, t, t, step, t_ns, bytes, held, !l->steps_ok);
+	wset_add(l, &l->recent, t, t, step, t_ns, bytes, held, 1);
 	l->points++;
 	l->last_t_ns = t_ns;
 	l->last_step = step;
-	if (limit_bytes)
-		l->limit_bytes = limit_bytes;
-	if (l->cur.n >= l->width) {
-		close_window(l);
-		/* the verdict changes only when a window closes: follow how long it has said SUSPECTED */
-		gpumon_leak_result r;
-		evaluate(l, &r);
-		if (r.verdict != GPUMON_LEAK_SUSPECTED)
-			l->suspect_from = 0;
-		else if (!l->suspect_from) {
-			l->suspect_from = l->points;
-			l->suspect_t_ns = t_ns;
-		}
-	}
+	l->last_bytes = bytes;
 	return GPUMON_OK;
 }
 
-/* ---- statistics over windows [a, b) of the series ------------------------------------------- */
+/* ---- statistics over entries [a, b) of a series ------------------------------------------------ */
 
 static int cmp_double(const void *pa, const void *pb)
 {
@@ -175,7 +293,7 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Theil-Sen slope: the median of the slopes between every pair of windows. */
+/* Theil-Sen slope: the median of the slopes between every pair of entries. */
 static double theil_sen(const double *x, const double *y, size_t a, size_t b)
 {
 	double s[WINDOWS * (WINDOWS - 1) / 2];
@@ -197,7 +315,7 @@ static double theil_sen_intercept(const double *x, const double *y, size_t a, si
 	return median(r, k);
 }
 
-/* Mann-Kendall trend statistic as a z score: positive when later windows tend to be higher.
+/* Mann-Kendall trend statistic as a z score: positive when later entries tend to be higher.
  * Ties count for nothing and the variance is not reduced for them, which errs towards "no trend". */
 static double mann_kendall_z(const double *y, size_t a, size_t b)
 {
@@ -216,8 +334,8 @@ static double mann_kendall_z(const double *y, size_t a, size_t b)
 	return (double)s / sqrt(var);
 }
 
-/* Where one jump best explains windows [a, b): the first window of the upper level of the
- * two-level model with the smallest squared error. Returns a when there is no room for it. */
+/* Where one jump best explains entries [a, b): the first entry of the upper level of the two-level
+ * model with the smallest squared error. Returns a when there is no room for it. */
 static size_t best_step(const double *y, size_t a, size_t b)
 {
 	size_t best = a;
@@ -244,7 +362,7 @@ static size_t best_step(const double *y, size_t a, size_t b)
 }
 
 /* Where the growth started: the knee of the "flat, then a straight rise" model with the smallest
- * squared error over all windows (warm-up included: a leak may start at once). */
+ * squared error over all entries (warm-up included: a leak may start at once). */
 static size_t hinge_start(const double *x, const double *y, size_t n)
 {
 	size_t best = 0;
@@ -287,92 +405,87 @@ static double phi(double z)
 
 /* ---- the verdict ------------------------------------------------------------------------------ */
 
-static void load_series(const gpumon_leak *l, struct series *s)
+/* The windows of s that hold a value. A window sits at the middle of its points (samples) or of
+ * its span (a step function: the value covers the whole window). */
+static void load_series(const gpumon_leak *l, const struct wset *s, int step_axis, struct series *out)
 {
-	s->n = l->nw;
-	for (size_t i = 0; i < l->nw; i++) {
-		const struct window *w = &l->w[i];
-		s->xs[i] = ((double)w->t0 + (double)w->t1) / 2e9;
-		s->x[i] = l->steps ? ((double)w->step0 + (double)w->step1) / 2 : s->xs[i];
+	int held = l->cfg.mode == GPUMON_LEAK_HELD;
+	out->n = 0;
+	for (size_t i = 0; i < s->nw; i++) {
+		const struct window *w = &s->w[i];
+		if (!w->has)
+			continue;
+		size_t k = out->n++;
+		double mid = s->origin + ((double)i + 0.5) * s->width;
+		out->x[k] = held || !w->n ? mid : (w->a0 + w->a1) / 2;
+		if (step_axis)
+			out->xs[k] = (w->t0 + w->t1) / 2e9;
+		else
+			out->xs[k] = out->x[k] / 1e9;
+		out->y[k] = (double)w->min_bytes;
+		out->idx[k] = i;
 	}
-	for (size_t i = 0; i < l->nw; i++)
-		s->y[i] = (double)l->w[i].min_bytes;
 }
 
-/* Rates since the start, the projection to the limit, and where it started. */
-static void describe_leak(const gpumon_leak *l, const struct series *s, gpumon_leak_result *out)
+/* Rates since the start and where it started, and the floor now. */
+static void describe_leak(const gpumon_leak *l, const struct series *s, int step_axis, gpumon_leak_result *out)
 {
 	size_t c = hinge_start(s->x, s->y, s->n);
 	if (s->n - c < MIN_TAIL)
 		c = s->n - MIN_TAIL;
+	double per_axis = theil_sen(s->x, s->y, c, s->n);
 	double per_second = theil_sen(s->xs, s->y, c, s->n);
 	out->rate_bytes_per_second = per_second;
-	out->start_t_ns = l->first_t_ns + l->w[c].t0;
-	if (l->steps) {
-		out->rate_bytes_per_step = theil_sen(s->x, s->y, c, s->n);
-		out->start_step = l->w[c].step0;
+	out->start_t_ns = l->first_t_ns + (uint64_t)(s->xs[c] * 1e9 > 0 ? s->xs[c] * 1e9 : 0);
+	if (step_axis) {
+		out->rate_bytes_per_step = per_axis;
+		out->start_step = l->first_step + (int64_t)s->x[c];
 	}
-	if (!l->limit_bytes || per_second <= 0)
-		return;
 	/* the floor now: the fitted line at the last point */
-	double now_s = (double)(l->last_t_ns - l->first_t_ns) / 1e9;
-	double floor = theil_sen_intercept(s->xs, s->y, c, s->n, per_second) + per_second * now_s;
-	double room = (double)l->limit_bytes - floor;
-	if (room < 0)
-		room = 0;
-	out->seconds_to_oom = room / per_second;
-	if (l->steps && out->rate_bytes_per_step > 0)
-		out->steps_to_oom = room / out->rate_bytes_per_step;
+	double now = step_axis ? (double)(l->last_step - l->first_step) : (double)(l->last_t_ns - l->first_t_ns);
+	double floor = theil_sen_intercept(s->x, s->y, c, s->n, per_axis) + per_axis * now;
+	out->floor_bytes = floor > 0 ? (uint64_t)floor : 0;
 }
 
 /* Growth that slows down is a cache filling, not yet a leak: the last quarter of the windows rises
  * at well under the rate of the quarter before it. */
-static int slowing_down(const gpumon_leak *l)
+static int slowing_down(const struct series *s)
 {
-	struct series s;
-	load_series(l, &s);
-	size_t q = s.n / 4;
+	size_t q = s->n / 4;
 	if (q < MIN_SIDE)
 		return 0;
-	double recent = theil_sen(s.x, s.y, s.n - q, s.n), before = theil_sen(s.x, s.y, s.n - 2 * q, s.n - q);
+	double recent = theil_sen(s->x, s->y, s->n - q, s->n), before = theil_sen(s->x, s->y, s->n - 2 * q, s->n - q);
 	return before > 0 && recent < ALERT_SLOWDOWN * before;
 }
 
-void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out)
-{
-	if (!out)
-		return;
-	evaluate(l, out);
-	if (!l || out->verdict != GPUMON_LEAK_SUSPECTED || !l->suspect_from)
-		return;
-	out->suspected_points = l->points - l->suspect_from + 1;
-	double since_start = (double)(l->last_t_ns - out->start_t_ns);
-	double suspected_for = (double)(l->last_t_ns - l->suspect_t_ns);
-	out->alert = out->suspected_points >= ALERT_MIN_POINTS && suspected_for >= ALERT_SHARE * since_start &&
-		     !slowing_down(l);
-}
-
-static void evaluate(const gpumon_leak *l, gpumon_leak_result *out)
+static void blank(const gpumon_leak *l, gpumon_leak_result *out)
 {
 	memset(out, 0, sizeof *out);
 	out->verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
 	out->start_step = -1;
-	out->steps_to_oom = -1;
-	out->seconds_to_oom = -1;
-	if (!l)
+	out->points = l ? l->points : 0;
+}
+
+static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_result *out)
+{
+	blank(l, out);
+	if (l->points < MIN_POINTS)
 		return;
-	out->points = l->points;
-	if (l->points < MIN_POINTS || l->nw < MIN_WINDOWS)
-		return;
+	int step_axis = ws == &l->steps;
 	struct series s;
-	load_series(l, &s);
-	size_t n = s.n, skip = (size_t)((double)n * WARMUP_SHARE);
-	if (!(s.x[n - 1] > s.x[0]) || !(s.xs[n - 1] > s.xs[0]))
-		return; /* no span to speak of a rate over */
+	load_series(l, ws, step_axis, &s);
+	size_t n = s.n, skip = ws->sliding ? 0 : (size_t)((double)n * WARMUP_SHARE);
+	if (n < MIN_WINDOWS || !(s.x[n - 1] > s.x[0]) || !(s.xs[n - 1] > s.xs[0]))
+		return; /* too few windows, or no span to speak of a rate over */
 	out->verdict = GPUMON_LEAK_NONE;
 
-	double slope = theil_sen(s.x, s.y, skip, n);
+	/* the cheap test first: most series (a flat process) end here */
 	double z = mann_kendall_z(s.y, skip, n);
+	if (z < Z_TREND) {
+		out->confidence = z <= 0 ? 1 : 1 - phi(z - Z_TREND);
+		return;
+	}
+	double slope = theil_sen(s.x, s.y, skip, n);
 	/* the tail: the last half, or what follows the biggest jump when that comes later */
 	size_t jump = best_step(s.y, skip, n), tail = skip + (n - skip) / 2;
 	if (jump > tail)
@@ -401,5 +514,59 @@ static void evaluate(const gpumon_leak *l, gpumon_leak_result *out)
 	}
 	out->verdict = GPUMON_LEAK_SUSPECTED;
 	out->confidence = p;
-	describe_leak(l, &s, out);
+	describe_leak(l, &s, step_axis, out);
+	/* alert: SUSPECTED at every close for long enough, over a share of the growth, not slowing */
+	double since_start = step_axis ? s.x[n - 1] - (double)(out->start_step - l->first_step)
+				       : s.x[n - 1] - (double)(out->start_t_ns - l->first_t_ns);
+	double suspected_for = s.x[n - 1] - ws->suspect_from;
+	out->alert = ws->suspect_closes >= ALERT_MIN_CLOSES && suspected_for >= ALERT_SHARE * since_start &&
+		     !slowing_down(&s);
+}
+
+/* A result from the sliding (time) windows of a series with steps: the rate per step at the pace of
+ * the steps those windows span, and the step where the growth started. */
+static void recent_steps(const gpumon_leak *l, gpumon_leak_result *out)
+{
+	const struct wset *s = &l->recent;
+	const struct window *a = NULL, *b = NULL;
+	if (!l->steps_ok)
+		return;
+	for (size_t i = 0; i < s->nw; i++)
+		if (s->w[i].n) {
+			if (!a)
+				a = &s->w[i];
+			b = &s->w[i];
+		}
+	if (!a || b->s1 <= a->s0 || b->t1 <= a->t0)
+		return;
+	double steps_per_second = (double)(b->s1 - a->s0) / ((b->t1 - a->t0) / 1e9);
+	out->rate_bytes_per_step = out->rate_bytes_per_second / steps_per_second;
+	double since = (double)(out->start_t_ns - l->first_t_ns) - a->t0;
+	out->start_step = a->s0 + (int64_t)(since > 0 ? since / 1e9 * steps_per_second : 0);
+}
+
+void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out)
+{
+	if (!out)
+		return;
+	if (!l) {
+		blank(l, out);
+		return;
+	}
+	/* the whole run decides the verdict; the last minute may add an alert the whole run's coarser
+	   windows cannot see yet (a leak that started late in a long run) */
+	const struct wset *main = l->steps_ok ? &l->steps : &l->time;
+	evaluate(l, main, out);
+	if (!out->alert && l->recent.last.verdict == GPUMON_LEAK_SUSPECTED && l->recent.last.alert) {
+		gpumon_leak_result r = l->recent.last;
+		if (out->verdict != GPUMON_LEAK_SUSPECTED) {
+			/* the recent rise is what is said; per step at the pace of the steps it spans */
+			*out = r;
+			out->points = l->points;
+			recent_steps(l, out);
+		}
+		out->alert = 1;
+	}
+	out->alert = out->alert || l->alert;
+	out->alert_t_ns = l->alert_t_ns;
 }

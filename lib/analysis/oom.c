@@ -1,12 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /* oom.c — out-of-memory forensics: which of the usual causes (another process on the card, a leak,
  * an allocator that pre-reserved the card, a transient peak) the figures at the moment of death
- * point to, said in plain words with the figures and what to try. */
+ * point to, as a code the front ends word; and the frameworks' out-of-memory messages. */
 #include <gpumon/gpumon.h>
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
+
+static const struct {
+	const char *text, *framework;
+} patterns[] = {
+	{"CUDA out of memory", "PyTorch"},
+	{"torch.OutOfMemoryError", "PyTorch"},
+	{"torch.cuda.OutOfMemoryError", "PyTorch"},
+	{"ResourceExhaustedError", "Paddle"},
+	{"Out of memory error on GPU", "Paddle"},
+	{"RESOURCE_EXHAUSTED: Out of memory", "JAX/XLA"},
+	{"OOM when allocating", "TensorFlow"},
+	{"cudaErrorMemoryAllocation", "CUDA"},
+	{"CUDA_ERROR_OUT_OF_MEMORY", "CUDA"},
+};
+#define NPATTERNS (sizeof patterns / sizeof patterns[0])
+
+const char *gpumon_oom_message_match(const char *line, size_t len)
+{
+	if (!line)
+		return NULL;
+	for (size_t i = 0; i < NPATTERNS; i++)
+		if (memmem(line, len, patterns[i].text, strlen(patterns[i].text)))
+			return patterns[i].framework;
+	return NULL;
+}
+
+size_t gpumon_oom_message_longest(void)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < NPATTERNS; i++)
+		if (strlen(patterns[i].text) > m)
+			m = strlen(patterns[i].text);
+	return m;
+}
 
 /* Another process "holds the card" when it takes at least this share of it (and 1 GiB). */
 #define CO_TENANT_SHARE 0.10
@@ -22,99 +54,9 @@
 /* ... and took at most this long. */
 #define TRANSIENT_SECONDS 10.0
 
-static const char *bytes_text(char *buf, size_t len, uint64_t b)
-{
-	static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)b;
-	int u = 0;
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, u == 0 ? "%.0f %s" : v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, unit[u]);
-	return buf;
-}
-
-static void say(gpumon_oom_diagnosis *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(gpumon_oom_diagnosis *out, const char *fmt, ...)
-{
-	size_t used = strlen(out->text);
-	if (used + 1 >= sizeof out->text)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(out->text + used, sizeof out->text - used, fmt, ap);
-	va_end(ap);
-}
-
 static int has(const gpumon_oom_input *in, unsigned f)
 {
 	return (in->known & f) == f;
-}
-
-static void co_tenant(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
-{
-	char a[32], b[32], c[32];
-	out->cause = GPUMON_OOM_CO_TENANT;
-	say(out, "Another process held the memory: other processes had %s of the %s card when the job ran out",
-	    bytes_text(a, sizeof a, in->others_bytes), bytes_text(b, sizeof b, in->total_bytes));
-	if (in->top_other_pid >= 0) {
-		say(out, ", the largest pid %lld (%s", (long long)in->top_other_pid,
-		    bytes_text(c, sizeof c, in->top_other_bytes));
-		if (in->top_other_user)
-			say(out, ", user %s", in->top_other_user);
-		if (in->top_other_command)
-			say(out, ": %.120s", in->top_other_command);
-		say(out, ")");
-	}
-	if (has(in, GPUMON_OOM_F_JOB))
-		say(out, "; the job itself held %s", bytes_text(a, sizeof a, in->job_bytes));
-	say(out, ". Run it on a free GPU (gpumon run --gpu auto) or ask the owner to free it.");
-}
-
-static void leak(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
-{
-	char a[32];
-	out->cause = GPUMON_OOM_LEAK;
-	say(out, "A leak: the job's memory floor kept rising by ");
-	if (in->leak.rate_bytes_per_step > 0)
-		say(out, "%s a step", bytes_text(a, sizeof a, (uint64_t)in->leak.rate_bytes_per_step));
-	else
-		say(out, "%s a second", bytes_text(a, sizeof a, (uint64_t)in->leak.rate_bytes_per_second));
-	if (in->leak.start_step >= 0)
-		say(out, " from step %lld", (long long)in->leak.start_step);
-	say(out, " until the card was full. Look for tensors kept from one step to the next: a loss summed "
-		 "without .item(), outputs appended to a list, a graph kept alive by a stored tensor.");
-}
-
-static void preallocation(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
-{
-	char a[32], b[32], c[32];
-	out->cause = GPUMON_OOM_PREALLOCATION;
-	if (has(in, GPUMON_OOM_F_FRAMEWORK))
-		say(out, "The allocator had reserved %s of the %s card but tensors used only %s: the memory went to "
-			 "the allocator's cache or a pre-allocated pool, not to the model. ",
-		    bytes_text(a, sizeof a, in->reserved_bytes), bytes_text(b, sizeof b, in->total_bytes),
-		    bytes_text(c, sizeof c, in->allocated_bytes));
-	else
-		say(out, "The job took %s of the %s card in its first seconds: an allocator that pre-reserves most "
-			 "of the card. ",
-		    bytes_text(a, sizeof a, in->early_bytes), bytes_text(b, sizeof b, in->total_bytes));
-	say(out, "Limit the pool (Paddle FLAGS_fraction_of_gpu_memory_to_use, JAX XLA_PYTHON_CLIENT_MEM_FRACTION, "
-		 "PyTorch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) or free the cache between phases.");
-}
-
-static void transient(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
-{
-	char a[32], b[32];
-	out->cause = GPUMON_OOM_TRANSIENT_PEAK;
-	say(out, "A transient peak: memory climbed from its usual %s to %s", bytes_text(a, sizeof a, in->floor_bytes),
-	    bytes_text(b, sizeof b, in->used_bytes));
-	if (in->rise_seconds >= 0)
-		say(out, " within %.1f s", in->rise_seconds);
-	say(out, " and ran out; the rest of the run fitted. One batch needed much more than the others (a long "
-		 "sequence, attention, evaluation): cap the batch or sequence length for the worst case, or use "
-		 "gradient checkpointing.");
 }
 
 int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
@@ -126,39 +68,31 @@ int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out)
 	int leaking = has(in, GPUMON_OOM_F_LEAK) && in->leak.verdict == GPUMON_LEAK_SUSPECTED;
 	if (total > 0 && has(in, GPUMON_OOM_F_OTHERS) && (double)in->others_bytes >= CO_TENANT_SHARE * total &&
 	    (double)in->others_bytes >= GIB) {
-		co_tenant(in, out);
-		if (leaking)
-			say(out, " The job's own memory was also rising steadily (a leak is suspected).");
+		out->cause = GPUMON_OOM_CO_TENANT;
+		out->also = leaking ? GPUMON_OOM_ALSO_LEAK : 0;
 		return GPUMON_OK;
 	}
 	if (leaking) {
-		leak(in, out);
+		out->cause = GPUMON_OOM_LEAK;
 		return GPUMON_OK;
 	}
 	if (total > 0 && has(in, GPUMON_OOM_F_FRAMEWORK) && (double)in->reserved_bytes >= PREALLOC_RESERVED_SHARE * total &&
 	    (double)in->allocated_bytes < PREALLOC_IN_USE_SHARE * (double)in->reserved_bytes) {
-		preallocation(in, out);
+		out->cause = GPUMON_OOM_PREALLOCATION;
 		return GPUMON_OK;
 	}
 	if (total > 0 && has(in, GPUMON_OOM_F_FLOOR | GPUMON_OOM_F_USED) && in->used_bytes > in->floor_bytes &&
 	    (double)(in->used_bytes - in->floor_bytes) >= TRANSIENT_SHARE * total &&
 	    (in->rise_seconds < 0 || in->rise_seconds <= TRANSIENT_SECONDS)) {
-		transient(in, out);
+		out->cause = GPUMON_OOM_TRANSIENT_PEAK;
 		return GPUMON_OK;
 	}
 	if (total > 0 && !has(in, GPUMON_OOM_F_FRAMEWORK) && has(in, GPUMON_OOM_F_EARLY) &&
 	    (double)in->early_bytes >= PREALLOC_EARLY_SHARE * total) {
-		preallocation(in, out);
+		out->cause = GPUMON_OOM_PREALLOCATION;
+		out->also = GPUMON_OOM_BY_EARLY_FIGURE;
 		return GPUMON_OK;
 	}
-	char a[32], b[32];
 	out->cause = GPUMON_OOM_UNKNOWN;
-	say(out, "The job ran out of memory");
-	if (has(in, GPUMON_OOM_F_USED) && total > 0)
-		say(out, " with %s of %s in use", bytes_text(a, sizeof a, in->used_bytes),
-		    bytes_text(b, sizeof b, in->total_bytes));
-	say(out, ", but no leak, other process, pre-allocation or sudden peak shows in the figures: the model "
-		 "and batch may simply not fit. Reduce the batch size, use mixed precision or gradient "
-		 "checkpointing.");
 	return GPUMON_OK;
 }

@@ -57,7 +57,7 @@ static void coarsen(gpumon_peaks *p)
 	p->window_ns *= 2;
 }
 
-int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t owner_pid)
+int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t owner_pid, int64_t largest_pid)
 {
 	if (!p)
 		return GPUMON_E_INVAL;
@@ -73,6 +73,7 @@ int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t own
 		w->bytes = bytes;
 		w->t_ns = t_ns;
 		w->owner_pid = owner_pid;
+		w->largest_pid = largest_pid;
 	}
 	w->points++;
 	if (k + 1 > p->nslots)
@@ -82,6 +83,7 @@ int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t own
 		g->bytes = bytes;
 		g->t_ns = t_ns;
 		g->owner_pid = owner_pid;
+		g->largest_pid = largest_pid;
 	}
 	if (!g->points || t_ns >= g->end_t_ns)
 		g->end_t_ns = t_ns + 1;
@@ -116,4 +118,10 @@ size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap)
 		n++;
 	}
 	return n;
+}
+
+const char *gpumon_peaks_errmsg(const gpumon_peaks *p)
+{
+	(void)p; /* a tracker fails only on bad arguments, which the status names */
+	return "";
 }

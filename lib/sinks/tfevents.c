@@ -159,7 +159,7 @@ static double wall_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int gpumon_tfevents_open(const char *dir, double wall_time, gpumon_tfevents **out)
+int gpumon_tfevents_create(const char *dir, double wall_time, gpumon_tfevents **out)
 {
 	if (!out)
 		return GPUMON_E_INVAL;
@@ -243,14 +243,12 @@ int gpumon_tfevents_flush(gpumon_tfevents *w)
 	return 0;
 }
 
-int gpumon_tfevents_close(gpumon_tfevents *w)
+void gpumon_tfevents_destroy(gpumon_tfevents *w)
 {
 	if (!w)
-		return 0;
-	int rc = w->failed ? GPUMON_E_IO : 0;
-	if (w->f && fclose(w->f) && !rc)
-		rc = GPUMON_E_IO;
+		return;
+	if (w->f)
+		fclose(w->f); /* a failure here was reported by gpumon_tfevents_flush, when asked */
 	free(w->path);
 	free(w);
-	return rc;
 }

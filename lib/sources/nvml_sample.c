@@ -27,7 +27,7 @@ static int device_get(gpumon *g, unsigned dev, struct device **out)
 	if (!g)
 		return GPUMON_E_INVAL;
 	if (g->open_status != GPUMON_OK)
-		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_open failed; no device can be read");
+		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_create failed; no device can be read");
 	if (dev >= g->ndev)
 		return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU %u (%u GPUs)", dev, g->ndev);
 	struct device *d = &g->dev[dev];
@@ -354,9 +354,4 @@ int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *c
 		free(list);
 	*count = n;
 	return GPUMON_OK;
-}
-
-void gpumon_process_list_free(gpumon_process *list)
-{
-	free(list);
 }

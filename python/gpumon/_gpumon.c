@@ -77,15 +77,15 @@ static int nvml_init(PyObject *op, PyObject *args, PyObject *kw)
 	if (!PyArg_ParseTupleAndKeywords(args, kw, ":Nvml", kwlist))
 		return -1;
 	if (self->g) {
-		gpumon_close(self->g);
+		gpumon_destroy(self->g);
 		self->g = NULL;
 	}
 	gpumon *g = NULL;
-	int rc = gpumon_open(&g);
+	int rc = gpumon_create(&g);
 	if (rc) {
 		char msg[600];
 		snprintf(msg, sizeof msg, "%s", g ? gpumon_errmsg(g) : gpumon_strerror(rc));
-		gpumon_close(g);
+		gpumon_destroy(g);
 		gpx_raise(rc, msg);
 		return -1;
 	}
@@ -96,7 +96,7 @@ static int nvml_init(PyObject *op, PyObject *args, PyObject *kw)
 static void nvml_dealloc(PyObject *op)
 {
 	NvmlObject *self = (NvmlObject *)op;
-	gpumon_close(self->g);
+	gpumon_destroy(self->g);
 	self->g = NULL;
 	gpx_free_self(op);
 }
@@ -105,7 +105,7 @@ static PyObject *nvml_close(PyObject *op, PyObject *unused)
 {
 	(void)unused;
 	NvmlObject *self = (NvmlObject *)op;
-	gpumon_close(self->g);
+	gpumon_destroy(self->g);
 	self->g = NULL;
 	Py_RETURN_NONE;
 }
@@ -213,7 +213,7 @@ static PyObject *nvml_process_used(PyObject *op, PyObject *args)
 	for (size_t i = 0; i < n && !res; i++)
 		if (list[i].pid == pid && (list[i].flags & GPUMON_PROC_USED_KNOWN))
 			res = PyLong_FromUnsignedLongLong(list[i].used_bytes);
-	gpumon_process_list_free(list);
+	gpumon_free(list);
 	if (!res)
 		Py_RETURN_NONE;
 	return res;

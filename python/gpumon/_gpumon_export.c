@@ -35,7 +35,7 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	if (!g)
 		return -1;
 	if (self->e) {
-		gpumon_exporter_stop(self->e);
+		gpumon_exporter_destroy(self->e);
 		self->e = NULL;
 	}
 	gpumon_exporter_config cfg;
@@ -47,7 +47,7 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	gpumon_exporter *e = NULL;
 	int rc;
 	Py_BEGIN_ALLOW_THREADS
-	rc = gpumon_exporter_start(g, &cfg, &e);
+	rc = gpumon_exporter_create(g, &cfg, &e);
 	Py_END_ALLOW_THREADS
 	if (rc) {
 		gpx_raise(rc, gpumon_errmsg(g));
@@ -65,7 +65,7 @@ static void exp_stop(ExporterObject *self)
 	self->e = NULL;
 	if (e) {
 		Py_BEGIN_ALLOW_THREADS
-		gpumon_exporter_stop(e);
+		gpumon_exporter_destroy(e);
 		Py_END_ALLOW_THREADS
 	}
 	Py_CLEAR(self->nvml);

@@ -23,13 +23,13 @@ static int tfe_init(PyObject *op, PyObject *args, PyObject *kw)
 	double wall_time = 0;
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "s|d:TfEvents", kwlist, &dir, &wall_time))
 		return -1;
-	gpumon_tfevents_close(self->w);
+	gpumon_tfevents_destroy(self->w);
 	self->w = NULL;
 	gpumon_tfevents *w = NULL;
-	int rc = gpumon_tfevents_open(dir, wall_time, &w);
+	int rc = gpumon_tfevents_create(dir, wall_time, &w);
 	if (rc) {
 		gpx_raise(rc, gpumon_tfevents_errmsg(w));
-		gpumon_tfevents_close(w);
+		gpumon_tfevents_destroy(w);
 		return -1;
 	}
 	self->w = w;
@@ -38,7 +38,7 @@ static int tfe_init(PyObject *op, PyObject *args, PyObject *kw)
 
 static void tfe_dealloc(PyObject *op)
 {
-	gpumon_tfevents_close(((TfEventsObject *)op)->w);
+	gpumon_tfevents_destroy(((TfEventsObject *)op)->w);
 	gpx_free_self(op);
 }
 
@@ -83,7 +83,7 @@ static PyObject *tfe_close(PyObject *op, PyObject *unused)
 		Py_RETURN_NONE;
 	char msg[600];
 	snprintf(msg, sizeof msg, "%s", gpumon_tfevents_errmsg(self->w));
-	int rc = gpumon_tfevents_close(self->w);
+	int rc = gpumon_tfevents_destroy(self->w);
 	self->w = NULL;
 	if (rc)
 		return gpx_raise(rc, msg);
@@ -156,7 +156,7 @@ static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
 		gpumon_recording_close(self->r, -1);
 		self->r = NULL;
 	}
-	gpumon_process_list_free(self->procs); /* a new file starts with no process known */
+	gpumon_free(self->procs); /* a new file starts with no process known */
 	self->procs = NULL;
 	self->nprocs = 0;
 	gpumon_run_info info = {"run", command, NULL, (int)getpid()};
@@ -181,7 +181,7 @@ static void rec_dealloc(PyObject *op)
 	gpumon_recording_close(self->r, -1);
 	self->r = NULL;
 	Py_CLEAR(self->nvml);
-	gpumon_process_list_free(self->procs);
+	gpumon_free(self->procs);
 	self->procs = NULL;
 	gpx_free_self(op);
 }
@@ -337,7 +337,7 @@ static PyObject *rec_processes(PyObject *op, PyObject *args)
 	size_t nold = old ? self->nprocs : 0;
 	gpumon_record *recs = PyMem_Malloc((n + nold + 1) * sizeof *recs);
 	if (!recs) {
-		gpumon_process_list_free(list);
+		gpumon_free(list);
 		return PyErr_NoMemory();
 	}
 	size_t i = 0, j = 0, k = 0;
@@ -357,10 +357,10 @@ static PyObject *rec_processes(PyObject *op, PyObject *args)
 	rc = gpumon_recording_write(r, recs, k);
 	PyMem_Free(recs);
 	if (rc) {
-		gpumon_process_list_free(list);
+		gpumon_free(list);
 		return gpx_raise(rc, gpumon_recording_errmsg(r));
 	}
-	gpumon_process_list_free(self->procs);
+	gpumon_free(self->procs);
 	self->procs = list;
 	self->nprocs = n;
 	self->procs_dev = dev;

@@ -14,7 +14,7 @@ static gpumon *handle(void)
 	if (!g) {
 		setenv("GPUMON_NVML_LIBRARY", FAKE_NVML_LIB, 1);
 		setenv("FAKE_NVML_SCENARIO", FAKE_SCENARIO, 1);
-		if (gpumon_open(&g) != GPUMON_OK || gpumon_device_count(g) != 2)
+		if (gpumon_create(&g) != GPUMON_OK || gpumon_device_count(g) != 2)
 			abort(); /* the harness itself is broken */
 	}
 	return g;

@@ -39,6 +39,7 @@ for e in "${tune[@]}" "${hold[@]}"; do
 	timeout 90 "$G" run -q -o "$T/$name.gpumon" -- python3 tests/gpu/trainer.py custom $opts >"$T/$name.log" 2>&1
 	rc=$?
 	echo "$name: exit $rc in $((($(date +%s%N) - s) / 1000000)) ms: $(tail -n 1 "$T/$name.log")"
+	tar -C "$T" -czf "$OUT/traces2.tar.gz" . # what is done comes back even if time runs out
 done
 # a leak that runs out of memory next to a co-tenant holding 20 GiB (outside the job's tree)
 python3 tests/gpu/oom_job.py hold 20 "$T/held" >"$T/hold.log" 2>&1 &

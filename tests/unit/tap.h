@@ -85,7 +85,7 @@ static inline gpumon *open_fake(const char *scenario, int v1_only)
 {
 	use_scenario(scenario, v1_only);
 	gpumon *g = NULL;
-	if (gpumon_open(&g) != GPUMON_OK) {
+	if (gpumon_create(&g) != GPUMON_OK) {
 		printf("Bail out! open failed: %s\n", gpumon_errmsg(g));
 		exit(1);
 	}

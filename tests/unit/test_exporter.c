@@ -70,10 +70,10 @@ static void test_scrape_and_framework(void)
 	gpumon *g = open_fake(SCN, 0);
 	gpumon_exporter_config c = {.listen = "127.0.0.1:0"};
 	gpumon_exporter *e = NULL;
-	int st = gpumon_exporter_start(g, &c, &e);
+	int st = gpumon_exporter_create(g, &c, &e);
 	is_int(st, GPUMON_OK, "start on an ephemeral port (%s)", gpumon_errmsg(g));
 	if (st != GPUMON_OK) {
-		gpumon_close(g);
+		gpumon_destroy(g);
 		return;
 	}
 	char addr[96];
@@ -115,12 +115,12 @@ static void test_scrape_and_framework(void)
 	ok(r && strstr(r, "\r\n\r\nok\n"), "/healthz says ok");
 	free(r);
 	unsigned port = port_of(e);
-	gpumon_exporter_stop(e);
+	gpumon_exporter_destroy(e);
 	r = http_get(port, "/metrics");
 	ok(r == NULL, "nothing listens after stop");
 	free(r);
-	gpumon_exporter_stop(NULL);
-	gpumon_close(g);
+	gpumon_exporter_destroy(NULL);
+	gpumon_destroy(g);
 }
 
 static void test_refusals(void)
@@ -128,32 +128,32 @@ static void test_refusals(void)
 	gpumon *g = open_fake(SCN, 0);
 	gpumon_exporter *e = (gpumon_exporter *)&e;
 	gpumon_exporter_config c = {.listen = "0.0.0.0:0"};
-	is_int(gpumon_exporter_start(g, &c, &e), GPUMON_E_INVAL, "non-loopback refused without TLS and auth");
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "non-loopback refused without TLS and auth");
 	ok(e == NULL, "*out is NULL on failure");
 	ok(strstr(gpumon_errmsg(g), "not a loopback address") != NULL, "message: %s", gpumon_errmsg(g));
 	c.listen = "localhost";
-	is_int(gpumon_exporter_start(g, &c, &e), GPUMON_E_INVAL, "address without a port");
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "address without a port");
 	c.listen = "[::1]:0";
-	int st = gpumon_exporter_start(g, &c, &e);
+	int st = gpumon_exporter_create(g, &c, &e);
 	if (st == GPUMON_OK) { /* IPv6 may be off on the test machine */
 		char addr[96];
 		gpumon_exporter_address(e, addr, sizeof addr);
 		ok(!strncmp(addr, "[::1]:", 6), "IPv6 loopback: %s", addr);
-		gpumon_exporter_stop(e);
+		gpumon_exporter_destroy(e);
 	} else {
 		ok(st == GPUMON_E_IO || st == GPUMON_E_INVAL, "IPv6 unavailable: %s", gpumon_errmsg(g));
 	}
 	c.listen = "127.0.0.1:0";
 	c.compat = 1u << 7;
-	is_int(gpumon_exporter_start(g, &c, &e), GPUMON_E_INVAL, "unknown compat bits");
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "unknown compat bits");
 	c.compat = 0;
 	c.tls_cert_file = "/nonexistent/cert.pem";
-	is_int(gpumon_exporter_start(g, &c, &e), GPUMON_E_INVAL, "a certificate without a key");
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "a certificate without a key");
 	c.tls_key_file = "/nonexistent/key.pem";
-	is_int(gpumon_exporter_start(g, &c, &e), GPUMON_E_IO, "a missing certificate file");
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_IO, "a missing certificate file");
 	ok(strstr(gpumon_errmsg(g), "/nonexistent/cert.pem") != NULL, "message names it: %s", gpumon_errmsg(g));
-	is_int(gpumon_exporter_start(NULL, &c, &e), GPUMON_E_INVAL, "NULL handle");
-	gpumon_close(g);
+	is_int(gpumon_exporter_create(NULL, &c, &e), GPUMON_E_INVAL, "NULL handle");
+	gpumon_destroy(g);
 }
 
 int main(void)

@@ -13,7 +13,7 @@ static void test_no_library(void)
 {
 	setenv("GPUMON_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
 	gpumon *g = NULL;
-	int st = gpumon_open(&g);
+	int st = gpumon_create(&g);
 	is_int(st, GPUMON_E_NO_LIBRARY, "missing library: GPUMON_E_NO_LIBRARY");
 	ok(g != NULL, "a handle holds the message");
 	ok(strstr(gpumon_errmsg(g), "/nonexistent/libnvidia-ml.so.1") != NULL, "message names the file: %s",
@@ -23,9 +23,9 @@ static void test_no_library(void)
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_E_DRIVER, "sample on a failed handle");
 	char buf[32];
 	is_int(gpumon_driver_version(g, buf, sizeof buf), GPUMON_E_DRIVER, "driver version on a failed handle");
-	gpumon_close(g);
-	gpumon_close(NULL);
-	ok(1, "gpumon_close(NULL) is a no-op");
+	gpumon_destroy(g);
+	gpumon_destroy(NULL);
+	ok(1, "gpumon_destroy(NULL) is a no-op");
 }
 
 static void test_not_nvml(void)
@@ -33,38 +33,38 @@ static void test_not_nvml(void)
 	/* a real shared library that is not NVML: every required symbol missing */
 	setenv("GPUMON_NVML_LIBRARY", "libm.so.6", 1);
 	gpumon *g = NULL;
-	is_int(gpumon_open(&g), GPUMON_E_DRIVER, "a library without NVML symbols is refused");
+	is_int(gpumon_create(&g), GPUMON_E_DRIVER, "a library without NVML symbols is refused");
 	ok(strstr(gpumon_errmsg(g), "nvmlInit") != NULL, "message names the missing symbol: %s", gpumon_errmsg(g));
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_init_error(void)
 {
 	use_scenario("init_error DRIVER_NOT_LOADED\n" H200_LINE, 0);
 	gpumon *g = NULL;
-	is_int(gpumon_open(&g), GPUMON_E_DRIVER, "driver not loaded: GPUMON_E_DRIVER");
+	is_int(gpumon_create(&g), GPUMON_E_DRIVER, "driver not loaded: GPUMON_E_DRIVER");
 	ok(strstr(gpumon_errmsg(g), "initialisation") != NULL, "message says init failed: %s", gpumon_errmsg(g));
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_zero_gpus(void)
 {
 	use_scenario("# no GPU\n", 0);
 	gpumon *g = NULL;
-	is_int(gpumon_open(&g), GPUMON_OK, "0 GPUs opens");
+	is_int(gpumon_create(&g), GPUMON_OK, "0 GPUs opens");
 	is_int(gpumon_device_count(g), 0, "count 0");
 	gpumon_device_info d;
 	is_int(gpumon_device_info_get(g, 0, &d), GPUMON_E_NOT_FOUND, "info of device 0: not found");
 	unsigned dev;
 	is_int(gpumon_device_find(g, "0", &dev), GPUMON_E_NOT_FOUND, "find 0: not found");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_one_gpu(void)
 {
 	use_scenario("driver 580.159.04\nnvml 12.580.159.04\n" H200_LINE, 0);
 	gpumon *g = NULL;
-	is_int(gpumon_open(&g), GPUMON_OK, "one H200 opens");
+	is_int(gpumon_create(&g), GPUMON_OK, "one H200 opens");
 	is_int(gpumon_device_count(g), 1, "count 1");
 	gpumon_device_info d;
 	is_int(gpumon_device_info_get(g, 0, &d), GPUMON_OK, "info");
@@ -103,7 +103,7 @@ static void test_one_gpu(void)
 	is_int(gpumon_device_find(g, "", &dev), GPUMON_E_INVAL, "empty spec");
 	is_int(gpumon_device_find(g, "GPU-zzzzzzzz", &dev), GPUMON_E_NOT_FOUND, "unknown UUID");
 	is_int(gpumon_device_find(g, NULL, &dev), GPUMON_E_INVAL, "NULL spec");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_sixteen_gpus_and_lost(void)
@@ -118,7 +118,7 @@ static void test_sixteen_gpus_and_lost(void)
 	strcat(text, "lost 3\n");
 	use_scenario(text, 0);
 	gpumon *g = NULL;
-	is_int(gpumon_open(&g), GPUMON_OK, "16 GPUs, one lost, open");
+	is_int(gpumon_create(&g), GPUMON_OK, "16 GPUs, one lost, open");
 	is_int(gpumon_device_count(g), 16, "count 16 (the lost one kept)");
 	gpumon_device_info d;
 	gpumon_device_info_get(g, 15, &d);
@@ -134,7 +134,7 @@ static void test_sixteen_gpus_and_lost(void)
 	ok(strstr(gpumon_errmsg(g), "2 GPUs") != NULL, "message counts the matches: %s", gpumon_errmsg(g));
 	is_int(gpumon_device_find(g, "GPU-abc00000-0000-0000-0000-000000000001", &dev), GPUMON_OK, "whole UUID wins");
 	is_int(dev, 1, "GPU 1");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_strerror(void)

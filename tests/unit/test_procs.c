@@ -70,9 +70,9 @@ static void test_completion(void)
 		is_int(l[4].pid, 4000, "unknown last");
 	}
 	ok(!(l[0].flags & GPUMON_PROC_MIG), "no MIG ids without MIG");
-	gpumon_process_list_free(l);
-	gpumon_process_list_free(NULL);
-	gpumon_close(g);
+	gpumon_free(l);
+	gpumon_free(NULL);
+	gpumon_destroy(g);
 }
 
 static void test_thousand(void)
@@ -89,8 +89,8 @@ static void test_thousand(void)
 	is_int(sum, 1000LL * 16 << 20, "their memory adds up");
 	is_int(l[0].pid, 100000, "equal memory: by pid");
 	is_int(l[999].pid, 100999, "last pid");
-	gpumon_process_list_free(l);
-	gpumon_close(g);
+	gpumon_free(l);
+	gpumon_destroy(g);
 }
 
 static void test_mig_and_v1(void)
@@ -101,8 +101,8 @@ static void test_mig_and_v1(void)
 	gpumon_process_list(g, 0, &l, &n);
 	ok(n == 1 && (l[0].flags & GPUMON_PROC_MIG) && l[0].gpu_instance_id == 1 && l[0].compute_instance_id == 0,
 	   "MIG ids kept");
-	gpumon_process_list_free(l);
-	gpumon_close(g);
+	gpumon_free(l);
+	gpumon_destroy(g);
 
 	g = open_fake(GPU0 "proc 0 4100 used=1GiB gi=1 ci=0 name=\"python\"\nproc 0 4101 used=2GiB type=graphics\n", 1);
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_OK, "v1-only driver lists processes");
@@ -110,8 +110,8 @@ static void test_mig_and_v1(void)
 	ok(n == 2 && l[0].pid == 4101 && l[1].used_bytes == 1LL << 30, "v1 entries read right");
 	ok(n == 2 && !(l[1].flags & GPUMON_PROC_MIG), "v1 has no MIG ids");
 	ok(n == 2 && !(l[1].flags & GPUMON_PROC_NAME_KNOWN), "no NVML name call, no /proc entry: name unknown");
-	gpumon_process_list_free(l);
-	gpumon_close(g);
+	gpumon_free(l);
+	gpumon_destroy(g);
 }
 
 static void test_errors_and_time(void)
@@ -122,31 +122,31 @@ static void test_errors_and_time(void)
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_NVML, "driver error: error");
 	ok(l == NULL && n == 0, "nothing returned on error");
 	ok(strstr(gpumon_errmsg(g), "ComputeRunningProcesses") != NULL, "message names the call: %s", gpumon_errmsg(g));
-	gpumon_close(g);
+	gpumon_destroy(g);
 
 	g = open_fake(GPU0 "error nvmlDeviceGetComputeRunningProcesses_v3 NOT_SUPPORTED\n"
 			 "error nvmlDeviceGetGraphicsRunningProcesses_v3 NOT_SUPPORTED\n", 0);
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_NOT_SUPPORTED, "neither list supported");
-	gpumon_close(g);
+	gpumon_destroy(g);
 
 	g = open_fake(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n"
 			 "at 0.3 lost 0\n", 0);
 	gpumon_process_list(g, 0, &l, &n);
 	ok(n == 1 && l[0].pid == 4100, "before: 4100");
-	gpumon_process_list_free(l);
+	gpumon_free(l);
 	struct timespec ts = {0, 400000000};
 	nanosleep(&ts, NULL);
 	is_int(gpumon_process_list(g, 0, &l, &n), GPUMON_E_LOST, "after: the GPU is lost");
-	gpumon_close(g);
+	gpumon_destroy(g);
 
 	g = open_fake(GPU0 "proc 0 4100 used=1GiB\nat 0.3 proc 0 4100 gone\nat 0.3 proc 0 4200 used=2GiB\n", 0);
 	nanosleep(&ts, NULL);
 	gpumon_process_list(g, 0, &l, &n);
 	ok(n == 1 && l[0].pid == 4200, "processes come and go");
-	gpumon_process_list_free(l);
+	gpumon_free(l);
 	is_int(gpumon_process_list(g, 3, &l, &n), GPUMON_E_NOT_FOUND, "bad device");
 	is_int(gpumon_process_list(g, 0, NULL, &n), GPUMON_E_INVAL, "NULL out");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 int main(void)

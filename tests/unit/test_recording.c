@@ -222,7 +222,7 @@ static int write_sample(const char *path, int kill_writer)
 		st = gpumon_recording_close(r, 0);
 	else
 		gpumon_recording_close(r, -1);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	remove_scenario();
 	if (st)
 		fprintf(stderr, "writing %s failed: %s\n", path, gpumon_strerror(st));
@@ -263,7 +263,7 @@ static void test_tables(void)
 	is_int(gpumon_recording_event(r, t + 9 * MS, "marker", "epoch 1"), GPUMON_OK, "event");
 	is_int(gpumon_recording_event(r, t + 9 * MS, "note", NULL), GPUMON_OK, "event without text");
 	is_int(gpumon_recording_close(r, 3), GPUMON_OK, "close");
-	gpumon_close(g);
+	gpumon_destroy(g);
 
 	sqlite3 *db = db_open(path);
 	is_int(q(db, "PRAGMA application_id"), APPLICATION_ID, "application_id spells GPUM");
@@ -408,7 +408,7 @@ static void test_exists(void)
 		fclose(f);
 	struct stat st;
 	ok(stat(tmp_path("exists.gpumon-wal"), &st) != 0, "no WAL beside it");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_unwritable(void)
@@ -442,7 +442,7 @@ static void test_unwritable(void)
 		gpumon_recording_close(r, -1);
 	}
 	chmod(tmpdir, 0700);
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_bad_arguments(void)
@@ -475,7 +475,7 @@ static void test_bad_arguments(void)
 	is_str(gpumon_recording_errmsg(NULL), "", "errmsg(NULL)");
 	is_int(gpumon_recording_write(NULL, NULL, 0), GPUMON_E_INVAL, "write(NULL)");
 	is_int(gpumon_recording_commit(NULL), GPUMON_E_INVAL, "commit(NULL)");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_reading_while_written(void)
@@ -518,7 +518,7 @@ static void test_reading_while_written(void)
 	is_int(gpumon_recording_close(r, -1), GPUMON_OK, "close with a reader attached");
 	is_int(q(db, "SELECT count(*) FROM meta WHERE key = 'end_mono_ns'"), 1, "the reader sees the end");
 	sqlite3_close(db);
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_removed(void)
@@ -536,7 +536,7 @@ static void test_removed(void)
 	ok(strstr(gpumon_recording_errmsg(r), "removed"), "message: %s", gpumon_recording_errmsg(r));
 	is_int(gpumon_recording_write(r, &rec, 1), GPUMON_E_IO, "later writes fail");
 	is_int(gpumon_recording_close(r, 0), GPUMON_E_IO, "close returns the error");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 /* The child of test_killed: writes a device record every millisecond until killed. */
@@ -544,7 +544,7 @@ static void write_forever(const char *path)
 {
 	gpumon *g = NULL;
 	gpumon_recording *r = NULL;
-	if (gpumon_open(&g) != GPUMON_OK || gpumon_recording_create(g, path, NULL, &r) != GPUMON_OK)
+	if (gpumon_create(&g) != GPUMON_OK || gpumon_recording_create(g, path, NULL, &r) != GPUMON_OK)
 		_exit(1);
 	for (uint64_t used = GiB;; used += 4096) {
 		gpumon_record rec = device_rec(0, now_ns(), used);
@@ -636,7 +636,7 @@ static void test_hour_size(void)
 	is_int(q(db, "SELECT count(*) FROM framework_samples"), 36000, "36000 framework samples");
 	is_int(q(db, "SELECT count(*) FROM device_samples"), 3600 + 300, "3900 device samples");
 	sqlite3_close(db);
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 /* Mounts a 512 KiB tmpfs on dir in a mount namespace of our own (as root, or else in a user
@@ -723,7 +723,7 @@ static void test_disk_full(void)
 	is_str(qs(db, "PRAGMA integrity_check", b, sizeof b), "ok", "the file still opens");
 	is_int(q(db, "SELECT count(*) FROM device_samples"), committed, "and holds every committed row");
 	sqlite3_close(db);
-	gpumon_close(g);
+	gpumon_destroy(g);
 	umount2(dir, MNT_DETACH);
 }
 

@@ -41,7 +41,7 @@ static void test_full_sample(void)
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &m), GPUMON_OK, "memory only");
 	is_int(m.present, GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED, "only memory fields present");
 	ok(m.t_ns >= s.t_ns, "timestamps do not go back");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static int count_lines(const char *path, const char *word)
@@ -74,7 +74,7 @@ static void test_only_needed_calls(void)
 	gpumon_device_sample_read(g, 0, GPUMON_F_POWER, &s);
 	is_int(count_lines(trace, "nvmlDeviceGetPowerUsage"), 1, "power asked: power read");
 	is_int(count_lines(trace, "nvmlDeviceGetTemperature"), 0, "temperature not asked: not read");
-	gpumon_close(g);
+	gpumon_destroy(g);
 	unsetenv("FAKE_NVML_TRACE");
 	unlink(trace);
 }
@@ -92,7 +92,7 @@ static void test_v1_only(void)
 	gpumon_device_info d;
 	gpumon_device_info_get(g, 0, &d);
 	is_str(d.pci_bus_id, "00000000:00:06.0", "bus id from the v1 PCI call, in nvidia-smi's form");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_optional_errors(void)
@@ -120,7 +120,7 @@ static void test_optional_errors(void)
 			is_int(s.present, GPUMON_F_ALL & ~cases[i].bits, "%s %s: only its fields absent", cases[i].fn,
 			       codes[c]);
 			ok(s.present & GPUMON_F_MEMORY, "%s %s: memory still there", cases[i].fn, codes[c]);
-			gpumon_close(g);
+			gpumon_destroy(g);
 		}
 	}
 	/* the v2 memory call failing falls back to v1 */
@@ -128,20 +128,20 @@ static void test_optional_errors(void)
 	gpumon_device_sample s;
 	gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s);
 	is_int(s.memory_api, GPUMON_MEMAPI_V1, "v2 not supported: v1 used");
-	gpumon_close(g);
+	gpumon_destroy(g);
 	/* the required memory call failing is an error with a message */
 	g = open_fake(H200_LINE "error nvmlDeviceGetMemoryInfo_v2 UNKNOWN from=0.2\nerror nvmlDeviceGetMemoryInfo UNKNOWN from=0.2\n", 0);
 	sleep_ms(300);
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_MEMORY, &s), GPUMON_E_NVML, "memory call failing: error");
 	ok(strstr(gpumon_errmsg(g), "nvmlDeviceGetMemoryInfo") != NULL, "message names the call: %s", gpumon_errmsg(g));
 	is_int(s.present, 0, "nothing present after a failed sample");
-	gpumon_close(g);
+	gpumon_destroy(g);
 	/* names and UUIDs are optional too */
 	g = open_fake(H200_LINE "error nvmlDeviceGetName NOT_SUPPORTED\nerror nvmlDeviceGetUUID UNKNOWN\n", 0);
 	gpumon_device_info d;
 	gpumon_device_info_get(g, 0, &d);
 	is_int(d.present, GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL, "name and UUID absent, the rest there");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_changes_and_lost(void)
@@ -166,12 +166,12 @@ static void test_changes_and_lost(void)
 	is_str(d.name, "Second", "its name is still known");
 	is_int(gpumon_device_sample_read(g, 1, GPUMON_F_MEMORY, &s), GPUMON_E_LOST, "stays lost");
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_OK, "GPU 0 keeps working");
-	gpumon_close(g);
+	gpumon_destroy(g);
 
 	/* lost reported by an optional call, not the memory call */
 	g = open_fake(H200_LINE "error nvmlDeviceGetPowerUsage GPU_IS_LOST\n", 0);
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, &s), GPUMON_E_LOST, "lost seen through the power call");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_bad_arguments(void)
@@ -182,7 +182,7 @@ static void test_bad_arguments(void)
 	is_int(gpumon_device_sample_read(g, 0, 1u << 20, &s), GPUMON_E_INVAL, "unknown field bits");
 	is_int(gpumon_device_sample_read(g, 0, GPUMON_F_ALL, NULL), GPUMON_E_INVAL, "NULL sample");
 	is_int(gpumon_device_sample_read(NULL, 0, GPUMON_F_ALL, &s), GPUMON_E_INVAL, "NULL handle");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 int main(void)

@@ -46,7 +46,7 @@ static void test_records(void)
 			    "at 0.40 lost 1\n", 0);
 	gpumon_sampler_config c = {.period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
 	gpumon_sampler *s = NULL;
-	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler starts");
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
 	gpumon_record *r = collect(s, 600, &n);
 	gpumon_sampler_stats st;
@@ -122,8 +122,8 @@ static void test_records(void)
 	free(ring);
 	is_int(gpumon_sampler_ring(s, 5, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "ring of an unsampled GPU");
 	free(r);
-	gpumon_sampler_stop(s);
-	gpumon_close(g);
+	gpumon_sampler_destroy(s);
+	gpumon_destroy(g);
 }
 
 static void test_queue_full_and_stop(void)
@@ -131,7 +131,7 @@ static void test_queue_full_and_stop(void)
 	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB\n", 0);
 	gpumon_sampler_config c = {.period_us = 1000, .heartbeat_ms = 1, .queue_records = 4};
 	gpumon_sampler *s = NULL;
-	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "sampler with a 4-record queue");
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler with a 4-record queue");
 	sleep_ms(100);
 	gpumon_sampler_stats st;
 	gpumon_sampler_stats_get(s, &st);
@@ -142,16 +142,16 @@ static void test_queue_full_and_stop(void)
 	gpumon_sampler_poll(s, r, 8, &n, 0);
 	is_int(n, 4, "the queue holds its 4 records");
 	ok(n == 4 && r[0].t_ns < r[3].t_ns, "oldest first");
-	gpumon_sampler_stop(s);
-	gpumon_sampler_stop(NULL);
+	gpumon_sampler_destroy(s);
+	gpumon_sampler_destroy(NULL);
 
 	c = (gpumon_sampler_config){.period_us = 2000000};
-	gpumon_sampler_start(g, &c, &s);
+	gpumon_sampler_create(g, &c, &s);
 	sleep_ms(20);
 	uint64_t t = now_ns();
-	gpumon_sampler_stop(s);
+	gpumon_sampler_destroy(s);
 	ok(now_ns() - t < 500 * MS, "stop does not wait out a 2 s period");
-	gpumon_close(g);
+	gpumon_destroy(g);
 }
 
 static void test_bad_config(void)
@@ -159,14 +159,14 @@ static void test_bad_config(void)
 	gpumon *g = open_fake("gpu 0 total=80GiB\ngpu 1 total=80GiB\n", 0);
 	gpumon_sampler *s = (gpumon_sampler *)1;
 	gpumon_sampler_config c = {.period_us = 500};
-	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_E_INVAL, "period below 1 ms refused");
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_E_INVAL, "period below 1 ms refused");
 	ok(s == NULL && strstr(gpumon_errmsg(g), "1 ms"), "message: %s", gpumon_errmsg(g));
 	unsigned devs[] = {1, 5};
 	c = (gpumon_sampler_config){.devices = devs, .ndevices = 2};
-	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_E_INVAL, "unknown GPU refused");
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_E_INVAL, "unknown GPU refused");
 	ok(strstr(gpumon_errmsg(g), "GPU 5") != NULL, "message names it: %s", gpumon_errmsg(g));
 	c = (gpumon_sampler_config){.devices = devs, .ndevices = 1, .period_us = 1000};
-	is_int(gpumon_sampler_start(g, &c, &s), GPUMON_OK, "only GPU 1");
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "only GPU 1");
 	gpumon_record r[16];
 	size_t n = 0;
 	gpumon_sampler_poll(s, r, 16, &n, 500);
@@ -174,9 +174,9 @@ static void test_bad_config(void)
 	gpumon_device_sample *ring;
 	size_t rn;
 	is_int(gpumon_sampler_ring(s, 0, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "GPU 0 not sampled");
-	gpumon_sampler_stop(s);
-	is_int(gpumon_sampler_start(NULL, NULL, &s), GPUMON_E_INVAL, "NULL handle");
-	gpumon_close(g);
+	gpumon_sampler_destroy(s);
+	is_int(gpumon_sampler_create(NULL, NULL, &s), GPUMON_E_INVAL, "NULL handle");
+	gpumon_destroy(g);
 }
 
 int main(void)

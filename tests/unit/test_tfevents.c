@@ -54,7 +54,7 @@ int main(void)
 	snprintf(sub, sizeof sub, "%s/a/b", dir);
 
 	gpumon_tfevents *w = NULL;
-	is_int(gpumon_tfevents_open(sub, 1.0, &w), 0, "open creates the missing directories");
+	is_int(gpumon_tfevents_create(sub, 1.0, &w), 0, "open creates the missing directories");
 	const char *path = gpumon_tfevents_path(w);
 	char want_prefix[300];
 	snprintf(want_prefix, sizeof want_prefix, "%s/events.out.tfevents.0000000001.", sub);
@@ -76,12 +76,12 @@ int main(void)
 
 	/* a second writer in the same second never shares the file */
 	gpumon_tfevents *w2 = NULL;
-	is_int(gpumon_tfevents_open(sub, 1.0, &w2), 0, "a second writer");
+	is_int(gpumon_tfevents_create(sub, 1.0, &w2), 0, "a second writer");
 	ok(strcmp(gpumon_tfevents_path(w2), path) != 0, "gets another file: %s", gpumon_tfevents_path(w2));
 	is_int(count_files(sub), 2, "two files");
-	is_int(gpumon_tfevents_close(w2), 0, "close the second");
-	is_int(gpumon_tfevents_close(w), 0, "close");
-	is_int(gpumon_tfevents_close(NULL), 0, "close(NULL) is a no-op");
+	is_int(gpumon_tfevents_destroy(w2), 0, "close the second");
+	is_int(gpumon_tfevents_destroy(w), 0, "close");
+	is_int(gpumon_tfevents_destroy(NULL), 0, "close(NULL) is a no-op");
 
 	/* a directory that cannot be created */
 	char bad[300];
@@ -90,13 +90,13 @@ int main(void)
 	fclose(f);
 	snprintf(bad, sizeof bad, "%s/file/sub", dir);
 	w = NULL;
-	is_int(gpumon_tfevents_open(bad, 0, &w), GPUMON_E_IO, "a path through a file is refused");
+	is_int(gpumon_tfevents_create(bad, 0, &w), GPUMON_E_IO, "a path through a file is refused");
 	ok(w && strstr(gpumon_tfevents_errmsg(w), bad), "the message names it: %s",
 	   w ? gpumon_tfevents_errmsg(w) : "");
-	gpumon_tfevents_close(w);
+	gpumon_tfevents_destroy(w);
 	w = NULL;
-	is_int(gpumon_tfevents_open("", 0, &w), GPUMON_E_INVAL, "an empty directory name is refused");
-	gpumon_tfevents_close(w);
+	is_int(gpumon_tfevents_create("", 0, &w), GPUMON_E_INVAL, "an empty directory name is refused");
+	gpumon_tfevents_destroy(w);
 
 	remove_scenario(); /* tap.h's; no scenario was written */
 	char cmd[400];

@@ -30,7 +30,7 @@ static void *worker(void *arg)
 			size_t n;
 			if (gpumon_process_list(g, 0, &l, &n) != GPUMON_OK || n != 100)
 				r->bad_lists++;
-			gpumon_process_list_free(l);
+			gpumon_free(l);
 		}
 		/* a failure in this thread; its message must be this thread's */
 		char spec[32];
@@ -46,7 +46,7 @@ static void *worker(void *arg)
 int main(void)
 {
 	use_scenario("gpu 0 total=80GiB used=1GiB\ngpu 1 total=80GiB used=2GiB\nprocs 0 5000 100 used=1MiB\n", 0);
-	is_int(gpumon_open(&g), GPUMON_OK, "open");
+	is_int(gpumon_create(&g), GPUMON_OK, "open");
 	pthread_t t[4];
 	struct result r[4];
 	memset(r, 0, sizeof r);
@@ -60,7 +60,7 @@ int main(void)
 		is_int(r[i].bad_msgs, 0, "thread %d: its own error messages", i);
 	}
 	is_str(gpumon_errmsg(g), "", "the main thread saw no error");
-	gpumon_close(g);
+	gpumon_destroy(g);
 	remove_scenario();
 	return tap_done();
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* recording.c — recordings: a run's metadata, devices, sampler records, framework samples and
- * events in one SQLite file, in the schema documented in docs/recording.md (format version 1).
- * Writes are batched into transactions committed once the last commit is 200 ms old. */
+/* recording_write.c — writing recordings: a run's metadata, devices and records of every kind in
+ * one SQLite file, in the schema of schema.h (docs/recording.md, format version 1). Writes are
+ * batched into transactions committed once the last commit is 200 ms old. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,38 +15,12 @@
 
 #include "../internal.h"
 
-#define STR_(x)		#x
-#define STR(x)		STR_(x)
-#define FORMAT_VERSION	1
-#define APPLICATION_ID	0x4750554d /* "GPUM" in ASCII */
+#include "schema.h"
+
 #define COMMIT_AFTER_NS 200000000ull
 #define BUSY_TIMEOUT_MS 1000
 
-/* The schema of format version 1; docs/recording.md says what every column holds. */
-/* clang-format off */
-static const char schema_sql[] =
-	"PRAGMA application_id = " STR(APPLICATION_ID) ";"
-	"PRAGMA user_version = " STR(FORMAT_VERSION) ";"
-	"CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
-	"CREATE TABLE devices (dev INTEGER PRIMARY KEY, uuid TEXT, name TEXT, pci_bus_id TEXT,"
-	" memory_total_bytes INTEGER, lost_t_ns INTEGER);"
-	"CREATE TABLE processes (dev INTEGER NOT NULL, pid INTEGER NOT NULL, first_t_ns INTEGER,"
-	" gone_t_ns INTEGER, flags INTEGER NOT NULL, foreign_pid INTEGER NOT NULL, uid INTEGER,"
-	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER,"
-	" ppid INTEGER);"
-	"CREATE TABLE device_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, memory_api INTEGER,"
-	" used_bytes INTEGER, free_bytes INTEGER, reserved_bytes INTEGER, total_bytes INTEGER,"
-	" used_min_bytes INTEGER, used_max_bytes INTEGER, used_max_t_ns INTEGER, samples INTEGER,"
-	" util_gpu_pct INTEGER, util_memory_pct INTEGER, temperature_c INTEGER, power_mw INTEGER,"
-	" energy_mj INTEGER, clock_sm_mhz INTEGER, clock_mem_mhz INTEGER);"
-	"CREATE TABLE process_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, pid INTEGER NOT NULL,"
-	" used_bytes INTEGER, gone INTEGER NOT NULL);"
-	"CREATE TABLE framework_sources (source INTEGER PRIMARY KEY, pid INTEGER NOT NULL,"
-	" device INTEGER, framework TEXT, first_t_ns INTEGER NOT NULL);"
-	"CREATE TABLE framework_samples (t_ns INTEGER NOT NULL, source INTEGER NOT NULL, step INTEGER,"
-	" allocated_bytes INTEGER, reserved_bytes INTEGER, max_allocated_bytes INTEGER);"
-	"CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT);";
-/* clang-format on */
+static const char schema_sql[] = REC_SCHEMA_SQL;
 
 /* The statements a recording keeps prepared, in the order of stmt_sql[]. */
 enum {
@@ -87,7 +61,7 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SOURCE] =
 	"INSERT INTO framework_sources (pid, device, framework, first_t_ns) VALUES (?1, ?2, ?3, ?4)",
     [ST_FSAMPLE] = "INSERT INTO framework_samples (t_ns, source, step, allocated_bytes, reserved_bytes,"
-		   " max_allocated_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+		   " max_allocated_bytes, limit_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_EVENT] = "INSERT INTO events (t_ns, kind, text) VALUES (?1, ?2, ?3)",
 };
 
@@ -115,6 +89,7 @@ struct gpumon_recording {
 	sqlite3_stmt *st[ST_COUNT];
 	char *path;
 	int status;  /* the first failure: once set, every write returns it at once */
+	int finished; /* gpumon_recording_finish was called */
 	int claimed; /* we created the file: a failed create removes it */
 	int in_tx;   /* a transaction is open */
 	uint64_t start_mono_ns;
@@ -273,13 +248,13 @@ static int meta_text(gpumon_recording *r, const char *key, const char *v)
 
 /* The run's metadata at start. The wall clock is read on both sides of the monotonic one so
  * that the pair is as close as two clock reads allow. */
-static int write_start_meta(gpumon_recording *r, gpumon *g, const gpumon_run_info *info)
+static int write_start_meta(gpumon_recording *r, gpumon *g, const gpumon_run_meta *info)
 {
 	char host[256] = "", driver[96], nvml[96];
 	uint64_t w0 = wall_ns(), mono = gpumon__now_ns(), w1 = wall_ns();
 	if (gethostname(host, sizeof host - 1) != 0)
 		host[0] = '\0';
-	int st = meta_int(r, "format_version", FORMAT_VERSION);
+	int st = meta_int(r, "format_version", REC_FORMAT_VERSION);
 	if (!st)
 		st = meta_text(r, "gpumon_version", gpumon_version());
 	if (!st)
@@ -298,7 +273,7 @@ static int write_start_meta(gpumon_recording *r, gpumon *g, const gpumon_run_inf
 	if (!st)
 		st = meta_text(r, "settings", info ? info->settings : NULL);
 	if (!st && info && info->job_pid > 0)
-		st = meta_int(r, "job_pid", info->job_pid);
+		st = meta_int(r, "job_pid", (int64_t)info->job_pid);
 	if (!st)
 		st = meta_int(r, "start_wall_ns", (int64_t)(w0 + (w1 - w0) / 2));
 	if (!st)
@@ -394,7 +369,7 @@ static void remove_files(const char *path)
 	free(aux);
 }
 
-int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_info *info, gpumon_recording **out)
+int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_meta *info, gpumon_recording **out)
 {
 	if (!out)
 		return GPUMON_E_INVAL;
@@ -587,16 +562,41 @@ static int write_lost(gpumon_recording *r, const gpumon_record *rec)
 static int check_records(gpumon_recording *r, const gpumon_record *recs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (recs[i].kind < GPUMON_REC_DEVICE || recs[i].kind > GPUMON_REC_LOST)
+		int k = recs[i].kind;
+		if (k < GPUMON_REC_DEVICE || k > GPUMON_REC_JOB)
 			return seterr(r, GPUMON_E_INVAL, "recording %s: record %zu has an unknown kind %d",
-				      r->path, i, recs[i].kind);
-		if (recs[i].dev >= r->ndev)
+				      r->path, i, k);
+		if (k <= GPUMON_REC_LOST && recs[i].dev >= r->ndev)
 			return seterr(r, GPUMON_E_INVAL,
 				      "recording %s: record %zu names GPU %u, not in the recording", r->path,
 				      i, recs[i].dev);
+		if (k == GPUMON_REC_EVENT && (!recs[i].event_kind || !recs[i].event_kind[0]))
+			return seterr(r, GPUMON_E_INVAL, "recording %s: record %zu is an event without a kind",
+				      r->path, i);
 	}
 	return GPUMON_OK;
 }
+
+static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text)
+{
+	sqlite3_stmt *s = r->st[ST_EVENT];
+	bind_u64(s, 1, t_ns);
+	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+	if (text)
+		sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 3);
+	return run(r, ST_EVENT);
+}
+
+static int write_job(gpumon_recording *r, const gpumon_record *rec)
+{
+	char text[32];
+	snprintf(text, sizeof text, "pid %u", rec->process.pid);
+	return write_event(r, rec->t_ns, REC_JOB_EVENT, text);
+}
+
+static int write_framework(gpumon_recording *r, const gpumon_record *rec);
 
 int gpumon_recording_write(gpumon_recording *r, const gpumon_record *recs, size_t n)
 {
@@ -604,16 +604,22 @@ int gpumon_recording_write(gpumon_recording *r, const gpumon_record *recs, size_
 		return GPUMON_E_INVAL;
 	if (r->status)
 		return r->status;
+	if (r->finished)
+		return seterr(r, GPUMON_E_INVAL, "recording %s: written after its end", r->path);
 	if (n && !recs)
 		return seterr(r, GPUMON_E_INVAL, "recording %s: no records", r->path);
 	int st = check_records(r, recs, n);
 	if (!st && n)
 		st = begin(r);
 	for (size_t i = 0; i < n && !st; i++) {
-		switch (recs[i].kind) {
-		case GPUMON_REC_DEVICE: st = write_device(r, &recs[i]); break;
-		case GPUMON_REC_LOST: st = write_lost(r, &recs[i]); break;
-		default: st = write_process(r, &recs[i]); break;
+		const gpumon_record *rec = &recs[i];
+		switch (rec->kind) {
+		case GPUMON_REC_DEVICE: st = write_device(r, rec); break;
+		case GPUMON_REC_LOST: st = write_lost(r, rec); break;
+		case GPUMON_REC_FRAMEWORK: st = write_framework(r, rec); break;
+		case GPUMON_REC_EVENT: st = write_event(r, rec->t_ns, rec->event_kind, rec->event_text); break;
+		case GPUMON_REC_JOB: st = write_job(r, rec); break;
+		default: st = write_process(r, rec); break;
 		}
 	}
 	return st ? st : maybe_commit(r);
@@ -652,51 +658,22 @@ static int source_id(gpumon_recording *r, const gpumon_framework_sample *f, sqli
 	return GPUMON_OK;
 }
 
-int gpumon_recording_framework(gpumon_recording *r, const gpumon_framework_sample *f)
+static int write_framework(gpumon_recording *r, const gpumon_record *rec)
 {
-	if (!r)
-		return GPUMON_E_INVAL;
-	if (r->status)
-		return r->status;
-	if (!f)
-		return seterr(r, GPUMON_E_INVAL, "recording %s: no framework sample", r->path);
+	const gpumon_framework_sample *f = &rec->framework;
 	sqlite3_int64 id = 0;
-	int st = begin(r);
-	if (!st)
-		st = source_id(r, f, &id);
+	int st = source_id(r, f, &id);
 	if (st)
 		return st;
 	sqlite3_stmt *s = r->st[ST_FSAMPLE];
-	bind_u64(s, 1, f->t_ns);
+	bind_u64(s, 1, rec->t_ns);
 	sqlite3_bind_int64(s, 2, id);
 	bind_opt(s, 3, f->step >= 0, (uint64_t)f->step);
 	bind_opt(s, 4, f->allocated_known, f->allocated_bytes);
 	bind_opt(s, 5, f->reserved_known, f->reserved_bytes);
 	bind_opt(s, 6, f->max_allocated_known, f->max_allocated_bytes);
-	st = run(r, ST_FSAMPLE);
-	return st ? st : maybe_commit(r);
-}
-
-int gpumon_recording_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text)
-{
-	if (!r)
-		return GPUMON_E_INVAL;
-	if (r->status)
-		return r->status;
-	if (!kind || !kind[0])
-		return seterr(r, GPUMON_E_INVAL, "recording %s: an event needs a kind", r->path);
-	int st = begin(r);
-	if (st)
-		return st;
-	sqlite3_stmt *s = r->st[ST_EVENT];
-	bind_u64(s, 1, t_ns);
-	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-	if (text)
-		sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 3);
-	st = run(r, ST_EVENT);
-	return st ? st : maybe_commit(r);
+	bind_opt(s, 7, f->limit_bytes > 0, f->limit_bytes);
+	return run(r, ST_FSAMPLE);
 }
 
 int gpumon_recording_commit(gpumon_recording *r)
@@ -733,15 +710,27 @@ static int finish(gpumon_recording *r, int exit_status)
 	return GPUMON_OK;
 }
 
-int gpumon_recording_close(gpumon_recording *r, int exit_status)
+int gpumon_recording_finish(gpumon_recording *r, int exit_status)
 {
 	if (!r)
-		return GPUMON_OK;
-	int st = r->status ? r->status : finish(r, exit_status);
+		return GPUMON_E_INVAL;
+	if (r->finished)
+		return r->status;
+	r->finished = 1;
+	if (!r->status)
+		r->status = finish(r, exit_status);
+	return r->status;
+}
+
+void gpumon_recording_destroy(gpumon_recording *r)
+{
+	if (!r)
+		return;
+	if (!r->finished && !r->status && r->db && r->in_tx) /* keep what was written, without an end */
+		commit_now(r, gpumon__now_ns());
 	close_db(r);
 	free(r->procs);
 	free(r->sources);
 	free(r->path);
 	free(r);
-	return st;
 }

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* model.h — the run model's state, shared by its files and nothing else: model.c (feeding it),
+ * model_judge.c (verdicts, time to out-of-memory, peaks, memory figures), model_oom.c (the
+ * out-of-memory moment) and ../sinks/document.c (the JSON document). Everything is bounded. */
+#ifndef GPUMON_MODEL_H
+#define GPUMON_MODEL_H
+
+#include <gpumon/gpumon.h>
+
+#include "timeline.h"
+
+#define MODEL_RING 512          /* device rows kept per GPU for the out-of-memory moment */
+#define MODEL_MAX_SEGMENTS 256  /* framework source segments */
+#define MODEL_MAX_EVENTS 500
+#define MODEL_MAX_ALERTS 1000
+#define MODEL_MAX_DEVICES 4096
+#define MODEL_EARLY_NS (5ull * 1000000000ull)   /* "the job's first seconds" */
+#define MODEL_OOM_WINDOW_NS (10ull * 1000000000ull)
+#define MODEL_PEAK_WINDOW_NS (60ull * 1000000000ull)
+#define MODEL_PEAK_WINDOWS 64
+
+struct mring {
+	uint64_t t_ns, used_max, used_min;
+};
+
+struct mdev {
+	int seen;                   /* declared or a record named it */
+	gpumon_device_info info;
+	int have;                   /* a device record with memory figures arrived */
+	uint64_t total, used, free, reserved, last_t;
+	int reserved_known;
+	int lost;
+	gpumon_leak *leak;          /* used (the interval minimum), a step function */
+	gpumon_peaks *peaks;        /* used_max: owner = largest rise, largest holder */
+	uint64_t ref_used;          /* the lowest used so far: the reference for "whose rise" */
+	unsigned ref_gen;           /* bumps when the reference moves; processes keep theirs */
+	int ref_have;
+	struct mring ring[MODEL_RING];
+	unsigned ring_head, ring_n;
+	/* the job on this GPU (its processes together, NVML) */
+	gpumon_leak *job_leak;
+	gpumon_peaks *job_peaks;
+	uint64_t job_bytes, job_first_t, job_early;
+	uint64_t job_free;          /* the GPU's free memory at the job series' last point */
+	int job_seen;
+	int job_alerted, headroom_low;
+	struct timeline line;       /* used floor, used max, reserved */
+};
+
+struct mproc {
+	unsigned dev, pid;
+	int present, used_known, job;
+	uint64_t used, peak, first_t, gone_t, last_t;
+	unsigned flags;             /* GPUMON_PROC_* as last listed */
+	char user[64], command[512];
+	gpumon_leak *leak;          /* its figure at every device row of its GPU while listed */
+	int alerted;
+	uint64_t free_at_last;      /* the GPU's free memory at its series' last point */
+	uint64_t ref_bytes;         /* its figure when the device's reference (lowest used) was taken */
+	unsigned ref_gen;
+	struct timeline line;
+};
+
+struct mseg {                   /* a framework source, one segment per restart of its steps */
+	unsigned pid;
+	int device;
+	char framework[16];
+	unsigned segment;
+	gpumon_leak *leak;          /* allocated, samples, on steps when given */
+	int alerted;
+	uint64_t points, first_t, last_t;
+	int64_t last_step;
+	int allocated_known, reserved_known;
+	uint64_t allocated, reserved, limit;
+	int free_known;
+	uint64_t free_at_last;      /* its GPU's free memory at its last sample */
+	gpumon_model_figure frag, unacc;
+	struct timeline line;       /* allocated, reserved, max_allocated, step */
+};
+
+struct mevent {
+	uint64_t t_ns;
+	char *kind, *text;
+};
+
+struct gpumon_model {
+	gpumon_model_config cfg;
+	gpumon_run_meta meta;
+	char *meta_strings[5];      /* kind, command, settings, host, driver (owned copies) */
+	int kind_run;               /* a job: meta kind "run" */
+	char *cvd;                  /* CUDA_VISIBLE_DEVICES as the job got it, or NULL */
+	char *source, *source_type; /* for the document */
+	struct mdev *dev;
+	unsigned ndev, dev_cap;
+	struct mproc *procs;
+	size_t nprocs, procs_cap;
+	uint32_t *proc_index;       /* open addressing on (dev, pid): index + 1, 0 empty */
+	size_t index_cap;           /* a power of two, at least twice nprocs */
+	size_t procs_dropped;
+	unsigned *job_pids;         /* sorted */
+	size_t njob, job_cap;
+	struct mseg *segs;
+	size_t nsegs, segs_cap, segs_dropped;
+	gpumon_peaks *fw_peaks;     /* max_allocated of every source, owner = its pid */
+	struct mevent events[MODEL_MAX_EVENTS];
+	size_t nevents, events_dropped;
+	gpumon_alert *alerts;
+	size_t nalerts, alerts_cap;
+	/* the out-of-memory moment */
+	int oom_have, oom_diagnosed;
+	gpumon_model_oom oom;
+	/* the input's span */
+	uint64_t first_t, last_t, end_t;
+	int exit_status, finished;
+	uint64_t records, refused;
+	char *damage;
+	char msg[256];
+};
+
+/* model.c */
+struct mdev *gpumon__model_dev(gpumon_model *m, unsigned dev);
+uint64_t gpumon__model_total(const gpumon_model *m, int dev);
+double gpumon__model_seconds(const gpumon_model *m, uint64_t t_ns);
+const struct mproc *gpumon__model_proc(const gpumon_model *m, unsigned dev, unsigned pid);
+int gpumon__model_is_job(const gpumon_model *m, unsigned pid);
+int gpumon__model_map_device(const gpumon_model *m, unsigned pid, int cuda_device);
+
+/* model_judge.c */
+void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, const struct mproc *p,
+				const struct mseg *s, gpumon_verdict *out);
+/* After a series' detector was fed: records its first alert (front ends read gpumon_model_alerts). */
+void gpumon__model_check_alert(gpumon_model *m, int series, int dev, const struct mproc *p, const struct mseg *s,
+			       int *alerted, const gpumon_leak *l, uint64_t t_ns);
+int gpumon__model_push_alert(gpumon_model *m, const gpumon_alert *a);
+/* The owner of a rise on dev now: the process whose figure rose most since the reference, and the
+ * largest holder; job_only limits the first to the job's processes. */
+void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int64_t *owner, int64_t *largest);
+
+/* model_oom.c */
+void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text);
+void gpumon__model_oom_finish(gpumon_model *m);
+int gpumon__model_job_dev(const gpumon_model *m);
+
+#endif

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: MIT */
+/* document.c — the run model as one JSON document (docs/report.md, format 2): codes and figures,
+ * no sentences, so that `gpumon report --json`, the HTML page, `gpumon run`'s summary and the
+ * Python package's gpumon.report() all render the one answer. Times are seconds since the run's
+ * start; bytes are integers; null is "not available". */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "../analysis/model.h"
+
+/* A JSON string of s, or null for NULL; bytes that are not UTF-8 (a command line may hold any)
+ * become '?', so one odd byte cannot drop a field. */
+static json_t *jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = strdup(s);
+	if (!c)
+		return json_null();
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j ? j : json_null();
+}
+
+static json_t *jstr_or_null(const char *s)
+{
+	return s && s[0] ? jstr(s) : json_null();
+}
+
+static json_t *num_or_null(int known, double v)
+{
+	return known ? json_real(v) : json_null();
+}
+
+static json_t *int_or_null(int known, int64_t v)
+{
+	return known ? json_integer(v) : json_null();
+}
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer(v > (uint64_t)INT64_MAX ? INT64_MAX : (json_int_t)v);
+}
+
+static json_t *secs(const gpumon_model *m, uint64_t t_ns)
+{
+	return json_real(gpumon__model_seconds(m, t_ns));
+}
+
+/* Sets key to v in o; a failed allocation (v NULL) fails the document. */
+static int put(json_t *o, const char *key, json_t *v)
+{
+	return v ? json_object_set_new(o, key, v) : -1;
+}
+
+/* ---- names of codes --------------------------------------------------------------------------- */
+
+static const char *verdict_name(int v)
+{
+	return v == GPUMON_LEAK_SUSPECTED ? "leak" : v == GPUMON_LEAK_NONE ? "none" : "insufficient_data";
+}
+
+static const char *series_name(int s)
+{
+	switch (s) {
+	case GPUMON_SERIES_FRAMEWORK: return "framework";
+	case GPUMON_SERIES_JOB: return "job";
+	case GPUMON_SERIES_PROCESS: return "process";
+	case GPUMON_SERIES_DEVICE: return "device";
+	}
+	return "none";
+}
+
+static const char *room_name(int r)
+{
+	switch (r) {
+	case GPUMON_ROOM_FREE: return "free";
+	case GPUMON_ROOM_LIMIT: return "limit";
+	case GPUMON_ROOM_CAP: return "cap";
+	case GPUMON_ROOM_TOTAL: return "total";
+	}
+	return NULL;
+}
+
+static const char *cause_name(int c)
+{
+	switch (c) {
+	case GPUMON_OOM_LEAK: return "leak";
+	case GPUMON_OOM_CO_TENANT: return "co-tenant";
+	case GPUMON_OOM_TRANSIENT_PEAK: return "transient peak";
+	case GPUMON_OOM_PREALLOCATION: return "pre-allocation";
+	}
+	return "unknown";
+}
+
+static const char *peak_name(int w)
+{
+	return w == GPUMON_PEAK_JOB ? "job" : w == GPUMON_PEAK_DEVICE ? "device" : w == GPUMON_PEAK_FRAMEWORK ? "framework" : NULL;
+}
+
+/* ---- pieces ----------------------------------------------------------------------------------- */
+
+/* {pid, user, command} of a process (any GPU), or null. */
+static json_t *who(const gpumon_model *m, int64_t pid)
+{
+	if (pid < 0)
+		return json_null();
+	const struct mproc *best = NULL;
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == (unsigned)pid && (!best || (!best->command[0] && m->procs[i].command[0])))
+			best = &m->procs[i];
+	return json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)pid, "user", jstr_or_null(best ? best->user : NULL),
+			 "command", jstr_or_null(best ? best->command : NULL));
+}
+
+static json_t *source_json(const gpumon_model *m)
+{
+	json_t *s = json_object();
+	char utc[40] = "";
+	if (m->meta.start_wall_ns > 0) {
+		time_t t = (time_t)(m->meta.start_wall_ns / 1000000000u);
+		struct tm tm;
+		gmtime_r(&t, &tm);
+		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	}
+	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
+	if (!s || put(s, "path", jstr_or_null(m->source)) || put(s, "type", jstr(m->source_type)) ||
+	    put(s, "kind", jstr_or_null(m->meta.kind)) || put(s, "command", jstr(m->meta.command)) ||
+	    put(s, "host", jstr_or_null(m->meta.host)) || put(s, "start_utc", utc[0] ? json_string(utc) : json_null()) ||
+	    put(s, "duration_s", num_or_null(m->records > 0, gpumon__model_seconds(m, end))) ||
+	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", jstr(m->damage)) ||
+	    put(s, "records", u64(m->records))) {
+		json_decref(s);
+		return NULL;
+	}
+	return s;
+}
+
+static json_t *devices_json(const gpumon_model *m)
+{
+	json_t *a = json_array();
+	for (unsigned d = 0; a && d < m->ndev; d++) {
+		const struct mdev *x = &m->dev[d];
+		if (!x->seen)
+			continue;
+		uint64_t total = gpumon__model_total(m, (int)d);
+		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b}", "dev", (int)d, "name",
+				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
+				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
+				      "lost", x->lost || x->info.lost);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+/* One verdict: the series, the detector's figures and the projection. */
+static json_t *verdict_json(const gpumon_model *m, const gpumon_verdict *v)
+{
+	const gpumon_leak_result *r = &v->leak;
+	int leak = r->verdict == GPUMON_LEAK_SUSPECTED;
+	int fw = v->series == GPUMON_SERIES_FRAMEWORK;
+	json_t *series = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "kind", series_name(v->series), "dev",
+				   int_or_null(v->dev >= 0, v->dev), "pid", int_or_null(v->pid >= 0, v->pid), "device",
+				   int_or_null(fw && v->device >= 0, v->device), "segment",
+				   int_or_null(fw, (int64_t)v->segment), "framework",
+				   fw ? jstr_or_null(v->framework) : json_null());
+	json_t *o = json_object();
+	const char *room = room_name(v->room);
+	if (!series || !o || put(o, "verdict", json_string(verdict_name(r->verdict))) || put(o, "series", series) ||
+	    put(o, "rate_bytes_per_step", num_or_null(leak && r->rate_bytes_per_step > 0, r->rate_bytes_per_step)) ||
+	    put(o, "rate_bytes_per_second", num_or_null(leak, r->rate_bytes_per_second)) ||
+	    put(o, "start_step", int_or_null(leak && r->start_step >= 0, r->start_step)) ||
+	    put(o, "start_time", leak && r->start_t_ns ? secs(m, r->start_t_ns) : json_null()) ||
+	    put(o, "confidence", num_or_null(r->verdict != GPUMON_LEAK_INSUFFICIENT_DATA, r->confidence)) ||
+	    put(o, "floor_bytes", int_or_null(leak, (int64_t)r->floor_bytes)) ||
+	    put(o, "points", u64(r->points)) ||
+	    put(o, "alert", json_boolean(r->alert)) ||
+	    put(o, "alert_time", r->alert && r->alert_t_ns ? secs(m, r->alert_t_ns) : json_null()) ||
+	    put(o, "room", room ? json_string(room) : json_null()) ||
+	    put(o, "room_bytes", int_or_null(room != NULL, (int64_t)v->room_bytes)) ||
+	    put(o, "steps_to_oom", num_or_null(leak && v->steps_to_oom >= 0, v->steps_to_oom)) ||
+	    put(o, "seconds_to_oom", num_or_null(leak && v->seconds_to_oom >= 0, v->seconds_to_oom))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int verdicts_json(const gpumon_model *m, json_t *doc)
+{
+	gpumon_verdict v;
+	if (gpumon_model_verdict(m, &v) == GPUMON_OK) {
+		if (put(doc, "leak", verdict_json(m, &v)))
+			return -1;
+	} else if (put(doc, "leak", json_null())) {
+		return -1;
+	}
+	size_t n = gpumon_model_verdicts(m, NULL, 0);
+	gpumon_verdict *all = n ? calloc(n, sizeof *all) : NULL;
+	json_t *a = json_array();
+	if ((n && !all) || !a) {
+		free(all);
+		json_decref(a);
+		return -1;
+	}
+	gpumon_model_verdicts(m, all, n);
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(a, verdict_json(m, &all[i]))) {
+			free(all);
+			json_decref(a);
+			return -1;
+		}
+	free(all);
+	return put(doc, "series", a);
+}
+
+static json_t *peak_entry(const gpumon_model *m, const gpumon_peak *p, int whole)
+{
+	json_t *o = json_pack("{s:I, s:o, s:o, s:o}", "bytes", (json_int_t)p->bytes, "time", secs(m, p->t_ns), "owner",
+			      who(m, p->owner_pid), "largest",
+			      p->largest_pid >= 0 && p->largest_pid != p->owner_pid ? who(m, p->largest_pid) : json_null());
+	if (o && !whole && (put(o, "start", secs(m, p->start_t_ns)) || put(o, "end", secs(m, p->end_t_ns)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int peak_json(const gpumon_model *m, json_t *doc)
+{
+	gpumon_peak p, win[MODEL_PEAK_WINDOWS];
+	int what, dev;
+	size_t nwin = 0;
+	json_t *windows = json_array();
+	if (!windows)
+		return -1;
+	if (gpumon_model_peak(m, &what, &dev, &p, win, MODEL_PEAK_WINDOWS, &nwin) != GPUMON_OK) {
+		if (put(doc, "peak", json_null()))
+			return json_decref(windows), -1;
+		return put(doc, "windows", windows);
+	}
+	json_t *o = peak_entry(m, &p, 1);
+	if (!o || put(o, "what", json_string(peak_name(what))) || put(o, "dev", int_or_null(dev >= 0, dev)) ||
+	    put(doc, "peak", o)) {
+		json_decref(windows);
+		return -1;
+	}
+	for (size_t i = 0; i < nwin && i < MODEL_PEAK_WINDOWS; i++)
+		if (json_array_append_new(windows, peak_entry(m, &win[i], 0)))
+			return json_decref(windows), -1;
+	return put(doc, "windows", windows);
+}
+
+static json_t *figure_json(const gpumon_model *m, const gpumon_model_figure *f)
+{
+	if (!f->known)
+		return json_null();
+	return json_pack("{s:I, s:o, s:o, s:o}", "bytes", (json_int_t)f->bytes, "time", secs(m, f->t_ns), "pid",
+			 int_or_null(f->pid >= 0, f->pid), "dev", int_or_null(f->dev >= 0, f->dev));
+}
+
+static json_t *oom_json(const gpumon_model *m)
+{
+	gpumon_model_oom o;
+	if (gpumon_model_oom_get(m, &o) != GPUMON_OK)
+		return json_null();
+	const gpumon_oom_input *in = &o.input;
+	json_t *holders = json_array(), *last = json_array();
+	for (size_t i = 0; holders && i < o.nholders; i++) {
+		const gpumon_holder *h = &o.holders[i];
+		json_array_append_new(holders, json_pack("{s:I, s:o, s:o, s:o, s:b}", "pid", (json_int_t)h->pid, "user",
+							 jstr_or_null(h->user), "command", jstr_or_null(h->command),
+							 "bytes", int_or_null(h->used_known, (int64_t)h->used_bytes),
+							 "job", h->job));
+	}
+	uint64_t total = gpumon__model_total(m, o.dev);
+	for (size_t i = 0; last && i < o.nlast; i++)
+		json_array_append_new(last, json_pack("{s:o, s:I, s:o}", "time", secs(m, o.last[i].t_ns), "used_bytes",
+						      (json_int_t)o.last[i].used_bytes, "total_bytes",
+						      int_or_null(total > 0, (int64_t)total)));
+#define F(bit, v) int_or_null((in->known & (bit)) == (bit), (int64_t)(v))
+	json_t *figures = json_pack(
+	    "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "total_bytes", F(GPUMON_OOM_F_TOTAL, in->total_bytes),
+	    "used_bytes", F(GPUMON_OOM_F_USED, in->used_bytes), "job_bytes", F(GPUMON_OOM_F_JOB, in->job_bytes),
+	    "others_bytes", F(GPUMON_OOM_F_OTHERS, in->others_bytes), "top_other",
+	    in->top_other_pid >= 0 ? who(m, in->top_other_pid) : json_null(), "top_other_bytes",
+	    int_or_null(in->top_other_pid >= 0, (int64_t)in->top_other_bytes), "floor_bytes",
+	    F(GPUMON_OOM_F_FLOOR, in->floor_bytes), "rise_seconds", num_or_null(in->rise_seconds >= 0, in->rise_seconds),
+	    "early_bytes", F(GPUMON_OOM_F_EARLY, in->early_bytes), "allocated_bytes",
+	    F(GPUMON_OOM_F_FRAMEWORK, in->allocated_bytes), "reserved_bytes", F(GPUMON_OOM_F_FRAMEWORK, in->reserved_bytes));
+#undef F
+	return json_pack("{s:o, s:o, s:o, s:s, s:b, s:b, s:o, s:o, s:o, s:i}", "time", secs(m, o.t_ns), "dev",
+			 int_or_null(o.dev >= 0, o.dev), "message", jstr_or_null(o.message), "cause",
+			 cause_name(o.diagnosis.cause), "also_leak", !!(o.diagnosis.also & GPUMON_OOM_ALSO_LEAK),
+			 "by_early_figure", !!(o.diagnosis.also & GPUMON_OOM_BY_EARLY_FIGURE), "figures",
+			 figures ? figures : json_null(), "holders", holders ? holders : json_null(), "last_seconds",
+			 last ? last : json_null(), "signs", (int)o.signs);
+}
+
+static json_t *alert_json(const gpumon_model *m, const gpumon_alert *a)
+{
+	json_t *o = a->kind == GPUMON_ALERT_LEAK ? verdict_json(m, &a->verdict) : json_object();
+	if (!o || put(o, "time", secs(m, a->t_ns)) ||
+	    put(o, "kind", json_string(a->kind == GPUMON_ALERT_LEAK ? "leak" : "headroom")) ||
+	    put(o, "live", json_boolean(a->live)) || put(o, "dev", int_or_null(a->dev >= 0, a->dev))) {
+		json_decref(o);
+		return NULL;
+	}
+	if (a->kind == GPUMON_ALERT_HEADROOM &&
+	    (put(o, "free_bytes", u64(a->free_bytes)) || put(o, "total_bytes", u64(a->total_bytes)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static int alerts_events_json(const gpumon_model *m, json_t *doc)
+{
+	json_t *alerts = json_array(), *events = json_array();
+	if (!alerts || !events || put(doc, "alerts", alerts) || put(doc, "events", events)) {
+		json_decref(alerts);
+		json_decref(events);
+		return -1;
+	}
+	for (size_t i = 0; i < m->nalerts; i++)
+		if (json_array_append_new(alerts, alert_json(m, &m->alerts[i])))
+			return -1;
+	for (size_t i = 0; i < m->nevents; i++) {
+		const struct mevent *e = &m->events[i];
+		if (json_array_append_new(events, json_pack("{s:o, s:o, s:o}", "time", secs(m, e->t_ns), "kind",
+							    jstr(e->kind), "text", jstr(e->text))))
+			return -1;
+	}
+	return put(doc, "events_dropped", u64(m->events_dropped));
+}
+
+/* ---- timelines: the reduced series, each value holding until the next, carried to the end -------- */
+
+static int line_json(const gpumon_model *m, const struct timeline *tl, const char *const *names, uint64_t end_t,
+		     json_t *o)
+{
+	json_t *t = json_array();
+	if (!t || put(o, "t", t))
+		return json_decref(t), -1;
+	size_t n = tl->n;
+	/* a step function holds its last value until the series ends: one more point says so */
+	int extend = n && end_t > tl->last_t && end_t > tl->t[n - 1];
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(t, secs(m, tl->t[i]));
+	if (extend)
+		json_array_append_new(t, secs(m, end_t));
+	for (int f = 0; f < tl->nfields; f++) {
+		json_t *a = json_array();
+		if (!a || put(o, names[f], a))
+			return json_decref(a), -1;
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(a, (tl->known[i] >> f) & 1 ? json_integer(tl->v[f * TIMELINE_BUCKETS + i])
+									  : json_null());
+		if (extend)
+			json_array_append_new(a, (tl->known[n - 1] >> f) & 1
+						     ? json_integer(tl->v[f * TIMELINE_BUCKETS + n - 1])
+						     : json_null());
+	}
+	return 0;
+}
+
+static json_t *timeline_json(const gpumon_model *m)
+{
+	static const char *const dev_names[] = {"used", "used_max", "reserved"};
+	static const char *const proc_names[] = {"used"};
+	static const char *const seg_names[] = {"allocated", "reserved", "max_allocated", "step"};
+	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
+	json_t *t = json_object(), *devs = json_array(), *procs = json_array(), *fws = json_array();
+	if (!t || !devs || !procs || !fws || put(t, "devices", devs) || put(t, "processes", procs) ||
+	    put(t, "framework", fws)) {
+		json_decref(t);
+		return NULL;
+	}
+	for (unsigned d = 0; d < m->ndev; d++) {
+		const struct mdev *x = &m->dev[d];
+		if (!x->seen || !x->line.n)
+			continue;
+		uint64_t total = gpumon__model_total(m, (int)d);
+		json_t *o = json_pack("{s:i, s:o}", "dev", (int)d, "total_bytes", int_or_null(total > 0, (int64_t)total));
+		if (!o || json_array_append_new(devs, o) || line_json(m, &x->line, dev_names, end, o))
+			return json_decref(t), NULL;
+	}
+	/* the 64 processes with the highest peaks, job processes first among equals */
+	size_t n = m->nprocs, take = n < 64 ? n : 64;
+	char *taken = calloc(n ? n : 1, 1);
+	for (size_t k = 0; taken && k < take; k++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++)
+			if (!taken[i] && m->procs[i].line.n &&
+			    (best == n || m->procs[i].peak > m->procs[best].peak ||
+			     (m->procs[i].peak == m->procs[best].peak && m->procs[i].job > m->procs[best].job)))
+				best = i;
+		if (best == n)
+			break;
+		taken[best] = 1;
+		const struct mproc *p = &m->procs[best];
+		json_t *o = json_pack("{s:i, s:I, s:o, s:o, s:b}", "dev", (int)p->dev, "pid", (json_int_t)p->pid, "user",
+				      jstr_or_null(p->user), "command", jstr_or_null(p->command), "job", p->job);
+		if (!o || json_array_append_new(procs, o) || line_json(m, &p->line, proc_names, p->present ? end : 0, o)) {
+			free(taken);
+			json_decref(t);
+			return NULL;
+		}
+	}
+	free(taken);
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct mseg *s = &m->segs[i];
+		if (!s->line.n)
+			continue;
+		json_t *o = json_pack("{s:I, s:o, s:o, s:i}", "pid", (json_int_t)s->pid, "device",
+				      int_or_null(s->device >= 0, s->device), "framework", jstr_or_null(s->framework),
+				      "segment", (int)s->segment);
+		if (!o || json_array_append_new(fws, o) || line_json(m, &s->line, seg_names, 0, o))
+			return json_decref(t), NULL;
+	}
+	return t;
+}
+
+int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
+{
+	if (!m || !json)
+		return GPUMON_E_INVAL;
+	*json = NULL;
+	json_t *doc = json_object();
+	gpumon_model_figure frag, unacc;
+	gpumon_model_memory(m, &frag, &unacc);
+	int bad = !doc || put(doc, "format", json_integer(2)) || put(doc, "source", source_json(m)) ||
+		  put(doc, "devices", devices_json(m)) || verdicts_json(m, doc) || peak_json(m, doc) ||
+		  put(doc, "fragmentation", figure_json(m, &frag)) || put(doc, "unaccounted", figure_json(m, &unacc)) ||
+		  put(doc, "oom", oom_json(m)) || alerts_events_json(m, doc);
+	if (!bad && (flags & GPUMON_DOC_TIMELINE))
+		bad = put(doc, "timeline", timeline_json(m));
+	char *text = bad ? NULL : json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(doc);
+	if (!text)
+		return GPUMON_E_NOMEM;
+	/* json_dumps's buffer comes from jansson's allocator (malloc by default): copied, so that
+	   gpumon_free() is the one way to free what the library hands out */
+	*json = strdup(text);
+	free(text);
+	return *json ? GPUMON_OK : GPUMON_E_NOMEM;
+}

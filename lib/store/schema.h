@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* schema.h — the identity and layout of a recording (docs/recording.md, format 1), shared by its
+ * writer (recording_write.c) and its reader (recording_read.c): nothing else knows the format. */
+#ifndef GPUMON_STORE_SCHEMA_H
+#define GPUMON_STORE_SCHEMA_H
+
+#define REC_STR_(x) #x
+#define REC_STR(x)  REC_STR_(x)
+#define REC_FORMAT_VERSION 1
+#define REC_APPLICATION_ID 0x4750554d /* "GPUM" in ASCII */
+
+/* The schema of format version 1. Within a version, tables and columns may be added (readers name
+ * the columns they read); framework_samples.limit_bytes was added this way, so a reader checks for
+ * it before reading it. */
+/* clang-format off */
+#define REC_SCHEMA_SQL \
+	"PRAGMA application_id = " REC_STR(REC_APPLICATION_ID) ";" \
+	"PRAGMA user_version = " REC_STR(REC_FORMAT_VERSION) ";" \
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value) WITHOUT ROWID;" \
+	"CREATE TABLE devices (dev INTEGER PRIMARY KEY, uuid TEXT, name TEXT, pci_bus_id TEXT," \
+	" memory_total_bytes INTEGER, lost_t_ns INTEGER);" \
+	"CREATE TABLE processes (dev INTEGER NOT NULL, pid INTEGER NOT NULL, first_t_ns INTEGER," \
+	" gone_t_ns INTEGER, flags INTEGER NOT NULL, foreign_pid INTEGER NOT NULL, uid INTEGER," \
+	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER," \
+	" ppid INTEGER);" \
+	"CREATE TABLE device_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, memory_api INTEGER," \
+	" used_bytes INTEGER, free_bytes INTEGER, reserved_bytes INTEGER, total_bytes INTEGER," \
+	" used_min_bytes INTEGER, used_max_bytes INTEGER, used_max_t_ns INTEGER, samples INTEGER," \
+	" util_gpu_pct INTEGER, util_memory_pct INTEGER, temperature_c INTEGER, power_mw INTEGER," \
+	" energy_mj INTEGER, clock_sm_mhz INTEGER, clock_mem_mhz INTEGER);" \
+	"CREATE TABLE process_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, pid INTEGER NOT NULL," \
+	" used_bytes INTEGER, gone INTEGER NOT NULL);" \
+	"CREATE TABLE framework_sources (source INTEGER PRIMARY KEY, pid INTEGER NOT NULL," \
+	" device INTEGER, framework TEXT, first_t_ns INTEGER NOT NULL);" \
+	"CREATE TABLE framework_samples (t_ns INTEGER NOT NULL, source INTEGER NOT NULL, step INTEGER," \
+	" allocated_bytes INTEGER, reserved_bytes INTEGER, max_allocated_bytes INTEGER, limit_bytes INTEGER);" \
+	"CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT);"
+/* clang-format on */
+
+/* The event kind that records a pid of the job's process tree ("pid N"): GPUMON_REC_JOB. */
+#define REC_JOB_EVENT "job"
+
+/* The columns the reader walks, per table, in the order the reader reads them. The first is t_ns. */
+#define REC_DEVICE_COLUMNS                                                                                  \
+	"t_ns, dev, memory_api, used_bytes, free_bytes, reserved_bytes, total_bytes, used_min_bytes, "       \
+	"used_max_bytes, used_max_t_ns, samples, util_gpu_pct, util_memory_pct, temperature_c, power_mw, "    \
+	"energy_mj, clock_sm_mhz, clock_mem_mhz"
+#define REC_PROCESS_COLUMNS "t_ns, dev, pid, used_bytes, gone"
+#define REC_FRAMEWORK_COLUMNS "t_ns, source, step, allocated_bytes, reserved_bytes, max_allocated_bytes"
+#define REC_FRAMEWORK_COLUMNS_LIMIT REC_FRAMEWORK_COLUMNS ", limit_bytes"
+#define REC_EVENT_COLUMNS "t_ns, kind, text"
+
+#endif
