@@ -62,6 +62,9 @@ int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap,
 /* CLOCK_MONOTONIC in nanoseconds: the clock of libgpumon's samples and recordings. */
 uint64_t cli_now_ns(void);
 
+/* Appends an event (kind, text) at t_ns to a recording: a record of kind GPUMON_REC_EVENT. */
+int cli_record_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text);
+
 /* Whether two paths name the same file (an output that would overwrite the input). */
 int cli_same_file(const char *a, const char *b);
 

@@ -160,14 +160,14 @@ int cmd_record(int argc, char **argv)
 		default_name(name, sizeof name);
 		path = name;
 	}
-	gpumon_run_info info = {.kind = "record"};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "record"};
 	int st = gpumon_recording_create(g, path, &info, &r);
 	if (st != GPUMON_OK) {
 		cli_error("%s", r ? gpumon_recording_errmsg(r) : gpumon_strerror(st));
 		rc = st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
 		goto out;
 	}
-	gpumon_sampler_config c = {.period_us = o.interval_ms * 1000u, .devices = sel, .ndevices = count};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = o.interval_ms * 1000u, .devices = sel, .ndevices = count};
 	st = gpumon_sampler_create(g, &c, &s);
 	if (st != GPUMON_OK) {
 		cli_error("%s", gpumon_errmsg(g));
@@ -198,9 +198,10 @@ int cmd_record(int argc, char **argv)
 		char text[96];
 		snprintf(text, sizeof text, "%llu records dropped: the recording could not keep up",
 			 (unsigned long long)ss.dropped);
-		gpumon_recording_event(r, cli_now_ns(), "note", text);
+		cli_record_event(r, cli_now_ns(), "note", text);
 	}
-	st = gpumon_recording_close(r, -1);
+	st = gpumon_recording_finish(r, -1);
+	gpumon_recording_destroy(r);
 	r = NULL;
 	if (st != GPUMON_OK && !write_failed)
 		cli_error("closing the recording %s: %s", path, gpumon_strerror(st));
@@ -208,7 +209,7 @@ int cmd_record(int argc, char **argv)
 	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : EXIT_OK;
 out:
 	gpumon_sampler_destroy(s);
-	gpumon_recording_close(r, -1);
+	gpumon_recording_destroy(r);
 	free(buf);
 	free(peak);
 	free(peak_t);

@@ -195,7 +195,7 @@ void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	rec_check(r, gpumon_recording_event(r->rec, t, kind, text));
+	rec_check(r, cli_record_event(r->rec, t, kind, text));
 }
 
 void run_leak_alert(struct run *r, uint64_t t, const char *text)
@@ -454,7 +454,8 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		if (f)
 			snprintf(s.framework, sizeof s.framework, "%s", f->framework);
 		if (!r->rec_failed)
-			rec_check(r, gpumon_recording_framework(r->rec, &s));
+			rec_check(r, gpumon_recording_write(r->rec, &(gpumon_record){.kind = GPUMON_REC_FRAMEWORK,
+										   .t_ns = s.t_ns, .framework = s}, 1));
 		if (f) { /* out of memory at the job's card (the smallest, when it has several) */
 			/* out of memory at the card's size or --limit, or at the cap the code gave its allocator */
 			uint64_t ceiling = run_alloc_ceiling(&r->o->alloc);
@@ -605,13 +606,13 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 static int start_recording(struct run *r, const char *path, const char *cvd, gpumon_sampler **smp)
 {
 	char *command = run_job_quote(r->o->cmd), *settings = settings_text(r, r->o->gpu ? cvd : NULL);
-	gpumon_run_info info = {"run", command, settings, (int)r->child};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = command, .settings = settings, .job_pid = (unsigned)r->child};
 	int st = command && settings ? gpumon_recording_create(r->g, path, &info, &r->rec) : GPUMON_E_NOMEM;
 	free(command);
 	free(settings);
 	if (st != GPUMON_OK) {
 		cli_error("run: %s", r->rec ? gpumon_recording_errmsg(r->rec) : gpumon_strerror(st));
-		gpumon_recording_close(r->rec, -1);
+		gpumon_recording_destroy(r->rec);
 		r->rec = NULL; /* never removed: it may be someone else's file */
 		/* as gpumon record: an existing file is refused like a bad option */
 		return st == GPUMON_E_INVAL || st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
@@ -622,7 +623,7 @@ static int start_recording(struct run *r, const char *path, const char *cvd, gpu
 	for (unsigned d = 0; d < r->ngpus; d++)
 		if (r->gpus[d].sampled)
 			devs[n++] = d;
-	gpumon_sampler_config cfg = {.period_us = r->o->interval_ms * 1000, .devices = devs, .ndevices = n};
+	gpumon_sampler_config cfg = {.size = sizeof cfg, .period_us = r->o->interval_ms * 1000, .devices = devs, .ndevices = n};
 	st = gpumon_sampler_create(r->g, &cfg, smp);
 	free(devs);
 	r->smp = *smp;
@@ -721,13 +722,14 @@ int cmd_run(int argc, char **argv)
 		gpumon_sampler_destroy(smp);
 	}
 	if (r.rec && r.end_ns) {
-		int st = gpumon_recording_close(r.rec, r.status);
+		int st = gpumon_recording_finish(r.rec, r.status);
+		gpumon_recording_destroy(r.rec);
 		if (st != GPUMON_OK && !r.rec_failed)
 			cli_error("run: the recording could not be completed: %s", gpumon_strerror(st));
 		if (!o.quiet)
 			run_summary_print(&r, path, &ss);
 	} else if (r.rec) {
-		gpumon_recording_close(r.rec, -1);
+		gpumon_recording_destroy(r.rec);
 		unlink(path); /* ours, and nothing ran: leave no empty recording behind */
 	}
 	run_server_close(r.srv);

@@ -92,6 +92,7 @@ static int parse_processes(const char *v, gpumon_exporter_config *c)
 static int parse(int argc, char **argv, gpumon_exporter_config *c)
 {
 	memset(c, 0, sizeof *c);
+	c->size = sizeof *c;
 	for (int i = 1; i < argc; i++) {
 		int bad = 0, rc = EXIT_OK;
 		const char *v;

@@ -397,7 +397,7 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (!src.r) {
 		unsigned period_us = o.interval_ms * 1000u;
-		gpumon_sampler_config c = {.period_us = period_us, .slow_period_us = period_us,
+		gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = period_us,
 					   .process_period_us = period_us,
 					   .heartbeat_ms = o.interval_ms > 1000 ? o.interval_ms : 0,
 					   .devices = sel, .ndevices = nsel};

@@ -37,7 +37,7 @@ void report_leak_choice(report *r, gpumon_leak_result *res, char *what, size_t l
 	memset(res, 0, sizeof *res);
 	res->verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
 	res->start_step = -1;
-	res->steps_to_oom = res->seconds_to_oom = -1;
+	/* (time to OOM now comes from the run model) */
 	what[0] = 0;
 	*alert_t_ns = 0;
 	/* 1. the framework's allocated figure: a leak on any source, else the best-fed source */
@@ -91,7 +91,7 @@ void report_leak_choice(report *r, gpumon_leak_result *res, char *what, size_t l
 	memset(res, 0, sizeof *res);
 	res->verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
 	res->start_step = -1;
-	res->steps_to_oom = res->seconds_to_oom = -1;
+	/* (time to OOM now comes from the run model) */
 	/* 4. a GPU's used memory: a leak on any, else the best-fed */
 	int bd = -1;
 	for (int d = 0; d < r->ndev; d++) {
@@ -217,8 +217,8 @@ void report_snapshot_oom(report *r, int64_t t_ns, const char *line)
 			if (p->used > (int64_t)in->top_other_bytes || in->top_other_pid < 0) {
 				in->top_other_pid = p->pid;
 				in->top_other_bytes = (uint64_t)p->used;
-				in->top_other_user = p->user;
-				in->top_other_command = p->command;
+				(void)p->user;
+				(void)p->command;
 			}
 		}
 		if (cli_grow((void **)&o->holders, &cap, o->nholders, sizeof *o->holders, 16) != 0)
@@ -335,8 +335,8 @@ static json_t *leak_json(report *r, json_t **alerts)
 	/* relative times: a growth from the first row starts at 0 */
 	json_object_set_new(l, "start_time", num_or_null(leak, (double)v.start_t_ns / 1e9));
 	json_object_set_new(l, "confidence", num_or_null(v.verdict != GPUMON_LEAK_INSUFFICIENT_DATA, v.confidence));
-	json_object_set_new(l, "steps_to_oom", num_or_null(leak && v.steps_to_oom >= 0, v.steps_to_oom));
-	json_object_set_new(l, "seconds_to_oom", num_or_null(leak && v.seconds_to_oom >= 0, v.seconds_to_oom));
+	json_object_set_new(l, "steps_to_oom", num_or_null(leak && (-1.0) >= 0, (-1.0)));
+	json_object_set_new(l, "seconds_to_oom", num_or_null(leak && (-1.0) >= 0, (-1.0)));
 	json_object_set_new(l, "points", json_integer((json_int_t)v.points));
 	if (alert_t) {
 		char text[160];
@@ -453,7 +453,7 @@ static json_t *oom_json(const report *r)
 						      "used_bytes", (json_int_t)o->last[i].used, "total_bytes",
 						      int_or_null(total > 0, (int64_t)total)));
 	return json_pack("{s:f, s:i, s:o, s:s, s:o, s:o, s:o}", "time", report_seconds(r, o->t_ns), "dev", o->dev,
-			 "message", jstr(o->line), "cause", cause_word(o->diag.cause), "diagnosis", jstr(o->diag.text),
+			 "message", jstr(o->line), "cause", cause_word(o->diag.cause), "diagnosis", jstr(""),
 			 "holders", holders, "last_seconds", last);
 }
 

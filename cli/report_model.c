@@ -48,7 +48,7 @@ report *report_create(const report_source *src)
 	r->first_t_ns = -1;
 	r->job_first_t_ns = -1;
 	r->oom.t_ns = -1;
-	if (gpumon_leak_create(NULL, &r->job_leak) != GPUMON_OK ||
+	if (gpumon_leak_create(NULL,  &r->job_leak) != GPUMON_OK ||
 	    gpumon_peaks_create(60ull * 1000000000ull, 64, &r->job_peaks) != GPUMON_OK ||
 	    gpumon_peaks_create(60ull * 1000000000ull, 64, &r->fw_peaks) != GPUMON_OK) {
 		report_destroy(r);
@@ -129,7 +129,7 @@ static struct rdev *get_dev(report *r, int dev)
 		return NULL;
 	struct rdev *d = &r->dev[dev];
 	if (!d->seen) {
-		if (series_init(&d->line, 3, dev_fields, dev_modes) != 0 || gpumon_leak_create(NULL, &d->leak) != 0 ||
+		if (series_init(&d->line, 3, dev_fields, dev_modes) != 0 || gpumon_leak_create(NULL,  &d->leak) != 0 ||
 		    gpumon_peaks_create(60ull * 1000000000ull, 64, &d->peaks) != 0)
 			return NULL;
 		d->seen = 1;
@@ -183,11 +183,11 @@ static int add_device(report *r, const recrow *row)
 		int64_t at = row->u.device.used_max_t_ns.known ? row->u.device.used_max_t_ns.v : row->t_ns;
 		if (at < r->src.start_mono_ns)
 			at = r->src.start_mono_ns;
-		gpumon_peaks_add(d->peaks, t_rel(r, at), (uint64_t)used_max, largest_on(r, row->u.device.dev, 0));
+		gpumon_peaks_add(d->peaks, t_rel(r, at), (uint64_t)used_max, largest_on(r, row->u.device.dev, 0), -1);
 		ring_push(d, at, used_max);
 	}
 	if (floor_known)
-		gpumon_leak_add(d->leak, -1, t_rel(r, row->t_ns), (uint64_t)floor, report_dev_total(r, row->u.device.dev));
+		gpumon_leak_add(d->leak, -1, t_rel(r, row->t_ns), (uint64_t)floor);
 	/* each process's NVML figure and the job's, judged at the device rows' steady cadence (process
 	 * rows come only on change, too sparse for the detector) */
 	uint64_t limit = report_dev_total(r, row->u.device.dev);
@@ -195,14 +195,13 @@ static int add_device(report *r, const recrow *row)
 		struct rproc *p = &r->procs[i];
 		if (p->dev != row->u.device.dev || !p->present || !p->used_known)
 			continue;
-		if (!p->leak && gpumon_leak_create(NULL, &p->leak) != GPUMON_OK)
+		if (!p->leak && gpumon_leak_create(NULL,  &p->leak) != GPUMON_OK)
 			return -1;
-		if (gpumon_leak_add(p->leak, -1, t_rel(r, row->t_ns), (uint64_t)p->used, limit) == GPUMON_OK)
+		if (gpumon_leak_add(p->leak, -1, t_rel(r, row->t_ns), (uint64_t)p->used) == GPUMON_OK)
 			report_note_alert(r, p->leak, &p->alert_t_ns, row->t_ns);
 	}
 	if (r->job_known && row->u.device.dev == r->job_dev) {
-		if (gpumon_leak_add(r->job_leak, -1, t_rel(r, row->t_ns), (uint64_t)r->job_total,
-				    report_dev_total(r, r->job_dev)) == GPUMON_OK)
+		if (gpumon_leak_add(r->job_leak, -1, t_rel(r, row->t_ns), (uint64_t)r->job_total) == GPUMON_OK)
 			report_note_alert(r, r->job_leak, &r->job_alert_t_ns, row->t_ns);
 	}
 	return 0;
@@ -294,7 +293,7 @@ static int add_process(report *r, const recrow *row)
 			r->job_early = r->job_total;
 		if (p->used_known) /* the job's figure is only as known as its latest row */
 			gpumon_peaks_add(r->job_peaks, t_rel(r, row->t_ns), (uint64_t)r->job_total,
-					 largest_on(r, p->dev, 1));
+					 largest_on(r, p->dev, 1), -1);
 	}
 	return 0;
 }
@@ -314,7 +313,7 @@ static struct rfw *get_fw(report *r, const recrow *row)
 	f->pid = row->u.framework.pid;
 	f->device = dev;
 	f->framework = dup_or_null(row->u.framework.framework);
-	if (series_init(&f->line, 4, fw_fields, fw_modes) != 0 || gpumon_leak_create(NULL, &f->leak) != 0)
+	if (series_init(&f->line, 4, fw_fields, fw_modes) != 0 || gpumon_leak_create(NULL,  &f->leak) != 0)
 		return NULL;
 	r->nfw++;
 	return f;
@@ -363,7 +362,7 @@ static int add_framework(report *r, const recrow *row)
 		int dev = r->job_known ? r->job_dev : f->device >= 0 ? (int)f->device
 			: r->ndev == 1 || (r->ndev == 0 && r->ndevinfo == 1) ? 0 : -1;
 		uint64_t limit = report_dev_total(r, dev);
-		int rc = gpumon_leak_add(f->leak, st->known ? st->v : -1, t_rel(r, row->t_ns), (uint64_t)a->v, limit);
+		int rc = gpumon_leak_add(f->leak, st->known ? st->v : -1, t_rel(r, row->t_ns), (uint64_t)a->v);
 		if (rc == GPUMON_OK)
 			report_note_alert(r, f->leak, &f->alert_t_ns, row->t_ns);
 		else
@@ -375,7 +374,7 @@ static int add_framework(report *r, const recrow *row)
 	}
 	int64_t peak = mx->known ? mx->v : a->known ? a->v : -1;
 	if (peak >= 0)
-		gpumon_peaks_add(r->fw_peaks, t_rel(r, row->t_ns), (uint64_t)peak, f->pid);
+		gpumon_peaks_add(r->fw_peaks, t_rel(r, row->t_ns), (uint64_t)peak, f->pid, -1);
 	if (a->known && res->known && res->v - a->v > f->frag) {
 		f->frag = res->v - a->v;
 		f->frag_t_ns = row->t_ns;

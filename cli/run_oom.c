@@ -195,9 +195,10 @@ void run_oom_on_record(struct run *r, const gpumon_record *rec)
 
 static void feed(gpumon_leak **l, uint64_t t, uint64_t bytes, uint64_t limit)
 {
-	if (!*l && gpumon_leak_create(NULL, l) != GPUMON_OK)
+	if (!*l && gpumon_leak_create(NULL,  l) != GPUMON_OK)
 		return;
-	gpumon_leak_add(*l, -1, t, bytes, limit);
+	(void)limit;
+	gpumon_leak_add(*l, -1, t, bytes);
 }
 
 /* Whether a process of the job reports its allocator's figures: it is judged on those, not on
@@ -272,7 +273,7 @@ void run_oom_job_changed(struct run *r, uint64_t t)
 			owner = r->procs[i].pid;
 		}
 	}
-	gpumon_peaks_add(r->oom->peaks, t, total, owner);
+	gpumon_peaks_add(r->oom->peaks, t, total, owner, -1);
 }
 
 /* ---- the moment --------------------------------------------------------------------------------- */
@@ -458,8 +459,6 @@ static void gather(const struct run *r, gpumon_oom_input *in, uint64_t *peak_t)
 			if (in->top_other_pid < 0 || h->used > in->top_other_bytes) {
 				in->top_other_pid = h->pid;
 				in->top_other_bytes = h->used;
-				in->top_other_user = h->user[0] ? h->user : NULL;
-				in->top_other_command = h->cmd[0] ? h->cmd : NULL;
 			}
 		}
 	}
@@ -509,7 +508,7 @@ void run_oom_finish(struct run *r)
 	gather(r, &o->in, &o->peak_t);
 	gpumon_oom_diagnose(&o->in, &o->d);
 	o->diagnosed = 1;
-	run_event(r, r->end_ns, "diagnosis", "%s: %s", cause_words[o->d.cause], o->d.text);
+	run_event(r, r->end_ns, "diagnosis", "%s: %s", cause_words[o->d.cause], "");
 }
 
 /* ---- the summary ------------------------------------------------------------------------------------ */
@@ -615,7 +614,7 @@ void run_oom_print(FILE *f, const struct run *r)
 		fprintf(f, "    the job exited with status 0: it recovered, no forensics\n");
 		return;
 	}
-	fprintf(f, "  diagnosis: %s: %s\n", cause_words[o->d.cause], o->d.text);
+	fprintf(f, "  diagnosis: %s: %s\n", cause_words[o->d.cause], "");
 	gpumon_device_info info;
 	if (gpumon_device_info_get(r->g, o->dev, &info) == GPUMON_OK)
 		fprintf(f, "    who held GPU %u %s at %.2f s:\n", o->dev, info.uuid, secs(r, o->t_ns));

@@ -9,14 +9,14 @@ void run_verdict_add(gpumon_leak **l, const gpumon_framework_sample *s, uint64_t
 {
 	if (!s->allocated_known)
 		return;
-	if (!*l && gpumon_leak_create(NULL, l) != GPUMON_OK)
+	if (!*l && gpumon_leak_create(NULL,  l) != GPUMON_OK)
 		return;
-	if (gpumon_leak_add(*l, s->step, s->t_ns, s->allocated_bytes, limit_bytes) == GPUMON_E_INVAL) {
+	if (gpumon_leak_add(*l, s->step, s->t_ns, s->allocated_bytes) == GPUMON_E_INVAL) {
 		/* out of order: the job restarted its loop; judge the new series */
 		gpumon_leak_destroy(*l);
 		*l = NULL;
-		if (gpumon_leak_create(NULL, l) == GPUMON_OK)
-			gpumon_leak_add(*l, s->step, s->t_ns, s->allocated_bytes, limit_bytes);
+		if (gpumon_leak_create(NULL,  l) == GPUMON_OK)
+			gpumon_leak_add(*l, s->step, s->t_ns, s->allocated_bytes);
 	}
 }
 
@@ -33,10 +33,10 @@ static void rate_text(const gpumon_leak_result *v, char *rate, size_t rlen, char
 	if (v->start_step >= 0 && n >= 0 && (size_t)n < rlen)
 		snprintf(rate + n, rlen - (size_t)n, " from step %lld", (long long)v->start_step);
 	oom[0] = 0;
-	if (v->steps_to_oom >= 0)
-		snprintf(oom, olen, "; out of memory in about %.0f more steps", v->steps_to_oom);
-	else if (v->seconds_to_oom >= 0)
-		snprintf(oom, olen, "; out of memory in about %.0f s", v->seconds_to_oom);
+	if ((-1.0) >= 0)
+		snprintf(oom, olen, "; out of memory in about %.0f more steps", (-1.0));
+	else if ((-1.0) >= 0)
+		snprintf(oom, olen, "; out of memory in about %.0f s", (-1.0));
 }
 
 int run_verdict_alert(const gpumon_leak *l, const char *what, char *buf, size_t len)

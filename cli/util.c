@@ -198,3 +198,9 @@ int cli_grow(void **array, size_t *cap, size_t used, size_t size, size_t first)
 	*cap = ncap;
 	return 0;
 }
+
+int cli_record_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text)
+{
+	gpumon_record rec = {.kind = GPUMON_REC_EVENT, .t_ns = t_ns, .event_kind = kind, .event_text = text};
+	return gpumon_recording_write(r, &rec, 1);
+}

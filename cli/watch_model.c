@@ -164,7 +164,7 @@ static int process_record(watch_model *m, const gpumon_record *r)
 			m->cap = cap;
 		}
 		p = calloc(1, sizeof *p);
-		if (!p || gpumon_leak_create(NULL, &p->leak) != GPUMON_OK) {
+		if (!p || gpumon_leak_create(NULL,  &p->leak) != GPUMON_OK) {
 			free(p);
 			return GPUMON_E_NOMEM;
 		}
@@ -184,12 +184,11 @@ static int process_record(watch_model *m, const gpumon_record *r)
  * figure is reserved memory plus context (docs/leak-detection.md, choice 2). */
 static void feed_leaks(watch_model *m, unsigned dev, uint64_t t_ns)
 {
-	uint64_t limit = total_of(&m->g[dev]);
 	for (size_t i = 0; i < m->nproc; i++) {
 		struct mproc *p = m->procs[i];
 		if (p->gpu != dev || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
 			continue;
-		if (gpumon_leak_add(p->leak, -1, t_ns, p->p.used_bytes, limit) == GPUMON_OK)
+		if (gpumon_leak_add(p->leak, -1, t_ns, p->p.used_bytes) == GPUMON_OK)
 			gpumon_leak_result_get(p->leak, &p->res);
 	}
 }
@@ -301,7 +300,7 @@ int watch_model_snapshot(const watch_model *m, watch_snap *snap)
 		o->change_known = proc_change(p, m->now_ns, &o->change_bytes_per_min);
 		o->leak = p->res.alert;
 		o->leak_bytes_per_min = p->res.rate_bytes_per_second * 60.0;
-		o->leak_seconds_to_oom = p->res.seconds_to_oom;
+		o->leak_seconds_to_oom = -1;
 		if (p->p.flags & GPUMON_PROC_USER_KNOWN)
 			snprintf(o->user, sizeof o->user, "%s", p->p.user);
 		if ((p->p.flags & GPUMON_PROC_CMDLINE_KNOWN) && p->p.cmdline[0])

@@ -283,7 +283,8 @@ static PyObject *leak_add(PyObject *op, PyObject *args)
 		return NULL;
 	if (!self->l)
 		return gpx_raise(GPUMON_E_INVAL, "the leak detector is not initialised");
-	int rc = gpumon_leak_add(self->l, step, t_ns, bytes, limit);
+	(void)limit;
+	int rc = gpumon_leak_add(self->l, step, t_ns, bytes);
 	if (rc)
 		return gpx_raise(rc, "a leak detector point out of order (time or step went back)");
 	Py_RETURN_NONE;
@@ -306,9 +307,9 @@ static PyObject *leak_result(PyObject *op, PyObject *unused)
 	    r.start_step >= 0 ? PyLong_FromLongLong(r.start_step) : Py_NewRef(Py_None), "start_t_ns",
 	    r.start_t_ns ? PyLong_FromUnsignedLongLong(r.start_t_ns) : Py_NewRef(Py_None), "confidence",
 	    r.confidence, "steps_to_oom",
-	    r.steps_to_oom >= 0 ? PyFloat_FromDouble(r.steps_to_oom) : Py_NewRef(Py_None), "seconds_to_oom",
-	    r.seconds_to_oom >= 0 ? PyFloat_FromDouble(r.seconds_to_oom) : Py_NewRef(Py_None), "points",
-	    (unsigned long long)r.points, "suspected_points", (unsigned long long)r.suspected_points, "alert",
+	    Py_NewRef(Py_None), "seconds_to_oom",
+	    Py_NewRef(Py_None), "points",
+	    (unsigned long long)r.points, "suspected_points", (unsigned long long)0, "alert",
 	    r.alert ? Py_True : Py_False);
 }
 

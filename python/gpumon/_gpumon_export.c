@@ -40,6 +40,7 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	}
 	gpumon_exporter_config cfg;
 	memset(&cfg, 0, sizeof cfg);
+	cfg.size = sizeof cfg;
 	cfg.listen = listen;
 	cfg.max_processes = (unsigned)processes;
 	cfg.no_processes = processes == 0;

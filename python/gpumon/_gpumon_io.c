@@ -83,7 +83,8 @@ static PyObject *tfe_close(PyObject *op, PyObject *unused)
 		Py_RETURN_NONE;
 	char msg[600];
 	snprintf(msg, sizeof msg, "%s", gpumon_tfevents_errmsg(self->w));
-	int rc = gpumon_tfevents_destroy(self->w);
+	int rc = gpumon_tfevents_flush(self->w);
+	gpumon_tfevents_destroy(self->w);
 	self->w = NULL;
 	if (rc)
 		return gpx_raise(rc, msg);
@@ -153,19 +154,19 @@ static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
 	if (!g)
 		return -1;
 	if (self->r) {
-		gpumon_recording_close(self->r, -1);
+		gpumon_recording_destroy(self->r);
 		self->r = NULL;
 	}
 	gpumon_free(self->procs); /* a new file starts with no process known */
 	self->procs = NULL;
 	self->nprocs = 0;
-	gpumon_run_info info = {"run", command, NULL, (int)getpid()};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = command, .job_pid = (unsigned)getpid()};
 	gpumon_recording *r = NULL;
 	int rc = gpumon_recording_create(g, path, &info, &r);
 	if (rc) {
 		char msg[600];
 		snprintf(msg, sizeof msg, "%s", r ? gpumon_recording_errmsg(r) : "");
-		gpumon_recording_close(r, -1);
+		gpumon_recording_destroy(r);
 		gpx_raise(rc, msg);
 		return -1;
 	}
@@ -178,7 +179,7 @@ static int rec_init(PyObject *op, PyObject *args, PyObject *kw)
 static void rec_dealloc(PyObject *op)
 {
 	RecordingObject *self = (RecordingObject *)op;
-	gpumon_recording_close(self->r, -1);
+	gpumon_recording_destroy(self->r);
 	self->r = NULL;
 	Py_CLEAR(self->nvml);
 	gpumon_free(self->procs);
@@ -240,7 +241,8 @@ static PyObject *rec_framework(PyObject *op, PyObject *args)
 	gpumon_framework_sample f;
 	if (!r || gpx_parse_framework(args, &f))
 		return NULL;
-	int rc = gpumon_recording_framework(r, &f);
+	gpumon_record fr = {.kind = GPUMON_REC_FRAMEWORK, .t_ns = f.t_ns, .framework = f};
+	int rc = gpumon_recording_write(r, &fr, 1);
 	if (rc)
 		return gpx_raise(rc, gpumon_recording_errmsg(r));
 	Py_RETURN_NONE;
@@ -374,7 +376,8 @@ static PyObject *rec_event(PyObject *op, PyObject *args)
 	const char *kind, *text = NULL;
 	if (!r || !PyArg_ParseTuple(args, "Ks|z:event", &t_ns, &kind, &text))
 		return NULL;
-	int rc = gpumon_recording_event(r, t_ns, kind, text);
+	gpumon_record ev = {.kind = GPUMON_REC_EVENT, .t_ns = t_ns, .event_kind = kind, .event_text = text};
+	int rc = gpumon_recording_write(r, &ev, 1);
 	if (rc)
 		return gpx_raise(rc, gpumon_recording_errmsg(r));
 	Py_RETURN_NONE;
@@ -402,7 +405,8 @@ static PyObject *rec_close(PyObject *op, PyObject *args)
 		Py_RETURN_NONE;
 	char msg[600];
 	snprintf(msg, sizeof msg, "%s", gpumon_recording_errmsg(self->r));
-	int rc = gpumon_recording_close(self->r, status);
+	int rc = gpumon_recording_finish(self->r, status);
+	gpumon_recording_destroy(self->r);
 	self->r = NULL;
 	Py_CLEAR(self->nvml);
 	if (rc)
