@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* words.c — the run model's answers in plain words (words.h): verdicts, alerts, the bound of a
+ * time to out-of-memory, and the out-of-memory diagnosis with what to try. Nothing here decides:
+ * every figure and code comes from the model's document. */
+#include "words.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Appends to buf (used so far in *at). */
+static void add(char *buf, size_t len, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+	if (*at + 1 >= len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + *at, len - *at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static int has_num(const json_t *o, const char *key)
+{
+	return json_is_number(json_object_get(o, key));
+}
+
+static double num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+const char *words_bytes(char *buf, size_t len, const json_t *v)
+{
+	if (!json_is_number(v) || json_number_value(v) < 0) {
+		snprintf(buf, len, "n/a");
+		return buf;
+	}
+	return cli_format_bytes(buf, len, (uint64_t)json_number_value(v));
+}
+
+const char *words_duration(char *buf, size_t len, double s)
+{
+	long long t = s > 0 ? (long long)(s + 0.5) : 0;
+	if (t < 60)
+		snprintf(buf, len, "%lld s", t);
+	else if (t < 3600)
+		snprintf(buf, len, "%lld min %02lld s", t / 60, t % 60);
+	else if (t < 2 * 86400)
+		snprintf(buf, len, "%lld h %02lld min", t / 3600, t / 60 % 60);
+	else
+		snprintf(buf, len, "%lld days", t / 86400);
+	return buf;
+}
+
+/* "4:37" or "1:02:05" from the start. */
+static const char *clock_text(char *buf, size_t len, double s)
+{
+	long long t = (long long)(s + 0.5);
+	if (t >= 3600)
+		snprintf(buf, len, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(buf, len, "%lld:%02lld", t / 60, t % 60);
+	return buf;
+}
+
+const char *words_series(char *buf, size_t len, const json_t *s)
+{
+	const char *kind = str(s, "kind");
+	size_t at = 0;
+	buf[0] = 0;
+	if (!kind) {
+		snprintf(buf, len, "no memory series");
+		return buf;
+	}
+	if (!strcmp(kind, "framework")) {
+		add(buf, len, &at, "the framework's allocated memory");
+		const char *fw = str(s, "framework");
+		int pid = has_num(s, "pid"), seg = has_num(s, "segment") && num(s, "segment") > 0;
+		if (fw || pid || seg) {
+			add(buf, len, &at, " (");
+			if (fw && fw[0])
+				add(buf, len, &at, "%s%s", fw, pid ? ", " : "");
+			if (pid)
+				add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
+			if (seg) /* a restarted step counter: the n-th run of the loop */
+				add(buf, len, &at, "%sloop restart %lld", fw || pid ? ", " : "", (long long)num(s, "segment"));
+			add(buf, len, &at, ")");
+		}
+	} else if (!strcmp(kind, "job")) {
+		add(buf, len, &at, "the job's processes on GPU %lld (NVML)", (long long)num(s, "dev"));
+	} else if (!strcmp(kind, "process")) {
+		add(buf, len, &at, "pid %lld on GPU %lld (NVML)", (long long)num(s, "pid"), (long long)num(s, "dev"));
+	} else if (!strcmp(kind, "device")) {
+		add(buf, len, &at, "GPU %lld's used memory (NVML)", (long long)num(s, "dev"));
+	} else {
+		add(buf, len, &at, "%s", kind);
+	}
+	return buf;
+}
+
+const char *words_room(char *buf, size_t len, const json_t *v)
+{
+	const char *room = str(v, "room");
+	if (!room)
+		snprintf(buf, len, "an unknown limit");
+	else if (!strcmp(room, "free"))
+		snprintf(buf, len, "the GPU's free memory");
+	else if (!strcmp(room, "limit"))
+		snprintf(buf, len, "the --limit set for the job");
+	else if (!strcmp(room, "cap"))
+		snprintf(buf, len, "the cap the job set on its allocator");
+	else if (!strcmp(room, "total"))
+		snprintf(buf, len, "the GPU's total (what other processes hold is unknown)");
+	else
+		snprintf(buf, len, "%s", room);
+	return buf;
+}
+
+/* "+8.00 MiB a step from step 40" */
+static void rate(char *buf, size_t len, size_t *at, const json_t *v)
+{
+	char a[32];
+	if (has_num(v, "rate_bytes_per_step") && num(v, "rate_bytes_per_step") > 0)
+		add(buf, len, at, "+%s a step", words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_step")));
+	else
+		add(buf, len, at, "+%s a second", words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_second")));
+	if (has_num(v, "start_step"))
+		add(buf, len, at, " from step %lld", (long long)num(v, "start_step"));
+	else if (has_num(v, "start_time"))
+		add(buf, len, at, " from %.1f s", num(v, "start_time"));
+}
+
+/* "; out of memory in about 1,200 more steps (about 2 min 10 s, around 4:37 from the start)" */
+static void to_oom(char *buf, size_t len, size_t *at, const json_t *v, double now_s)
+{
+	char d[32], c[32], r[96], a[32];
+	int steps = has_num(v, "steps_to_oom"), secs = has_num(v, "seconds_to_oom");
+	if (!steps && !secs)
+		return;
+	add(buf, len, at, "; out of memory in about ");
+	if (steps)
+		add(buf, len, at, "%.0f more steps%s", num(v, "steps_to_oom"), secs ? " (" : "");
+	if (secs) {
+		add(buf, len, at, "%s", words_duration(d, sizeof d, num(v, "seconds_to_oom")));
+		if (now_s >= 0)
+			add(buf, len, at, ", around %s from the start",
+			    clock_text(c, sizeof c, now_s + num(v, "seconds_to_oom")));
+		if (steps)
+			add(buf, len, at, ")");
+	}
+	add(buf, len, at, " at this rate, against %s (%s left)", words_room(r, sizeof r, v),
+	    words_bytes(a, sizeof a, json_object_get(v, "room_bytes")));
+}
+
+const char *words_verdict(char *buf, size_t len, const json_t *v, double now_s)
+{
+	char s[160];
+	size_t at = 0;
+	buf[0] = 0;
+	const char *verdict = str(v, "verdict");
+	words_series(s, sizeof s, json_object_get(v, "series"));
+	if (!verdict || !strcmp(verdict, "insufficient_data")) {
+		add(buf, len, &at, "not enough data to tell (%lld points of %s)", (long long)num(v, "points"), s);
+		return buf;
+	}
+	if (!strcmp(verdict, "none")) {
+		add(buf, len, &at, "none: %s does not keep rising (confidence %.2f, %lld points)", s, num(v, "confidence"),
+		    (long long)num(v, "points"));
+		return buf;
+	}
+	add(buf, len, &at, "LEAK on %s: ", s);
+	rate(buf, len, &at, v);
+	add(buf, len, &at, " (confidence %.2f%s)", num(v, "confidence"),
+	    json_is_true(json_object_get(v, "alert")) ? ", sustained" : "");
+	to_oom(buf, len, &at, v, now_s);
+	return buf;
+}
+
+const char *words_alert(char *buf, size_t len, const json_t *a)
+{
+	char s[160], b[32], c[32];
+	size_t at = 0;
+	buf[0] = 0;
+	const char *kind = str(a, "kind");
+	if (kind && !strcmp(kind, "headroom")) {
+		add(buf, len, &at, "GPU %lld has %s free of %s", (long long)num(a, "dev"),
+		    words_bytes(b, sizeof b, json_object_get(a, "free_bytes")),
+		    words_bytes(c, sizeof c, json_object_get(a, "total_bytes")));
+		return buf;
+	}
+	add(buf, len, &at, "%s rises by ", words_series(s, sizeof s, json_object_get(a, "series")));
+	rate(buf, len, &at, a);
+	to_oom(buf, len, &at, a, has_num(a, "time") ? num(a, "time") : -1);
+	return buf;
+}
+
+const char *words_cause(const json_t *oom)
+{
+	const char *c = str(oom, "cause");
+	return c ? c : "unknown";
+}
+
+const char *words_oom(char *buf, size_t len, const json_t *oom)
+{
+	char a[32], b[32], c[32];
+	size_t at = 0;
+	buf[0] = 0;
+	const char *cause = words_cause(oom);
+	const json_t *f = json_object_get(oom, "figures");
+	const json_t *total = json_object_get(f, "total_bytes");
+	if (!strcmp(cause, "co-tenant")) {
+		add(buf, len, &at, "Another process held the memory: other processes had %s of the %s card when the job ran out",
+		    words_bytes(a, sizeof a, json_object_get(f, "others_bytes")), words_bytes(b, sizeof b, total));
+		const json_t *top = json_object_get(f, "top_other");
+		if (json_is_object(top)) {
+			add(buf, len, &at, ", the largest pid %lld (%s", (long long)num(top, "pid"),
+			    words_bytes(c, sizeof c, json_object_get(f, "top_other_bytes")));
+			if (str(top, "user"))
+				add(buf, len, &at, ", user %s", str(top, "user"));
+			if (str(top, "command"))
+				add(buf, len, &at, ": %.120s", str(top, "command"));
+			add(buf, len, &at, ")");
+		}
+		if (has_num(f, "job_bytes"))
+			add(buf, len, &at, "; the job itself held %s", words_bytes(a, sizeof a, json_object_get(f, "job_bytes")));
+		add(buf, len, &at, ". Run it on a free GPU (gpumon run --gpu auto) or ask the owner to free it.");
+		if (json_is_true(json_object_get(oom, "also_leak")))
+			add(buf, len, &at, " The job's own memory was also rising steadily (a leak is suspected).");
+	} else if (!strcmp(cause, "leak")) {
+		add(buf, len, &at, "A leak: the job's memory floor kept rising until the card was full. Look for tensors "
+				    "kept from one step to the next: a loss summed without .item(), outputs appended to a "
+				    "list, a graph kept alive by a stored tensor.");
+	} else if (!strcmp(cause, "pre-allocation")) {
+		if (json_is_true(json_object_get(oom, "by_early_figure")))
+			add(buf, len, &at, "The job took %s of the %s card in its first seconds: an allocator that "
+					    "pre-reserves most of the card. ",
+			    words_bytes(a, sizeof a, json_object_get(f, "early_bytes")), words_bytes(b, sizeof b, total));
+		else
+			add(buf, len, &at, "The allocator had reserved %s of the %s card but tensors used only %s: the "
+					    "memory went to the allocator's cache or a pre-allocated pool, not to the model. ",
+			    words_bytes(a, sizeof a, json_object_get(f, "reserved_bytes")), words_bytes(b, sizeof b, total),
+			    words_bytes(c, sizeof c, json_object_get(f, "allocated_bytes")));
+		add(buf, len, &at, "Limit the pool (Paddle FLAGS_fraction_of_gpu_memory_to_use, JAX "
+				    "XLA_PYTHON_CLIENT_MEM_FRACTION, PyTorch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
+				    "or free the cache between phases.");
+	} else if (!strcmp(cause, "transient peak")) {
+		add(buf, len, &at, "A transient peak: memory climbed from its usual %s to %s",
+		    words_bytes(a, sizeof a, json_object_get(f, "floor_bytes")),
+		    words_bytes(b, sizeof b, json_object_get(f, "used_bytes")));
+		if (has_num(f, "rise_seconds"))
+			add(buf, len, &at, " within %.1f s", num(f, "rise_seconds"));
+		add(buf, len, &at, " and ran out; the rest of the run fitted. One batch needed much more than the others "
+				    "(a long sequence, attention, evaluation): cap the batch or sequence length for the "
+				    "worst case, or use gradient checkpointing.");
+	} else {
+		add(buf, len, &at, "The job ran out of memory");
+		if (has_num(f, "used_bytes") && json_is_number(total))
+			add(buf, len, &at, " with %s of %s in use", words_bytes(a, sizeof a, json_object_get(f, "used_bytes")),
+			    words_bytes(b, sizeof b, total));
+		add(buf, len, &at, ", but no leak, other process, pre-allocation or sudden peak shows in the figures: the "
+				    "model and batch may simply not fit. Reduce the batch size, use mixed precision or "
+				    "gradient checkpointing.");
+	}
+	return buf;
+}
