@@ -289,8 +289,15 @@ static int add_job_pid(gpumon_model *m, unsigned pid)
 		if (p->pid != pid || p->job)
 			continue;
 		p->job = 1;
-		if (p->present && p->used_known && p->dev < m->ndev)
-			m->dev[p->dev].job_bytes += p->used;
+		if (p->present && p->used_known && p->dev < m->ndev) {
+			struct mdev *d = &m->dev[p->dev];
+			d->job_bytes += p->used;
+			d->others_bytes = d->others_bytes >= p->used ? d->others_bytes - p->used : 0;
+			if (!d->job_seen) {
+				d->job_seen = 1;
+				d->job_first_t = d->job_integral_t = p->last_t;
+			}
+		}
 	}
 	return GPUMON_OK;
 }
@@ -410,6 +417,8 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 			p->gone_t = r->t_ns;
 			if (p->job && d->job_bytes >= old)
 				d->job_bytes -= old;
+			else if (!p->job && d->others_bytes >= old)
+				d->others_bytes -= old;
 			if (p->line.t) { /* the figure held until now, then nothing */
 				int64_t v = (int64_t)old;
 				int k = p->used_known;
@@ -434,11 +443,19 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 	p->last_t = r->t_ns;
 	if (p->used > p->peak)
 		p->peak = p->used;
-	if (p->job) {
+	if (!p->job) {
+		d->others_bytes += p->used - old;
+		if (d->others_bytes > d->others_peak)
+			d->others_peak = d->others_bytes;
+	} else {
+		if (d->job_seen && r->t_ns > d->job_integral_t) { /* the figure held since the last change */
+			d->job_integral += (long double)d->job_bytes * (long double)(r->t_ns - d->job_integral_t);
+			d->job_integral_t = r->t_ns;
+		}
 		d->job_bytes += p->used - old;
 		if (p->used_known && !d->job_seen) {
 			d->job_seen = 1;
-			d->job_first_t = r->t_ns;
+			d->job_first_t = d->job_integral_t = r->t_ns;
 		}
 		if (d->job_seen && r->t_ns - d->job_first_t <= MODEL_EARLY_NS && d->job_bytes > d->job_early)
 			d->job_early = d->job_bytes;
@@ -446,6 +463,10 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		gpumon__model_owners(m, r->dev, 1, &owner, &largest);
 		if (p->used_known)
 			gpumon_peaks_add(d->job_peaks, r->t_ns, d->job_bytes, owner, largest);
+		if (d->job_bytes > d->job_top) {
+			d->job_top = d->job_bytes;
+			d->others_at_job_top = d->others_bytes;
+		}
 	}
 	if (p->line.t) {
 		int64_t v = (int64_t)p->used;
@@ -569,7 +590,7 @@ static void on_lost(gpumon_model *m, const gpumon_record *r)
 			p->gone_t = r->t_ns;
 		}
 	}
-	d->job_bytes = 0;
+	d->job_bytes = d->others_bytes = 0;
 }
 
 /* ---- framework samples ------------------------------------------------------------------------- */

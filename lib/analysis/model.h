@@ -42,6 +42,11 @@ struct mdev {
 	gpumon_peaks *job_peaks;
 	uint64_t job_bytes, job_first_t, job_early;
 	uint64_t job_free;          /* the GPU's free memory at the job series' last point */
+	uint64_t others_bytes;      /* every other process on the GPU together, now ... */
+	uint64_t others_peak;       /* ... at most */
+	uint64_t job_top, others_at_job_top; /* the job's highest figure, and the others' then */
+	long double job_integral;   /* byte-nanoseconds of the job's figure since job_first_t ... */
+	uint64_t job_integral_t;    /* ... up to this moment */
 	int job_seen;
 	int job_alerted, headroom_low;
 	struct timeline line;       /* used floor, used max, reserved */

@@ -145,6 +145,26 @@ static json_t *source_json(const gpumon_model *m)
 	return s;
 }
 
+static json_t *peak_entry(const gpumon_model *m, const gpumon_peak *p, int whole);
+
+/* A GPU's own peak (used), the job's peak there and the job's mean there, until the end. */
+static int device_peaks(const gpumon_model *m, const struct mdev *x, json_t *o)
+{
+	gpumon_peak g;
+	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
+	json_t *peak = gpumon_peaks_global(x->peaks, &g) == GPUMON_OK ? peak_entry(m, &g, 1) : json_null();
+	json_t *job = x->job_seen && gpumon_peaks_global(x->job_peaks, &g) == GPUMON_OK ? peak_entry(m, &g, 1) : json_null();
+	long double integral = x->job_integral;
+	if (x->job_seen && end > x->job_integral_t)
+		integral += (long double)x->job_bytes * (long double)(end - x->job_integral_t);
+	int mean_known = x->job_seen && end > x->job_first_t;
+	return put(o, "peak", peak) || put(o, "job_peak", job) ||
+	       put(o, "others_at_job_peak_bytes", int_or_null(x->job_seen, (int64_t)x->others_at_job_top)) ||
+	       put(o, "others_peak_bytes", u64(x->others_peak)) ||
+	       put(o, "job_mean_bytes",
+		   int_or_null(mean_known, mean_known ? (int64_t)(integral / (long double)(end - x->job_first_t)) : 0));
+}
+
 static json_t *devices_json(const gpumon_model *m)
 {
 	json_t *a = json_array();
@@ -157,7 +177,7 @@ static json_t *devices_json(const gpumon_model *m)
 				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
 				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
 				      "lost", x->lost || x->info.lost);
-		if (!o || json_array_append_new(a, o)) {
+		if (!o || json_array_append_new(a, o) || device_peaks(m, x, o)) {
 			json_decref(a);
 			return NULL;
 		}
