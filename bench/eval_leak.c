@@ -1,168 +1,211 @@
 /* SPDX-License-Identifier: MIT */
-/* eval_leak.c — runs the leak detector online over gpumon recordings and scores it: per file the
- * verdict at the end, the step it first said SUSPECTED, the rate; over files labelled by name
- * (leak_* must be SUSPECTED, clean_* NONE) precision, recall and the mean detection delay. */
+/* eval_leak.c — scores the run model's leak verdicts and alerts on labelled recordings
+ * (examples/traces/labels.tsv), fed as each front end feeds it: the whole recording (gpumon run,
+ * gpumon report), NVML only (a job that reports nothing; gpumon watch and gpumon serve see no
+ * framework figures), NVML with device rows only once a second (the same run, fed less often), and
+ * framework samples taken at most every 0.25 s (the Python monitor's default). Per file and feed:
+ * the verdict at the end, the series it is on, and the first alert's delay after the leak began,
+ * against the bound max(30 s, 100 steps). */
 #include <gpumon/gpumon.h>
 
-#include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MIB (1024.0 * 1024.0)
 
-/* Which series a recording offers, best first (docs/leak-detection.md says why). */
-static const struct {
-	const char *what;
-	const char *sql;
-} series[] = {
-	{"framework allocated",
-	 "SELECT s.t_ns, coalesce(s.step, -1), s.allocated_bytes FROM framework_samples s "
-	 "WHERE s.allocated_bytes IS NOT NULL AND s.source = (SELECT source FROM framework_samples "
-	 "GROUP BY source ORDER BY count(*) DESC LIMIT 1) ORDER BY s.t_ns"},
-	{"job process (NVML)",
-	 "SELECT t_ns, -1, used_bytes FROM process_samples WHERE used_bytes IS NOT NULL AND gone = 0 "
-	 "AND pid = (SELECT value FROM meta WHERE key = 'job_pid') ORDER BY t_ns"},
-	{"device used minimum (NVML)",
-	 "SELECT t_ns, -1, coalesce(used_min_bytes, used_bytes) FROM device_samples "
-	 "WHERE coalesce(used_min_bytes, used_bytes) IS NOT NULL AND dev = (SELECT dev FROM device_samples "
-	 "GROUP BY dev ORDER BY count(*) DESC LIMIT 1) ORDER BY t_ns"},
+enum { FEED_ALL, FEED_NVML, FEED_NVML_1HZ, FEED_PY, FEEDS };
+static const char *const feed_names[FEEDS] = {"recording", "nvml", "nvml-1hz", "python-0.1s"};
+
+struct label {
+	char file[128];
+	int leak;            /* 1 leak, 0 clean, -1 unknown */
+	long long start_step;
+	char set[16];
 };
 
-struct outcome {
-	int label;          /* 1 leak, 0 clean, -1 unlabelled */
-	int verdict;
-	long long first_step; /* step (or point index without steps) of the first SUSPECTED; -1 never */
-	long long first_alert; /* likewise, of the first alert (SUSPECTED for long enough) */
-};
-
-/* The device total, the limit the job ran against; 0 when the recording does not say. */
-static uint64_t device_total(sqlite3 *db)
+/* The label of a recording from labels.tsv beside it (by base name without .gpumon). */
+static void find_label(const char *path, struct label *out)
 {
-	sqlite3_stmt *st = NULL;
-	uint64_t total = 0;
-	if (sqlite3_prepare_v2(db, "SELECT max(memory_total_bytes) FROM devices", -1, &st, NULL) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		total = (uint64_t)sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return total;
+	char dir[512], base[128], line[1024];
+	const char *slash = strrchr(path, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	snprintf(base, sizeof base, "%s", slash ? slash + 1 : path);
+	char *dot = strstr(base, ".gpumon");
+	if (dot)
+		*dot = 0;
+	memset(out, 0, sizeof *out);
+	out->leak = -1;
+	out->start_step = -1;
+	snprintf(out->file, sizeof out->file, "%s", base);
+	char lp[600];
+	snprintf(lp, sizeof lp, "%s/labels.tsv", dir);
+	FILE *f = fopen(lp, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		char name[128], label[16], start[32], set[16];
+		if (line[0] == '#' || sscanf(line, "%127s %15s %31s %15s", name, label, start, set) != 4)
+			continue;
+		if (strcmp(name, base))
+			continue;
+		out->leak = !strcmp(label, "leak");
+		out->start_step = strcmp(start, "-") ? atoll(start) : -1;
+		snprintf(out->set, sizeof out->set, "%s", set);
+	}
+	fclose(f);
 }
 
-/* Feeds one query's rows to a fresh detector; returns the number of points, or -1 on error. */
-static long long feed(sqlite3 *db, const char *sql, uint64_t limit, struct outcome *o, gpumon_leak_result *end)
+struct result {
+	gpumon_verdict v;
+	int have;
+	uint64_t alert_t;   /* first leak alert; 0 none */
+	uint64_t end_t;     /* the last record's time */
+	int64_t alert_step; /* the step then (-1 unknown) */
+};
+
+/* Runs one feed of path through a model. start_t/step_at: the time of the leak's start step and
+ * of start+100 (0 unknown), found in the framework rows. */
+static int run_feed(const char *path, int feed, struct result *res, int64_t start_step, uint64_t *start_t,
+		    uint64_t *bound_t)
 {
-	sqlite3_stmt *st = NULL;
-	gpumon_leak *l = NULL;
-	long long n = 0, rejected = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -1;
-	if (gpumon_leak_create(NULL, &l) != GPUMON_OK) {
-		sqlite3_finalize(st);
+	gpumon_reader *r = NULL;
+	if (gpumon_reader_create(path, &r) != GPUMON_OK) {
+		fprintf(stderr, "%s: %s\n", path, gpumon_reader_errmsg(r));
+		gpumon_reader_destroy(r);
 		return -1;
 	}
-	o->first_step = -1;
-	o->first_alert = -1;
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		int64_t step = sqlite3_column_int64(st, 1);
-		if (gpumon_leak_add(l, step, (uint64_t)sqlite3_column_int64(st, 0),
-				    (uint64_t)sqlite3_column_int64(st, 2), limit) != GPUMON_OK) {
-			rejected++;
-			continue;
+	gpumon_model_config c = {.size = sizeof c, .meta = gpumon_reader_meta(r)};
+	gpumon_model *m = NULL;
+	if (gpumon_model_create(&c, &m) != GPUMON_OK) {
+		gpumon_reader_destroy(r);
+		return -1;
+	}
+	for (unsigned i = 0; i < gpumon_reader_device_count(r); i++) {
+		gpumon_device_info info;
+		gpumon_reader_device(r, i, &info);
+		gpumon_model_device(m, &info);
+	}
+	memset(res, 0, sizeof *res);
+	res->alert_step = -1;
+	gpumon_record rec;
+	uint64_t last_dev_t = 0, last_fw_t = 0;
+	int64_t last_step = -1;
+	size_t seen = 0;
+	while (gpumon_reader_next(r, &rec) > 0) {
+		if (rec.kind == GPUMON_REC_FRAMEWORK) {
+			int64_t s = rec.framework.step;
+			if (s >= 0)
+				last_step = s;
+			if (start_step >= 0 && s >= start_step && !*start_t)
+				*start_t = rec.t_ns;
+			if (start_step >= 0 && s >= start_step + 100 && !*bound_t)
+				*bound_t = rec.t_ns;
+			if (feed == FEED_NVML || feed == FEED_NVML_1HZ)
+				continue;
+			if (feed == FEED_PY) {
+				if (last_fw_t && rec.t_ns - last_fw_t < 100000000ull)
+					continue;
+				last_fw_t = rec.t_ns;
+			}
 		}
-		gpumon_leak_result_get(l, end);
-		if (end->verdict == GPUMON_LEAK_SUSPECTED && o->first_step < 0)
-			o->first_step = step >= 0 ? step : n;
-		if (end->alert && o->first_alert < 0)
-			o->first_alert = step >= 0 ? step : n;
-		n++;
+		if (feed == FEED_NVML_1HZ && rec.kind == GPUMON_REC_DEVICE) {
+			if (last_dev_t && rec.t_ns - last_dev_t < 1000000000ull)
+				continue;
+			last_dev_t = rec.t_ns;
+		}
+		gpumon_model_add(m, &rec, 1);
+		res->end_t = rec.t_ns;
+		gpumon_alert a;
+		size_t n = gpumon_model_alerts(m, seen, &a, 1);
+		for (; n > 0; seen++, n = gpumon_model_alerts(m, seen, &a, 1))
+			if (a.kind == GPUMON_ALERT_LEAK && !res->alert_t) {
+				res->alert_t = a.t_ns;
+				res->alert_step = last_step;
+			}
 	}
-	sqlite3_finalize(st);
-	gpumon_leak_result_get(l, end);
-	gpumon_leak_destroy(l);
-	if (rejected)
-		printf("  %lld points out of order, skipped\n", rejected);
-	return n;
+	gpumon_model_finish(m, 0, -1);
+	res->have = gpumon_model_verdict(m, &res->v) == GPUMON_OK;
+	gpumon_model_destroy(m);
+	gpumon_reader_destroy(r);
+	return 0;
+}
+
+static const char *series_name(int s)
+{
+	static const char *const names[] = {"-", "framework", "job", "process", "device"};
+	return s >= 0 && s <= 4 ? names[s] : "?";
 }
 
 static const char *verdict_name(int v)
 {
-	return v == GPUMON_LEAK_SUSPECTED ? "SUSPECTED" : v == GPUMON_LEAK_NONE ? "NONE" : "INSUFFICIENT_DATA";
-}
-
-static int evaluate(const char *path, struct outcome *o)
-{
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	o->label = !strncmp(base, "leak_", 5) ? 1 : !strncmp(base, "clean_", 6) ? 0 : -1;
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-		printf("%s: cannot open: %s\n", path, db ? sqlite3_errmsg(db) : "out of memory");
-		sqlite3_close(db);
-		return -1;
-	}
-	uint64_t limit = device_total(db);
-	gpumon_leak_result r;
-	long long n = 0;
-	size_t i;
-	for (i = 0; i < sizeof series / sizeof series[0]; i++) {
-		n = feed(db, series[i].sql, limit, o, &r);
-		if (n > 0)
-			break;
-	}
-	sqlite3_close(db);
-	if (n <= 0) {
-		printf("%s: no memory series found\n", path);
-		return -1;
-	}
-	o->verdict = r.verdict;
-	printf("%s: %s from %lld points of %s; label %s\n", base, verdict_name(r.verdict), n, series[i].what,
-	       o->label == 1 ? "leak" : o->label == 0 ? "clean" : "none");
-	if (r.verdict == GPUMON_LEAK_SUSPECTED)
-		printf("  rate %.3f MiB/step, %.3f MiB/s, from step %lld, confidence %.3f, %.0f steps to OOM\n",
-		       r.rate_bytes_per_step / MIB, r.rate_bytes_per_second / MIB, (long long)r.start_step,
-		       r.confidence, r.steps_to_oom);
-	if (o->first_step >= 0)
-		printf("  first SUSPECTED at step %lld, first alert at step %lld\n", o->first_step, o->first_alert);
-	if (o->label >= 0)
-		printf("  %s\n", (o->label == 1) == (r.verdict == GPUMON_LEAK_SUSPECTED) ? "right" : "WRONG");
-	return 0;
+	return v == GPUMON_LEAK_SUSPECTED ? "LEAK" : v == GPUMON_LEAK_NONE ? "none" : "insufficient";
 }
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s RECORDING.gpumon...\n", argv[0]);
+		fprintf(stderr, "usage: %s RECORDING... (labels from labels.tsv beside each)\n", argv[0]);
 		return 2;
 	}
-	int tp = 0, fp = 0, tn = 0, fn = 0, delays = 0, failed = 0, false_alerts = 0, alerts = 0;
-	double delay_sum = 0, alert_sum = 0;
+	int tp[FEEDS] = {0}, fp[FEEDS] = {0}, fn[FEEDS] = {0}, tn[FEEDS] = {0}, late[FEEDS] = {0}, falarm[FEEDS] = {0};
+	int short_runs[FEEDS] = {0};
+	printf("%-30s %-6s %-13s %-12s %-10s %12s %10s %8s\n", "file", "label", "feed", "verdict", "series",
+	       "rate", "alert s", "bound s");
 	for (int i = 1; i < argc; i++) {
-		struct outcome o;
-		if (evaluate(argv[i], &o) != 0) {
-			failed++;
-			continue;
-		}
-		int said = o.verdict == GPUMON_LEAK_SUSPECTED;
-		if (o.label == 1) {
-			tp += said;
-			fn += !said;
-			if (o.first_step >= 0) { /* the labelled leaks grow from their first step */
-				delay_sum += (double)o.first_step;
-				delays++;
+		struct label lab;
+		find_label(argv[i], &lab);
+		for (int feed = 0; feed < FEEDS; feed++) {
+			struct result res;
+			uint64_t start_t = 0, bound_t = 0;
+			if (run_feed(argv[i], feed, &res, lab.leak == 1 ? lab.start_step : -1, &start_t, &bound_t))
+				continue;
+			int said = res.have && res.v.leak.verdict == GPUMON_LEAK_SUSPECTED;
+			char rate[32] = "", delay[32] = "never", bound[32] = "";
+			if (said)
+				snprintf(rate, sizeof rate, "%.3g MiB/%s",
+					 (res.v.leak.rate_bytes_per_step > 0 ? res.v.leak.rate_bytes_per_step
+									     : res.v.leak.rate_bytes_per_second) / MIB,
+					 res.v.leak.rate_bytes_per_step > 0 ? "st" : "s");
+			double b = 30;
+			if (start_t && bound_t && (double)(bound_t - start_t) / 1e9 > b)
+				b = (double)(bound_t - start_t) / 1e9;
+			if (lab.leak == 1)
+				snprintf(bound, sizeof bound, "%.1f", b);
+			if (res.alert_t) {
+				double d = start_t && res.alert_t >= start_t ? (double)(res.alert_t - start_t) / 1e9 : -1;
+				snprintf(delay, sizeof delay, lab.leak == 1 ? "%.1f" : "ALERT", d);
 			}
-			if (o.first_alert >= 0) {
-				alert_sum += (double)o.first_alert;
-				alerts++;
+			if (lab.leak == 1) {
+				if (said)
+					tp[feed]++;
+				else
+					fn[feed]++;
+				/* a run that ended before the bound cannot be late: it is counted apart */
+				if (!res.alert_t && start_t && (double)(res.end_t - start_t) / 1e9 < b) {
+					short_runs[feed]++;
+					snprintf(delay, sizeof delay, "(ended)");
+				} else if (!res.alert_t || !start_t || (double)(res.alert_t - start_t) / 1e9 > b) {
+					late[feed]++;
+				}
+			} else if (lab.leak == 0) {
+				if (said)
+					fp[feed]++;
+				else
+					tn[feed]++;
+				if (res.alert_t)
+					falarm[feed]++;
 			}
-		} else if (o.label == 0) {
-			fp += said;
-			tn += !said;
-			false_alerts += o.first_alert >= 0;
+			printf("%-30s %-6s %-13s %-12s %-10s %12s %10s %8s\n", lab.file,
+			       lab.leak == 1 ? "leak" : lab.leak == 0 ? "clean" : "?", feed_names[feed],
+			       res.have ? verdict_name(res.v.leak.verdict) : "-", res.have ? series_name(res.v.series) : "-",
+			       rate, delay, bound);
 		}
 	}
-	printf("\nlabelled files: %d leak, %d clean; tp %d fp %d tn %d fn %d\n", tp + fn, tn + fp, tp, fp, tn, fn);
-	printf("precision %.3f  recall %.3f  mean detection delay %.1f steps\n",
-	       tp + fp ? (double)tp / (tp + fp) : 1.0, tp + fn ? (double)tp / (tp + fn) : 1.0,
-	       delays ? delay_sum / delays : 0.0);
-	printf("online alerts: %d of %d leaks alerted, mean first alert at step %.1f; %d clean files ever alerted\n",
-	       alerts, tp + fn, alerts ? alert_sum / alerts : 0.0, false_alerts);
-	return failed ? 1 : 0;
+	printf("\n%-13s %5s %5s %5s %5s %12s %12s %16s\n", "feed", "TP", "FN", "FP", "TN", "late alerts", "false alerts",
+	       "ended before");
+	for (int feed = 0; feed < FEEDS; feed++)
+		printf("%-13s %5d %5d %5d %5d %12d %12d %16d\n", feed_names[feed], tp[feed], fn[feed], fp[feed], tn[feed],
+		       late[feed], falarm[feed], short_runs[feed]);
+	return 0;
 }

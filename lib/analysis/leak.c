@@ -23,7 +23,8 @@
 #define RECENT_W 1e9
 /* No verdict before this many windows with a value ... */
 #define MIN_WINDOWS 32
-/* ... and this many points. */
+/* ... and, for samples, this many points (a step function's windows hold its value: known exactly,
+ * however few rows said it). */
 #define MIN_POINTS 16
 /* The first share of the windows is warm-up (allocator caching, lazy initialisation): not tested. */
 #define WARMUP_SHARE 0.2
@@ -46,6 +47,15 @@
 #define ALERT_SHARE 0.35
 /* ... and not while the rise slows down: the last quarter under this share of the one before. */
 #define ALERT_SLOWDOWN 0.9
+#define ALERT_HALF_SLOWDOWN 0.75
+/* No alert before the series has run this long (and, with steps, this many steps): a start-up ramp
+ * (loading the model, the allocator's first caches) looks like a leak until it ends. Both are well
+ * inside the 30 s / 100 steps in which a leak is to be told. */
+#define ALERT_MIN_SPAN_NS 20e9
+#define ALERT_MIN_STEPS 60
+/* The sliding windows judge what the whole run's cannot see yet: only once the run is longer than
+ * they reach, from shortly before the knee of the rise, over at least this many windows. */
+#define RECENT_MIN_WINDOWS 16
 
 /* One window: its points and their smallest figure (has: a value, from a point or held). */
 struct window {
@@ -269,7 +279,7 @@ int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes)
 	if (l->steps_ok)
 		wset_add(l, &l->steps, (double)(step - l->first_step), t, step, t_ns, bytes, held, 1);
 	wset_add(l, &l->time, t, t, step, t_ns, bytes, held, !l->steps_ok);
-	wset_add(l, &l->recent, t, t, step, t_ns, bytes, held, 1);
+	wset_add(l, &l->recent, t, t, step, t_ns, bytes, held, !l->alert);
 	l->points++;
 	l->last_t_ns = t_ns;
 	l->last_step = step;
@@ -448,14 +458,21 @@ static void describe_leak(const gpumon_leak *l, const struct series *s, int step
 }
 
 /* Growth that slows down is a cache filling, not yet a leak: the last quarter of the windows rises
- * at well under the rate of the quarter before it. */
-static int slowing_down(const struct series *s)
+ * at well under the rate of the quarter before it, or the later half of the windows judged at well
+ * under the rate of the earlier half (a cache that fills ever more slowly over minutes). */
+static int slowing_down(const struct series *s, size_t skip)
 {
 	size_t q = s->n / 4;
 	if (q < MIN_SIDE)
 		return 0;
 	double recent = theil_sen(s->x, s->y, s->n - q, s->n), before = theil_sen(s->x, s->y, s->n - 2 * q, s->n - q);
-	return before > 0 && recent < ALERT_SLOWDOWN * before;
+	if (before > 0 && recent < ALERT_SLOWDOWN * before)
+		return 1;
+	size_t h = skip + (s->n - skip) / 2;
+	if (h - skip < 2 * MIN_SIDE || s->n - h < 2 * MIN_SIDE)
+		return 0;
+	double later = theil_sen(s->x, s->y, h, s->n), earlier = theil_sen(s->x, s->y, skip, h);
+	return earlier > 0 && later < ALERT_HALF_SLOWDOWN * earlier;
 }
 
 static void blank(const gpumon_leak *l, gpumon_leak_result *out)
@@ -469,14 +486,24 @@ static void blank(const gpumon_leak *l, gpumon_leak_result *out)
 static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_result *out)
 {
 	blank(l, out);
-	if (l->points < MIN_POINTS)
+	if (l->cfg.mode == GPUMON_LEAK_SAMPLES && l->points < MIN_POINTS)
 		return;
 	int step_axis = ws == &l->steps;
 	struct series s;
 	load_series(l, ws, step_axis, &s);
-	size_t n = s.n, skip = ws->sliding ? 0 : (size_t)((double)n * WARMUP_SHARE);
+	size_t n = s.n, skip = (size_t)((double)n * WARMUP_SHARE);
 	if (n < MIN_WINDOWS || !(s.x[n - 1] > s.x[0]) || !(s.xs[n - 1] > s.xs[0]))
 		return; /* too few windows, or no span to speak of a rate over */
+	if (ws->sliding) {
+		/* a rise that began within the last minute: judged from just before its knee, so that the
+		   flat minute before it does not outvote it */
+		if ((double)(l->last_t_ns - l->first_t_ns) < (double)WINDOWS * RECENT_W)
+			return;
+		size_t c = hinge_start(s.x, s.y, n);
+		skip = c > MIN_SIDE ? c - MIN_SIDE : 0;
+		if (n - skip < RECENT_MIN_WINDOWS)
+			return;
+	}
 	out->verdict = GPUMON_LEAK_NONE;
 
 	/* the cheap test first: most series (a flat process) end here */
@@ -519,8 +546,10 @@ static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_re
 	double since_start = step_axis ? s.x[n - 1] - (double)(out->start_step - l->first_step)
 				       : s.x[n - 1] - (double)(out->start_t_ns - l->first_t_ns);
 	double suspected_for = s.x[n - 1] - ws->suspect_from;
-	out->alert = ws->suspect_closes >= ALERT_MIN_CLOSES && suspected_for >= ALERT_SHARE * since_start &&
-		     !slowing_down(&s);
+	int old_enough = (double)(l->last_t_ns - l->first_t_ns) >= ALERT_MIN_SPAN_NS &&
+			 (!step_axis || l->last_step - l->first_step >= ALERT_MIN_STEPS);
+	out->alert = old_enough && ws->suspect_closes >= ALERT_MIN_CLOSES && suspected_for >= ALERT_SHARE * since_start &&
+		     !slowing_down(&s, skip);
 }
 
 /* A result from the sliding (time) windows of a series with steps: the rate per step at the pace of

@@ -18,6 +18,10 @@ static const int dev_modes[] = {TL_MIN, TL_MAX, TL_MAX};
 static const int proc_modes[] = {TL_MAX};
 static const int seg_modes[] = {TL_MIN, TL_MAX, TL_MAX, TL_LAST};
 
+static unsigned job_listed(const gpumon_model *m, unsigned dev);
+static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc *p, uint64_t t);
+static void feed_job(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t);
+
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -412,6 +416,12 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		return m->procs_dropped ? GPUMON_OK : GPUMON_E_NOMEM;
 	uint64_t old = p->present && p->used_known ? p->used : 0;
 	if (r->kind == GPUMON_REC_PROCESS_GONE) {
+		if (p->present && p->used_known) { /* its figure held until now: the series ends here */
+			if (p->leak)
+				gpumon_leak_add(p->leak, -1, r->t_ns, p->used);
+			if (p->job && d->job_seen && job_listed(m, r->dev) == 1)
+				gpumon_leak_add(d->job_leak, -1, r->t_ns, d->job_bytes);
+		}
 		if (p->present) {
 			p->present = 0;
 			p->gone_t = r->t_ns;
@@ -473,6 +483,13 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		int k = p->used_known;
 		gpumon__timeline_add(&p->line, r->t_ns, &v, &k);
 	}
+	/* a step function changes here: its series take the new value now, not at the next device row */
+	if (p->used_known && d->have) {
+		if (feed_proc(m, r->dev, d, p, r->t_ns))
+			return GPUMON_E_NOMEM;
+		if (p->job && d->job_seen)
+			feed_job(m, r->dev, d, r->t_ns);
+	}
 	return GPUMON_OK;
 }
 
@@ -502,27 +519,51 @@ static void take_reference(gpumon_model *m, struct mdev *d, unsigned dev, uint64
 	}
 }
 
-/* Feeds every NVML series of dev its figure at this row, and checks their alerts. */
+/* How many of the job's processes are listed on dev with a figure. */
+static unsigned job_listed(const gpumon_model *m, unsigned dev)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < m->nprocs; i++)
+		n += m->procs[i].dev == dev && m->procs[i].job && m->procs[i].present && m->procs[i].used_known;
+	return n;
+}
+
+/* Feeds every NVML series of dev its figure at this row, and checks their alerts. The job's series
+ * runs while one of its processes is listed: a job that ended and freed its memory is not a floor
+ * that fell. */
+/* One process's series: its figure at t (a change, or the device's clock), and its alert. */
+static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc *p, uint64_t t)
+{
+	if (!p->leak && !(p->leak = new_leak(GPUMON_LEAK_HELD)))
+		return GPUMON_E_NOMEM;
+	p->free_at_last = d->free;
+	/* in a job's run its processes are told about together (the job series) */
+	if (gpumon_leak_add(p->leak, -1, t, p->used) == GPUMON_OK && !p->alerted && !m->kind_run)
+		gpumon__model_check_alert(m, GPUMON_SERIES_PROCESS, (int)dev, p, NULL, &p->alerted, p->leak, t);
+	return GPUMON_OK;
+}
+
+static void feed_job(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t)
+{
+	d->job_free = d->free;
+	if (gpumon_leak_add(d->job_leak, -1, t, d->job_bytes) == GPUMON_OK && !d->job_alerted)
+		gpumon__model_check_alert(m, GPUMON_SERIES_JOB, (int)dev, NULL, NULL, &d->job_alerted, d->job_leak, t);
+}
+
 static int feed_series(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t, uint64_t floor)
 {
+	unsigned job = 0;
 	gpumon_leak_add(d->leak, -1, t, floor);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		struct mproc *p = &m->procs[i];
 		if (p->dev != dev || !p->present || !p->used_known)
 			continue;
-		if (!p->leak && !(p->leak = new_leak(GPUMON_LEAK_HELD)))
+		job += p->job;
+		if (feed_proc(m, dev, d, p, t))
 			return GPUMON_E_NOMEM;
-		p->free_at_last = d->free;
-		/* in a job's run its processes are told about together (the job series) */
-		if (gpumon_leak_add(p->leak, -1, t, p->used) == GPUMON_OK && !p->alerted && !m->kind_run)
-			gpumon__model_check_alert(m, GPUMON_SERIES_PROCESS, (int)dev, p, NULL, &p->alerted, p->leak, t);
 	}
-	if (d->job_seen) {
-		d->job_free = d->free;
-		gpumon_leak_add(d->job_leak, -1, t, d->job_bytes);
-		if (!d->job_alerted)
-			gpumon__model_check_alert(m, GPUMON_SERIES_JOB, (int)dev, NULL, NULL, &d->job_alerted, d->job_leak, t);
-	}
+	if (d->job_seen && job)
+		feed_job(m, dev, d, t);
 	return GPUMON_OK;
 }
 
@@ -573,6 +614,7 @@ static int on_device(gpumon_model *m, const gpumon_record *r)
 		gpumon__timeline_add(&d->line, r->t_ns, v, k);
 	}
 	check_headroom(m, r->dev, d, r->t_ns);
+	d->floor = used_min;
 	return feed_series(m, r->dev, d, r->t_ns, used_min);
 }
 
@@ -842,6 +884,13 @@ int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_status)
 	m->finished = 1;
 	m->end_t = end_t_ns ? end_t_ns : m->meta.end_mono_ns ? m->meta.end_mono_ns : m->last_t;
 	m->exit_status = exit_status >= 0 ? exit_status : m->meta.exit_status;
+	/* step functions hold their last value until the end: one last point says so, wherever the
+	   last row happened to fall */
+	for (unsigned dev = 0; dev < m->ndev; dev++) {
+		struct mdev *d = &m->dev[dev];
+		if (d->seen && d->have && !d->lost && m->end_t > d->last_t)
+			feed_series(m, dev, d, m->end_t, d->floor);
+	}
 	gpumon__model_oom_finish(m);
 	return GPUMON_OK;
 }

@@ -32,6 +32,7 @@ struct mdev {
 	int lost;
 	gpumon_leak *leak;          /* used (the interval minimum), a step function */
 	gpumon_peaks *peaks;        /* used_max: owner = largest rise, largest holder */
+	uint64_t floor;             /* the latest row's interval minimum (the device series' value) */
 	uint64_t ref_used;          /* the lowest used so far: the reference for "whose rise" */
 	unsigned ref_gen;           /* bumps when the reference moves; processes keep theirs */
 	int ref_have;

@@ -184,15 +184,24 @@ static void collect_kind(const gpumon_model *m, int kind, gpumon_verdict *out, s
 		}
 }
 
-static const int rule[] = {GPUMON_SERIES_FRAMEWORK, GPUMON_SERIES_JOB, GPUMON_SERIES_PROCESS, GPUMON_SERIES_DEVICE};
+/* The series a verdict may be on, best first. A job's run is judged on the job's own figures only: a
+ * GPU's used memory mixes in whatever else runs there (and the job's own start-up ramp from an idle
+ * card), so it is no verdict on the job. */
+static const int rule_run[] = {GPUMON_SERIES_FRAMEWORK, GPUMON_SERIES_JOB, GPUMON_SERIES_PROCESS, 0};
+static const int rule_system[] = {GPUMON_SERIES_FRAMEWORK, GPUMON_SERIES_PROCESS, GPUMON_SERIES_DEVICE, 0};
+
+static const int *rule_of(const gpumon_model *m)
+{
+	return m->kind_run ? rule_run : rule_system;
+}
 
 size_t gpumon_model_verdicts(const gpumon_model *m, gpumon_verdict *out, size_t cap)
 {
 	size_t n = 0;
 	if (!m)
 		return 0;
-	for (size_t k = 0; k < sizeof rule / sizeof rule[0]; k++)
-		collect_kind(m, rule[k], out, out ? cap : 0, &n);
+	for (const int *k = rule_of(m); *k; k++)
+		collect_kind(m, *k, out, out ? cap : 0, &n);
 	return n;
 }
 
@@ -203,16 +212,16 @@ int gpumon_model_verdict(const gpumon_model *m, gpumon_verdict *out)
 	/* the first kind, in the rule's order, whose best series has a verdict; else the first kind
 	   that has a series at all */
 	int found = 0;
-	for (size_t k = 0; k < sizeof rule / sizeof rule[0]; k++) {
+	for (const int *k = rule_of(m); *k; k++) {
 		size_t n = 0;
-		collect_kind(m, rule[k], NULL, 0, &n);
+		collect_kind(m, *k, NULL, 0, &n);
 		if (!n)
 			continue;
 		gpumon_verdict *v = calloc(n, sizeof *v);
 		if (!v)
 			return GPUMON_E_NOMEM;
 		size_t got = 0;
-		collect_kind(m, rule[k], v, n, &got);
+		collect_kind(m, *k, v, n, &got);
 		if (!found || v[0].leak.verdict != GPUMON_LEAK_INSUFFICIENT_DATA) {
 			*out = v[0];
 			found = 1;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test_leak.c — the leak detector on synthetic series with deterministic noise: what must not be
  * called a leak (warm-up, caching and dynamic shapes that plateau, a spike, one rise of the
- * floor, long flat noise), what must (fast, slow, late leaks), online = offline, bounded memory
- * over ten million points, bad input, too little data, and the projection to out-of-memory. */
+ * floor, long flat noise, 20,000-step runs with all of these), what must (fast, slow, late
+ * leaks), online = offline, alerts within max(30 s, 100 steps) of a leak's start (also late in a
+ * long run), the same verdict for a step function fed every 100 ms, every second, or on change with
+ * heartbeats, bounded memory over ten million points, bad input and too little data. */
 #include <gpumon/gpumon.h>
 
 #include "tap.h"
@@ -51,6 +53,7 @@ enum kind {
 	ONE_SPIKE,
 	LATE_STATE,
 	FLAT_LONG,
+	LONG_CLEAN,
 	FAST_LEAK,
 	SLOW_LEAK,
 	LATE_LEAK,
@@ -73,7 +76,8 @@ static const struct scase cases[KINDS] = {
 	[ONE_SPIKE] = {"a one-off spike", 0, 1000, 0, -1},
 	[LATE_STATE] = {"one rise of the floor at 40 %", 0, 1000, 0, -1},
 	[FLAT_LONG] = {"long flat noisy", 0, 100000, 0, -1},
-	[FAST_LEAK] = {"fast leak from step 0", 1, 400, 20 * MIB, 0},
+	[LONG_CLEAN] = {"20,000 steps: warm-up, caching, dynamic shapes, two floor jumps, a spike", 0, 20000, 0, -1},
+	[FAST_LEAK] = {"fast leak from step 0", 1, 600, 20 * MIB, 0},
 	[SLOW_LEAK] = {"slow leak, 4 MiB every 10 steps, 0-500 MiB dynamic", 1, 1000, 0.4 * MIB, 0},
 	[LATE_LEAK] = {"leak from 50 % after a clean start", 1, 1000, 2 * MIB, 500},
 };
@@ -106,6 +110,16 @@ static double figure(enum kind k, long i, long n, uint64_t *s, double *state)
 		return 1 * GIB + (i >= n * 4 / 10 ? 268 * MIB : 0) + dynamic(s, 64 * MIB);
 	case FLAT_LONG:
 		return 4 * GIB + rnd_unit(s) * 8 * MIB + rnd_unit(s) * 8 * MIB;
+	case LONG_CLEAN: {
+		/* a cache that fills over the first 2,000 steps ever more slowly, shapes that vary, the
+		 * optimizer's state at 30 %, a cache filled once at 70 %, one huge batch at 50 % */
+		if (i == 0)
+			*state = 600 * MIB;
+		if (i < 2000)
+			*state *= 0.998;
+		return 1 * GIB + 600 * MIB - *state + dynamic(s, 200 * MIB) + (i >= n * 3 / 10 ? 300 * MIB : 0) +
+		       (i >= n * 7 / 10 ? 256 * MIB : 0) + (i == n / 2 ? 8 * GIB : 0);
+	}
 	case FAST_LEAK:
 		return 1 * GIB + 20 * MIB * (double)i + dynamic(s, 64 * MIB);
 	case SLOW_LEAK:
@@ -130,6 +144,7 @@ static void run_case(enum kind k, uint64_t seed, uint64_t limit, struct run *r)
 {
 	const struct scase *c = &cases[k];
 	gpumon_leak *on = NULL, *off = NULL;
+	(void)limit;
 	if (gpumon_leak_create(NULL, &on) || gpumon_leak_create(NULL, &off)) {
 		printf("Bail out! gpumon_leak_create failed\n");
 		exit(1);
@@ -145,8 +160,8 @@ static void run_case(enum kind k, uint64_t seed, uint64_t limit, struct run *r)
 	for (long i = 0; i < c->steps; i++) {
 		uint64_t t = 1000000000ull + (uint64_t)i * STEP_NS + rnd_next(&s) % 1000000;
 		uint64_t b = (uint64_t)figure(k, i, c->steps, &s, &state);
-		gpumon_leak_add(on, i, t, b, limit);
-		gpumon_leak_add(off, i, t, b, limit);
+		gpumon_leak_add(on, i, t, b);
+		gpumon_leak_add(off, i, t, b);
 		if (i % every == every - 1 || i == c->steps - 1) {
 			gpumon_leak_result_get(on, &r->online_end);
 			int v = r->online_end.verdict;
@@ -168,9 +183,8 @@ static int same_result(const gpumon_leak_result *a, const gpumon_leak_result *b)
 {
 	return a->verdict == b->verdict && a->rate_bytes_per_step == b->rate_bytes_per_step &&
 	       a->rate_bytes_per_second == b->rate_bytes_per_second && a->start_step == b->start_step &&
-	       a->start_t_ns == b->start_t_ns && a->confidence == b->confidence &&
-	       a->steps_to_oom == b->steps_to_oom && a->seconds_to_oom == b->seconds_to_oom &&
-	       a->points == b->points && a->alert == b->alert && a->suspected_points == b->suspected_points;
+	       a->start_t_ns == b->start_t_ns && a->confidence == b->confidence && a->floor_bytes == b->floor_bytes &&
+	       a->points == b->points && a->alert == b->alert && a->alert_t_ns == b->alert_t_ns;
 }
 
 static const char *verdict_name(int v)
@@ -248,24 +262,20 @@ static void test_cases(void)
 	(void)delay_sum;
 }
 
-/* With a limit, the time to out-of-memory is (limit - floor now) / rate. */
-static void test_oom(void)
+/* A leak's floor now: the fitted line at the last point (the model projects from it). */
+static void test_floor(void)
 {
 	struct run r;
-	uint64_t limit = (uint64_t)(80 * GIB);
-	run_case(FAST_LEAK, 3, limit, &r);
+	run_case(FAST_LEAK, 3, 0, &r);
 	const gpumon_leak_result *e = &r.offline_end;
-	is_int(e->verdict, GPUMON_LEAK_SUSPECTED, "fast leak with a limit: SUSPECTED");
-	/* the floor after step 399 is 1 GiB + 399 * 20 MiB */
-	double want = (80 * GIB - (1 * GIB + 399 * 20 * MIB)) / (20 * MIB);
-	ok(fabs(e->steps_to_oom - want) / want < 0.1, "steps to OOM %.0f, want about %.0f", e->steps_to_oom, want);
-	double want_s = want * (double)STEP_NS / 1e9;
-	ok(fabs(e->seconds_to_oom - want_s) / want_s < 0.1, "seconds to OOM %.1f, want about %.1f",
-	   e->seconds_to_oom, want_s);
+	is_int(e->verdict, GPUMON_LEAK_SUSPECTED, "fast leak: SUSPECTED");
+	/* the floor after step 599 is 1 GiB + 599 * 20 MiB */
+	double want = 1 * GIB + 599 * 20 * MIB;
+	ok(fabs((double)e->floor_bytes - want) / want < 0.02, "floor now %.0f MiB, want about %.0f MiB",
+	   (double)e->floor_bytes / MIB, want / MIB);
 	ok(fabs(e->rate_bytes_per_second - 20 * MIB * 1e9 / (double)STEP_NS) / (20 * MIB * 20) < 0.2,
 	   "rate per second %.0f B/s", e->rate_bytes_per_second);
-	run_case(FAST_LEAK, 3, 0, &r);
-	ok(r.offline_end.steps_to_oom < 0 && r.offline_end.seconds_to_oom < 0, "no limit: time to OOM unknown");
+	ok(e->alert && e->alert_t_ns > 0, "the alert's moment is kept");
 }
 
 /* Without step numbers the detector works in time: rate per step 0, start step unknown. */
@@ -274,15 +284,127 @@ static void test_time_only(void)
 	gpumon_leak *l = NULL;
 	gpumon_leak_create(NULL, &l);
 	uint64_t s = 42;
-	for (long i = 0; i < 2000; i++) /* 1 kHz, 1 MiB a second */
-		gpumon_leak_add(l, -1, (uint64_t)i * 1000000, (uint64_t)(GIB + MIB * (double)i / 1000 +
-									 rnd_unit(&s) * 4 * MIB), 0);
+	for (long i = 0; i < 6000; i++) /* 100 Hz for a minute, 1 MiB a second */
+		gpumon_leak_add(l, -1, (uint64_t)i * 10000000, (uint64_t)(GIB + MIB * (double)i / 100 +
+									  rnd_unit(&s) * 4 * MIB));
 	gpumon_leak_result r;
 	gpumon_leak_result_get(l, &r);
 	is_int(r.verdict, GPUMON_LEAK_SUSPECTED, "time only: SUSPECTED");
 	ok(r.rate_bytes_per_step == 0 && r.start_step == -1, "time only: no rate per step, no start step");
 	ok(fabs(r.rate_bytes_per_second - MIB) / MIB < 0.2, "time only: %.0f B/s, want %.0f",
 	   r.rate_bytes_per_second, MIB);
+	gpumon_leak_destroy(l);
+}
+
+/* A process's memory as NVML shows it, at time t (seconds), for the feed tests: a caching allocator
+ * turns a leak into a staircase (+128 MiB every 4 s), a clean job into a few early stairs. */
+static uint64_t staircase(int leak, double t)
+{
+	if (leak == 2) /* fast: 200 MiB a second in 2 MiB segments */
+		return (uint64_t)(3 * GIB + 2 * MIB * (double)(long long)(t * 100));
+	if (leak)
+		return (uint64_t)(3 * GIB + 128 * MIB * (double)(long long)(t / 4));
+	return (uint64_t)(3 * GIB + (t > 2 ? 512 * MIB : 0) + (t > 5 ? 256 * MIB : 0) + (t > 9 ? 64 * MIB : 0));
+}
+
+/* One series fed three ways: polled every 100 ms, polled every second, and as the sampler gives it
+ * (a row on each change, at least one a second). A step function read so must get one verdict. */
+static void feed_three(int leak, double seconds, gpumon_leak_result *out)
+{
+	gpumon_leak_config c = {.size = sizeof c, .mode = GPUMON_LEAK_HELD};
+	gpumon_leak *l[3];
+	for (int k = 0; k < 3; k++)
+		gpumon_leak_create(&c, &l[k]);
+	uint64_t last = UINT64_MAX;
+	double last_row = -1;
+	for (long i = 0; i <= (long)(seconds * 100); i++) { /* the sampler's 10 ms clock */
+		double t = (double)i / 100;
+		uint64_t v = staircase(leak, t), t_ns = (uint64_t)i * 10000000ull;
+		if (i % 10 == 0)
+			gpumon_leak_add(l[0], -1, t_ns, v);
+		if (i % 100 == 0)
+			gpumon_leak_add(l[1], -1, t_ns, v);
+		if (v != last || t - last_row >= 1.0) {
+			gpumon_leak_add(l[2], -1, t_ns, v);
+			last = v;
+			last_row = t;
+		}
+	}
+	for (int k = 0; k < 3; k++) {
+		gpumon_leak_result_get(l[k], &out[k]);
+		gpumon_leak_destroy(l[k]);
+	}
+}
+
+static void test_held_feeds(void)
+{
+	static const char *const names[] = {"clean stairs", "staircase leak", "fast leak"};
+	for (int leak = 0; leak <= 2; leak++)
+		for (double secs = 20; secs <= 120; secs += 50) {
+			gpumon_leak_result r[3];
+			feed_three(leak, secs, r);
+			int want = leak ? GPUMON_LEAK_SUSPECTED : GPUMON_LEAK_NONE;
+			ok(r[0].verdict == want && r[1].verdict == want && r[2].verdict == want,
+			   "%s, %.0f s: %s polled every 100 ms, every 1 s and fed on change: %s / %s / %s", names[leak],
+			   secs, verdict_name(want), verdict_name(r[0].verdict), verdict_name(r[1].verdict),
+			   verdict_name(r[2].verdict));
+			if (!leak)
+				continue;
+			double a = r[0].rate_bytes_per_second, b = r[1].rate_bytes_per_second, c = r[2].rate_bytes_per_second;
+			ok(fabs(c - a) / a <= 0.01, "%s, %.0f s: rate on change %.1f MiB/s, every 100 ms %.1f MiB/s (1 %%)",
+			   names[leak], secs, c / MIB, a / MIB);
+			ok(fabs(b - a) / a <= 0.05, "%s, %.0f s: rate every 1 s %.1f MiB/s, every 100 ms %.1f MiB/s (5 %%)",
+			   names[leak], secs, b / MIB, a / MIB);
+		}
+}
+
+/* A leak that starts late in a long run is told about within 30 s (or 100 steps, whichever is
+ * later), though the whole run's windows are minutes wide by then: NVML rows of a process (held,
+ * in time) after two hours, and a framework's figure after each step after 36,000 steps. */
+static void test_late_in_long_run(void)
+{
+	gpumon_leak_config c = {.size = sizeof c, .mode = GPUMON_LEAK_HELD};
+	gpumon_leak *l = NULL;
+	gpumon_leak_create(&c, &l);
+	uint64_t s = 11, start = 7200ull * 1000000000ull, alert = 0;
+	/* 0.1 % of an 80 GiB card a minute, in 2 MiB segments; one row a second, and one on each change */
+	double rate = 0.001 * 80 * GIB / 60;
+	uint64_t last = 0;
+	for (uint64_t t = 0; t < start + 120ull * 1000000000ull; t += 100000000ull) {
+		uint64_t v = (uint64_t)(2 * GIB) + (rnd_next(&s) % 1000 == 0 ? 2 * (uint64_t)MIB : 0);
+		if (t >= start)
+			v += (uint64_t)((double)(long long)((double)(t - start) / 1e9 * rate / (2 * MIB)) * 2 * MIB);
+		if (v != last || t % 1000000000ull == 0) {
+			gpumon_leak_add(l, -1, t, v);
+			last = v;
+		}
+		gpumon_leak_result r;
+		gpumon_leak_result_get(l, &r);
+		if (r.alert && !alert)
+			alert = r.alert_t_ns ? r.alert_t_ns : t;
+	}
+	ok(alert >= start && alert - start <= 30ull * 1000000000ull,
+	   "NVML, a leak of 0.1 %% of the card a minute after 2 h: alert %.1f s after it began (30 s at most)",
+	   alert ? ((double)alert - (double)start) / 1e9 : -1);
+	gpumon_leak_destroy(l);
+
+	gpumon_leak_create(NULL, &l);
+	alert = 0;
+	long first = 36000, alert_step = -1;
+	for (long i = 0; i < first + 600; i++) { /* 0.2 s a step */
+		uint64_t v = (uint64_t)(GIB + dynamic(&s, 64 * MIB) / 8) + (i >= first ? (uint64_t)(i - first) * (uint64_t)MIB : 0);
+		gpumon_leak_add(l, i, (uint64_t)i * 200000000ull, v);
+		if (i >= first - 10 && alert_step < 0) {
+			gpumon_leak_result r;
+			gpumon_leak_result_get(l, &r);
+			if (r.alert)
+				alert_step = i;
+		}
+	}
+	/* 30 s at 0.2 s a step is 150 steps, later than 100 */
+	ok(alert_step >= first && alert_step - first <= 150,
+	   "steps, 1 MiB a step after 36,000 clean steps: alert %ld steps after it began (150 at most)",
+	   alert_step >= 0 ? alert_step - first : -1);
 	gpumon_leak_destroy(l);
 }
 
@@ -313,8 +435,7 @@ static void test_bounded(void)
 	int bad = 0;
 	for (long i = 0; i < 10000000; i++)
 		bad += gpumon_leak_add(l, i, (uint64_t)i * 1000000,
-				       (uint64_t)(2 * GIB + (double)(i / 10000) * MIB) + rnd_next(&s) % (64 << 20),
-				       (uint64_t)(141 * GIB)) != 0;
+				       (uint64_t)(2 * GIB + (double)(i / 10000) * MIB) + rnd_next(&s) % (64 << 20)) != 0;
 	double t1 = now_s();
 	size_t after = heap_in_use();
 	gpumon_leak_result r;
@@ -334,15 +455,21 @@ static void test_bad_input(void)
 {
 	gpumon_leak *l = NULL;
 	is_int(gpumon_leak_create(NULL, NULL), GPUMON_E_INVAL, "create without out: INVAL");
-	int opt = 0;
-	is_int(gpumon_leak_create(&opt, &l), GPUMON_E_INVAL, "create with options: INVAL (none defined)");
+	gpumon_leak_config big = {.size = sizeof big + 8};
+	is_int(gpumon_leak_create(&big, &l), GPUMON_E_INVAL, "a config larger than the library knows: INVAL");
 	ok(l == NULL, "no detector made");
-	is_int(gpumon_leak_add(NULL, 0, 1, 1, 0), GPUMON_E_INVAL, "add to NULL: INVAL");
+	gpumon_leak_config bad_mode = {.size = sizeof bad_mode, .mode = 7};
+	is_int(gpumon_leak_create(&bad_mode, &l), GPUMON_E_INVAL, "an unknown mode: INVAL");
+	gpumon_leak_config old = {.size = sizeof(unsigned) + sizeof(int), .mode = GPUMON_LEAK_HELD};
+	is_int(gpumon_leak_create(&old, &l), GPUMON_OK, "a config of an older, shorter version: fine");
+	gpumon_leak_destroy(l);
+	is_int(gpumon_leak_add(NULL, 0, 1, 1), GPUMON_E_INVAL, "add to NULL: INVAL");
 	is_int(gpumon_leak_create(NULL, &l), GPUMON_OK, "create");
-	is_int(gpumon_leak_add(l, 5, 2000, 1, 0), GPUMON_OK, "a point");
-	is_int(gpumon_leak_add(l, 6, 1999, 1, 0), GPUMON_E_INVAL, "an earlier time: INVAL");
-	is_int(gpumon_leak_add(l, 4, 2001, 1, 0), GPUMON_E_INVAL, "an earlier step: INVAL");
-	is_int(gpumon_leak_add(l, 6, 2000, 1, 0), GPUMON_OK, "the same time again: fine");
+	is_int(gpumon_leak_add(l, 5, 2000, 1), GPUMON_OK, "a point");
+	is_int(gpumon_leak_add(l, 6, 1999, 1), GPUMON_E_INVAL, "an earlier time: INVAL");
+	ok(gpumon_leak_errmsg(l)[0] != 0, "and a message says why");
+	is_int(gpumon_leak_add(l, 4, 2001, 1), GPUMON_E_INVAL, "an earlier step: INVAL");
+	is_int(gpumon_leak_add(l, 6, 2000, 1), GPUMON_OK, "the same time again: fine");
 	gpumon_leak_result r;
 	gpumon_leak_result_get(l, &r);
 	is_int((long long)r.points, 2, "the rejected points were not counted");
@@ -362,18 +489,25 @@ static void test_insufficient(void)
 	gpumon_leak_result_get(l, &r);
 	is_int(r.verdict, GPUMON_LEAK_INSUFFICIENT_DATA, "no points: INSUFFICIENT_DATA");
 	int early = 0;
-	for (long i = 0; i < 63; i++) { /* a steep rise, but too short to tell */
-		gpumon_leak_add(l, i, (uint64_t)i * STEP_NS, (uint64_t)(GIB + 100 * MIB * (double)i), 0);
+	for (long i = 0; i < 32; i++) { /* a steep rise, but too short to tell: 32 steps are 31 windows */
+		gpumon_leak_add(l, i, (uint64_t)i * STEP_NS, (uint64_t)(GIB + 100 * MIB * (double)i));
 		gpumon_leak_result_get(l, &r);
 		early += r.verdict != GPUMON_LEAK_INSUFFICIENT_DATA;
 	}
-	is_int(early, 0, "fewer than 64 points: INSUFFICIENT_DATA throughout");
-	is_int((long long)r.points, 63, "63 points");
+	is_int(early, 0, "fewer than 32 windows: INSUFFICIENT_DATA throughout");
+	is_int((long long)r.points, 32, "32 points");
+	gpumon_leak_destroy(l);
+
+	gpumon_leak_create(NULL, &l);
+	for (long i = 0; i < 15; i++) /* 15 samples 100 steps apart: windows, but too few points */
+		gpumon_leak_add(l, i * 100, (uint64_t)i * 100 * STEP_NS, (uint64_t)(GIB + 100 * MIB * (double)i));
+	gpumon_leak_result_get(l, &r);
+	is_int(r.verdict, GPUMON_LEAK_INSUFFICIENT_DATA, "15 samples far apart: INSUFFICIENT_DATA");
 	gpumon_leak_destroy(l);
 
 	gpumon_leak_create(NULL, &l);
 	for (long i = 0; i < 1000; i++) /* all at one instant: no span */
-		gpumon_leak_add(l, -1, 5, (uint64_t)(GIB + MIB * (double)i), 0);
+		gpumon_leak_add(l, -1, 5, (uint64_t)(GIB + MIB * (double)i));
 	gpumon_leak_result_get(l, &r);
 	is_int(r.verdict, GPUMON_LEAK_INSUFFICIENT_DATA, "1000 points at one instant: INSUFFICIENT_DATA");
 	gpumon_leak_destroy(l);
@@ -384,8 +518,10 @@ int main(void)
 	test_bad_input();
 	test_insufficient();
 	test_cases();
-	test_oom();
+	test_floor();
 	test_time_only();
+	test_held_feeds();
+	test_late_in_long_run();
 	test_bounded();
 	remove_scenario(); /* tap.h's; no scenario was written */
 	return tap_done();
