@@ -44,7 +44,7 @@
  * this share of the span since the growth started: a verdict that flickers on while a series
  * settles (a cache filling ever more slowly) is no alert. */
 #define ALERT_MIN_CLOSES 8
-#define ALERT_SHARE 0.35
+#define ALERT_SHARE 0.25
 /* ... and not while the rise slows down: the last quarter under this share of the one before. */
 #define ALERT_SLOWDOWN 0.9
 #define ALERT_HALF_SLOWDOWN 0.75
