@@ -619,10 +619,16 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	if (!r->kind_buf)
 		return 0;
 	unsigned pid;
-	char extra;
-	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%c", &pid, &extra) == 1) {
+	int end = 0;
+	/* "pid N", or "pid N: the command" */
+	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%n", &pid, &end) == 1 &&
+	    (r->text_buf[end] == 0 || r->text_buf[end] == ':')) {
 		o->kind = GPUMON_REC_JOB;
 		o->process.pid = pid;
+		if (r->text_buf[end] == ':' && r->text_buf[end + 1] == ' ' && r->text_buf[end + 2]) {
+			snprintf(o->process.cmdline, sizeof o->process.cmdline, "%s", r->text_buf + end + 2);
+			o->process.flags |= GPUMON_PROC_CMDLINE_KNOWN;
+		}
 		return 1;
 	}
 	if (!strcmp(r->kind_buf, "lost"))

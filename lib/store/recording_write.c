@@ -589,10 +589,15 @@ static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, con
 	return run(r, ST_EVENT);
 }
 
+/* "pid N", or "pid N: the command" when the record says it (for people reading the file). */
 static int write_job(gpumon_recording *r, const gpumon_record *rec)
 {
-	char text[32];
-	snprintf(text, sizeof text, "pid %u", rec->process.pid);
+	char text[sizeof rec->process.cmdline + 32];
+	const gpumon_process *p = &rec->process;
+	if ((p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0])
+		snprintf(text, sizeof text, "pid %u: %.*s", p->pid, (int)sizeof p->cmdline, p->cmdline);
+	else
+		snprintf(text, sizeof text, "pid %u", p->pid);
 	return write_event(r, rec->t_ns, REC_JOB_EVENT, text);
 }
 
