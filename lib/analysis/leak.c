@@ -54,8 +54,11 @@
 #define ALERT_MIN_SPAN_NS 20e9
 #define ALERT_MIN_STEPS 60
 /* The sliding windows judge what the whole run's cannot see yet: only once the run is longer than
- * they reach, from shortly before the knee of the rise, over at least this many windows. */
+ * they reach, from shortly before the knee of the rise, over at least this many windows. They are
+ * one second wide; when steps are given and take this long or longer, one step wide (a minute of
+ * one-second windows holds too few steps then). */
 #define RECENT_MIN_WINDOWS 16
+#define SLOW_STEP_NS 0.5e9
 
 /* One window: its points and their smallest figure (has: a value, from a point or held). */
 struct window {
@@ -86,7 +89,7 @@ struct wset {
 
 struct gpumon_leak {
 	gpumon_leak_config cfg;
-	struct wset steps, time, recent;
+	struct wset steps, time, recent_time, recent_steps;
 	int steps_ok;         /* every point so far had a step (and the axis may be steps) */
 	uint64_t points;
 	uint64_t first_t_ns, last_t_ns;
@@ -133,7 +136,8 @@ int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out)
 	}
 	wset_init(&l->steps, STEP_W0, 0);
 	wset_init(&l->time, TIME_W0, 0);
-	wset_init(&l->recent, RECENT_W, 1);
+	wset_init(&l->recent_time, RECENT_W, 1);
+	wset_init(&l->recent_steps, STEP_W0, 1);
 	l->steps_ok = !l->cfg.time_axis;
 	l->last_step = -1;
 	*out = l;
@@ -254,6 +258,14 @@ static void wset_add(gpumon_leak *l, struct wset *s, double a, double t, int64_t
 	w->s1 = step;
 }
 
+/* Whether the steps so far (this one included) take SLOW_STEP_NS or more on average. */
+static int slow_steps(const gpumon_leak *l, int64_t step, uint64_t t_ns)
+{
+	if (!l->steps_ok || step < 0 || !l->points || step <= l->first_step)
+		return 0;
+	return (double)(t_ns - l->first_t_ns) / (double)(step - l->first_step) >= SLOW_STEP_NS;
+}
+
 int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes)
 {
 	if (!l)
@@ -276,10 +288,13 @@ int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes)
 		l->steps_ok = 0; /* from now on the analysis works in time only */
 	int held = l->cfg.mode == GPUMON_LEAK_HELD;
 	double t = (double)(t_ns - l->first_t_ns);
-	if (l->steps_ok)
+	int slow = slow_steps(l, step, t_ns);
+	if (l->steps_ok) {
 		wset_add(l, &l->steps, (double)(step - l->first_step), t, step, t_ns, bytes, held, 1);
+		wset_add(l, &l->recent_steps, (double)(step - l->first_step), t, step, t_ns, bytes, held, !l->alert && slow);
+	}
 	wset_add(l, &l->time, t, t, step, t_ns, bytes, held, !l->steps_ok);
-	wset_add(l, &l->recent, t, t, step, t_ns, bytes, held, !l->alert);
+	wset_add(l, &l->recent_time, t, t, step, t_ns, bytes, held, !l->alert && !slow);
 	l->points++;
 	l->last_t_ns = t_ns;
 	l->last_step = step;
@@ -488,7 +503,7 @@ static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_re
 	blank(l, out);
 	if (l->cfg.mode == GPUMON_LEAK_SAMPLES && l->points < MIN_POINTS)
 		return;
-	int step_axis = ws == &l->steps;
+	int step_axis = ws == &l->steps || ws == &l->recent_steps;
 	struct series s;
 	load_series(l, ws, step_axis, &s);
 	size_t n = s.n, skip = (size_t)((double)n * WARMUP_SHARE);
@@ -497,7 +512,8 @@ static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_re
 	if (ws->sliding) {
 		/* a rise that began within the last minute: judged from just before its knee, so that the
 		   flat minute before it does not outvote it */
-		if ((double)(l->last_t_ns - l->first_t_ns) < (double)WINDOWS * RECENT_W)
+		double span = step_axis ? (double)(l->last_step - l->first_step) : (double)(l->last_t_ns - l->first_t_ns);
+		if (span < (double)WINDOWS * ws->width)
 			return;
 		size_t c = hinge_start(s.x, s.y, n);
 		skip = c > MIN_SIDE ? c - MIN_SIDE : 0;
@@ -547,16 +563,16 @@ static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_re
 				       : s.x[n - 1] - (double)(out->start_t_ns - l->first_t_ns);
 	double suspected_for = s.x[n - 1] - ws->suspect_from;
 	int old_enough = (double)(l->last_t_ns - l->first_t_ns) >= ALERT_MIN_SPAN_NS &&
-			 (!step_axis || l->last_step - l->first_step >= ALERT_MIN_STEPS);
+			 (!l->steps_ok || l->last_step - l->first_step >= ALERT_MIN_STEPS);
 	out->alert = old_enough && ws->suspect_closes >= ALERT_MIN_CLOSES && suspected_for >= ALERT_SHARE * since_start &&
 		     !slowing_down(&s, skip);
 }
 
 /* A result from the sliding (time) windows of a series with steps: the rate per step at the pace of
  * the steps those windows span, and the step where the growth started. */
-static void recent_steps(const gpumon_leak *l, gpumon_leak_result *out)
+static void per_step_from_time(const gpumon_leak *l, gpumon_leak_result *out)
 {
-	const struct wset *s = &l->recent;
+	const struct wset *s = &l->recent_time;
 	const struct window *a = NULL, *b = NULL;
 	if (!l->steps_ok)
 		return;
@@ -586,13 +602,15 @@ void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out)
 	   windows cannot see yet (a leak that started late in a long run) */
 	const struct wset *main = l->steps_ok ? &l->steps : &l->time;
 	evaluate(l, main, out);
-	if (!out->alert && l->recent.last.verdict == GPUMON_LEAK_SUSPECTED && l->recent.last.alert) {
-		gpumon_leak_result r = l->recent.last;
+	const struct wset *recent = l->recent_steps.last.alert ? &l->recent_steps : &l->recent_time;
+	if (!out->alert && recent->last.verdict == GPUMON_LEAK_SUSPECTED && recent->last.alert) {
+		gpumon_leak_result r = recent->last;
 		if (out->verdict != GPUMON_LEAK_SUSPECTED) {
 			/* the recent rise is what is said; per step at the pace of the steps it spans */
 			*out = r;
 			out->points = l->points;
-			recent_steps(l, out);
+			if (recent == &l->recent_time)
+				per_step_from_time(l, out);
 		}
 		out->alert = 1;
 	}
