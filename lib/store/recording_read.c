@@ -618,16 +618,20 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	r->text_buf = dup_col(s, 3);
 	if (!r->kind_buf)
 		return 0;
-	unsigned pid;
-	char extra;
-	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%c", &pid, &extra) == 1) {
+	unsigned pid, named;
+	int end = 0;
+	/* "pid N" from this writer, "pid N: command" from gpumon run's writer before it */
+	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%n", &pid, &end) == 1 &&
+	    (r->text_buf[end] == '\0' || r->text_buf[end] == ':')) {
 		o->kind = GPUMON_REC_JOB;
 		o->process.pid = pid;
 		return 1;
 	}
+	/* GPUs lost at the same moment: the text names which */
+	int has_name = r->text_buf && sscanf(r->text_buf, "GPU %u is lost", &named) == 1;
 	if (!strcmp(r->kind_buf, "lost"))
 		for (unsigned d = 0; d < r->ndevices; d++)
-			if (r->lost_t_ns[d] == (int64_t)o->t_ns) {
+			if (r->lost_t_ns[d] == (int64_t)o->t_ns && (!has_name || d == named)) {
 				o->kind = GPUMON_REC_LOST;
 				o->dev = d;
 				return 1;
