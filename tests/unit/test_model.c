@@ -1,0 +1,753 @@
+/* SPDX-License-Identifier: MIT */
+/* test_model.c — the run model's semantics on synthetic records (no driver): the rule that picks
+ * the run's verdict, time to out-of-memory and its bound, the peak's owner, restarted step
+ * counters, the out-of-memory moment, alerts, bounded process summaries, the JSON document and its
+ * timelines, and the same answers whether the records are fed live or read back from a recording. */
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
+
+#include <errno.h>
+#include <math.h>
+
+#include <jansson.h>
+
+#include "rec_util.h"
+
+#define S     1000000000ull
+#define TOTAL (80 * GiB)
+#define RESV  (512 * MiB)
+
+static gpumon_model *M;        /* the model being fed */
+static gpumon_recording *REC;  /* and, when set, a recording written with the same records */
+static uint64_t T0 = 1000 * S; /* the run's start */
+static int VISITOR;            /* run_scenario: process 300 comes at 30 s and leaves at 40 s */
+
+/* A model of a run of job pid job_pid (0: a machine, "record"). */
+static gpumon_model *model_new(unsigned job_pid, unsigned flags, uint64_t limit, unsigned max_procs, double headroom)
+{
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = job_pid ? "run" : "record",
+				.command = job_pid ? "python train.py" : NULL, .job_pid = job_pid,
+				.start_mono_ns = T0, .start_wall_ns = 1700000000ull * S, .exit_status = -1};
+	gpumon_model_config c = {.size = sizeof c, .flags = flags, .meta = &meta, .limit_bytes = limit,
+				 .max_processes = max_procs, .headroom_share = headroom, .source = "synthetic",
+				 .source_type = "live"};
+	gpumon_model *m = NULL;
+	if (gpumon_model_create(&c, &m) != GPUMON_OK) {
+		printf("Bail out! gpumon_model_create\n");
+		exit(1);
+	}
+	gpumon_device_info d = {.index = 0, .present = GPUMON_INFO_NAME | GPUMON_INFO_MEMORY_TOTAL,
+				.name = "NVIDIA H100", .memory_total_bytes = TOTAL};
+	gpumon_model_device(m, &d);
+	return M = m;
+}
+
+static void put(gpumon_record r)
+{
+	if (gpumon_model_add(M, &r, 1) != GPUMON_OK)
+		printf("# gpumon_model_add: %s\n", gpumon_model_errmsg(M));
+	if (REC && gpumon_recording_write(REC, &r, 1) != GPUMON_OK)
+		printf("# gpumon_recording_write: %s\n", gpumon_recording_errmsg(REC));
+}
+
+/* A device row of GPU dev: used, the driver's reserve, the rest free; an interval of one value. */
+static void dev_row(unsigned dev, uint64_t t, uint64_t used)
+{
+	gpumon_record r = {.kind = GPUMON_REC_DEVICE, .dev = dev, .t_ns = t};
+	r.sample.t_ns = t;
+	r.sample.present = GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED;
+	r.sample.memory_api = GPUMON_MEMAPI_V2;
+	r.sample.memory_total_bytes = TOTAL;
+	r.sample.memory_reserved_bytes = RESV;
+	r.sample.memory_used_bytes = used;
+	r.sample.memory_free_bytes = TOTAL - RESV - used;
+	r.used_min_bytes = r.used_max_bytes = used;
+	r.used_max_t_ns = t;
+	r.interval_samples = 10;
+	put(r);
+}
+
+static void proc(unsigned dev, uint64_t t, unsigned pid, uint64_t used)
+{
+	gpumon_record r = process_rec(GPUMON_REC_PROCESS, dev, t, pid, used, KNOWN_PROC);
+	snprintf(r.process.cmdline, sizeof r.process.cmdline, "python %s.py", pid >= 200 && pid < 300 ? "other" : "train");
+	put(r);
+}
+
+static void gone(unsigned dev, uint64_t t, unsigned pid)
+{
+	put(process_rec(GPUMON_REC_PROCESS_GONE, dev, t, pid, 0, KNOWN_PROC));
+}
+
+static void fw(uint64_t t, unsigned pid, int64_t step, uint64_t allocated, uint64_t reserved, uint64_t cap)
+{
+	gpumon_record r = fw_rec(t, pid, 0, step, "torch");
+	r.framework.allocated_bytes = allocated;
+	r.framework.reserved_bytes = reserved;
+	r.framework.max_allocated_bytes = allocated + 256 * MiB;
+	r.framework.allocated_known = r.framework.reserved_known = r.framework.max_allocated_known = 1;
+	r.framework.limit_bytes = cap;
+	put(r);
+}
+
+static void ev(uint64_t t, const char *kind, const char *text)
+{
+	put(event_rec(t, kind, text));
+}
+
+static gpumon_verdict verdict_of(void)
+{
+	gpumon_verdict v;
+	memset(&v, 0, sizeof v);
+	if (gpumon_model_verdict(M, &v) != GPUMON_OK)
+		printf("# no verdict\n");
+	return v;
+}
+
+static json_t *document(unsigned flags)
+{
+	char *text = NULL;
+	json_error_t err;
+	if (gpumon_model_document(M, flags, &text) != GPUMON_OK) {
+		printf("# no document\n");
+		return NULL;
+	}
+	json_t *j = json_loads(text, 0, &err);
+	if (!j)
+		printf("# not JSON: %s at %d\n", err.text, err.position);
+	gpumon_free(text);
+	return j;
+}
+
+/* j's member at a path of keys ("peak.owner.pid"), or NULL. */
+static json_t *at(json_t *j, const char *path)
+{
+	char key[64];
+	while (j && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(key, sizeof key, "%.*s", (int)n, path);
+		j = json_object_get(j, key);
+		path += n + (path[n] == '.');
+	}
+	return j;
+}
+
+static void done(void)
+{
+	gpumon_model_destroy(M);
+	M = NULL;
+}
+
+/* ---- which series the verdict is on ------------------------------------------------------------- */
+
+/* A run of job 100 (its child 101 named by a JOB record) beside a co-tenant 200 holding cotenant
+ * bytes: n device rows a second apart, the job's NVML figure rising job_rate bytes a second; with
+ * fw_points framework samples (0: none) rising fw_rate a step. */
+static void run_scenario(unsigned n, uint64_t job_rate, unsigned fw_points, uint64_t fw_rate, uint64_t cotenant)
+{
+	put(job_rec(T0, 101)); /* known as the job's before NVML lists it */
+	if (cotenant)
+		proc(0, T0 + 1, 200, cotenant);
+	proc(0, T0 + 1, 101, GiB);
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t t = T0 + S + i * S, job = 2 * GiB + i * job_rate;
+		if (VISITOR && i == 29)
+			proc(0, T0 + 30 * S, 300, GiB);
+		if (VISITOR && i == 39)
+			gone(0, T0 + 40 * S, 300);
+		proc(0, t, 100, job);
+		if (i < fw_points)
+			fw(t + 1, 100, i, GiB + i * fw_rate, GiB + i * fw_rate + 2 * GiB, 0);
+		dev_row(0, t + 2, cotenant + job + GiB);
+	}
+}
+
+static void test_rule(void)
+{
+	gpumon_verdict v, all[16];
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, 0, 300, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.pid == 100 && !strcmp(v.framework, "torch"),
+	   "the job reports its allocator: the verdict is on the framework series (series %d)", v.series);
+	is_int(v.leak.verdict, GPUMON_LEAK_SUSPECTED, "its leak, though NVML shows the job flat");
+	size_t n = gpumon_model_verdicts(M, all, 16);
+	int sorted = n >= 4;
+	for (size_t i = 1; i < n && i < 16; i++)
+		sorted &= all[i - 1].series <= all[i].series; /* the enum is in the rule's order */
+	ok(sorted, "every series judged (%zu), in the rule's order", n);
+	int kinds = 0;
+	for (size_t i = 0; i < n && i < 16; i++)
+		kinds |= 1 << all[i].series;
+	is_int(kinds, (1 << 1) | (1 << 2) | (1 << 3) | (1 << 4), "framework, job, process and device series");
+	for (size_t i = 0; i < n && i < 16; i++)
+		if (all[i].series == GPUMON_SERIES_PROCESS)
+			ok(all[i].pid == 100 || all[i].pid == 101, "a run's process series are the job's (pid %lld)",
+			   (long long)all[i].pid);
+	is_int(gpumon_model_verdicts(M, NULL, 0), n, "counted without a buffer");
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* too few framework samples: the job's NVML series decides */
+	run_scenario(300, 16 * MiB, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.dev == 0, "framework without enough data: the job's series (%d)", v.series);
+	is_int(v.leak.verdict, GPUMON_LEAK_SUSPECTED, "its leak");
+	ok(fabs(v.leak.rate_bytes_per_second - 16.0 * MiB) < 0.01 * 16 * MiB, "at 16 MiB/s (%.0f)",
+	   v.leak.rate_bytes_per_second);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* ... and its verdict may be "none" */
+	run_scenario(300, 0, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.leak.verdict == GPUMON_LEAK_NONE,
+	   "a flat job, framework without enough data: none, on the job's series (%d, %d)", v.series, v.leak.verdict);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* nothing has enough data: the first kind there is */
+	run_scenario(10, 16 * MiB, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.leak.verdict == GPUMON_LEAK_INSUFFICIENT_DATA,
+	   "too little data anywhere: insufficient data, on the framework series (%d, %d)", v.series, v.leak.verdict);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* a co-tenant's framework figures are not the job's */
+	put(job_rec(T0, 101));
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 100, 2 * GiB + i * 16 * MiB);
+		fw(t + 1, 200, i, GiB + i * 64 * MiB, 10 * GiB, 0);
+		dev_row(0, t + 2, 20 * GiB + i * 16 * MiB);
+	}
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB, "another pid's framework series: the job's NVML series instead (%d)", v.series);
+	done();
+
+	model_new(0, 0, 0, 0, 0); /* a machine: each process on its own figure */
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 300, GiB + i * 8 * MiB);
+		proc(0, t, 301, 5 * GiB);
+		dev_row(0, t + 2, 6 * GiB + i * 8 * MiB);
+	}
+	gpumon_model_finish(M, 0, -1);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_PROCESS && v.pid == 300 && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "a machine: the leaking process (series %d, pid %lld)", v.series, (long long)v.pid);
+	is_int(gpumon_model_process_verdict(M, 0, 301, &v), GPUMON_OK, "a process's own verdict");
+	is_int(v.leak.verdict, GPUMON_LEAK_NONE, "the flat one: none");
+	is_int(gpumon_model_process_verdict(M, 0, 999, &v), GPUMON_E_NOT_FOUND, "an unknown pid");
+	done();
+
+	model_new(0, 0, 0, 0, 0); /* only the GPU's figure */
+	for (unsigned i = 0; i < 300; i++)
+		dev_row(0, T0 + S + i * S, 6 * GiB + i * 8 * MiB);
+	gpumon_model_finish(M, 0, -1);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_DEVICE && v.dev == 0 && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "only device rows: the GPU's used memory (%d)", v.series);
+	done();
+
+	model_new(0, 0, 0, 0, 0);
+	is_int(gpumon_model_verdict(M, &v), GPUMON_E_NOT_FOUND, "no records: no verdict");
+	done();
+}
+
+/* ---- time to out-of-memory ------------------------------------------------------------------------ */
+
+static void test_time_to_oom(void)
+{
+	const uint64_t rate = 16 * MiB, cotenant = 20 * GiB;
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, rate, 0, 0, cotenant);
+	uint64_t job_last = 2 * GiB + 299 * rate + GiB, used_last = cotenant + job_last;
+	uint64_t free_last = TOTAL - RESV - used_last;
+	gpumon_verdict v = verdict_of();
+	is_int(v.series, GPUMON_SERIES_JOB, "the job's series");
+	is_int(v.room, GPUMON_ROOM_FREE, "bounded by the GPU's free memory");
+	is_int(v.room_bytes, free_last, "its free memory at the series' last point (the co-tenant's 20 GiB taken)");
+	double want = (double)free_last / (double)rate;
+	ok(fabs(v.seconds_to_oom - want) <= 0.02 * want, "time to out-of-memory %.1f s, free / rate = %.1f s",
+	   v.seconds_to_oom, want);
+	is_int(v.steps_to_oom < 0, 1, "no steps on an NVML series");
+	double gpu_s = 0;
+	is_int(gpumon_model_gpu_oom(M, 0, &gpu_s), GPUMON_OK, "the GPU's time to out-of-memory");
+	ok(fabs(gpu_s - v.seconds_to_oom) < 1e-6, "is the run's (%.1f s)", gpu_s);
+	done();
+
+	uint64_t limit = job_last + 4 * GiB; /* --limit: 4 GiB above the job's last figure */
+	model_new(100, 0, limit, 0, 0);
+	run_scenario(300, rate, 0, 0, cotenant);
+	v = verdict_of();
+	is_int(v.room, GPUMON_ROOM_LIMIT, "a --limit below the free memory is the bound");
+	is_int(v.room_bytes, 4 * GiB, "what is left under it");
+	want = 4.0 * GiB / (double)rate;
+	ok(fabs(v.seconds_to_oom - want) <= 0.02 * want, "%.1f s, want %.1f s", v.seconds_to_oom, want);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* the allocator's cap, 3 GiB above what it reserved last */
+	const uint64_t step_rate = 4 * MiB;
+	uint64_t reserved_last = GiB + 299 * step_rate + 2 * GiB, cap = reserved_last + 3 * GiB;
+	put(job_rec(T0, 101));
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 100, 10 * GiB);
+		fw(t + 1, 100, i, GiB + i * step_rate, GiB + i * step_rate + 2 * GiB, cap);
+		dev_row(0, t + 2, 10 * GiB);
+	}
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.room == GPUMON_ROOM_CAP, "bounded by the allocator's cap (room %d)",
+	   v.room);
+	is_int(v.room_bytes, 3 * GiB, "what is left under it (cap - reserved)");
+	want = 3.0 * GiB / (double)step_rate;
+	ok(fabs(v.steps_to_oom - want) <= 0.02 * want, "steps to out-of-memory %.1f, want %.1f", v.steps_to_oom, want);
+	ok(v.seconds_to_oom > 0, "and seconds (%.1f)", v.seconds_to_oom);
+	done();
+}
+
+/* ---- peaks ------------------------------------------------------------------------------------------ */
+
+/* Process 100 rises from 1 to 10 GiB and back while co-tenant 200 holds 30 GiB, flat. */
+static void peak_scenario(void)
+{
+	proc(0, T0, 200, 30 * GiB);
+	for (unsigned i = 0; i < 120; i++) {
+		uint64_t t = T0 + S + i * S, p = GiB + (i <= 60 ? i : 120 - i) * 150 * MiB;
+		proc(0, t, 100, p);
+		dev_row(0, t + 2, 30 * GiB + p);
+	}
+	gpumon_model_finish(M, 0, 0);
+}
+
+static void test_peak(void)
+{
+	int what = 0, dev = -1;
+	gpumon_peak p, win[8];
+	size_t nwin = 0;
+	model_new(0, 0, 0, 0, 0);
+	peak_scenario();
+	is_int(gpumon_model_peak(M, &what, &dev, &p, win, 8, &nwin), GPUMON_OK, "a machine's peak");
+	ok(what == GPUMON_PEAK_DEVICE && dev == 0, "the fullest GPU's");
+	is_int(p.bytes, 30 * GiB + GiB + 60 * 150 * MiB, "its highest used");
+	is_int(p.t_ns, T0 + 61 * S + 2, "when");
+	is_int(p.owner_pid, 100, "owned by the process whose rise made it");
+	is_int(p.largest_pid, 200, "the largest holder then: the flat co-tenant");
+	is_int(nwin, 2, "two windows of a minute");
+	json_t *d = document(0);
+	ok(json_integer_value(at(d, "peak.owner.pid")) == 100 && json_integer_value(at(d, "peak.largest.pid")) == 200,
+	   "the document names both");
+	is_str(json_string_value(at(d, "peak.largest.command")), "python other.py", "with the co-tenant's command");
+	is_str(json_string_value(at(d, "peak.what")), "device", "what: device");
+	json_decref(d);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* the same as a run of job 100: the job's peak */
+	peak_scenario();
+	gpumon_model_peak(M, &what, &dev, &p, NULL, 0, &nwin);
+	ok(what == GPUMON_PEAK_JOB && p.bytes == GiB + 60 * 150 * MiB, "a run: the job's own peak");
+	ok(p.owner_pid == 100 && p.largest_pid == 200, "owner 100, largest 200 (%lld, %lld)", (long long)p.owner_pid,
+	   (long long)p.largest_pid);
+	done();
+}
+
+/* ---- framework segments ------------------------------------------------------------------------------ */
+
+static void test_restarted_steps(void)
+{
+	model_new(100, GPUMON_MODEL_TIMELINES, 0, 0, 0);
+	for (unsigned i = 0; i < 600; i++) { /* steps 0..299 leaking, then 0..299 again, flat */
+		uint64_t t = T0 + S + i * (S / 10), step = i % 300;
+		uint64_t a = i < 300 ? GiB + step * 4 * MiB : 3 * GiB;
+		fw(t, 100, (int64_t)step, a, a + GiB, 0);
+	}
+	gpumon_model_finish(M, 0, 0);
+	gpumon_verdict all[8];
+	size_t n = gpumon_model_verdicts(M, all, 8);
+	int seg0 = -1, seg1 = -1;
+	for (size_t i = 0; i < n && i < 8; i++)
+		if (all[i].series == GPUMON_SERIES_FRAMEWORK && all[i].pid == 100)
+			*(all[i].segment ? &seg1 : &seg0) = all[i].leak.verdict;
+	is_int(seg0, GPUMON_LEAK_SUSPECTED, "the first segment (steps 0..299) is judged: a leak");
+	is_int(seg1, GPUMON_LEAK_NONE, "the second (the counter restarted) is judged apart: none");
+	json_t *d = document(GPUMON_DOC_TIMELINE);
+	json_t *series = json_object_get(d, "series"), *e;
+	size_t i;
+	int segs = 0;
+	json_array_foreach(series, i, e) segs |= 1 << json_integer_value(at(e, "series.segment"));
+	is_int(segs, 3, "the document's series hold segments 0 and 1");
+	is_int(json_array_size(at(d, "timeline.framework")), 2, "and a timeline each");
+	json_decref(d);
+	done();
+}
+
+/* ---- the out-of-memory moment ------------------------------------------------------------------------ */
+
+static void test_oom_event(void)
+{
+	gpumon_model_oom o;
+	model_new(100, 0, 0, 0, 0);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_E_NOT_FOUND, "no out-of-memory yet");
+	run_scenario(300, 64 * MiB, 0, 0, 20 * GiB); /* the job climbs to 22.7 GiB, 43.7 GiB used */
+	uint64_t t = T0 + 300 * S + S / 2;
+	ev(t, "oom", "PyTorch: torch.OutOfMemoryError: CUDA out of memory.");
+	ev(t + S, "oom", "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+	gpumon_model_finish(M, 0, 1);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory moment");
+	is_int(o.t_ns, t, "at the first \"oom\" event");
+	is_int(o.dev, 0, "on the job's GPU");
+	is_str(o.message, "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+	       "the message quoted is the last one");
+	is_int(o.signs, 2, "two signs");
+	is_int(o.nholders, 3, "three holders");
+	ok(o.nholders == 3 && o.holders[0].pid == 100 && o.holders[0].job && o.holders[1].pid == 200 &&
+	       !o.holders[1].job && o.holders[2].pid == 101 && o.holders[2].job,
+	   "largest first, the job's marked (the child named by a JOB record too)");
+	ok(o.nholders == 3 && !strcmp(o.holders[1].user, "alice") && !strcmp(o.holders[1].command, "python other.py") &&
+	       o.holders[1].used_bytes == 20 * GiB,
+	   "with user, command and figure");
+	ok(o.nlast >= 5 && o.nlast <= 16, "the last seconds (%zu points)", o.nlast);
+	int ordered = 1;
+	for (size_t i = 0; i < o.nlast; i++)
+		ordered &= o.last[i].t_ns <= t + S / 10 && o.last[i].t_ns + 10 * S >= t &&
+			   (i == 0 || o.last[i].t_ns > o.last[i - 1].t_ns);
+	ok(ordered, "about a second apart, oldest first, within 10 s before the moment");
+	ok(o.nlast && o.last[o.nlast - 1].used_bytes == 20 * GiB + 2 * GiB + 299 * 64 * MiB + GiB,
+	   "the last one is the last row's used memory");
+	unsigned want = GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED | GPUMON_OOM_F_JOB | GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_LEAK;
+	ok((o.input.known & want) == want, "figures known: total, used, job, others, leak (0x%x)", o.input.known);
+	ok(o.input.total_bytes == TOTAL && o.input.others_bytes == 20 * GiB && o.input.top_other_pid == 200 &&
+	       o.input.job_bytes == 2 * GiB + 299 * 64 * MiB + GiB,
+	   "the card, the others (pid 200: 20 GiB) and the job then");
+	ok(o.diagnosis.cause == GPUMON_OOM_CO_TENANT && (o.diagnosis.also & GPUMON_OOM_ALSO_LEAK),
+	   "diagnosis: a co-tenant, and the job's leak too (%d, 0x%x)", o.diagnosis.cause, o.diagnosis.also);
+	json_t *d = document(0);
+	is_str(json_string_value(at(d, "oom.cause")), "co-tenant", "the document's cause");
+	ok(json_is_true(at(d, "oom.also_leak")) && json_array_size(at(d, "oom.holders")) == 3 &&
+	       json_integer_value(at(d, "oom.figures.top_other.pid")) == 200,
+	   "also_leak, holders and the top other in the document");
+	json_decref(d);
+	done();
+}
+
+/* A job that failed with its GPU full, with no message seen. */
+static void full_card(uint64_t top, int exit_status, gpumon_model_oom *o, int *found)
+{
+	model_new(100, 0, 0, 0, 0);
+	for (unsigned i = 0; i < 30; i++) {
+		uint64_t t = T0 + S + i * S, job = i < 25 ? 10 * GiB + i * GiB : top;
+		proc(0, t, 100, job);
+		dev_row(0, t + 2, job);
+	}
+	gpumon_model_finish(M, 0, exit_status);
+	*found = gpumon_model_oom_get(M, o) == GPUMON_OK;
+	done();
+}
+
+static void test_oom_full_card(void)
+{
+	gpumon_model_oom o;
+	int found;
+	uint64_t full = TOTAL - RESV - 64 * MiB; /* 99.3 % of the card */
+	full_card(full, 1, &o, &found);
+	ok(found, "a failed job with its GPU full at the end: out of memory");
+	ok(found && o.t_ns == T0 + 30 * S + 2 && o.message[0] == 0 && o.dev == 0,
+	   "at the last full row, no message");
+	ok(found && o.input.used_bytes == full, "the figures then");
+	full_card(full, 0, &o, &found);
+	ok(!found, "the same card full, the job succeeded: no out-of-memory");
+	full_card(TOTAL / 2, 1, &o, &found);
+	ok(!found, "a failed job with half the card free: no out-of-memory");
+}
+
+/* ---- alerts ------------------------------------------------------------------------------------------- */
+
+/* A machine whose process 300 leaks; each new alert is answered with an "alert" event at its time
+ * when tell_live. Returns the number of leak alerts. */
+static size_t alert_scenario(int tell_live, gpumon_alert *first)
+{
+	size_t seen = 0;
+	for (unsigned i = 0; i < 400; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 300, GiB + i * 8 * MiB);
+		dev_row(0, t + 2, 2 * GiB + i * 8 * MiB);
+		gpumon_alert a[4];
+		size_t n = gpumon_model_alerts(M, seen, a, 4);
+		for (size_t k = 0; k < n && k < 4; k++)
+			if (tell_live)
+				ev(a[k].t_ns, "alert", "leak suspected");
+		seen += n;
+	}
+	gpumon_model_finish(M, 0, -1);
+	return gpumon_model_alerts(M, 0, first, 1);
+}
+
+static void test_alerts(void)
+{
+	gpumon_alert a;
+	model_new(0, 0, 0, 0, 0);
+	is_int(alert_scenario(1, &a), 1, "a leak alerts once, however long it goes on");
+	ok(a.kind == GPUMON_ALERT_LEAK && a.verdict.series == GPUMON_SERIES_PROCESS && a.verdict.pid == 300,
+	   "on the leaking process");
+	ok(a.live == 1, "an \"alert\" event at the same moment marks it live");
+	gpumon_verdict v;
+	gpumon_model_process_verdict(M, 0, 300, &v);
+	is_int(a.t_ns, v.leak.alert_t_ns, "at the point the detector first alerted");
+	is_int(gpumon_model_alerts(M, 1, &a, 1), 0, "none after it");
+	json_t *d = document(0);
+	ok(json_array_size(at(d, "alerts")) == 1 && json_is_true(json_object_get(json_array_get(at(d, "alerts"), 0), "live")),
+	   "one alert in the document, live");
+	size_t i;
+	json_t *e;
+	int kept = 0;
+	json_array_foreach(at(d, "events"), i, e) kept += !strcmp(json_string_value(json_object_get(e, "kind")), "alert");
+	is_int(kept, 1, "and the alert event among the events");
+	json_decref(d);
+	done();
+
+	model_new(0, 0, 0, 0, 0);
+	alert_scenario(0, &a);
+	is_int(a.live, 0, "without the event: not live");
+	done();
+
+	model_new(0, 0, 0, 0, 0.10); /* headroom: free under 10 % of the card */
+	uint64_t low = TOTAL - RESV - 4 * GiB, high = 40 * GiB;
+	uint64_t rows[] = {high, low, low, low, high, low};
+	for (unsigned k = 0; k < 6; k++)
+		dev_row(0, T0 + (k + 1) * S, rows[k]);
+	gpumon_alert h[4];
+	size_t n = gpumon_model_alerts(M, 0, h, 4);
+	is_int(n, 2, "headroom: one alert each time the free memory falls under the share");
+	ok(n == 2 && h[0].kind == GPUMON_ALERT_HEADROOM && h[0].t_ns == T0 + 2 * S && h[1].t_ns == T0 + 6 * S,
+	   "when it falls, not while it stays");
+	ok(n == 2 && h[0].dev == 0 && h[0].free_bytes == 4 * GiB && h[0].total_bytes == TOTAL, "with the figures");
+	done();
+}
+
+/* ---- bounded summaries --------------------------------------------------------------------------------- */
+
+static void test_bounded(void)
+{
+	model_new(0, GPUMON_MODEL_TIMELINES, 0, 64, 0);
+	for (unsigned i = 0; i < 5000; i++) { /* each comes, is seen at a row, and goes */
+		uint64_t t = T0 + i * (S / 10);
+		proc(0, t, 10000 + i, GiB);
+		dev_row(0, t + 1, GiB);
+		gone(0, t + 2, 10000 + i);
+	}
+	gpumon_verdict v;
+	is_int(gpumon_model_process_verdict(M, 0, 10000, &v), GPUMON_E_NOT_FOUND, "the first gone is forgotten");
+	is_int(gpumon_model_process_verdict(M, 0, 14999, &v), GPUMON_OK, "the last one is kept");
+	json_t *d = document(GPUMON_DOC_TIMELINE);
+	ok(d && json_array_size(at(d, "timeline.processes")) <= 64, "at most max_processes in the document (%zu)",
+	   json_array_size(at(d, "timeline.processes")));
+	ok(json_is_null(at(d, "source.damage")), "nothing left out: each had gone");
+	json_decref(d);
+	done();
+
+	model_new(0, 0, 0, 64, 0);
+	for (unsigned i = 0; i < 100; i++) /* 100 at once, none gone */
+		proc(0, T0 + i, 10000 + i, GiB);
+	d = document(0);
+	const char *damage = json_string_value(at(d, "source.damage"));
+	ok(damage && strstr(damage, "more processes"), "more at once than kept: the document says so: %s",
+	   damage ? damage : "(null)");
+	json_decref(d);
+	done();
+}
+
+/* ---- the document --------------------------------------------------------------------------------------- */
+
+static void test_document(void)
+{
+	model_new(100, GPUMON_MODEL_TIMELINES, 0, 0, 0);
+	VISITOR = 1;
+	run_scenario(120, 16 * MiB, 120, 4 * MiB, 20 * GiB);
+	VISITOR = 0;
+	for (unsigned i = 0; i < 502; i++)
+		ev(T0 + 130 * S + i, i ? "marker" : "step", "x");
+	uint64_t end = T0 + 200 * S;
+	gpumon_model_finish(M, end, 0);
+	json_t *d = document(GPUMON_DOC_TIMELINE);
+	ok(d != NULL, "the document is JSON");
+	is_int(json_integer_value(json_object_get(d, "format")), 2, "format 2");
+	static const char *const top[] = {"source", "devices", "leak", "series", "peak", "windows", "fragmentation",
+					  "unaccounted", "oom", "alerts", "events", "events_dropped", "timeline"};
+	for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+		ok(json_object_get(d, top[i]) != NULL, "key %s", top[i]);
+	static const char *const src[] = {"path", "type", "kind", "command", "host", "start_utc", "duration_s",
+					  "exit_status", "damage", "records"};
+	for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
+		ok(at(d, "source") && json_object_get(at(d, "source"), src[i]), "source.%s", src[i]);
+	is_str(json_string_value(at(d, "source.kind")), "run", "source.kind");
+	is_str(json_string_value(at(d, "source.start_utc")), "2023-11-14T22:13:20Z", "start in UTC");
+	ok(fabs(json_real_value(at(d, "source.duration_s")) - 200) < 1e-6, "duration to the end given");
+	ok(json_is_null(at(d, "source.host")), "an unknown host is null");
+	json_t *dev = json_array_get(at(d, "devices"), 0);
+	ok(json_integer_value(json_object_get(dev, "total_bytes")) == (json_int_t)TOTAL &&
+	       json_object_get(dev, "peak") && json_object_get(dev, "job_peak") && json_object_get(dev, "job_mean_bytes"),
+	   "a device: total, peak, job's peak and mean");
+	static const char *const leak[] = {"verdict", "series", "rate_bytes_per_step", "rate_bytes_per_second",
+					   "start_step", "start_time", "confidence", "floor_bytes", "points", "alert",
+					   "alert_time", "room", "room_bytes", "steps_to_oom", "seconds_to_oom"};
+	for (size_t i = 0; i < sizeof leak / sizeof leak[0]; i++)
+		ok(json_object_get(at(d, "leak"), leak[i]) != NULL, "leak.%s", leak[i]);
+	is_str(json_string_value(at(d, "leak.series.kind")), "framework", "the verdict's series kind");
+	ok(json_is_null(at(d, "oom")), "no out-of-memory: null");
+	is_int(json_array_size(at(d, "events")), 500, "events: at most 500, \"step\" left out");
+	is_int(json_integer_value(at(d, "events_dropped")), 1, "the one more counted");
+	/* timelines: a change-only process line ends with the point the document adds at the end */
+	json_t *p, *cot = NULL, *left = NULL;
+	size_t i;
+	json_array_foreach(at(d, "timeline.processes"), i, p)
+	{
+		json_int_t pid = json_integer_value(json_object_get(p, "pid"));
+		if (pid == 200)
+			cot = p;
+		if (pid == 300)
+			left = p;
+	}
+	json_t *ct = json_object_get(cot, "t"), *cu = json_object_get(cot, "used");
+	size_t cn = json_array_size(ct);
+	ok(cn == 2 && json_array_size(cu) == 2, "the flat co-tenant: its one point and the end (%zu)", cn);
+	ok(cn && fabs(json_real_value(json_array_get(ct, cn - 1)) - 200) < 1e-6 &&
+	       json_integer_value(json_array_get(cu, cn - 1)) == (json_int_t)(20 * GiB),
+	   "its line spans the run, at 20 GiB");
+	json_t *lt = json_object_get(left, "t");
+	ok(json_array_size(lt) && fabs(json_real_value(json_array_get(lt, json_array_size(lt) - 1)) - 40) < 1e-6,
+	   "a process that left ends where it left");
+	json_t *dl = json_array_get(at(d, "timeline.devices"), 0);
+	ok(dl && json_array_size(json_object_get(dl, "t")) == json_array_size(json_object_get(dl, "used")) &&
+	       json_object_get(dl, "used_max") && json_object_get(dl, "reserved"),
+	   "a device's timeline: t, used, used_max, reserved");
+	json_t *fl = json_array_get(at(d, "timeline.framework"), 0);
+	ok(fl && json_object_get(fl, "allocated") && json_object_get(fl, "step"), "a framework timeline");
+	json_decref(d);
+	done();
+
+	model_new(0, 0, 0, 0, 0); /* nothing fed: nulls, not zeros */
+	gpumon_model_finish(M, 0, -1);
+	d = document(0);
+	ok(d && json_is_null(at(d, "leak")) && json_is_null(at(d, "peak")) && json_is_null(at(d, "source.duration_s")) &&
+	       json_is_null(at(d, "source.exit_status")) && !json_object_get(d, "timeline"),
+	   "an empty model: null verdict, peak, duration and exit status; no timeline unless asked");
+	json_decref(d);
+	done();
+}
+
+/* ---- live and from a recording: the same answers ---------------------------------------------------------- */
+
+static void rich_scenario(void)
+{
+	VISITOR = 1;
+	run_scenario(200, 32 * MiB, 200, 4 * MiB, 20 * GiB);
+	VISITOR = 0;
+	ev(T0 + 201 * S, "oom", "PyTorch: torch.OutOfMemoryError: CUDA out of memory.");
+	gone(0, T0 + 202 * S, 100);
+}
+
+static void test_live_and_recorded(void)
+{
+	const char *path = tmp_path("same.gpumon");
+	gpumon *g = open_fake(H200, 0);
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .command = "python train.py", .job_pid = 100,
+				.exit_status = -1};
+	int st = gpumon_recording_create(g, path, &meta, &REC);
+	T0 = now_ns() + S;
+	gpumon_model *scratch = model_new(100, 0, 0, 0, 0); /* the records go to the file here */
+	rich_scenario();
+	if (!st)
+		st = gpumon_recording_finish(REC, 1);
+	is_int(st, GPUMON_OK, "the records written");
+	gpumon_recording_destroy(REC);
+	REC = NULL;
+	gpumon_destroy(g);
+	gpumon_model_destroy(scratch);
+
+	gpumon_reader *r = NULL;
+	gpumon_model *from_file = NULL;
+	gpumon_model_config c = {.size = sizeof c, .source = path, .source_type = "recording"};
+	is_int(gpumon_reader_create(path, &r), GPUMON_OK, "read back");
+	gpumon_model_create(&c, &from_file);
+	is_int(gpumon_model_load(from_file, r), GPUMON_OK, "loaded into a model");
+	gpumon_model_finish(from_file, 0, -1);
+
+	/* live: the run's metadata and GPUs as the file has them, then the same records one by one */
+	const gpumon_run_meta *fm = gpumon_reader_meta(r);
+	c = (gpumon_model_config){.size = sizeof c, .meta = fm, .source = path, .source_type = "recording"};
+	gpumon_model_create(&c, &M);
+	for (unsigned i = 0; i < gpumon_reader_device_count(r); i++) {
+		gpumon_device_info info;
+		gpumon_reader_device(r, i, &info);
+		gpumon_model_device(M, &info);
+	}
+	rich_scenario();
+	gpumon_model_finish(M, fm->end_mono_ns, fm->exit_status);
+	json_t *live = document(0);
+	gpumon_model *keep = M;
+	M = from_file;
+	json_t *file = document(0);
+	M = keep;
+	static const char *const keys[] = {"leak", "series", "peak", "windows", "oom", "alerts", "devices",
+					   "fragmentation", "unaccounted", "events"};
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		int same = json_equal(json_object_get(live, keys[i]), json_object_get(file, keys[i]));
+		ok(same, "%s: the same fed live and from the recording", keys[i]);
+		if (!same) {
+			char *a = json_dumps(json_object_get(live, keys[i]), JSON_COMPACT);
+			char *b = json_dumps(json_object_get(file, keys[i]), JSON_COMPACT);
+			printf("#   live: %.600s\n#   file: %.600s\n", a ? a : "", b ? b : "");
+			free(a);
+			free(b);
+		}
+	}
+	ok(!json_is_null(json_object_get(live, "oom")) && !strcmp(json_string_value(at(live, "leak.verdict")), "leak"),
+	   "(a leak and an out-of-memory moment to compare)");
+	json_decref(live);
+	json_decref(file);
+	gpumon_model_destroy(from_file);
+	gpumon_reader_destroy(r);
+	done();
+	T0 = 1000 * S;
+}
+
+static void test_arguments(void)
+{
+	gpumon_model *m = NULL;
+	gpumon_model_config c = {.size = sizeof c + 8};
+	is_int(gpumon_model_create(&c, &m), GPUMON_E_INVAL, "a config larger than the library knows");
+	c.size = sizeof c;
+	c.headroom_share = 1.5;
+	is_int(gpumon_model_create(&c, &m), GPUMON_E_INVAL, "a headroom share over 1");
+	is_int(gpumon_model_create(NULL, &m), GPUMON_OK, "no config: defaults");
+	gpumon_record r = event_rec(1, "note", NULL);
+	is_int(gpumon_model_finish(m, 0, -1), GPUMON_OK, "finish");
+	is_int(gpumon_model_add(m, &r, 1), GPUMON_E_INVAL, "a record after the end is refused");
+	is_int(gpumon_model_add(m, NULL, 1), GPUMON_E_INVAL, "no records");
+	gpumon_model_destroy(m);
+	gpumon_model_destroy(NULL); /* a no-op */
+	is_int(gpumon_model_document(NULL, 0, NULL), GPUMON_E_INVAL, "document(NULL)");
+}
+
+int main(void)
+{
+	make_tmpdir("model");
+	test_rule();
+	test_time_to_oom();
+	test_peak();
+	test_restarted_steps();
+	test_oom_event();
+	test_oom_full_card();
+	test_alerts();
+	test_bounded();
+	test_document();
+	test_live_and_recorded();
+	test_arguments();
+	remove_dir(tmpdir);
+	remove_scenario();
+	return tap_done();
+}
