@@ -505,11 +505,13 @@ static void take_reference(gpumon_model *m, struct mdev *d, unsigned dev, uint64
 /* Feeds every NVML series of dev its figure at this row, and checks their alerts. */
 static int feed_series(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t, uint64_t floor)
 {
+	int job_listed = 0;
 	gpumon_leak_add(d->leak, -1, t, floor);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		struct mproc *p = &m->procs[i];
 		if (p->dev != dev || !p->present || !p->used_known)
 			continue;
+		job_listed |= p->job;
 		if (!p->leak && !(p->leak = new_leak(GPUMON_LEAK_HELD)))
 			return GPUMON_E_NOMEM;
 		p->free_at_last = d->free;
@@ -517,7 +519,9 @@ static int feed_series(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t
 		if (gpumon_leak_add(p->leak, -1, t, p->used) == GPUMON_OK && !p->alerted && !m->kind_run)
 			gpumon__model_check_alert(m, GPUMON_SERIES_PROCESS, (int)dev, p, NULL, &p->alerted, p->leak, t);
 	}
-	if (d->job_seen) {
+	/* like a process's, the job's series ends when its last process leaves: the zeros after it
+	   would hide its leak, and the memory it freed was no room it had */
+	if (d->job_seen && job_listed) {
 		d->job_free = d->free;
 		gpumon_leak_add(d->job_leak, -1, t, d->job_bytes);
 		if (!d->job_alerted)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_model.c — the run model's semantics on synthetic records (no driver): the rule that picks
  * the run's verdict, time to out-of-memory and its bound, the peak's owner, restarted step
- * counters, the out-of-memory moment, alerts, bounded process summaries, the JSON document and its
- * timelines, and the same answers whether the records are fed live or read back from a recording. */
+ * counters, the out-of-memory moment, alerts, bounded process summaries, a job that ends, and
+ * framework devices mapped to GPUs. test_model_doc.c holds the document's side. */
 #include <gpumon/gpumon.h>
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
@@ -10,158 +10,8 @@
 #include <errno.h>
 #include <math.h>
 
-#include <jansson.h>
-
 #include "rec_util.h"
-
-#define S     1000000000ull
-#define TOTAL (80 * GiB)
-#define RESV  (512 * MiB)
-
-static gpumon_model *M;        /* the model being fed */
-static gpumon_recording *REC;  /* and, when set, a recording written with the same records */
-static uint64_t T0 = 1000 * S; /* the run's start */
-static int VISITOR;            /* run_scenario: process 300 comes at 30 s and leaves at 40 s */
-
-/* A model of a run of job pid job_pid (0: a machine, "record"). */
-static gpumon_model *model_new(unsigned job_pid, unsigned flags, uint64_t limit, unsigned max_procs, double headroom)
-{
-	gpumon_run_meta meta = {.size = sizeof meta, .kind = job_pid ? "run" : "record",
-				.command = job_pid ? "python train.py" : NULL, .job_pid = job_pid,
-				.start_mono_ns = T0, .start_wall_ns = 1700000000ull * S, .exit_status = -1};
-	gpumon_model_config c = {.size = sizeof c, .flags = flags, .meta = &meta, .limit_bytes = limit,
-				 .max_processes = max_procs, .headroom_share = headroom, .source = "synthetic",
-				 .source_type = "live"};
-	gpumon_model *m = NULL;
-	if (gpumon_model_create(&c, &m) != GPUMON_OK) {
-		printf("Bail out! gpumon_model_create\n");
-		exit(1);
-	}
-	gpumon_device_info d = {.index = 0, .present = GPUMON_INFO_NAME | GPUMON_INFO_MEMORY_TOTAL,
-				.name = "NVIDIA H100", .memory_total_bytes = TOTAL};
-	gpumon_model_device(m, &d);
-	return M = m;
-}
-
-static void put(gpumon_record r)
-{
-	if (gpumon_model_add(M, &r, 1) != GPUMON_OK)
-		printf("# gpumon_model_add: %s\n", gpumon_model_errmsg(M));
-	if (REC && gpumon_recording_write(REC, &r, 1) != GPUMON_OK)
-		printf("# gpumon_recording_write: %s\n", gpumon_recording_errmsg(REC));
-}
-
-/* A device row of GPU dev: used, the driver's reserve, the rest free; an interval of one value. */
-static void dev_row(unsigned dev, uint64_t t, uint64_t used)
-{
-	gpumon_record r = {.kind = GPUMON_REC_DEVICE, .dev = dev, .t_ns = t};
-	r.sample.t_ns = t;
-	r.sample.present = GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED;
-	r.sample.memory_api = GPUMON_MEMAPI_V2;
-	r.sample.memory_total_bytes = TOTAL;
-	r.sample.memory_reserved_bytes = RESV;
-	r.sample.memory_used_bytes = used;
-	r.sample.memory_free_bytes = TOTAL - RESV - used;
-	r.used_min_bytes = r.used_max_bytes = used;
-	r.used_max_t_ns = t;
-	r.interval_samples = 10;
-	put(r);
-}
-
-static void proc(unsigned dev, uint64_t t, unsigned pid, uint64_t used)
-{
-	gpumon_record r = process_rec(GPUMON_REC_PROCESS, dev, t, pid, used, KNOWN_PROC);
-	snprintf(r.process.cmdline, sizeof r.process.cmdline, "python %s.py", pid >= 200 && pid < 300 ? "other" : "train");
-	put(r);
-}
-
-static void gone(unsigned dev, uint64_t t, unsigned pid)
-{
-	put(process_rec(GPUMON_REC_PROCESS_GONE, dev, t, pid, 0, KNOWN_PROC));
-}
-
-static void fw(uint64_t t, unsigned pid, int64_t step, uint64_t allocated, uint64_t reserved, uint64_t cap)
-{
-	gpumon_record r = fw_rec(t, pid, 0, step, "torch");
-	r.framework.allocated_bytes = allocated;
-	r.framework.reserved_bytes = reserved;
-	r.framework.max_allocated_bytes = allocated + 256 * MiB;
-	r.framework.allocated_known = r.framework.reserved_known = r.framework.max_allocated_known = 1;
-	r.framework.limit_bytes = cap;
-	put(r);
-}
-
-static void ev(uint64_t t, const char *kind, const char *text)
-{
-	put(event_rec(t, kind, text));
-}
-
-static gpumon_verdict verdict_of(void)
-{
-	gpumon_verdict v;
-	memset(&v, 0, sizeof v);
-	if (gpumon_model_verdict(M, &v) != GPUMON_OK)
-		printf("# no verdict\n");
-	return v;
-}
-
-static json_t *document(unsigned flags)
-{
-	char *text = NULL;
-	json_error_t err;
-	if (gpumon_model_document(M, flags, &text) != GPUMON_OK) {
-		printf("# no document\n");
-		return NULL;
-	}
-	json_t *j = json_loads(text, 0, &err);
-	if (!j)
-		printf("# not JSON: %s at %d\n", err.text, err.position);
-	gpumon_free(text);
-	return j;
-}
-
-/* j's member at a path of keys ("peak.owner.pid"), or NULL. */
-static json_t *at(json_t *j, const char *path)
-{
-	char key[64];
-	while (j && *path) {
-		size_t n = strcspn(path, ".");
-		snprintf(key, sizeof key, "%.*s", (int)n, path);
-		j = json_object_get(j, key);
-		path += n + (path[n] == '.');
-	}
-	return j;
-}
-
-static void done(void)
-{
-	gpumon_model_destroy(M);
-	M = NULL;
-}
-
-/* ---- which series the verdict is on ------------------------------------------------------------- */
-
-/* A run of job 100 (its child 101 named by a JOB record) beside a co-tenant 200 holding cotenant
- * bytes: n device rows a second apart, the job's NVML figure rising job_rate bytes a second; with
- * fw_points framework samples (0: none) rising fw_rate a step. */
-static void run_scenario(unsigned n, uint64_t job_rate, unsigned fw_points, uint64_t fw_rate, uint64_t cotenant)
-{
-	put(job_rec(T0, 101)); /* known as the job's before NVML lists it */
-	if (cotenant)
-		proc(0, T0 + 1, 200, cotenant);
-	proc(0, T0 + 1, 101, GiB);
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t t = T0 + S + i * S, job = 2 * GiB + i * job_rate;
-		if (VISITOR && i == 29)
-			proc(0, T0 + 30 * S, 300, GiB);
-		if (VISITOR && i == 39)
-			gone(0, T0 + 40 * S, 300);
-		proc(0, t, 100, job);
-		if (i < fw_points)
-			fw(t + 1, 100, i, GiB + i * fw_rate, GiB + i * fw_rate + 2 * GiB, 0);
-		dev_row(0, t + 2, cotenant + job + GiB);
-	}
-}
+#include "model_util.h"
 
 static void test_rule(void)
 {
@@ -560,159 +410,90 @@ static void test_bounded(void)
 	done();
 }
 
-/* ---- the document --------------------------------------------------------------------------------------- */
+/* ---- a job that ends ---------------------------------------------------------------------------------- */
 
-static void test_document(void)
+/* The job leaks, then its processes leave while rows keep coming: its series ends with it. */
+static void test_job_ended(void)
 {
-	model_new(100, GPUMON_MODEL_TIMELINES, 0, 0, 0);
-	VISITOR = 1;
-	run_scenario(120, 16 * MiB, 120, 4 * MiB, 20 * GiB);
-	VISITOR = 0;
-	for (unsigned i = 0; i < 502; i++)
-		ev(T0 + 130 * S + i, i ? "marker" : "step", "x");
-	uint64_t end = T0 + 200 * S;
-	gpumon_model_finish(M, end, 0);
-	json_t *d = document(GPUMON_DOC_TIMELINE);
-	ok(d != NULL, "the document is JSON");
-	is_int(json_integer_value(json_object_get(d, "format")), 2, "format 2");
-	static const char *const top[] = {"source", "devices", "leak", "series", "peak", "windows", "fragmentation",
-					  "unaccounted", "oom", "alerts", "events", "events_dropped", "timeline"};
-	for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
-		ok(json_object_get(d, top[i]) != NULL, "key %s", top[i]);
-	static const char *const src[] = {"path", "type", "kind", "command", "host", "start_utc", "duration_s",
-					  "exit_status", "damage", "records"};
-	for (size_t i = 0; i < sizeof src / sizeof src[0]; i++)
-		ok(at(d, "source") && json_object_get(at(d, "source"), src[i]), "source.%s", src[i]);
-	is_str(json_string_value(at(d, "source.kind")), "run", "source.kind");
-	is_str(json_string_value(at(d, "source.start_utc")), "2023-11-14T22:13:20Z", "start in UTC");
-	ok(fabs(json_real_value(at(d, "source.duration_s")) - 200) < 1e-6, "duration to the end given");
-	ok(json_is_null(at(d, "source.host")), "an unknown host is null");
-	json_t *dev = json_array_get(at(d, "devices"), 0);
-	ok(json_integer_value(json_object_get(dev, "total_bytes")) == (json_int_t)TOTAL &&
-	       json_object_get(dev, "peak") && json_object_get(dev, "job_peak") && json_object_get(dev, "job_mean_bytes"),
-	   "a device: total, peak, job's peak and mean");
-	static const char *const leak[] = {"verdict", "series", "rate_bytes_per_step", "rate_bytes_per_second",
-					   "start_step", "start_time", "confidence", "floor_bytes", "points", "alert",
-					   "alert_time", "room", "room_bytes", "steps_to_oom", "seconds_to_oom"};
-	for (size_t i = 0; i < sizeof leak / sizeof leak[0]; i++)
-		ok(json_object_get(at(d, "leak"), leak[i]) != NULL, "leak.%s", leak[i]);
-	is_str(json_string_value(at(d, "leak.series.kind")), "framework", "the verdict's series kind");
-	ok(json_is_null(at(d, "oom")), "no out-of-memory: null");
-	is_int(json_array_size(at(d, "events")), 500, "events: at most 500, \"step\" left out");
-	is_int(json_integer_value(at(d, "events_dropped")), 1, "the one more counted");
-	/* timelines: a change-only process line ends with the point the document adds at the end */
-	json_t *p, *cot = NULL, *left = NULL;
-	size_t i;
-	json_array_foreach(at(d, "timeline.processes"), i, p)
-	{
-		json_int_t pid = json_integer_value(json_object_get(p, "pid"));
-		if (pid == 200)
-			cot = p;
-		if (pid == 300)
-			left = p;
-	}
-	json_t *ct = json_object_get(cot, "t"), *cu = json_object_get(cot, "used");
-	size_t cn = json_array_size(ct);
-	ok(cn == 2 && json_array_size(cu) == 2, "the flat co-tenant: its one point and the end (%zu)", cn);
-	ok(cn && fabs(json_real_value(json_array_get(ct, cn - 1)) - 200) < 1e-6 &&
-	       json_integer_value(json_array_get(cu, cn - 1)) == (json_int_t)(20 * GiB),
-	   "its line spans the run, at 20 GiB");
-	json_t *lt = json_object_get(left, "t");
-	ok(json_array_size(lt) && fabs(json_real_value(json_array_get(lt, json_array_size(lt) - 1)) - 40) < 1e-6,
-	   "a process that left ends where it left");
-	json_t *dl = json_array_get(at(d, "timeline.devices"), 0);
-	ok(dl && json_array_size(json_object_get(dl, "t")) == json_array_size(json_object_get(dl, "used")) &&
-	       json_object_get(dl, "used_max") && json_object_get(dl, "reserved"),
-	   "a device's timeline: t, used, used_max, reserved");
-	json_t *fl = json_array_get(at(d, "timeline.framework"), 0);
-	ok(fl && json_object_get(fl, "allocated") && json_object_get(fl, "step"), "a framework timeline");
-	json_decref(d);
-	done();
-
-	model_new(0, 0, 0, 0, 0); /* nothing fed: nulls, not zeros */
-	gpumon_model_finish(M, 0, -1);
-	d = document(0);
-	ok(d && json_is_null(at(d, "leak")) && json_is_null(at(d, "peak")) && json_is_null(at(d, "source.duration_s")) &&
-	       json_is_null(at(d, "source.exit_status")) && !json_object_get(d, "timeline"),
-	   "an empty model: null verdict, peak, duration and exit status; no timeline unless asked");
-	json_decref(d);
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, 16 * MiB, 0, 0, 20 * GiB);
+	gpumon_verdict before = verdict_of();
+	uint64_t t = T0 + 301 * S;
+	gone(0, t, 100);
+	gone(0, t, 101);
+	for (unsigned i = 0; i < 30; i++)
+		dev_row(0, t + 2 + i * S, 20 * GiB);
+	gpumon_model_finish(M, 0, 1);
+	gpumon_verdict v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "the job's leak stays a leak after it freed its memory (verdict %d)", v.leak.verdict);
+	is_int(v.leak.points, before.leak.points, "no points after its last process left");
+	is_int(v.room_bytes, before.room_bytes, "its room: the free memory while it ran, not what it freed");
 	done();
 }
 
-/* ---- live and from a recording: the same answers ---------------------------------------------------------- */
-
-static void rich_scenario(void)
+/* A machine: two processes leak on one GPU; its time to out-of-memory is its free memory at their
+ * summed rate. */
+static void test_machine_gpu_oom(void)
 {
-	VISITOR = 1;
-	run_scenario(200, 32 * MiB, 200, 4 * MiB, 20 * GiB);
-	VISITOR = 0;
-	ev(T0 + 201 * S, "oom", "PyTorch: torch.OutOfMemoryError: CUDA out of memory.");
-	gone(0, T0 + 202 * S, 100);
+	model_new(0, 0, 0, 0, 0);
+	uint64_t used = 0;
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S, a = GiB + i * 8 * MiB, b = 2 * GiB + i * 24 * MiB;
+		proc(0, t, 300, a);
+		proc(0, t, 301, b);
+		dev_row(0, t + 2, used = a + b);
+	}
+	double s = 0, want = (double)(TOTAL - RESV - used) / (32.0 * MiB);
+	is_int(gpumon_model_gpu_oom(M, 0, &s), GPUMON_OK, "both alert: the GPU has a time to out-of-memory");
+	ok(fabs(s - want) <= 0.02 * want, "free / (8 + 24 MiB/s): %.1f s, want %.1f s", s, want);
+	is_int(gpumon_model_gpu_oom(M, 1, &s), GPUMON_E_NOT_FOUND, "a GPU it has not seen");
+	done();
 }
 
-static void test_live_and_recorded(void)
+/* ---- framework devices and GPUs -------------------------------------------------------------------------- */
+
+/* Job 100 reports CUDA device 0, which CUDA_VISIBLE_DEVICES makes GPU 1; GPU 0 is fuller. */
+static gpumon_verdict mapped(const char *settings, const char *cvd)
 {
-	const char *path = tmp_path("same.gpumon");
-	gpumon *g = open_fake(H200, 0);
-	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .command = "python train.py", .job_pid = 100,
-				.exit_status = -1};
-	int st = gpumon_recording_create(g, path, &meta, &REC);
-	T0 = now_ns() + S;
-	gpumon_model *scratch = model_new(100, 0, 0, 0, 0); /* the records go to the file here */
-	rich_scenario();
-	if (!st)
-		st = gpumon_recording_finish(REC, 1);
-	is_int(st, GPUMON_OK, "the records written");
-	gpumon_recording_destroy(REC);
-	REC = NULL;
-	gpumon_destroy(g);
-	gpumon_model_destroy(scratch);
-
-	gpumon_reader *r = NULL;
-	gpumon_model *from_file = NULL;
-	gpumon_model_config c = {.size = sizeof c, .source = path, .source_type = "recording"};
-	is_int(gpumon_reader_create(path, &r), GPUMON_OK, "read back");
-	gpumon_model_create(&c, &from_file);
-	is_int(gpumon_model_load(from_file, r), GPUMON_OK, "loaded into a model");
-	gpumon_model_finish(from_file, 0, -1);
-
-	/* live: the run's metadata and GPUs as the file has them, then the same records one by one */
-	const gpumon_run_meta *fm = gpumon_reader_meta(r);
-	c = (gpumon_model_config){.size = sizeof c, .meta = fm, .source = path, .source_type = "recording"};
-	gpumon_model_create(&c, &M);
-	for (unsigned i = 0; i < gpumon_reader_device_count(r); i++) {
-		gpumon_device_info info;
-		gpumon_reader_device(r, i, &info);
-		gpumon_model_device(M, &info);
+	SETTINGS = settings;
+	model_new(100, 0, 0, 0, 0);
+	SETTINGS = NULL;
+	if (cvd) { /* the configuration's mapping goes before the settings' */
+		gpumon_model_destroy(M);
+		gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .settings = settings, .job_pid = 100,
+					.start_mono_ns = T0, .exit_status = -1};
+		gpumon_model_config c = {.size = sizeof c, .meta = &meta, .cuda_visible_devices = cvd};
+		gpumon_model_create(&c, &M);
 	}
-	rich_scenario();
-	gpumon_model_finish(M, fm->end_mono_ns, fm->exit_status);
-	json_t *live = document(0);
-	gpumon_model *keep = M;
-	M = from_file;
-	json_t *file = document(0);
-	M = keep;
-	static const char *const keys[] = {"leak", "series", "peak", "windows", "oom", "alerts", "devices",
-					   "fragmentation", "unaccounted", "events"};
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		int same = json_equal(json_object_get(live, keys[i]), json_object_get(file, keys[i]));
-		ok(same, "%s: the same fed live and from the recording", keys[i]);
-		if (!same) {
-			char *a = json_dumps(json_object_get(live, keys[i]), JSON_COMPACT);
-			char *b = json_dumps(json_object_get(file, keys[i]), JSON_COMPACT);
-			printf("#   live: %.600s\n#   file: %.600s\n", a ? a : "", b ? b : "");
-			free(a);
-			free(b);
-		}
+	gpumon_device_info d1 = {.index = 1, .present = GPUMON_INFO_UUID | GPUMON_INFO_MEMORY_TOTAL,
+				 .uuid = "GPU-bbbbbbbb-1111-2222-3333-444444444444", .memory_total_bytes = TOTAL};
+	gpumon_model_device(M, &d1);
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		fw(t, 100, i, GiB + i * 4 * MiB, 2 * GiB + i * 4 * MiB, 0);
+		dev_row(0, t + 1, 60 * GiB);
+		dev_row(1, t + 2, 10 * GiB);
 	}
-	ok(!json_is_null(json_object_get(live, "oom")) && !strcmp(json_string_value(at(live, "leak.verdict")), "leak"),
-	   "(a leak and an out-of-memory moment to compare)");
-	json_decref(live);
-	json_decref(file);
-	gpumon_model_destroy(from_file);
-	gpumon_reader_destroy(r);
+	gpumon_verdict v = verdict_of();
 	done();
-	T0 = 1000 * S;
+	return v;
+}
+
+static void test_device_mapping(void)
+{
+	gpumon_verdict v = mapped("A=1\nCUDA_VISIBLE_DEVICES=1,0", NULL);
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.device == 0 && v.dev == 1,
+	   "CUDA_VISIBLE_DEVICES=1,0 in the settings: CUDA device 0 is GPU 1 (dev %d)", v.dev);
+	is_int(v.room_bytes, TOTAL - RESV - 10 * GiB, "its room is GPU 1's free memory");
+	v = mapped(NULL, "GPU-bbbbbbbb");
+	is_int(v.dev, 1, "a UUID prefix names the GPU");
+	v = mapped("CUDA_VISIBLE_DEVICES=0", "1");
+	is_int(v.dev, 1, "the configuration's mapping before the settings'");
+	v = mapped("CUDA_VISIBLE_DEVICES=MIG-0123", NULL);
+	is_int(v.dev, -1, "a MIG instance: no GPU known");
+	v = mapped(NULL, NULL);
+	is_int(v.dev, 0, "no mapping, the process not listed: CUDA's index taken as NVML's");
 }
 
 static void test_arguments(void)
@@ -744,8 +525,9 @@ int main(void)
 	test_oom_full_card();
 	test_alerts();
 	test_bounded();
-	test_document();
-	test_live_and_recorded();
+	test_job_ended();
+	test_machine_gpu_oom();
+	test_device_mapping();
 	test_arguments();
 	remove_dir(tmpdir);
 	remove_scenario();
