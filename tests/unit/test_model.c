@@ -364,6 +364,18 @@ static void test_alerts(void)
 	is_int(a.live, 0, "without the event: not live");
 	done();
 
+	gpumon_alert all[8];
+	model_new(100, 0, 0, 0, 0); /* a run: told once, about the job's processes together */
+	run_scenario(300, 16 * MiB, 0, 0, 20 * GiB);
+	is_int(gpumon_model_alerts(M, 0, all, 8), 1, "a run's leak alerts once");
+	is_int(all[0].verdict.series, GPUMON_SERIES_JOB, "on the job's series, not on each process");
+	done();
+	model_new(100, 0, 0, 0, 0); /* ... and on its allocator's figures when it reports them */
+	run_scenario(300, 16 * MiB, 300, 4 * MiB, 20 * GiB);
+	is_int(gpumon_model_alerts(M, 0, all, 8), 1, "a run that reports its allocator: one alert");
+	is_int(all[0].verdict.series, GPUMON_SERIES_FRAMEWORK, "on the framework series");
+	done();
+
 	model_new(0, 0, 0, 0, 0.10); /* headroom: free under 10 % of the card */
 	uint64_t low = TOTAL - RESV - 4 * GiB, high = 40 * GiB;
 	uint64_t rows[] = {high, low, low, low, high, low};

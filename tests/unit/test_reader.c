@@ -404,6 +404,23 @@ static void test_older_file(void)
 	   "\"pid N: command\" is a pid of the job (kind %d, pid %u)", got[0].kind, got[0].process.pid);
 }
 
+/* A file whose start time is lost: counted from the first record, and said. */
+static void test_no_start(void)
+{
+	const char *path = tmp_path("nostart.gpumon");
+	uint64_t t = now_ns() + 5 * MS;
+	gpumon_record recs[2] = {device_rec(0, t, GiB), device_rec(0, t + MS, GiB)};
+	write_file(path, NULL, recs, 2, 0);
+	db_exec(path, "DELETE FROM meta WHERE key IN ('start_mono_ns', 'start_wall_ns')");
+	gpumon_reader *r = NULL;
+	gpumon_record got;
+	is_int(gpumon_reader_create(path, &r), GPUMON_OK, "a file without its start time opens");
+	ok(strstr(gpumon_reader_damage(r), "start time"), "the damage says so: %s", gpumon_reader_damage(r));
+	is_int(gpumon_reader_next(r, &got), 1, "its first record");
+	is_int(gpumon_reader_meta(r)->start_mono_ns, t, "the start is the first record's time");
+	gpumon_reader_destroy(r);
+}
+
 /* A recording of n device rows and n framework samples, 10 ms apart. */
 static void big_file(const char *path, int n)
 {
@@ -558,6 +575,7 @@ int main(void)
 	test_meta();
 	test_read_while_written();
 	test_older_file();
+	test_no_start();
 	test_damaged();
 	test_refused();
 	remove_dir(tmpdir);
