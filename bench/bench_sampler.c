@@ -92,7 +92,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	unsigned dev0 = 0;
-	gpumon_sampler_config cfg = {.period_us = period_us, .devices = &dev0, .ndevices = 1};
+	gpumon_sampler_config cfg = {.size = sizeof cfg, .period_us = period_us, .devices = &dev0, .ndevices = 1};
 	gpumon_sampler *s;
 	double cpu0 = cpu_s(), wall0 = now_s(CLOCK_MONOTONIC);
 	if (gpumon_sampler_create(g, &cfg, &s) != GPUMON_OK) {
@@ -112,7 +112,9 @@ int main(int argc, char **argv)
 	gpumon_sampler_stats_get(s, &st);
 	gpumon_sampler_destroy(s);
 	double wall = now_s(CLOCK_MONOTONIC) - wall0, cpu = cpu_s() - cpu0;
-	gpumon_recording_close(r, -1);
+	if (r && gpumon_recording_finish(r, -1) != GPUMON_OK)
+		fprintf(stderr, "gpumon_bench_sampler: %s\n", gpumon_recording_errmsg(r));
+	gpumon_recording_destroy(r);
 	printf("period_us %u  seconds %.2f  samples %llu  records %llu  dropped %llu  overruns %llu  errors %llu\n",
 	       period_us, wall, (unsigned long long)st.samples, records, (unsigned long long)st.dropped,
 	       (unsigned long long)st.overruns, (unsigned long long)st.errors);

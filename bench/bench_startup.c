@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_startup.c — where a one-shot query's time goes: each phase of starting NVML (dlopen, init,
- * device enumeration, one memory read, shutdown, dlclose) and of gpumon_create/_close, each timed in
+ * device enumeration, one memory read, shutdown, dlclose) and of gpumon_create/_destroy, each timed in
  * a fresh process, RUNS times, medians reported. Honours GPUMON_NVML_LIBRARY. */
 #include <dlfcn.h>
 #include <stdio.h>

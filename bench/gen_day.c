@@ -41,7 +41,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpumon_create: %s\n", gpumon_errmsg(g));
 		return 1;
 	}
-	gpumon_run_info info = {.kind = "run", .command = "python3 train.py", .job_pid = 1000};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = "python3 train.py", .job_pid = 1000,
+				.exit_status = -1};
 	gpumon_recording *rec = NULL;
 	if (gpumon_recording_create(g, argv[1], &info, &rec) != GPUMON_OK) {
 		fprintf(stderr, "%s\n", gpumon_recording_errmsg(rec));
@@ -50,7 +51,8 @@ int main(int argc, char **argv)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t t0 = (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec + S;
-	gpumon_recording_event(rec, t0, "job", "pid 1000: python3 train.py");
+	gpumon_record job = {.kind = GPUMON_REC_JOB, .t_ns = t0, .process.pid = 1000};
+	gpumon_recording_write(rec, &job, 1);
 	uint64_t seconds = (uint64_t)(hours * 3600), step = 0, rnd = 1;
 	gpumon_record co = proc(2000, t0, 15 * GIB, "python3 colleague.py");
 	gpumon_recording_write(rec, &co, 1);
@@ -59,6 +61,9 @@ int main(int argc, char **argv)
 		uint64_t leak = step * 40 * 1024; /* 40 KiB a step: about 3.3 GiB a day */
 		for (int k = 0; k < 10; k++, step++) {
 			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			gpumon_record fr;
+			memset(&fr, 0, sizeof fr);
+			fr.kind = GPUMON_REC_FRAMEWORK;
 			gpumon_framework_sample f;
 			memset(&f, 0, sizeof f);
 			f.t_ns = t + (uint64_t)k * S / 10;
@@ -70,7 +75,9 @@ int main(int argc, char **argv)
 			f.max_allocated_bytes = 22 * GIB + leak;
 			f.allocated_known = f.reserved_known = f.max_allocated_known = 1;
 			snprintf(f.framework, sizeof f.framework, "torch");
-			gpumon_recording_framework(rec, &f);
+			fr.t_ns = f.t_ns;
+			fr.framework = f;
+			gpumon_recording_write(rec, &fr, 1);
 		}
 		gpumon_record d;
 		memset(&d, 0, sizeof d);
@@ -89,10 +96,15 @@ int main(int argc, char **argv)
 			gpumon_record p = proc(1000, t, 31 * GIB + leak, "python3 train.py");
 			gpumon_recording_write(rec, &p, 1);
 		}
-		if (s % 3600 == 0)
-			gpumon_recording_event(rec, t, "marker", "epoch");
+		if (s % 3600 == 0) {
+			gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = t, .event_kind = "marker", .event_text = "epoch"};
+			gpumon_recording_write(rec, &e, 1);
+		}
 	}
-	int rc = gpumon_recording_close(rec, 0);
+	int rc = gpumon_recording_finish(rec, 0);
+	if (rc)
+		fprintf(stderr, "%s\n", gpumon_recording_errmsg(rec));
+	gpumon_recording_destroy(rec);
 	gpumon_destroy(g);
 	if (rc) {
 		fprintf(stderr, "closing the recording failed: %d\n", rc);

@@ -528,9 +528,6 @@ static unsigned job_listed(const gpumon_model *m, unsigned dev)
 	return n;
 }
 
-/* Feeds every NVML series of dev its figure at this row, and checks their alerts. The job's series
- * runs while one of its processes is listed: a job that ended and freed its memory is not a floor
- * that fell. */
 /* One process's series: its figure at t (a change, or the device's clock), and its alert. */
 static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc *p, uint64_t t)
 {
@@ -550,6 +547,9 @@ static void feed_job(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t)
 		gpumon__model_check_alert(m, GPUMON_SERIES_JOB, (int)dev, NULL, NULL, &d->job_alerted, d->job_leak, t);
 }
 
+/* Feeds every NVML series of dev its figure at this row, and checks their alerts. Like a process's,
+ * the job's series ends when its last process leaves: the zeros after it would hide its leak, and
+ * the memory it freed was no room it had. */
 static int feed_series(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t, uint64_t floor)
 {
 	unsigned job = 0;

@@ -618,11 +618,11 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	r->text_buf = dup_col(s, 3);
 	if (!r->kind_buf)
 		return 0;
-	unsigned pid;
+	unsigned pid, named;
 	int end = 0;
 	/* "pid N", or "pid N: the command" */
 	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%n", &pid, &end) == 1 &&
-	    (r->text_buf[end] == 0 || r->text_buf[end] == ':')) {
+	    (r->text_buf[end] == '\0' || r->text_buf[end] == ':')) {
 		o->kind = GPUMON_REC_JOB;
 		o->process.pid = pid;
 		if (r->text_buf[end] == ':' && r->text_buf[end + 1] == ' ' && r->text_buf[end + 2]) {
@@ -631,9 +631,11 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 		}
 		return 1;
 	}
+	/* GPUs lost at the same moment: the text names which */
+	int has_name = r->text_buf && sscanf(r->text_buf, "GPU %u is lost", &named) == 1;
 	if (!strcmp(r->kind_buf, "lost"))
 		for (unsigned d = 0; d < r->ndevices; d++)
-			if (r->lost_t_ns[d] == (int64_t)o->t_ns) {
+			if (r->lost_t_ns[d] == (int64_t)o->t_ns && (!has_name || d == named)) {
 				o->kind = GPUMON_REC_LOST;
 				o->dev = d;
 				return 1;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tap.h — a few lines of TAP output for the C unit tests, and a helper that points libgpumon at
- * the fake NVML with a scenario written to a temporary file. */
+ * the fake NVML with a scenario written to a temporary file. A check made while tap_todo names a
+ * known library bug is a TAP "TODO": its failure is shown but does not fail the program. */
 #ifndef GPUMON_TAP_H
 #define GPUMON_TAP_H
 
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 static int tap_n, tap_failed;
+static const char *tap_todo; /* set around checks of a known, reported bug; NULL otherwise */
 
 #define ok(cond, ...) tap_ok(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 #define is_int(got, want, ...)                                                                        \
@@ -35,10 +37,12 @@ __attribute__((format(printf, 4, 5))) static int tap_ok(int cond, const char *fi
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
+	if (tap_todo)
+		printf(" # TODO %s", tap_todo);
 	printf("\n");
 	if (!cond) {
 		printf("#   failed at %s:%d\n", file, line);
-		tap_failed++;
+		tap_failed += !tap_todo;
 	}
 	return cond;
 }

@@ -8,10 +8,8 @@
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -19,167 +17,14 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include <sqlite3.h>
-
-
-#define H200                                                                                                 \
-	"gpu 0 name=\"NVIDIA H200\" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 bus=00000000:00:06.0 "     \
-	"total=150754820096 reserved=644939776 used=1GiB\n"
-/* A second GPU whose name the driver does not tell. */
-#define TWO_GPUS H200 "gpu 1 total=80GiB\nerror nvmlDeviceGetName UNKNOWN gpu=1\n"
-
-#define GiB	       (1ull << 30)
-#define MS	       1000000ull
-#define NULL_VALUE     LLONG_MIN /* what q() returns for SQL NULL */
-#define APPLICATION_ID 0x4750554d
-
-static char tmpdir[64];
-
-/* A path in the test's directory. */
-static const char *tmp_path(const char *name)
-{
-	static char buf[4][128];
-	static int k;
-	char *p = buf[k++ % 4];
-	snprintf(p, sizeof buf[0], "%s/%s", tmpdir, name);
-	return p;
-}
-
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[512];
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-			snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-			if (unlink(p) != 0)
-				remove_dir(p);
-		}
-	if (d)
-		closedir(d);
-	rmdir(dir);
-}
-
-/* A reading connection, as another program would open the file. */
-static sqlite3 *db_open(const char *path)
-{
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
-		printf("# cannot open %s: %s\n", path, sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return NULL;
-	}
-	sqlite3_busy_timeout(db, 2000);
-	return db;
-}
-
-/* The first column of the first row of sql: NULL_VALUE for NULL, NULL_VALUE + 1 on error. */
-static long long q(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *s = NULL;
-	long long v = NULL_VALUE + 1;
-	if (!db || sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
-		printf("# %s: %s\n", sql, db ? sqlite3_errmsg(db) : "no database");
-		return v;
-	}
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		v = sqlite3_column_type(s, 0) == SQLITE_NULL ? NULL_VALUE : sqlite3_column_int64(s, 0);
-	else
-		printf("# %s: %s\n", sql, rc == SQLITE_DONE ? "no row" : sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	return v;
-}
-
-/* The same for a text column, copied to buf ("(null)" for NULL, "(error)" on error). */
-static const char *qs(sqlite3 *db, const char *sql, char *buf, size_t len)
-{
-	sqlite3_stmt *s = NULL;
-	snprintf(buf, len, "(error)");
-	if (db && sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
-		const unsigned char *t = sqlite3_column_text(s, 0);
-		snprintf(buf, len, "%s", t ? (const char *)t : "(null)");
-	} else {
-		printf("# %s: %s\n", sql, db ? sqlite3_errmsg(db) : "no database");
-	}
-	sqlite3_finalize(s);
-	return buf;
-}
-
-static gpumon_record device_rec(unsigned dev, uint64_t t, uint64_t used)
-{
-	gpumon_record r = {.kind = GPUMON_REC_DEVICE, .dev = dev, .t_ns = t};
-	gpumon_device_sample *s = &r.sample;
-	s->t_ns = t;
-	s->present = GPUMON_F_ALL & ~(unsigned)GPUMON_F_ENERGY;
-	s->memory_api = GPUMON_MEMAPI_V2;
-	s->memory_total_bytes = 150754820096ull;
-	s->memory_reserved_bytes = 644939776ull;
-	s->memory_used_bytes = used;
-	s->memory_free_bytes = s->memory_total_bytes - s->memory_reserved_bytes - used;
-	s->util_gpu_pct = 97;
-	s->util_memory_pct = 41;
-	s->temperature_c = 63;
-	s->power_mw = 612345;
-	s->clock_sm_mhz = 1980;
-	s->clock_mem_mhz = 3201;
-	r.used_min_bytes = used - 4096;
-	r.used_max_bytes = used + 4096;
-	r.used_max_t_ns = t - 3 * MS;
-	r.interval_samples = 100;
-	return r;
-}
-
-/* A device record holding only the memory figures of the v1 call (no interval). */
-static gpumon_record device_rec_v1(unsigned dev, uint64_t t)
-{
-	gpumon_record r = {.kind = GPUMON_REC_DEVICE, .dev = dev, .t_ns = t};
-	r.sample.t_ns = t;
-	r.sample.present = GPUMON_F_MEMORY;
-	r.sample.memory_api = GPUMON_MEMAPI_V1;
-	r.sample.memory_total_bytes = 80 * GiB;
-	r.sample.memory_used_bytes = 10 * GiB;
-	r.sample.memory_free_bytes = 70 * GiB;
-	return r;
-}
-
-static gpumon_record process_rec(int kind, unsigned dev, uint64_t t, unsigned pid, uint64_t used,
-				 unsigned flags)
-{
-	gpumon_record r = {.kind = kind, .dev = dev, .t_ns = t};
-	gpumon_process *p = &r.process;
-	p->pid = pid;
-	p->flags = flags;
-	p->used_bytes = used;
-	if (flags & GPUMON_PROC_USER_KNOWN) {
-		p->uid = 1000;
-		snprintf(p->user, sizeof p->user, "alice");
-	}
-	if (flags & GPUMON_PROC_NAME_KNOWN)
-		snprintf(p->name, sizeof p->name, "python");
-	if (flags & GPUMON_PROC_CMDLINE_KNOWN)
-		snprintf(p->cmdline, sizeof p->cmdline, "python train.py --note \"a, b\"");
-	return r;
-}
-
-static gpumon_framework_sample fw(uint64_t t, unsigned pid, int device, int64_t step, const char *name)
-{
-	gpumon_framework_sample f = {.t_ns = t, .pid = pid, .device = device, .step = step};
-	snprintf(f.framework, sizeof f.framework, "%s", name);
-	return f;
-}
-
-#define KNOWN_PROC                                                                                           \
-	(GPUMON_PROC_COMPUTE | GPUMON_PROC_USED_KNOWN | GPUMON_PROC_USER_KNOWN | GPUMON_PROC_NAME_KNOWN |    \
-	 GPUMON_PROC_CMDLINE_KNOWN)
+#include "rec_util.h"
 
 /* The small recording of the export tests, with times at exact half seconds after the start. */
 static int write_sample(const char *path, int kill_writer)
 {
 	gpumon *g = open_fake(TWO_GPUS, 0);
-	gpumon_run_info info = {
-	    .kind = "run", .command = "python train.py", .settings = "A=1\nB=2", .job_pid = 4242};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = "python train.py",
+				.settings = "A=1\nB=2", .job_pid = 4242, .exit_status = -1};
 	gpumon_recording *r = NULL;
 	int st = gpumon_recording_create(g, path, &info, &r);
 	if (st != GPUMON_OK) {
@@ -193,39 +38,32 @@ static int write_sample(const char *path, int kill_writer)
 	    device_rec(0, t0 + h, GiB),
 	    device_rec_v1(1, t0 + h),
 	    process_rec(GPUMON_REC_PROCESS, 0, t0 + h, 4242, GiB, KNOWN_PROC),
+	    fw_rec(t0 + h, 4242, 0, 1, "torch"),
 	    device_rec(0, t0 + 2 * h, 3 * GiB),
 	    process_rec(GPUMON_REC_PROCESS, 1, t0 + 2 * h, 999, 0, GPUMON_PROC_COMPUTE | GPUMON_PROC_FOREIGN),
+	    fw_rec(t0 + 2 * h, 4242, 0, 2, "torch"),
+	    event_rec(t0 + 2 * h, "marker", "epoch 1"),
 	    process_rec(GPUMON_REC_PROCESS_GONE, 0, t0 + 3 * h, 4242, 0, KNOWN_PROC),
+	    event_rec(t0 + 3 * h, "note", "two words, \"quoted\"\nand a second line"),
 	};
-	gpumon_framework_sample f1 = fw(t0 + h, 4242, 0, 1, "torch"),
-				f2 = fw(t0 + 2 * h, 4242, 0, 2, "torch");
-	f1.allocated_bytes = GiB;
-	f1.reserved_bytes = 2 * GiB;
-	f1.allocated_known = f1.reserved_known = 1;
-	f2.allocated_bytes = f2.max_allocated_bytes = 3 * GiB / 2;
-	f2.allocated_known = f2.max_allocated_known = 1;
+	gpumon_framework_sample *f1 = &recs[3].framework, *f2 = &recs[6].framework;
+	f1->allocated_bytes = GiB;
+	f1->reserved_bytes = 2 * GiB;
+	f1->allocated_known = f1->reserved_known = 1;
+	f2->allocated_bytes = f2->max_allocated_bytes = 3 * GiB / 2;
+	f2->allocated_known = f2->max_allocated_known = 1;
 	st = gpumon_recording_write(r, recs, sizeof recs / sizeof recs[0]);
-	if (!st)
-		st = gpumon_recording_framework(r, &f1);
-	if (!st)
-		st = gpumon_recording_framework(r, &f2);
-	if (!st)
-		st = gpumon_recording_event(r, t0 + 2 * h, "marker", "epoch 1");
-	if (!st)
-		st =
-		    gpumon_recording_event(r, t0 + 3 * h, "note", "two words, \"quoted\"\nand a second line");
 	if (!st && kill_writer) {
 		st = gpumon_recording_commit(r);
-		_exit(st ? 1 : 0); /* no close: the file stays as a killed writer leaves it */
+		_exit(st ? 1 : 0); /* no finish: the file stays as a killed writer leaves it */
 	}
 	if (!st)
-		st = gpumon_recording_close(r, 0);
-	else
-		gpumon_recording_close(r, -1);
+		st = gpumon_recording_finish(r, 0);
+	if (st)
+		fprintf(stderr, "writing %s failed: %s\n", path, gpumon_recording_errmsg(r));
+	gpumon_recording_destroy(r);
 	gpumon_destroy(g);
 	remove_scenario();
-	if (st)
-		fprintf(stderr, "writing %s failed: %s\n", path, gpumon_strerror(st));
 	return st ? 1 : 0;
 }
 
@@ -234,8 +72,8 @@ static void test_tables(void)
 	gpumon *g = open_fake(TWO_GPUS, 0);
 	const char *path = tmp_path("tables.gpumon");
 	char b[256];
-	gpumon_run_info info = {
-	    .kind = "run", .command = "python train.py", .settings = "A=1\nB=2", .job_pid = 4242};
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = "python train.py",
+				.settings = "A=1\nB=2", .job_pid = 4242, .exit_status = -1};
 	gpumon_recording *r = NULL;
 	uint64_t t = now_ns();
 	is_int(gpumon_recording_create(g, path, &info, &r), GPUMON_OK, "create");
@@ -250,19 +88,28 @@ static void test_tables(void)
 	    {.kind = GPUMON_REC_LOST, .dev = 1, .t_ns = t + 5 * MS},
 	};
 	is_int(gpumon_recording_write(r, recs, sizeof recs / sizeof recs[0]), GPUMON_OK, "write records");
-	gpumon_framework_sample f = fw(t + 6 * MS, 4242, 0, 10, "torch");
-	f.allocated_bytes = 5 * GiB;
-	f.reserved_bytes = 6 * GiB;
-	f.allocated_known = f.reserved_known = 1;
-	is_int(gpumon_recording_framework(r, &f), GPUMON_OK, "framework sample");
-	f.t_ns += MS;
-	f.step = 11;
-	is_int(gpumon_recording_framework(r, &f), GPUMON_OK, "framework sample, same source");
-	gpumon_framework_sample p = fw(t + 8 * MS, 77, -1, -1, "paddle");
-	is_int(gpumon_recording_framework(r, &p), GPUMON_OK, "framework sample with nothing known");
-	is_int(gpumon_recording_event(r, t + 9 * MS, "marker", "epoch 1"), GPUMON_OK, "event");
-	is_int(gpumon_recording_event(r, t + 9 * MS, "note", NULL), GPUMON_OK, "event without text");
-	is_int(gpumon_recording_close(r, 3), GPUMON_OK, "close");
+	gpumon_record f = fw_rec(t + 6 * MS, 4242, 0, 10, "torch");
+	f.framework.allocated_bytes = 5 * GiB;
+	f.framework.reserved_bytes = 6 * GiB;
+	f.framework.allocated_known = f.framework.reserved_known = 1;
+	is_int(gpumon_recording_write(r, &f, 1), GPUMON_OK, "framework sample");
+	f.t_ns = f.framework.t_ns += MS;
+	f.framework.step = 11;
+	f.framework.limit_bytes = 40 * GiB;
+	is_int(gpumon_recording_write(r, &f, 1), GPUMON_OK, "framework sample, same source, with a cap");
+	gpumon_record more[] = {
+	    fw_rec(t + 8 * MS, 77, -1, -1, "paddle"),
+	    event_rec(t + 9 * MS, "marker", "epoch 1"),
+	    event_rec(t + 9 * MS, "note", NULL),
+	    job_rec(t + 10 * MS, 4243),
+	};
+	is_int(gpumon_recording_write(r, more, 4), GPUMON_OK,
+	       "a framework sample with nothing known, events with and without text, a pid of the job");
+	is_int(gpumon_recording_finish(r, 3), GPUMON_OK, "finish");
+	is_int(gpumon_recording_write(r, &f, 1), GPUMON_E_INVAL, "a write after the end is refused");
+	ok(strstr(gpumon_recording_errmsg(r), "after its end"), "message: %s", gpumon_recording_errmsg(r));
+	is_int(gpumon_recording_finish(r, 4), GPUMON_OK, "a second finish changes nothing");
+	gpumon_recording_destroy(r);
 	gpumon_destroy(g);
 
 	sqlite3 *db = db_open(path);
@@ -372,13 +219,18 @@ static void test_tables(void)
 	    (long long)(10 * GiB), "allocated");
 	is_int(q(db, "SELECT max_allocated_bytes FROM framework_samples WHERE step = 10"), NULL_VALUE,
 	       "unknown max_allocated is NULL");
+	is_int(q(db, "SELECT limit_bytes FROM framework_samples WHERE step = 10"), NULL_VALUE,
+	       "no cap known: NULL");
+	is_int(q(db, "SELECT limit_bytes FROM framework_samples WHERE step = 11"), (long long)(40 * GiB),
+	       "the allocator's cap");
 	is_int(q(db,
 		 "SELECT count(*) FROM framework_samples s JOIN framework_sources USING (source) WHERE"
 		 " framework = 'paddle' AND device IS NULL AND step IS NULL AND allocated_bytes IS NULL AND"
 		 " reserved_bytes IS NULL"),
 	       1, "unknown device, step and figures are NULL");
 	/* events */
-	is_int(q(db, "SELECT count(*) FROM events"), 3, "events: lost, marker, note");
+	is_int(q(db, "SELECT count(*) FROM events"), 4, "events: lost, marker, note, job");
+	is_str(qs(db, "SELECT text FROM events WHERE kind = 'job'", b, sizeof b), "pid 4243", "a pid of the job");
 	is_str(qs(db, "SELECT text FROM events WHERE kind = 'marker'", b, sizeof b), "epoch 1",
 	       "marker text");
 	is_int(q(db, "SELECT text FROM events WHERE kind = 'note'"), NULL_VALUE, "no text: NULL");
@@ -400,7 +252,8 @@ static void test_exists(void)
 	ok(r && strstr(gpumon_recording_errmsg(r), path), "the message names the path: %s",
 	   gpumon_recording_errmsg(r));
 	is_int(gpumon_recording_write(r, NULL, 0), GPUMON_E_EXISTS, "writes on it fail");
-	is_int(gpumon_recording_close(r, 0), GPUMON_E_EXISTS, "close returns the error");
+	is_int(gpumon_recording_finish(r, 0), GPUMON_E_EXISTS, "finish returns the error");
+	gpumon_recording_destroy(r);
 	char b[32] = "";
 	f = fopen(path, "r");
 	ok(f && fgets(b, sizeof b, f) && !strcmp(b, "keep me"), "the file is untouched");
@@ -419,7 +272,7 @@ static void test_unwritable(void)
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_E_IO, "a missing directory: GPUMON_E_IO");
 	ok(strstr(gpumon_recording_errmsg(r), path) && strstr(gpumon_recording_errmsg(r), "No such file"),
 	   "message: %s", gpumon_recording_errmsg(r));
-	gpumon_recording_close(r, -1);
+	gpumon_recording_destroy(r);
 
 	/* root writes anywhere: take the identity of nobody for the attempt */
 	const char *dir = tmp_path("ro");
@@ -439,7 +292,7 @@ static void test_unwritable(void)
 		is_int(st, GPUMON_E_IO, "an unwritable directory: GPUMON_E_IO");
 		ok(strstr(gpumon_recording_errmsg(r), p) && strstr(gpumon_recording_errmsg(r), "denied"),
 		   "message: %s", gpumon_recording_errmsg(r));
-		gpumon_recording_close(r, -1);
+		gpumon_recording_destroy(r);
 	}
 	chmod(tmpdir, 0700);
 	gpumon_destroy(g);
@@ -451,7 +304,10 @@ static void test_bad_arguments(void)
 	const char *path = tmp_path("bad.gpumon");
 	gpumon_recording *r = NULL;
 	is_int(gpumon_recording_create(g, NULL, NULL, &r), GPUMON_E_INVAL, "no path");
-	gpumon_recording_close(r, -1);
+	gpumon_recording_destroy(r);
+	is_int(gpumon_recording_create(NULL, path, NULL, &r), GPUMON_E_INVAL, "no handle");
+	ok(r && strstr(gpumon_recording_errmsg(r), "handle"), "message: %s", gpumon_recording_errmsg(r));
+	gpumon_recording_destroy(r);
 	is_int(gpumon_recording_create(g, path, NULL, NULL), GPUMON_E_INVAL, "no out");
 	is_int(gpumon_recording_create(g, path, NULL, &r), GPUMON_OK, "create");
 	gpumon_record bad = device_rec(1, now_ns(), GiB);
@@ -460,10 +316,18 @@ static void test_bad_arguments(void)
 	gpumon_record two[2] = {device_rec(0, now_ns(), GiB), {.kind = 99}};
 	is_int(gpumon_recording_write(r, two, 2), GPUMON_E_INVAL, "an unknown kind");
 	is_int(gpumon_recording_write(r, NULL, 1), GPUMON_E_INVAL, "no records");
-	is_int(gpumon_recording_event(r, 1, "", "x"), GPUMON_E_INVAL, "event without kind");
-	is_int(gpumon_recording_framework(r, NULL), GPUMON_E_INVAL, "no framework sample");
+	gpumon_record ev[2] = {two[0], event_rec(1, "", "x")};
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "an event with an empty kind");
+	ev[1].event_kind = NULL;
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "an event without a kind");
+	ok(strstr(gpumon_recording_errmsg(r), "record 1"), "message: %s", gpumon_recording_errmsg(r));
+	ev[1] = (gpumon_record){.kind = 0};
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "kind 0");
+	ev[1] = (gpumon_record){.kind = GPUMON_REC_LOST, .dev = 5};
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a lost GPU not in the recording");
 	is_int(gpumon_recording_write(r, two, 1), GPUMON_OK, "still writable after bad arguments");
-	is_int(gpumon_recording_close(r, -1), GPUMON_OK, "close");
+	is_int(gpumon_recording_finish(r, -1), GPUMON_OK, "finish");
+	gpumon_recording_destroy(r);
 	sqlite3 *db = db_open(path);
 	is_int(q(db, "SELECT count(*) FROM device_samples"), 1,
 	       "nothing of the rejected batches was written");
@@ -471,7 +335,8 @@ static void test_bad_arguments(void)
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'kind'", (char[16]){0}, 16), "record",
 	       "kind defaults");
 	sqlite3_close(db);
-	is_int(gpumon_recording_close(NULL, 0), GPUMON_OK, "close(NULL)");
+	gpumon_recording_destroy(NULL); /* a no-op */
+	is_int(gpumon_recording_finish(NULL, 0), GPUMON_E_INVAL, "finish(NULL)");
 	is_str(gpumon_recording_errmsg(NULL), "", "errmsg(NULL)");
 	is_int(gpumon_recording_write(NULL, NULL, 0), GPUMON_E_INVAL, "write(NULL)");
 	is_int(gpumon_recording_commit(NULL), GPUMON_E_INVAL, "commit(NULL)");
@@ -515,7 +380,8 @@ static void test_reading_while_written(void)
 	sleep_ms(250);
 	is_int(gpumon_recording_write(r, NULL, 0), GPUMON_OK, "an empty write 250 ms later");
 	is_int(q(db, "SELECT count(*) FROM device_samples"), 4, "commits what is pending");
-	is_int(gpumon_recording_close(r, -1), GPUMON_OK, "close with a reader attached");
+	is_int(gpumon_recording_finish(r, -1), GPUMON_OK, "finish with a reader attached");
+	gpumon_recording_destroy(r);
 	is_int(q(db, "SELECT count(*) FROM meta WHERE key = 'end_mono_ns'"), 1, "the reader sees the end");
 	sqlite3_close(db);
 	gpumon_destroy(g);
@@ -535,7 +401,8 @@ static void test_removed(void)
 	is_int(st, GPUMON_E_IO, "the file removed: GPUMON_E_IO");
 	ok(strstr(gpumon_recording_errmsg(r), "removed"), "message: %s", gpumon_recording_errmsg(r));
 	is_int(gpumon_recording_write(r, &rec, 1), GPUMON_E_IO, "later writes fail");
-	is_int(gpumon_recording_close(r, 0), GPUMON_E_IO, "close returns the error");
+	is_int(gpumon_recording_finish(r, 0), GPUMON_E_IO, "finish returns the error");
+	gpumon_recording_destroy(r);
 	gpumon_destroy(g);
 }
 
@@ -615,18 +482,20 @@ static void test_hour_size(void)
 			recs[n++] = process_rec(GPUMON_REC_PROCESS_GONE, 0, t, 4242, 0, flags);
 		st = gpumon_recording_write(r, recs, n);
 		for (unsigned k = 0; k < 2 && !st; k++) { /* 10 Hz */
-			gpumon_framework_sample f = fw(t + k * 100 * MS, 4242, 0, tick * 2 + k, "torch");
-			f.allocated_bytes = used - 3 * GiB + (tick % 17) * (64ull << 20);
-			f.reserved_bytes = used - 2 * GiB;
-			f.max_allocated_bytes = used - GiB;
-			f.allocated_known = f.reserved_known = f.max_allocated_known = 1;
-			st = gpumon_recording_framework(r, &f);
+			gpumon_record fr = fw_rec(t + k * 100 * MS, 4242, 0, tick * 2 + k, "torch");
+			gpumon_framework_sample *f = &fr.framework;
+			f->allocated_bytes = used - 3 * GiB + (tick % 17) * (64ull << 20);
+			f->reserved_bytes = used - 2 * GiB;
+			f->max_allocated_bytes = used - GiB;
+			f->allocated_known = f->reserved_known = f->max_allocated_known = 1;
+			st = gpumon_recording_write(r, &fr, 1);
 		}
 		if (!st)
 			st = gpumon_recording_commit(r);
 	}
 	is_int(st, GPUMON_OK, "an hour written");
-	is_int(gpumon_recording_close(r, 0), GPUMON_OK, "close");
+	is_int(gpumon_recording_finish(r, 0), GPUMON_OK, "finish");
+	gpumon_recording_destroy(r);
 	printf("# writing the hour took %.2f s\n", (double)(now_ns() - started) / 1e9);
 	struct stat sb;
 	ok(stat(path, &sb) == 0, "the file exists");
@@ -713,11 +582,13 @@ static void test_disk_full(void)
 	gpumon_record rec = device_rec(0, t + MS, GiB);
 	uint64_t t1 = now_ns();
 	is_int(gpumon_recording_write(r, &rec, 1), GPUMON_E_IO, "a later write fails");
-	is_int(gpumon_recording_event(r, t, "note", "x"), GPUMON_E_IO, "a later event fails");
+	gpumon_record note = event_rec(t, "note", "x");
+	is_int(gpumon_recording_write(r, &note, 1), GPUMON_E_IO, "a later event fails");
 	is_int(gpumon_recording_commit(r), GPUMON_E_IO, "a later commit fails");
 	uint64_t spent = now_ns() - t1;
 	ok(spent < 5 * MS, "... at once (%llu us)", (unsigned long long)(spent / 1000));
-	is_int(gpumon_recording_close(r, 0), GPUMON_E_IO, "close returns the error");
+	is_int(gpumon_recording_finish(r, 0), GPUMON_E_IO, "finish returns the error");
+	gpumon_recording_destroy(r);
 	sqlite3 *db = db_open(path);
 	char b[64];
 	is_str(qs(db, "PRAGMA integrity_check", b, sizeof b), "ok", "the file still opens");
@@ -731,11 +602,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return write_sample(argv[1], argc > 2 && !strcmp(argv[2], "--kill"));
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/gpumon-rec-XXXXXX");
-	if (!mkdtemp(tmpdir)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
+	make_tmpdir("rec");
 	test_tables();
 	test_exists();
 	test_unwritable();

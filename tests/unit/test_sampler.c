@@ -44,7 +44,7 @@ static void test_records(void)
 			    "at 0.25 proc 0 7001 used=2GiB\n"
 			    "at 0.35 proc 0 7001 gone\n"
 			    "at 0.40 lost 1\n", 0);
-	gpumon_sampler_config c = {.period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
@@ -129,7 +129,7 @@ static void test_records(void)
 static void test_queue_full_and_stop(void)
 {
 	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB\n", 0);
-	gpumon_sampler_config c = {.period_us = 1000, .heartbeat_ms = 1, .queue_records = 4};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 1000, .heartbeat_ms = 1, .queue_records = 4};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler with a 4-record queue");
 	sleep_ms(100);
@@ -145,7 +145,7 @@ static void test_queue_full_and_stop(void)
 	gpumon_sampler_destroy(s);
 	gpumon_sampler_destroy(NULL);
 
-	c = (gpumon_sampler_config){.period_us = 2000000};
+	c = (gpumon_sampler_config){.size = sizeof c, .period_us = 2000000};
 	gpumon_sampler_create(g, &c, &s);
 	sleep_ms(20);
 	uint64_t t = now_ns();
@@ -158,14 +158,14 @@ static void test_bad_config(void)
 {
 	gpumon *g = open_fake("gpu 0 total=80GiB\ngpu 1 total=80GiB\n", 0);
 	gpumon_sampler *s = (gpumon_sampler *)1;
-	gpumon_sampler_config c = {.period_us = 500};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 500};
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_E_INVAL, "period below 1 ms refused");
 	ok(s == NULL && strstr(gpumon_errmsg(g), "1 ms"), "message: %s", gpumon_errmsg(g));
 	unsigned devs[] = {1, 5};
-	c = (gpumon_sampler_config){.devices = devs, .ndevices = 2};
+	c = (gpumon_sampler_config){.size = sizeof c, .devices = devs, .ndevices = 2};
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_E_INVAL, "unknown GPU refused");
 	ok(strstr(gpumon_errmsg(g), "GPU 5") != NULL, "message names it: %s", gpumon_errmsg(g));
-	c = (gpumon_sampler_config){.devices = devs, .ndevices = 1, .period_us = 1000};
+	c = (gpumon_sampler_config){.size = sizeof c, .devices = devs, .ndevices = 1, .period_us = 1000};
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "only GPU 1");
 	gpumon_record r[16];
 	size_t n = 0;

@@ -79,9 +79,15 @@ int main(void)
 	is_int(gpumon_tfevents_create(sub, 1.0, &w2), 0, "a second writer");
 	ok(strcmp(gpumon_tfevents_path(w2), path) != 0, "gets another file: %s", gpumon_tfevents_path(w2));
 	is_int(count_files(sub), 2, "two files");
-	is_int(gpumon_tfevents_destroy(w2), 0, "close the second");
-	is_int(gpumon_tfevents_destroy(w), 0, "close");
-	is_int(gpumon_tfevents_destroy(NULL), 0, "close(NULL) is a no-op");
+	/* destroy reports nothing: a failed write shows in flush, which comes first */
+	is_int(gpumon_tfevents_flush(w2), 0, "flush the second");
+	gpumon_tfevents_destroy(w2);
+	is_int(gpumon_tfevents_scalar(w, "gpu/mem", 6, 2.0, 0.25f), 0, "a scalar before destroy");
+	char kept[300];
+	snprintf(kept, sizeof kept, "%s", path); /* the writer's copy goes with it */
+	gpumon_tfevents_destroy(w);
+	ok(slurp(kept, got, sizeof got) > n, "destroy writes what was buffered");
+	gpumon_tfevents_destroy(NULL); /* a no-op */
 
 	/* a directory that cannot be created */
 	char bad[300];

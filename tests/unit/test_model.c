@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: MIT */
+/* test_model.c — the run model's semantics on synthetic records (no driver): the rule that picks
+ * the run's verdict, time to out-of-memory and its bound, the peak's owner, restarted step
+ * counters, the out-of-memory moment, alerts, bounded process summaries, a job that ends, and
+ * framework devices mapped to GPUs. test_model_doc.c holds the document's side. */
+#include <gpumon/gpumon.h>
+
+#include "tap.h" /* after gpumon.h: it then offers open_fake() */
+
+#include <errno.h>
+#include <math.h>
+
+#include "rec_util.h"
+#include "model_util.h"
+
+static void test_rule(void)
+{
+	gpumon_verdict v, all[16];
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, 0, 300, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.pid == 100 && !strcmp(v.framework, "torch"),
+	   "the job reports its allocator: the verdict is on the framework series (series %d)", v.series);
+	is_int(v.leak.verdict, GPUMON_LEAK_SUSPECTED, "its leak, though NVML shows the job flat");
+	size_t n = gpumon_model_verdicts(M, all, 16);
+	int sorted = n >= 4;
+	for (size_t i = 1; i < n && i < 16; i++)
+		sorted &= all[i - 1].series <= all[i].series; /* the enum is in the rule's order */
+	ok(sorted, "every series judged (%zu), in the rule's order", n);
+	int kinds = 0;
+	for (size_t i = 0; i < n && i < 16; i++)
+		kinds |= 1 << all[i].series;
+	/* a job's run is never judged on the GPU's used memory, which mixes in everything else there */
+	is_int(kinds, (1 << 1) | (1 << 2) | (1 << 3), "framework, job and process series, no device series");
+	for (size_t i = 0; i < n && i < 16; i++)
+		if (all[i].series == GPUMON_SERIES_PROCESS)
+			ok(all[i].pid == 100 || all[i].pid == 101, "a run's process series are the job's (pid %lld)",
+			   (long long)all[i].pid);
+	is_int(gpumon_model_verdicts(M, NULL, 0), n, "counted without a buffer");
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* too few framework samples: the job's NVML series decides */
+	run_scenario(300, 16 * MiB, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.dev == 0, "framework without enough data: the job's series (%d)", v.series);
+	is_int(v.leak.verdict, GPUMON_LEAK_SUSPECTED, "its leak");
+	ok(fabs(v.leak.rate_bytes_per_second - 16.0 * MiB) < 0.01 * 16 * MiB, "at 16 MiB/s (%.0f)",
+	   v.leak.rate_bytes_per_second);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* ... and its verdict may be "none" */
+	run_scenario(300, 0, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.leak.verdict == GPUMON_LEAK_NONE,
+	   "a flat job, framework without enough data: none, on the job's series (%d, %d)", v.series, v.leak.verdict);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* nothing has enough data: the first kind there is */
+	run_scenario(10, 16 * MiB, 10, 4 * MiB, 20 * GiB);
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.leak.verdict == GPUMON_LEAK_INSUFFICIENT_DATA,
+	   "too little data anywhere: insufficient data, on the framework series (%d, %d)", v.series, v.leak.verdict);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* a co-tenant's framework figures are not the job's */
+	put(job_rec(T0, 101));
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 100, 2 * GiB + i * 16 * MiB);
+		fw(t + 1, 200, i, GiB + i * 64 * MiB, 10 * GiB, 0);
+		dev_row(0, t + 2, 20 * GiB + i * 16 * MiB);
+	}
+	gpumon_model_finish(M, 0, 0);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB, "another pid's framework series: the job's NVML series instead (%d)", v.series);
+	done();
+
+	model_new(0, 0, 0, 0, 0); /* a machine: each process on its own figure */
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 300, GiB + i * 8 * MiB);
+		proc(0, t, 301, 5 * GiB);
+		dev_row(0, t + 2, 6 * GiB + i * 8 * MiB);
+	}
+	gpumon_model_finish(M, 0, -1);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_PROCESS && v.pid == 300 && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "a machine: the leaking process (series %d, pid %lld)", v.series, (long long)v.pid);
+	is_int(gpumon_model_process_verdict(M, 0, 301, &v), GPUMON_OK, "a process's own verdict");
+	is_int(v.leak.verdict, GPUMON_LEAK_NONE, "the flat one: none");
+	is_int(gpumon_model_process_verdict(M, 0, 999, &v), GPUMON_E_NOT_FOUND, "an unknown pid");
+	done();
+
+	model_new(0, 0, 0, 0, 0); /* only the GPU's figure */
+	for (unsigned i = 0; i < 300; i++)
+		dev_row(0, T0 + S + i * S, 6 * GiB + i * 8 * MiB);
+	gpumon_model_finish(M, 0, -1);
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_DEVICE && v.dev == 0 && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "only device rows: the GPU's used memory (%d)", v.series);
+	done();
+
+	model_new(0, 0, 0, 0, 0);
+	is_int(gpumon_model_verdict(M, &v), GPUMON_E_NOT_FOUND, "no records: no verdict");
+	done();
+}
+
+/* ---- time to out-of-memory ------------------------------------------------------------------------ */
+
+static void test_time_to_oom(void)
+{
+	const uint64_t rate = 16 * MiB, cotenant = 20 * GiB;
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, rate, 0, 0, cotenant);
+	uint64_t job_last = 2 * GiB + 299 * rate + GiB, used_last = cotenant + job_last;
+	uint64_t free_last = TOTAL - RESV - used_last;
+	gpumon_verdict v = verdict_of();
+	is_int(v.series, GPUMON_SERIES_JOB, "the job's series");
+	is_int(v.room, GPUMON_ROOM_FREE, "bounded by the GPU's free memory");
+	is_int(v.room_bytes, free_last, "its free memory at the series' last point (the co-tenant's 20 GiB taken)");
+	double want = (double)free_last / (double)rate;
+	ok(fabs(v.seconds_to_oom - want) <= 0.02 * want, "time to out-of-memory %.1f s, free / rate = %.1f s",
+	   v.seconds_to_oom, want);
+	is_int(v.steps_to_oom < 0, 1, "no steps on an NVML series");
+	double gpu_s = 0;
+	is_int(gpumon_model_gpu_oom(M, 0, &gpu_s), GPUMON_OK, "the GPU's time to out-of-memory");
+	ok(fabs(gpu_s - v.seconds_to_oom) < 1e-6, "is the run's (%.1f s)", gpu_s);
+	done();
+
+	uint64_t limit = job_last + 4 * GiB; /* --limit: 4 GiB above the job's last figure */
+	model_new(100, 0, limit, 0, 0);
+	run_scenario(300, rate, 0, 0, cotenant);
+	v = verdict_of();
+	is_int(v.room, GPUMON_ROOM_LIMIT, "a --limit below the free memory is the bound");
+	is_int(v.room_bytes, 4 * GiB, "what is left under it");
+	want = 4.0 * GiB / (double)rate;
+	ok(fabs(v.seconds_to_oom - want) <= 0.02 * want, "%.1f s, want %.1f s", v.seconds_to_oom, want);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* the allocator's cap, 3 GiB above what it reserved last */
+	const uint64_t step_rate = 4 * MiB;
+	uint64_t reserved_last = GiB + 299 * step_rate + 2 * GiB, cap = reserved_last + 3 * GiB;
+	put(job_rec(T0, 101));
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 100, 10 * GiB);
+		fw(t + 1, 100, i, GiB + i * step_rate, GiB + i * step_rate + 2 * GiB, cap);
+		dev_row(0, t + 2, 10 * GiB);
+	}
+	v = verdict_of();
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.room == GPUMON_ROOM_CAP, "bounded by the allocator's cap (room %d)",
+	   v.room);
+	is_int(v.room_bytes, 3 * GiB, "what is left under it (cap - reserved)");
+	want = 3.0 * GiB / (double)step_rate;
+	ok(fabs(v.steps_to_oom - want) <= 0.02 * want, "steps to out-of-memory %.1f, want %.1f", v.steps_to_oom, want);
+	ok(v.seconds_to_oom > 0, "and seconds (%.1f)", v.seconds_to_oom);
+	done();
+}
+
+/* ---- peaks ------------------------------------------------------------------------------------------ */
+
+/* Process 100 rises from 1 to 10 GiB and back while co-tenant 200 holds 30 GiB, flat. */
+static void peak_scenario(void)
+{
+	proc(0, T0, 200, 30 * GiB);
+	for (unsigned i = 0; i < 120; i++) {
+		uint64_t t = T0 + S + i * S, p = GiB + (i <= 60 ? i : 120 - i) * 150 * MiB;
+		proc(0, t, 100, p);
+		dev_row(0, t + 2, 30 * GiB + p);
+	}
+	gpumon_model_finish(M, 0, 0);
+}
+
+static void test_peak(void)
+{
+	int what = 0, dev = -1;
+	gpumon_peak p, win[8];
+	size_t nwin = 0;
+	model_new(0, 0, 0, 0, 0);
+	peak_scenario();
+	is_int(gpumon_model_peak(M, &what, &dev, &p, win, 8, &nwin), GPUMON_OK, "a machine's peak");
+	ok(what == GPUMON_PEAK_DEVICE && dev == 0, "the fullest GPU's");
+	is_int(p.bytes, 30 * GiB + GiB + 60 * 150 * MiB, "its highest used");
+	is_int(p.t_ns, T0 + 61 * S + 2, "when");
+	is_int(p.owner_pid, 100, "owned by the process whose rise made it");
+	is_int(p.largest_pid, 200, "the largest holder then: the flat co-tenant");
+	is_int(nwin, 2, "two windows of a minute");
+	json_t *d = document(0);
+	ok(json_integer_value(at(d, "peak.owner.pid")) == 100 && json_integer_value(at(d, "peak.largest.pid")) == 200,
+	   "the document names both");
+	is_str(json_string_value(at(d, "peak.largest.command")), "python other.py", "with the co-tenant's command");
+	is_str(json_string_value(at(d, "peak.what")), "device", "what: device");
+	json_decref(d);
+	done();
+
+	model_new(100, 0, 0, 0, 0); /* the same as a run of job 100: the job's peak */
+	peak_scenario();
+	gpumon_model_peak(M, &what, &dev, &p, NULL, 0, &nwin);
+	ok(what == GPUMON_PEAK_JOB && p.bytes == GiB + 60 * 150 * MiB, "a run: the job's own peak");
+	ok(p.owner_pid == 100 && p.largest_pid == 200, "owner 100, largest 200 (%lld, %lld)", (long long)p.owner_pid,
+	   (long long)p.largest_pid);
+	done();
+}
+
+/* ---- framework segments ------------------------------------------------------------------------------ */
+
+static void test_restarted_steps(void)
+{
+	model_new(100, GPUMON_MODEL_TIMELINES, 0, 0, 0);
+	for (unsigned i = 0; i < 600; i++) { /* steps 0..299 leaking, then 0..299 again, flat */
+		uint64_t t = T0 + S + i * (S / 10), step = i % 300;
+		uint64_t a = i < 300 ? GiB + step * 4 * MiB : 3 * GiB;
+		fw(t, 100, (int64_t)step, a, a + GiB, 0);
+	}
+	gpumon_model_finish(M, 0, 0);
+	gpumon_verdict all[8];
+	size_t n = gpumon_model_verdicts(M, all, 8);
+	int seg0 = -1, seg1 = -1;
+	for (size_t i = 0; i < n && i < 8; i++)
+		if (all[i].series == GPUMON_SERIES_FRAMEWORK && all[i].pid == 100)
+			*(all[i].segment ? &seg1 : &seg0) = all[i].leak.verdict;
+	is_int(seg0, GPUMON_LEAK_SUSPECTED, "the first segment (steps 0..299) is judged: a leak");
+	is_int(seg1, GPUMON_LEAK_NONE, "the second (the counter restarted) is judged apart: none");
+	json_t *d = document(GPUMON_DOC_TIMELINE);
+	json_t *series = json_object_get(d, "series"), *e;
+	size_t i;
+	int segs = 0;
+	json_array_foreach(series, i, e) segs |= 1 << json_integer_value(at(e, "series.segment"));
+	is_int(segs, 3, "the document's series hold segments 0 and 1");
+	is_int(json_array_size(at(d, "timeline.framework")), 2, "and a timeline each");
+	json_decref(d);
+	done();
+}
+
+/* ---- the out-of-memory moment ------------------------------------------------------------------------ */
+
+static void test_oom_event(void)
+{
+	gpumon_model_oom o;
+	model_new(100, 0, 0, 0, 0);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_E_NOT_FOUND, "no out-of-memory yet");
+	run_scenario(300, 64 * MiB, 0, 0, 20 * GiB); /* the job climbs to 22.7 GiB, 43.7 GiB used */
+	uint64_t t = T0 + 300 * S + S / 2;
+	ev(t, "oom", "PyTorch: torch.OutOfMemoryError: CUDA out of memory.");
+	ev(t + S, "oom", "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+	gpumon_model_finish(M, 0, 1);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory moment");
+	is_int(o.t_ns, t, "at the first \"oom\" event");
+	is_int(o.dev, 0, "on the job's GPU");
+	is_str(o.message, "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
+	       "the message quoted is the last one");
+	is_int(o.signs, 2, "two signs");
+	is_int(o.nholders, 3, "three holders");
+	ok(o.nholders == 3 && o.holders[0].pid == 100 && o.holders[0].job && o.holders[1].pid == 200 &&
+	       !o.holders[1].job && o.holders[2].pid == 101 && o.holders[2].job,
+	   "largest first, the job's marked (the child named by a JOB record too)");
+	ok(o.nholders == 3 && !strcmp(o.holders[1].user, "alice") && !strcmp(o.holders[1].command, "python other.py") &&
+	       o.holders[1].used_bytes == 20 * GiB,
+	   "with user, command and figure");
+	ok(o.nlast >= 5 && o.nlast <= 16, "the last seconds (%zu points)", o.nlast);
+	int ordered = 1;
+	for (size_t i = 0; i < o.nlast; i++)
+		ordered &= o.last[i].t_ns <= t + S / 10 && o.last[i].t_ns + 10 * S >= t &&
+			   (i == 0 || o.last[i].t_ns > o.last[i - 1].t_ns);
+	ok(ordered, "about a second apart, oldest first, within 10 s before the moment");
+	ok(o.nlast && o.last[o.nlast - 1].used_bytes == 20 * GiB + 2 * GiB + 299 * 64 * MiB + GiB,
+	   "the last one is the last row's used memory");
+	unsigned want = GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED | GPUMON_OOM_F_JOB | GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_LEAK;
+	ok((o.input.known & want) == want, "figures known: total, used, job, others, leak (0x%x)", o.input.known);
+	ok(o.input.total_bytes == TOTAL && o.input.others_bytes == 20 * GiB && o.input.top_other_pid == 200 &&
+	       o.input.job_bytes == 2 * GiB + 299 * 64 * MiB + GiB,
+	   "the card, the others (pid 200: 20 GiB) and the job then");
+	ok(o.diagnosis.cause == GPUMON_OOM_CO_TENANT && (o.diagnosis.also & GPUMON_OOM_ALSO_LEAK),
+	   "diagnosis: a co-tenant, and the job's leak too (%d, 0x%x)", o.diagnosis.cause, o.diagnosis.also);
+	json_t *d = document(0);
+	is_str(json_string_value(at(d, "oom.cause")), "co-tenant", "the document's cause");
+	ok(json_is_true(at(d, "oom.also_leak")) && json_array_size(at(d, "oom.holders")) == 3 &&
+	       json_integer_value(at(d, "oom.figures.top_other.pid")) == 200,
+	   "also_leak, holders and the top other in the document");
+	json_decref(d);
+	done();
+}
+
+/* A job that failed with its GPU full, with no message seen. */
+static void full_card(uint64_t top, int exit_status, gpumon_model_oom *o, int *found)
+{
+	model_new(100, 0, 0, 0, 0);
+	for (unsigned i = 0; i < 30; i++) {
+		uint64_t t = T0 + S + i * S, job = i < 25 ? 10 * GiB + i * GiB : top;
+		proc(0, t, 100, job);
+		dev_row(0, t + 2, job);
+	}
+	gpumon_model_finish(M, 0, exit_status);
+	*found = gpumon_model_oom_get(M, o) == GPUMON_OK;
+	done();
+}
+
+static void test_oom_full_card(void)
+{
+	gpumon_model_oom o;
+	int found;
+	uint64_t full = TOTAL - RESV - 64 * MiB; /* 99.3 % of the card */
+	full_card(full, 1, &o, &found);
+	ok(found, "a failed job with its GPU full at the end: out of memory");
+	ok(found && o.t_ns == T0 + 30 * S + 2 && o.message[0] == 0 && o.dev == 0,
+	   "at the last full row, no message");
+	ok(found && o.input.used_bytes == full, "the figures then");
+	full_card(full, 0, &o, &found);
+	ok(!found, "the same card full, the job succeeded: no out-of-memory");
+	full_card(TOTAL / 2, 1, &o, &found);
+	ok(!found, "a failed job with half the card free: no out-of-memory");
+}
+
+/* ---- alerts ------------------------------------------------------------------------------------------- */
+
+/* A machine whose process 300 leaks; each new alert is answered with an "alert" event at its time
+ * when tell_live. Returns the number of leak alerts. */
+static size_t alert_scenario(int tell_live, gpumon_alert *first)
+{
+	size_t seen = 0;
+	for (unsigned i = 0; i < 400; i++) {
+		uint64_t t = T0 + S + i * S;
+		proc(0, t, 300, GiB + i * 8 * MiB);
+		dev_row(0, t + 2, 2 * GiB + i * 8 * MiB);
+		gpumon_alert a[4];
+		size_t n = gpumon_model_alerts(M, seen, a, 4);
+		for (size_t k = 0; k < n && k < 4; k++)
+			if (tell_live)
+				ev(a[k].t_ns, "alert", "leak suspected");
+		seen += n;
+	}
+	gpumon_model_finish(M, 0, -1);
+	return gpumon_model_alerts(M, 0, first, 1);
+}
+
+static void test_alerts(void)
+{
+	gpumon_alert a;
+	model_new(0, 0, 0, 0, 0);
+	is_int(alert_scenario(1, &a), 1, "a leak alerts once, however long it goes on");
+	ok(a.kind == GPUMON_ALERT_LEAK && a.verdict.series == GPUMON_SERIES_PROCESS && a.verdict.pid == 300,
+	   "on the leaking process");
+	ok(a.live == 1, "an \"alert\" event at the same moment marks it live");
+	gpumon_verdict v;
+	gpumon_model_process_verdict(M, 0, 300, &v);
+	is_int(a.t_ns, v.leak.alert_t_ns, "at the point the detector first alerted");
+	is_int(gpumon_model_alerts(M, 1, &a, 1), 0, "none after it");
+	json_t *d = document(0);
+	ok(json_array_size(at(d, "alerts")) == 1 && json_is_true(json_object_get(json_array_get(at(d, "alerts"), 0), "live")),
+	   "one alert in the document, live");
+	size_t i;
+	json_t *e;
+	int kept = 0;
+	json_array_foreach(at(d, "events"), i, e) kept += !strcmp(json_string_value(json_object_get(e, "kind")), "alert");
+	is_int(kept, 1, "and the alert event among the events");
+	json_decref(d);
+	done();
+
+	model_new(0, 0, 0, 0, 0);
+	alert_scenario(0, &a);
+	is_int(a.live, 0, "without the event: not live");
+	done();
+
+	gpumon_alert all[8];
+	model_new(100, 0, 0, 0, 0); /* a run: told once, about the job's processes together */
+	run_scenario(300, 16 * MiB, 0, 0, 20 * GiB);
+	is_int(gpumon_model_alerts(M, 0, all, 8), 1, "a run's leak alerts once");
+	is_int(all[0].verdict.series, GPUMON_SERIES_JOB, "on the job's series, not on each process");
+	done();
+	model_new(100, 0, 0, 0, 0); /* ... and on its allocator's figures when it reports them */
+	run_scenario(300, 16 * MiB, 300, 4 * MiB, 20 * GiB);
+	is_int(gpumon_model_alerts(M, 0, all, 8), 1, "a run that reports its allocator: one alert");
+	is_int(all[0].verdict.series, GPUMON_SERIES_FRAMEWORK, "on the framework series");
+	done();
+
+	model_new(0, 0, 0, 0, 0.10); /* headroom: free under 10 % of the card */
+	uint64_t low = TOTAL - RESV - 4 * GiB, high = 40 * GiB;
+	uint64_t rows[] = {high, low, low, low, high, low};
+	for (unsigned k = 0; k < 6; k++)
+		dev_row(0, T0 + (k + 1) * S, rows[k]);
+	gpumon_alert h[4];
+	size_t n = gpumon_model_alerts(M, 0, h, 4);
+	is_int(n, 2, "headroom: one alert each time the free memory falls under the share");
+	ok(n == 2 && h[0].kind == GPUMON_ALERT_HEADROOM && h[0].t_ns == T0 + 2 * S && h[1].t_ns == T0 + 6 * S,
+	   "when it falls, not while it stays");
+	ok(n == 2 && h[0].dev == 0 && h[0].free_bytes == 4 * GiB && h[0].total_bytes == TOTAL, "with the figures");
+	done();
+}
+
+/* ---- bounded summaries --------------------------------------------------------------------------------- */
+
+static void test_bounded(void)
+{
+	model_new(0, GPUMON_MODEL_TIMELINES, 0, 64, 0);
+	for (unsigned i = 0; i < 5000; i++) { /* each comes, is seen at a row, and goes */
+		uint64_t t = T0 + i * (S / 10);
+		proc(0, t, 10000 + i, GiB);
+		dev_row(0, t + 1, GiB);
+		gone(0, t + 2, 10000 + i);
+	}
+	gpumon_verdict v;
+	is_int(gpumon_model_process_verdict(M, 0, 10000, &v), GPUMON_E_NOT_FOUND, "the first gone is forgotten");
+	is_int(gpumon_model_process_verdict(M, 0, 14999, &v), GPUMON_OK, "the last one is kept");
+	json_t *d = document(GPUMON_DOC_TIMELINE);
+	ok(d && json_array_size(at(d, "timeline.processes")) <= 64, "at most max_processes in the document (%zu)",
+	   json_array_size(at(d, "timeline.processes")));
+	ok(json_is_null(at(d, "source.damage")), "nothing left out: each had gone");
+	json_decref(d);
+	done();
+
+	model_new(0, 0, 0, 64, 0);
+	for (unsigned i = 0; i < 100; i++) /* 100 at once, none gone */
+		proc(0, T0 + i, 10000 + i, GiB);
+	d = document(0);
+	const char *damage = json_string_value(at(d, "source.damage"));
+	ok(damage && strstr(damage, "more processes"), "more at once than kept: the document says so: %s",
+	   damage ? damage : "(null)");
+	json_decref(d);
+	done();
+}
+
+/* ---- a job that ends ---------------------------------------------------------------------------------- */
+
+/* The job leaks, then its processes leave while rows keep coming: its series ends with it. */
+static void test_job_ended(void)
+{
+	model_new(100, 0, 0, 0, 0);
+	run_scenario(300, 16 * MiB, 0, 0, 20 * GiB);
+	gpumon_verdict before = verdict_of();
+	uint64_t t = T0 + 301 * S;
+	gone(0, t, 100);
+	gone(0, t, 101);
+	for (unsigned i = 0; i < 30; i++)
+		dev_row(0, t + 2 + i * S, 20 * GiB);
+	gpumon_model_finish(M, 0, 1);
+	gpumon_verdict v = verdict_of();
+	ok(v.series == GPUMON_SERIES_JOB && v.leak.verdict == GPUMON_LEAK_SUSPECTED,
+	   "the job's leak stays a leak after it freed its memory (verdict %d)", v.leak.verdict);
+	/* one more: its figure held until the moment it left */
+	is_int(v.leak.points, before.leak.points + 1, "no points after its last process left");
+	is_int(v.room_bytes, before.room_bytes, "its room: the free memory while it ran, not what it freed");
+	done();
+}
+
+/* A machine: two processes leak on one GPU; its time to out-of-memory is its free memory at their
+ * summed rate. */
+static void test_machine_gpu_oom(void)
+{
+	model_new(0, 0, 0, 0, 0);
+	uint64_t used = 0;
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S, a = GiB + i * 8 * MiB, b = 2 * GiB + i * 24 * MiB;
+		proc(0, t, 300, a);
+		proc(0, t, 301, b);
+		dev_row(0, t + 2, used = a + b);
+	}
+	double s = 0, want = (double)(TOTAL - RESV - used) / (32.0 * MiB);
+	is_int(gpumon_model_gpu_oom(M, 0, &s), GPUMON_OK, "both alert: the GPU has a time to out-of-memory");
+	ok(fabs(s - want) <= 0.02 * want, "free / (8 + 24 MiB/s): %.1f s, want %.1f s", s, want);
+	is_int(gpumon_model_gpu_oom(M, 1, &s), GPUMON_E_NOT_FOUND, "a GPU it has not seen");
+	done();
+}
+
+/* ---- framework devices and GPUs -------------------------------------------------------------------------- */
+
+/* Job 100 reports CUDA device 0, which CUDA_VISIBLE_DEVICES makes GPU 1; GPU 0 is fuller. */
+static gpumon_verdict mapped(const char *settings, const char *cvd)
+{
+	SETTINGS = settings;
+	model_new(100, 0, 0, 0, 0);
+	SETTINGS = NULL;
+	if (cvd) { /* the configuration's mapping goes before the settings' */
+		gpumon_model_destroy(M);
+		gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .settings = settings, .job_pid = 100,
+					.start_mono_ns = T0, .exit_status = -1};
+		gpumon_model_config c = {.size = sizeof c, .meta = &meta, .cuda_visible_devices = cvd};
+		gpumon_model_create(&c, &M);
+	}
+	gpumon_device_info d1 = {.index = 1, .present = GPUMON_INFO_UUID | GPUMON_INFO_MEMORY_TOTAL,
+				 .uuid = "GPU-bbbbbbbb-1111-2222-3333-444444444444", .memory_total_bytes = TOTAL};
+	gpumon_model_device(M, &d1);
+	for (unsigned i = 0; i < 300; i++) {
+		uint64_t t = T0 + S + i * S;
+		fw(t, 100, i, GiB + i * 4 * MiB, 2 * GiB + i * 4 * MiB, 0);
+		dev_row(0, t + 1, 60 * GiB);
+		dev_row(1, t + 2, 10 * GiB);
+	}
+	gpumon_verdict v = verdict_of();
+	done();
+	return v;
+}
+
+static void test_device_mapping(void)
+{
+	gpumon_verdict v = mapped("A=1\nCUDA_VISIBLE_DEVICES=1,0", NULL);
+	ok(v.series == GPUMON_SERIES_FRAMEWORK && v.device == 0 && v.dev == 1,
+	   "CUDA_VISIBLE_DEVICES=1,0 in the settings: CUDA device 0 is GPU 1 (dev %d)", v.dev);
+	is_int(v.room_bytes, TOTAL - RESV - 10 * GiB, "its room is GPU 1's free memory");
+	v = mapped(NULL, "GPU-bbbbbbbb");
+	is_int(v.dev, 1, "a UUID prefix names the GPU");
+	v = mapped("CUDA_VISIBLE_DEVICES=0", "1");
+	is_int(v.dev, 1, "the configuration's mapping before the settings'");
+	v = mapped("CUDA_VISIBLE_DEVICES=MIG-0123", NULL);
+	is_int(v.dev, -1, "a MIG instance: no GPU known");
+	v = mapped(NULL, NULL);
+	is_int(v.dev, 0, "no mapping, the process not listed: CUDA's index taken as NVML's");
+}
+
+static void test_arguments(void)
+{
+	gpumon_model *m = NULL;
+	gpumon_model_config c = {.size = sizeof c + 8};
+	is_int(gpumon_model_create(&c, &m), GPUMON_E_INVAL, "a config larger than the library knows");
+	c.size = sizeof c;
+	c.headroom_share = 1.5;
+	is_int(gpumon_model_create(&c, &m), GPUMON_E_INVAL, "a headroom share over 1");
+	is_int(gpumon_model_create(NULL, &m), GPUMON_OK, "no config: defaults");
+	gpumon_record r = event_rec(1, "note", NULL);
+	is_int(gpumon_model_finish(m, 0, -1), GPUMON_OK, "finish");
+	is_int(gpumon_model_add(m, &r, 1), GPUMON_E_INVAL, "a record after the end is refused");
+	is_int(gpumon_model_add(m, NULL, 1), GPUMON_E_INVAL, "no records");
+	gpumon_model_destroy(m);
+	gpumon_model_destroy(NULL); /* a no-op */
+	is_int(gpumon_model_document(NULL, 0, NULL), GPUMON_E_INVAL, "document(NULL)");
+}
+
+int main(void)
+{
+	make_tmpdir("model");
+	test_rule();
+	test_time_to_oom();
+	test_peak();
+	test_restarted_steps();
+	test_oom_event();
+	test_oom_full_card();
+	test_alerts();
+	test_bounded();
+	test_job_ended();
+	test_machine_gpu_oom();
+	test_device_mapping();
+	test_arguments();
+	remove_dir(tmpdir);
+	remove_scenario();
+	return tap_done();
+}
