@@ -450,10 +450,12 @@ GPUMON_API unsigned gpumon_reader_device_count(const gpumon_reader *r);
 GPUMON_API int gpumon_reader_device(const gpumon_reader *r, unsigned i, gpumon_device_info *out);
 
 /*
- * The next record in time order: returns 1 and fills *out, 0 at the end, or a negative status when
- * the file failed under the walk (what came before is good; the damage names the loss). Process
- * records carry what the recording knows of the process (user, name, command line); strings of
- * EVENT records stay valid until the next call.
+ * The next record: returns 1 and fills *out, 0 at the end, or a negative status when the file
+ * failed under the walk (what came before is good; the damage names the loss). The tables are
+ * merged in time order, each read in the order it was written (time order for what one writer
+ * wrote; nothing is sorted, so memory stays bounded); a row without a positive time is skipped as
+ * damage. Process records carry what the recording knows of the process (user, name, command
+ * line); strings of EVENT records stay valid until the next call.
  */
 GPUMON_API int gpumon_reader_next(gpumon_reader *r, gpumon_record *out);
 

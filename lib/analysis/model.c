@@ -301,6 +301,14 @@ static int add_job_pid(gpumon_model *m, unsigned pid)
 				d->job_seen = 1;
 				d->job_first_t = d->job_integral_t = p->last_t;
 			}
+			/* the job's figure changed now, whichever came first: its process row or this */
+			int64_t owner, largest;
+			gpumon__model_owners(m, p->dev, 1, &owner, &largest);
+			gpumon_peaks_add(d->job_peaks, p->last_t, d->job_bytes, owner, largest);
+			if (d->job_bytes > d->job_top) {
+				d->job_top = d->job_bytes;
+				d->others_at_job_top = d->others_bytes;
+			}
 		}
 	}
 	return GPUMON_OK;

@@ -12,10 +12,11 @@ static const struct {
 	{"CUDA out of memory", "PyTorch"},
 	{"torch.OutOfMemoryError", "PyTorch"},
 	{"torch.cuda.OutOfMemoryError", "PyTorch"},
+	/* TensorFlow's line also says ResourceExhaustedError: its own words go before Paddle's */
+	{"OOM when allocating", "TensorFlow"},
 	{"ResourceExhaustedError", "Paddle"},
 	{"Out of memory error on GPU", "Paddle"},
 	{"RESOURCE_EXHAUSTED: Out of memory", "JAX/XLA"},
-	{"OOM when allocating", "TensorFlow"},
 	{"cudaErrorMemoryAllocation", "CUDA"},
 	{"CUDA_ERROR_OUT_OF_MEMORY", "CUDA"},
 };

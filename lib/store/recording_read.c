@@ -685,7 +685,12 @@ int gpumon_reader_next(gpumon_reader *r, gpumon_record *out)
 		}
 		memset(out, 0, sizeof *out);
 		int64_t t = sqlite3_column_int64(best->st, 1);
-		out->t_ns = t > 0 ? (uint64_t)t : 0;
+		if (t <= 0) { /* no time a clock gave: a damaged or hand-edited row */
+			best->lost++;
+			cursor_advance(r, best);
+			continue;
+		}
+		out->t_ns = (uint64_t)t;
 		int ok;
 		switch (best - r->c) {
 		case C_DEVICE: ok = fill_device(r, best->st, out); break;
@@ -729,7 +734,8 @@ int gpumon_reader_create(const char *path, gpumon_reader **out)
 
 const gpumon_run_meta *gpumon_reader_meta(const gpumon_reader *r)
 {
-	return &r->meta;
+	static const gpumon_run_meta none = {.size = sizeof none, .exit_status = -1};
+	return r ? &r->meta : &none;
 }
 
 unsigned gpumon_reader_device_count(const gpumon_reader *r)

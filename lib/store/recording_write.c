@@ -68,7 +68,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 /* A process listed on a device and not yet gone: its row in `processes`. */
 struct appearance {
 	unsigned dev, pid;
-	unsigned flags; /* the descriptive flags stored in the row (USED_KNOWN left out) */
+	unsigned flags;    /* the descriptive flags stored in the row (USED_KNOWN left out) */
+	uint64_t identity; /* a hash of the user, name and command line stored */
 	sqlite3_int64 row;
 };
 
@@ -461,24 +462,41 @@ static int insert_process(gpumon_recording *r, const gpumon_record *rec, int gon
 	return st;
 }
 
+/* FNV-1a over the texts a row stores of a process (a pid listed between fork and exec has its
+ * parent's command line, then its own). */
+static uint64_t identity(const gpumon_process *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	const char *parts[3] = {p->user, p->name, p->cmdline};
+	const size_t caps[3] = {sizeof p->user, sizeof p->name, sizeof p->cmdline};
+	for (int i = 0; i < 3; i++) {
+		for (size_t k = 0; k < caps[i] && parts[i][k]; k++)
+			h = (h ^ (unsigned char)parts[i][k]) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+	}
+	return h;
+}
+
 /* A process listed: opens its appearance, or refreshes what is known of it when that changed. */
 static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 {
 	unsigned flags = rec->process.flags & ~(unsigned)GPUMON_PROC_USED_KNOWN;
+	uint64_t id = identity(&rec->process);
 	struct appearance *a = find_appearance(r, rec->dev, rec->process.pid);
-	if (a && a->flags == flags)
+	if (a && a->flags == flags && a->identity == id)
 		return GPUMON_OK;
 	if (a) {
 		sqlite3_stmt *s = r->st[ST_PROC_INFO];
 		sqlite3_bind_int64(s, 1, a->row);
 		bind_process_info(s, &rec->process);
 		a->flags = flags;
+		a->identity = id;
 		return run(r, ST_PROC_INFO);
 	}
 	if (grow((void **)&r->procs, &r->procs_cap, r->nprocs, sizeof *r->procs) != GPUMON_OK)
 		return seterr(r, GPUMON_E_NOMEM, "recording %s: out of memory", r->path);
 	a = &r->procs[r->nprocs];
-	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags};
+	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags, .identity = id};
 	int st = insert_process(r, rec, 0, &a->row);
 	r->nprocs += st == GPUMON_OK;
 	return st;

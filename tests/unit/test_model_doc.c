@@ -254,9 +254,7 @@ static void test_same_moment(void)
 {
 	json_t *a = tie(1), *b = tie(0);
 	ok(json_equal(at(a, "devices"), at(b, "devices")), "the GPUs' figures do not depend on the order");
-	tap_todo = "lib/analysis/model.c add_job_pid: the job's peaks get no point when a listed pid joins the job";
 	ok(json_equal(at(a, "windows"), at(b, "windows")), "nor the peak's windows");
-	tap_todo = NULL;
 	ok(json_equal(at(a, "leak"), at(b, "leak")), "nor the verdict");
 	json_decref(a);
 	json_decref(b);
