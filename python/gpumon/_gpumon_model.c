@@ -368,9 +368,13 @@ static char *report_text(const char *path, int *rc, char *msg, size_t len)
 	*rc = gpumon_model_create(&cfg, &m);
 	if (!*rc) {
 		int st = gpumon_model_load(m, rd);
-		if (st == GPUMON_E_NOMEM || st == GPUMON_E_INVAL) {
+		if (st == GPUMON_E_NOMEM) {
 			*rc = st;
 			snprintf(msg, len, "%s", gpumon_model_errmsg(m));
+		} else if (st && !gpumon_reader_damage(rd)[0]) {
+			/* the walk failed without naming a loss: the document says so, as `gpumon report` does */
+			const char *why = gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st);
+			*rc = gpumon_model_damage(m, why);
 		}
 	}
 	if (!*rc)
