@@ -3,19 +3,37 @@
 sees it (NVML), in one place, with early leak alerts.
 
     import gpumon
-    mon = gpumon.GPUMonitor(interval=50)      # Paddle or PyTorch: whichever is imported
+    mon = gpumon.GPUMonitor()      # Paddle or PyTorch: whichever is imported
     for step, batch in enumerate(loader):
         ...
-        mon.step()
+        mon.step()                 # a sample a few times a second
 
-Also: gpumon.log_memory(step), gpumon.get_gpu_info(device_id=0), gpumon.limit_pool(...),
+Also: gpumon.report(path) (a recording's report, as `gpumon report PATH --json`),
+gpumon.log_memory(step), gpumon.get_gpu_info(device_id=0), gpumon.limit_pool(...),
 gpumon.suggest_batch_size(points). help(gpumon.GPUMonitor) describes every argument.
 """
+import json as _json
+import os as _os
+from typing import Any, Dict
+
 from ._gpumon import Error, version as _libversion
+from ._gpumon import report as _report_text
 from ._tools import get_gpu_info, limit_pool, log_memory, suggest_batch_size
 from .monitor import (GPUMonitor, GpumonWarning, HeadroomWarning, LeakWarning, Sample, Section,
                       SinkWarning)
 
 __version__ = _libversion()
 __all__ = ["GPUMonitor", "Sample", "Section", "Error", "GpumonWarning", "LeakWarning", "HeadroomWarning",
-           "SinkWarning", "log_memory", "get_gpu_info", "limit_pool", "suggest_batch_size"]
+           "SinkWarning", "report", "log_memory", "get_gpu_info", "limit_pool", "suggest_batch_size"]
+
+
+def report(path: Any) -> Dict[str, Any]:
+    """The report of a gpumon recording (a file of `gpumon record`, `gpumon run -o` or
+    GPUMonitor(record=...)) as a dict: the document `gpumon report PATH --json` prints
+    (docs/report.md), made by the same library code: the leak verdict of every series and the
+    run's, the peak and whose it was, out-of-memory diagnosis, alerts, events. A damaged or cut-off
+    file gives what could be read, with the loss named in ["source"]["damage"].
+
+    Raises OSError when the file cannot be read, ValueError when it is not a gpumon recording (or
+    a format this library does not read), each with the library's message."""
+    return _json.loads(_report_text(_os.fspath(path)))

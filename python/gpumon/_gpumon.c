@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* _gpumon.c — the C extension under the Python package: thin types over gpumon.h (NVML handle,
- * leak detector) for GPUMonitor, built against Python's limited API (3.11) so one build loads on
- * every later CPython. The writers (TensorBoard, recordings) are in _gpumon_io.c. */
+/* _gpumon.c — the C extension under the Python package: thin types over gpumon.h for GPUMonitor,
+ * built against Python's limited API (3.11) so one build loads on every later CPython. Here the
+ * NVML handle and the module; the run model and report() are in _gpumon_model.c, the writers
+ * (TensorBoard, recordings) in _gpumon_io.c, the exporter in _gpumon_export.c. */
 #include "_gpumon.h"
 
 #include <stdio.h>
@@ -246,91 +247,6 @@ static PyType_Slot nvml_slots[] = {
 
 static PyType_Spec nvml_spec = {"gpumon._gpumon.Nvml", sizeof(NvmlObject), 0, Py_TPFLAGS_DEFAULT, nvml_slots};
 
-/* ---- Leak: the online leak detector ------------------------------------------------------------- */
-
-typedef struct {
-	PyObject_HEAD gpumon_leak *l;
-} LeakObject;
-
-static int leak_init(PyObject *op, PyObject *args, PyObject *kw)
-{
-	LeakObject *self = (LeakObject *)op;
-	static char *kwlist[] = {NULL};
-	if (!PyArg_ParseTupleAndKeywords(args, kw, ":Leak", kwlist))
-		return -1;
-	gpumon_leak_destroy(self->l);
-	self->l = NULL;
-	int rc = gpumon_leak_create(NULL, &self->l);
-	if (rc) {
-		gpx_raise(rc, "could not create the leak detector");
-		return -1;
-	}
-	return 0;
-}
-
-static void leak_dealloc(PyObject *op)
-{
-	gpumon_leak_destroy(((LeakObject *)op)->l);
-	gpx_free_self(op);
-}
-
-static PyObject *leak_add(PyObject *op, PyObject *args)
-{
-	LeakObject *self = (LeakObject *)op;
-	long long step;
-	unsigned long long t_ns, bytes, limit;
-	if (!PyArg_ParseTuple(args, "LKKK:add", &step, &t_ns, &bytes, &limit))
-		return NULL;
-	if (!self->l)
-		return gpx_raise(GPUMON_E_INVAL, "the leak detector is not initialised");
-	(void)limit;
-	int rc = gpumon_leak_add(self->l, step, t_ns, bytes);
-	if (rc)
-		return gpx_raise(rc, "a leak detector point out of order (time or step went back)");
-	Py_RETURN_NONE;
-}
-
-static PyObject *leak_result(PyObject *op, PyObject *unused)
-{
-	(void)unused;
-	LeakObject *self = (LeakObject *)op;
-	gpumon_leak_result r;
-	if (!self->l)
-		return gpx_raise(GPUMON_E_INVAL, "the leak detector is not initialised");
-	gpumon_leak_result_get(self->l, &r);
-	const char *verdict = r.verdict == GPUMON_LEAK_SUSPECTED ? "suspected"
-			      : r.verdict == GPUMON_LEAK_NONE	 ? "none"
-								 : "insufficient_data";
-	return Py_BuildValue(
-	    "{s:s,s:d,s:d,s:N,s:N,s:d,s:N,s:N,s:K,s:K,s:O}", "verdict", verdict, "rate_bytes_per_step",
-	    r.rate_bytes_per_step, "rate_bytes_per_second", r.rate_bytes_per_second, "start_step",
-	    r.start_step >= 0 ? PyLong_FromLongLong(r.start_step) : Py_NewRef(Py_None), "start_t_ns",
-	    r.start_t_ns ? PyLong_FromUnsignedLongLong(r.start_t_ns) : Py_NewRef(Py_None), "confidence",
-	    r.confidence, "steps_to_oom",
-	    Py_NewRef(Py_None), "seconds_to_oom",
-	    Py_NewRef(Py_None), "points",
-	    (unsigned long long)r.points, "suspected_points", (unsigned long long)0, "alert",
-	    r.alert ? Py_True : Py_False);
-}
-
-static PyMethodDef leak_methods[] = {
-    {"add", leak_add, METH_VARARGS,
-     "add(step, t_ns, bytes, limit_bytes) -- feed one point (step -1 unknown, limit 0 unknown)."},
-    {"result", leak_result, METH_NOARGS, "result() -> dict: the verdict on the points so far."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot leak_slots[] = {
-    {Py_tp_doc, (void *)"Leak() -- libgpumon's leak detector (docs/leak-detection.md)."},
-    {Py_tp_init, (void *)leak_init},
-    {Py_tp_new, (void *)PyType_GenericNew},
-    {Py_tp_dealloc, (void *)leak_dealloc},
-    {Py_tp_methods, leak_methods},
-    {0, NULL},
-};
-
-static PyType_Spec leak_spec = {"gpumon._gpumon.Leak", sizeof(LeakObject), 0, Py_TPFLAGS_DEFAULT, leak_slots};
-
 /* ---- module ---------------------------------------------------------------------------------------- */
 
 static PyObject *mod_version(PyObject *m, PyObject *unused)
@@ -342,6 +258,8 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
+    {"report", gpx_report, METH_VARARGS,
+     "report(path) -> the JSON document (text) of a gpumon recording, as `gpumon report PATH --json`."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -391,7 +309,8 @@ PyMODINIT_FUNC PyInit__gpumon(void)
 		Py_DECREF(gpx_error_type);
 		goto fail;
 	}
-	if (add_type(m, "Nvml", &nvml_spec) || add_type(m, "Leak", &leak_spec) || gpx_add_io_types(m) || gpx_add_export_type(m))
+	if (add_type(m, "Nvml", &nvml_spec) || gpx_add_model_type(m) || gpx_add_io_types(m) ||
+	    gpx_add_export_type(m))
 		goto fail;
 	return m;
 fail:

@@ -32,12 +32,19 @@ int gpx_add_io_types(PyObject *m);
 /* Adds Exporter to the module m. Returns 0 or -1 with an exception set. */
 int gpx_add_export_type(PyObject *m);
 
+/* Adds Model (the run model) to the module m. Returns 0 or -1 with an exception set. */
+int gpx_add_model_type(PyObject *m);
+
+/* report(path) -> the JSON document of a recording, as `gpumon report PATH --json` gives it. */
+PyObject *gpx_report(PyObject *mod, PyObject *args);
+
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */
 int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);
 
-/* The arguments (t_ns, pid, device, step, allocated, reserved, max_allocated, framework) of a
- * framework sample, None meaning unknown, into *f. Returns 0, or -1 with an exception set. */
+/* The arguments (t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) of
+ * a framework sample, None meaning unknown (limit: the allocator's cap, None or 0 when none is
+ * known), into *f. Returns 0, or -1 with an exception set. */
 int gpx_parse_framework(PyObject *args, gpumon_framework_sample *f);
 
 #endif

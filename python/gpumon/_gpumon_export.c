@@ -96,7 +96,7 @@ static PyObject *exp_address(PyObject *op, PyObject *unused)
 	return PyUnicode_FromString(buf);
 }
 
-/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) */
 static PyObject *exp_framework(PyObject *op, PyObject *args)
 {
 	gpumon_exporter *e = exp_get((ExporterObject *)op);
@@ -119,8 +119,8 @@ static PyObject *exp_close(PyObject *op, PyObject *unused)
 static PyMethodDef exp_methods[] = {
     {"address", exp_address, METH_NOARGS, "address() -> 'ADDR:PORT' the exporter listens on."},
     {"framework", exp_framework, METH_VARARGS,
-     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- publish "
-     "the allocator's figures (None: unknown) as gpumon_framework_*_bytes."},
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) -- "
+     "publish the allocator's figures (None: unknown) as gpumon_framework_*_bytes."},
     {"close", exp_close, METH_NOARGS, "close() -- stop serving (idempotent)."},
     {NULL, NULL, 0, NULL},
 };

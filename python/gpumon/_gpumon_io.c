@@ -217,9 +217,10 @@ int gpx_parse_framework(PyObject *args, gpumon_framework_sample *f)
 	unsigned pid;
 	int device;
 	long long step;
-	PyObject *a, *res, *mx;
+	PyObject *a, *res, *mx, *lim;
 	const char *fw;
-	if (!PyArg_ParseTuple(args, "KIiLOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &fw))
+	int limit_known;
+	if (!PyArg_ParseTuple(args, "KIiLOOOOs:framework", &t_ns, &pid, &device, &step, &a, &res, &mx, &lim, &fw))
 		return -1;
 	memset(f, 0, sizeof *f);
 	f->t_ns = t_ns;
@@ -229,12 +230,13 @@ int gpx_parse_framework(PyObject *args, gpumon_framework_sample *f)
 	snprintf(f->framework, sizeof f->framework, "%s", fw);
 	if (gpx_opt_u64(a, &f->allocated_bytes, &f->allocated_known, "allocated") ||
 	    gpx_opt_u64(res, &f->reserved_bytes, &f->reserved_known, "reserved") ||
-	    gpx_opt_u64(mx, &f->max_allocated_bytes, &f->max_allocated_known, "max_allocated"))
+	    gpx_opt_u64(mx, &f->max_allocated_bytes, &f->max_allocated_known, "max_allocated") ||
+	    gpx_opt_u64(lim, &f->limit_bytes, &limit_known, "limit"))
 		return -1;
 	return 0;
 }
 
-/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) */
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) */
 static PyObject *rec_framework(PyObject *op, PyObject *args)
 {
 	gpumon_recording *r = rec_get((RecordingObject *)op);
@@ -416,8 +418,8 @@ static PyObject *rec_close(PyObject *op, PyObject *args)
 
 static PyMethodDef rec_methods[] = {
     {"framework", rec_framework, METH_VARARGS,
-     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, framework) -- a "
-     "framework sample (None: unknown)."},
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) -- a "
+     "framework sample (None: unknown; limit: the allocator's cap, None or 0 when none is known)."},
     {"device", rec_device, METH_VARARGS,
      "device(dev, t_ns, memory_api, total, used, free, reserved, util_gpu_pct) -- a device sample."},
     {"processes", rec_processes, METH_VARARGS,

@@ -138,7 +138,7 @@ class RecordSink(Sink):
     def write(self, s) -> None:
         if s.allocated is not None or s.reserved is not None or s.peak is not None:
             self.rec.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
-                               s.allocated, s.reserved, s.peak, s.framework)
+                               s.allocated, s.reserved, s.peak, s.cap, s.framework)
         if self.dev is not None and s.device_total is not None:
             self.rec.device(self.dev, s.t_ns, s.memory_api or 0, s.device_total, s.device_used,
                             s.device_free, s.device_reserved, s.util_gpu)
@@ -165,7 +165,7 @@ class PrometheusSink(Sink):
     def write(self, s) -> None:
         if s.allocated is not None or s.reserved is not None or s.peak is not None:
             self.exporter.framework(s.t_ns, self.pid, s.device if s.device is not None else -1, s.step,
-                                    s.allocated, s.reserved, s.peak, s.framework)
+                                    s.allocated, s.reserved, s.peak, s.cap, s.framework)
 
     def close(self) -> None:
         self.exporter.close()
@@ -178,10 +178,8 @@ class RunSocketSink(Sink):
 
     MAX_PENDING = 256 << 10
 
-    def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int],
-                 cap: Optional[Callable[[], Optional[int]]] = None):
+    def __init__(self, path: str, framework: str, version: Optional[str], device: Optional[int]):
         self.what = f"gpumon run socket {path}"
-        self.cap = cap  # the allocator's cap set in the code, sent as "limit"
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(1.0)
         try:
@@ -222,9 +220,8 @@ class RunSocketSink(Sink):
             if self.device is not None:
                 m["device"] = self.device
             m.update(figures)
-            limit = self.cap() if self.cap else None
-            if limit:
-                m["limit"] = int(limit)
+            if s.cap:  # the allocator's cap set in the code
+                m["limit"] = int(s.cap)
             self._send(m)
         self._send({"type": "step", "step": s.step, "t": s.time})
 

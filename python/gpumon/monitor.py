@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
-"""GPUMonitor: every N training steps, what the framework's allocator holds (allocated, peak,
-reserved), what this process holds on the GPU according to the driver (NVML), the device's
-figures, and the gap between the two views; online leak alerts from libgpumon's detector."""
+"""GPUMonitor: a few times a second (or every N training steps), what the framework's allocator
+holds (allocated, peak, reserved), what this process holds on the GPU according to the driver
+(NVML), the device's figures, and the gap between the two views. Every sample feeds libgpumon's
+run model, which decides the leak and headroom alerts and the verdict; this file only words them."""
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import sys
@@ -13,7 +15,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Dict, List, Optional
 
-from . import _gpumon
+from . import _gpumon, _words
 from ._frameworks import Adapter, make_adapter, nvml_index
 from ._sinks import (CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, RunSocketSink, Sink,
                      TensorBoardSink, human)
@@ -23,13 +25,22 @@ log = logging.getLogger("gpumon")
 _NO_DRIVER = (-3, -4, -8)  # GPUMON_E_NO_LIBRARY, GPUMON_E_DRIVER, GPUMON_E_NO_PERMISSION
 _FOREVER = 1 << 62
 
+# The default pace: a sample at the first step boundary at least this long after the last one.
+# Four a second give the leak detector enough points to alert within seconds whatever the step
+# time, and cost little: a torch read is ~83 us (H200, torch 2.11), so 0.03 % of the time.
+SAMPLE_PERIOD_NS = 250_000_000
+
+# The clock of every sample and record (CLOCK_MONOTONIC, as libgpumon's); one name, so a test can
+# run a monitor on a clock of its own.
+_now_ns = time.monotonic_ns
+
 
 class GpumonWarning(UserWarning):
     """Base of gpumon's warnings."""
 
 
 class LeakWarning(GpumonWarning):
-    """The leak detector says the allocated floor keeps rising."""
+    """The run model's leak detector says the memory floor keeps rising."""
 
 
 class HeadroomWarning(GpumonWarning):
@@ -45,13 +56,14 @@ class Sample:
 
     step, time (Unix seconds), t_ns (CLOCK_MONOTONIC ns), framework, device (the framework's
     index); allocated / peak / reserved / max_reserved (the framework's allocator; peak is the
-    run's peak, kept across section() resets); process (this process on the GPU, from NVML);
+    run's peak, kept across section() resets); cap (the allocator's cap set in the code, e.g.
+    torch.cuda.set_per_process_memory_fraction); process (this process on the GPU, from NVML);
     device_used / device_reserved (by the driver) / device_free / device_total; util_gpu (%);
     unaccounted = process - reserved (CUDA context, library workspaces, other allocators).
     """
 
     __slots__ = ("step", "time", "t_ns", "framework", "device", "allocated", "peak", "reserved",
-                 "max_reserved", "process", "device_used", "device_reserved", "device_free",
+                 "max_reserved", "cap", "process", "device_used", "device_reserved", "device_free",
                  "device_total", "util_gpu", "memory_api")
 
     def __init__(self, **kw: Any):
@@ -180,19 +192,46 @@ def _logger_warn(logger: Any) -> Callable[[str], None]:
     return log.warning
 
 
+_identity: Dict[str, Optional[str]] = {}
+
+
+def _own_command() -> Optional[str]:
+    """This process's command line, as /proc has it (the model names processes by it)."""
+    if "command" not in _identity:
+        try:
+            with open("/proc/self/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            cmd = " ".join([sys.executable] + sys.argv).strip()
+        _identity["command"] = cmd or None
+    return _identity["command"]
+
+
+def _own_user() -> Optional[str]:
+    if "user" not in _identity:
+        try:
+            import pwd
+            _identity["user"] = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError):
+            _identity["user"] = str(os.getuid())
+    return _identity["user"]
+
+
 class GPUMonitor:
     """Watches GPU memory from inside a training loop.
 
-        mon = gpumon.GPUMonitor(interval=50)   # framework="auto": the one already imported
+        mon = gpumon.GPUMonitor()   # framework="auto": the one already imported
         for batch in loader:
             ...
-            mon.step()                          # every 50th call takes a sample
-        mon.close()                             # or: with gpumon.GPUMonitor() as mon: ...
+            mon.step()               # a sample when 0.25 s have passed since the last one
+        mon.close()                  # or: with gpumon.GPUMonitor() as mon: ...
 
     Arguments:
       device     the framework's GPU: None (current), an int, "cuda:N" / "gpu:N", a torch.device
                  or a paddle.CUDAPlace. CUDA order; mapped to NVML by UUID or CUDA_VISIBLE_DEVICES.
-      interval   steps between samples (a positive int). step() costs well under 1 us otherwise.
+      interval   None (default): step() samples at the first step and then at the first step
+                 boundary at least 0.25 s after the last sample; a positive int N: every N-th
+                 step instead. step() costs well under 1 us when it does not sample.
       framework  "auto", "torch", "paddle" or "none" (NVML only: this process's figure).
       logger     None: a line per sample on logger "gpumon" (to stderr unless logging is set up);
                  a logging.Logger; any callable taking the line; False: no lines.
@@ -203,10 +242,12 @@ class GPUMonitor:
       prometheus_port  serve /metrics on 127.0.0.1:PORT from this process (0: a free port; see
                  .prometheus_address): libgpumon's exporter, the metrics of `gpumon serve`
                  (docs/metrics.md) plus this process's allocator figures at each sample.
-      on_alert   called once per alert with a dict (kind "leak" or "headroom", message, figures).
+      on_alert   called once per alert with a dict: the alert as the run model's document has
+                 it (kind "leak" or "headroom", figures), plus message and step.
       min_headroom  warn when the GPU's free memory falls below this share of its total (0..1;
                  None: never).
-      leak_detection  feed libgpumon's leak detector with allocated bytes at each sample.
+      leak_detection  warn when the run model's leak detector alerts (on the allocator's
+                 allocated bytes, else this process's NVML figure); leak() gives its verdict.
 
     Under `gpumon run` (GPUMON_RUN_SOCKET set), samples and steps also go to the launcher.
     Without an NVIDIA driver, torch/paddle figures are still taken (NVML fields None, one
@@ -214,14 +255,16 @@ class GPUMonitor:
     Errors at construction: ValueError (bad argument, device out of range), OSError (a path).
     """
 
-    def __init__(self, device: Any = None, interval: int = 50, framework: str = "auto", logger: Any = None,
+    def __init__(self, device: Any = None, interval: Optional[int] = None, framework: str = "auto", logger: Any = None,
                  csv: Any = None, jsonl: Any = None, tensorboard: Any = None, record: Any = None,
                  on_alert: Optional[Callable[[Dict[str, Any]], Any]] = None, min_headroom: Optional[float] = 0.05,
                  leak_detection: bool = True, prometheus_port: Optional[int] = None):
         self._closed = True
         self._countdown = _FOREVER
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
-            raise ValueError(f"interval must be a positive whole number of steps, got {interval!r}")
+        self._next_ns = _FOREVER
+        if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0):
+            raise ValueError(f"interval must be None (a sample every 0.25 s) or a positive whole number of steps, "
+                             f"got {interval!r}")
         if min_headroom is not None and (isinstance(min_headroom, bool) or not isinstance(min_headroom, (int, float))
                                          or not 0 <= min_headroom < 1):
             raise ValueError(f"min_headroom must be a share of the GPU's memory in [0, 1) or None, got {min_headroom!r}")
@@ -245,10 +288,12 @@ class GPUMonitor:
                 raise
             warnings.warn(f"gpumon: NVML is not available ({e}); GPUMonitor goes on with {self.framework}'s "
                           "figures only (process and device figures not available)", GpumonWarning, stacklevel=2)
+        info = None
         if self._nvml is not None:
             try:
                 self.nvml_index = nvml_index(self._nvml, self.adapter)
-                self._total = self._nvml.device_info(self.nvml_index)["memory_total_bytes"]
+                info = self._nvml.device_info(self.nvml_index)
+                self._total = info["memory_total_bytes"]
             except Exception:
                 self._nvml.close()
                 raise
@@ -258,9 +303,10 @@ class GPUMonitor:
         self._on_alert = on_alert
         self._min_headroom = min_headroom
         self._emit = emit
-        self._leak = _gpumon.Leak() if leak_detection else None
-        self._leak_alerted = False
-        self._headroom_low = False
+        self._leak_detection = bool(leak_detection)
+        self._model = self._make_model(info, min_headroom)
+        self._nalerts = 0        # the model's alerts seen so far
+        self._job_told = False   # the JOB record for this process was fed
         self._steps = 0
         self._samples = 0
         self._peak_carry = 0
@@ -281,10 +327,29 @@ class GPUMonitor:
         except BaseException:
             self.close()
             raise
-        self._countdown = interval
+        self._countdown = interval or _FOREVER
+        self._next_ns = 0 if interval is None else _FOREVER
         _open_monitors.add(self)
 
     # ---- construction helpers ----------------------------------------------------------------
+
+    def _make_model(self, info: Optional[Dict[str, Any]], min_headroom: Optional[float]):
+        """The run model of this process: a run whose job is this process, alone on its GPU as far
+        as the model is told (the GPU's other processes are in a recording, not here)."""
+        model = _gpumon.Model(kind="run", command=_own_command(), job_pid=self._pid,
+                              headroom=float(min_headroom or 0.0), cuda_visible_devices=self._device_map())
+        if info is not None:
+            model.add_device(self.nvml_index, info["name"], info["uuid"], info["memory_total_bytes"])
+        return model
+
+    def _device_map(self) -> Optional[str]:
+        """The monitor matched the framework's device to an NVML index (by UUID, through
+        CUDA_VISIBLE_DEVICES, or by the same index): told to the model in the form it reads, a
+        CUDA_VISIBLE_DEVICES whose entry at the framework's index is that NVML index (the entries
+        before it name no GPU, and no record names them)."""
+        if self.nvml_index is None:
+            return None
+        return ",".join(["none"] * self.device + [str(self.nvml_index)])
 
     def _open_sinks(self, emit, csv, jsonl, tensorboard, record, prometheus_port) -> None:
         if emit is not None:
@@ -308,8 +373,7 @@ class GPUMonitor:
         path = os.environ.get("GPUMON_RUN_SOCKET")
         if path:
             try:
-                self._sinks.append(RunSocketSink(path, self.framework, self.adapter.version, self.device,
-                                                 cap=self.adapter.cap))
+                self._sinks.append(RunSocketSink(path, self.framework, self.adapter.version, self.device))
             except OSError as e:  # never stop training for the launcher
                 warnings.warn(f"gpumon: cannot reach gpumon run's socket {path}: {e}; not reporting to it",
                               SinkWarning, stacklevel=3)
@@ -317,8 +381,15 @@ class GPUMonitor:
     # ---- the training loop ----------------------------------------------------------------------
 
     def step(self) -> Optional[Sample]:
-        """Counts one training step; every interval-th call takes and returns a sample."""
+        """Counts one training step and returns a sample when one is due (else None): by default
+        at the first step and then once 0.25 s have passed since the last sample; with
+        interval=N at every N-th step."""
         self._steps += 1
+        if self._next_ns != _FOREVER:  # by time: one clock read a step (~50 ns)
+            t_ns = _now_ns()
+            if t_ns < self._next_ns:
+                return None
+            return self._take(self._steps, t_ns)
         self._countdown -= 1
         if self._countdown:
             return None
@@ -329,24 +400,26 @@ class GPUMonitor:
         """Takes a sample now (at step `step`, default the steps counted) and sends it to the sinks."""
         if self._closed:
             raise ValueError("the GPUMonitor is closed")
-        st = self._steps if step is None else int(step)
-        t_ns = time.monotonic_ns()
+        return self._take(self._steps if step is None else int(step), _now_ns())
+
+    def _take(self, st: int, t_ns: int) -> Sample:
         wall = time.time()
         alloc, peak, res, max_res = self.adapter.read()
         if peak is not None:
             peak = max(peak, self._peak_carry)
+        cap = self.adapter.cap() if alloc is not None else None
         s = Sample(step=st, time=wall, t_ns=t_ns, framework=self.framework, device=self.device, allocated=alloc,
-                   peak=peak, reserved=res, max_reserved=max_res)
+                   peak=peak, reserved=res, max_reserved=max_res, cap=cap)
         if self._nvml is not None:
             self._read_nvml(s)
+        if self._next_ns != _FOREVER:
+            self._next_ns = t_ns + SAMPLE_PERIOD_NS
         self._samples += 1
         self.last = s
         self._keep_stats(s)
+        self._feed_model(s)
         self._fan_out(s)
-        if self._leak is not None:
-            self._feed_leak(s)
-        if self._min_headroom is not None and s.device_free is not None and s.device_total:
-            self._check_headroom(s)
+        self._check_alerts(s)
         return s
 
     def _read_nvml(self, s: Sample) -> None:
@@ -370,6 +443,20 @@ class GPUMonitor:
             self._nvml.close()
             self._nvml = None
 
+    def _feed_model(self, s: Sample) -> None:
+        """The sample as records of the run model, all at the sample's moment: this process is the
+        job; the GPU's figures and this process's figure as NVML gives them; the allocator's."""
+        m, t = self._model, s.t_ns
+        if not self._job_told:
+            m.job(t, self._pid)
+            self._job_told = True
+        if s.device_total is not None and s.device_used is not None and s.device_free is not None:
+            m.device(t, self.nvml_index, s.device_used, s.device_free, s.device_total, s.device_reserved)
+            if s.process is not None:
+                m.process(t, self.nvml_index, self._pid, s.process, _own_user(), _own_command())
+        if s.allocated is not None or s.reserved is not None or s.peak is not None:
+            m.framework(t, self._pid, self.device, s.step, s.allocated, s.reserved, s.peak, s.cap, self.framework)
+
     def _keep_stats(self, s: Sample) -> None:
         st = self._stats
         for k, v in (("allocated", s.allocated), ("peak", s.peak), ("reserved", s.max_reserved or s.reserved),
@@ -384,8 +471,9 @@ class GPUMonitor:
             except Exception as e:
                 self._drop_sink(sink, e)
 
-    def _event(self, kind: str, text: str) -> None:
-        t_ns = time.monotonic_ns()
+    def _event(self, kind: str, text: str, t_ns: Optional[int] = None) -> None:
+        t_ns = _now_ns() if t_ns is None else t_ns
+        self._model.event(t_ns, kind, text)
         for sink in list(self._sinks):
             try:
                 sink.event(t_ns, kind, text)
@@ -406,60 +494,22 @@ class GPUMonitor:
 
     # ---- alerts ---------------------------------------------------------------------------------
 
-    def _feed_leak(self, s: Sample) -> None:
-        figure, what = s.allocated, f"{self.framework} allocated"
-        if figure is None:
-            figure, what = s.process, "this process on the GPU (NVML)"
-        if figure is None:
-            return
-        # out of memory at the device's size, or at the allocator's cap when the code set one
-        limit = self._total or 0
-        cap = self.adapter.cap() if s.allocated is not None else None
-        if cap and (not limit or cap < limit):
-            limit = cap
-        try:
-            self._leak.add(s.step, s.t_ns, figure, limit)
-        except ValueError:  # a step counter that went back: a new series
-            self._leak = _gpumon.Leak()
-            self._leak_alerted = False
-            self._leak.add(s.step, s.t_ns, figure, limit)
-            return
-        if self._leak_alerted:
-            return
-        r = self._leak.result()
-        if not r["alert"]:
-            return
-        self._leak_alerted = True
-        rate = r["rate_bytes_per_step"]
-        start = f" since step {r['start_step']}" if r["start_step"] is not None else ""
-        oom = ""
-        if r["steps_to_oom"] is not None:
-            oom = f"; out of memory in about {r['steps_to_oom']:,.0f} steps at this rate"
-            if r["seconds_to_oom"] is not None:
-                oom += f" (~{r['seconds_to_oom'] / 60:,.1f} min)"
-        msg = (f"gpumon: memory leak suspected on GPU {self.device} ({what}): the floor rises by "
-               f"{human(rate)} per step{start}{oom}")
-        self._alert("leak", msg, LeakWarning, dict(r, figure=what, step=s.step))
+    def _check_alerts(self, s: Sample) -> None:
+        """The alerts the model gave on this sample's records, worded and told."""
+        for a in self._model.alerts(self._nalerts):
+            self._nalerts += 1
+            if a["kind"] == "leak" and self._leak_detection:
+                self._alert(a, _words.leak_alert(a, self.device), LeakWarning, s)
+            elif a["kind"] == "headroom" and self._min_headroom is not None:
+                self._alert(a, _words.headroom_alert(a, self.device, self._min_headroom, s.step), HeadroomWarning, s)
 
-    def _check_headroom(self, s: Sample) -> None:
-        share = s.device_free / s.device_total
-        if share >= self._min_headroom:
-            self._headroom_low = False
-            return
-        if self._headroom_low:
-            return
-        self._headroom_low = True
-        msg = (f"gpumon: GPU {self.device} has {human(s.device_free)} free ({share:.1%} of {human(s.device_total)}), "
-               f"below the {self._min_headroom:.0%} headroom at step {s.step}")
-        self._alert("headroom", msg, HeadroomWarning,
-                    {"free_bytes": s.device_free, "total_bytes": s.device_total, "step": s.step})
-
-    def _alert(self, kind: str, msg: str, category: type, info: Dict[str, Any]) -> None:
-        a = dict(info, kind=kind, message=msg)
+    def _alert(self, info: Dict[str, Any], msg: str, category: type, s: Sample) -> None:
+        a = dict(info, message=msg, step=s.step)
         self.alerts.append(a)
         warnings.warn(msg, category, stacklevel=4)
         self._warn_line(msg)
-        self._event("alert", msg)
+        # at the sample's moment, the model's alert's: a report of the recording sees it was told
+        self._event("alert", msg, s.t_ns)
         if self._on_alert is not None:
             self._on_alert(a)
 
@@ -559,8 +609,14 @@ class GPUMonitor:
     # ---- the end ----------------------------------------------------------------------------------
 
     def leak(self) -> Optional[Dict[str, Any]]:
-        """The leak detector's current verdict (a dict), or None when leak detection is off."""
-        return self._leak.result() if self._leak is not None else None
+        """The run model's verdict so far: the document's "leak" object (verdict "leak", "none" or
+        "insufficient_data", the series, rate, start, steps and seconds to out-of-memory and what
+        bounds them), None when leak detection is off or nothing was measured yet."""
+        return self._model.verdict() if self._leak_detection else None
+
+    def report(self) -> Dict[str, Any]:
+        """The run model's whole document so far, in the shape of gpumon.report(path)."""
+        return json.loads(self._model.document())
 
     def summary(self) -> Dict[str, Any]:
         """The run so far: steps, samples, peaks (bytes), the leak verdict, alerts, sections."""
@@ -579,12 +635,8 @@ class GPUMonitor:
         lines = [f"gpumon: {s['steps']} steps, {s['samples']} samples ({s['framework']}, GPU {s['device']})",
                  f"  peak allocated {human(s['peak_allocated_bytes'])}, reserved {human(s['peak_reserved_bytes'])}, "
                  f"process {human(s['peak_process_bytes'])} of {human(s['device_total_bytes'])}"]
-        lk = s["leak"]
-        if lk is not None:
-            if lk["verdict"] == "suspected":
-                lines.append(f"  leak: suspected, {human(lk['rate_bytes_per_step'])} per step")
-            else:
-                lines.append(f"  leak: {lk['verdict'].replace('_', ' ')}")
+        if self._leak_detection:
+            lines.append(f"  leak: {_words.verdict(s['leak'])}")
         for name, v in s["sections"].items():
             lines.append(f"  section {name}: {v['count']}x, peak +{human(v['max_peak_delta_bytes'])}")
         return "\n".join(lines)
@@ -595,6 +647,7 @@ class GPUMonitor:
             return
         self._closed = True
         self._countdown = _FOREVER
+        self._next_ns = _FOREVER
         _open_monitors.discard(self)
         for sink in self._sinks:
             try:

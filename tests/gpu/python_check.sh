@@ -3,10 +3,11 @@
 # python_check.sh — the Python package on a real GPU with real torch, from the repository root:
 #   bash tests/gpu/python_check.sh          (results in ./gpu-out, or in $OUT when set)
 # Builds libgpumon, gpumon and the extension in Release, then runs tests/gpu/python_check.py
-# (leak flagged within 200 steps, clean loop not flagged, section() against torch's own peaks,
-# TensorBoard read back by EventAccumulator, the process figure against pynvml, a record= recording
-# against pynvml and `gpumon report`, the example under `gpumon run`, a training loop's slowdown at
-# the default interval, step() cost) and bench/bench_python.py; arguments go to python_check.py
+# (leak flagged within 100 steps sampled every step and within 30 s at the default sampling, clean
+# loop not flagged, section() against torch's own peaks, TensorBoard read back by EventAccumulator,
+# the process figure against pynvml, a record= recording against pynvml, `gpumon report` and
+# gpumon.report(), the example under `gpumon run`, a training loop's slowdown at the default
+# sampling, step() cost) and bench/bench_python.py; arguments go to python_check.py
 # (--only record,run: just those checks). Needs torch with CUDA and tensorboard; pynvml optional.
 # About 2-3 minutes;
 # stops within 4 (PY_CHECK_DEADLINE_S). Files in $OUT (3): python_check.txt python_check.json

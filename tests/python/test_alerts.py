@@ -1,26 +1,28 @@
 # SPDX-License-Identifier: MIT
-"""Alerts: libgpumon's leak detector fed online with allocated bytes (one warning through
-`warnings` and the logger, with the rate and steps to out-of-memory, on_alert called once), and
-the headroom threshold."""
+"""Alerts: the run model fed online with the samples' records, its leak alert worded once (through
+`warnings` and the logger: the rate, where it started, steps and time to out-of-memory and what
+bounds them, on_alert called once with the model's figures), and the headroom threshold."""
 import logging
 import random
 import warnings
 
 import pytest
 
-from conftest import GIB, MIB, h200
+from conftest import GIB, MIB, TOTAL, h200
 
 import gpumon
+from gpumon._sinks import human
 
 
 def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1):
     """A loop: 2 GiB of weights, activations of random size freed each step, a warm-up that grows
-    the floor by 300 MiB over `warmup` steps, and a leak kept forever."""
+    the floor by 300 MiB over `warmup` steps, fast at first and slowing down as caches fill, and a
+    leak kept forever."""
     rnd = random.Random(seed)
     torch._fake.alloc(2 * GIB)
     for i in range(steps):
         if i < warmup:
-            torch._fake.alloc(300 * MIB // warmup)
+            torch._fake.alloc(300 * MIB * (warmup - i) // (warmup * (warmup + 1) // 2))
         act = rnd.choice([64, 128, 256, 384, 512]) * MIB
         torch._fake.alloc(act)
         torch._fake.free(act)
@@ -40,21 +42,29 @@ def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog):
     leak_w = [x for x in w if issubclass(x.category, gpumon.LeakWarning)]
     assert len(leak_w) == 1 and len(alerts) == 1
     a = alerts[0]
-    assert a["kind"] == "leak" and a["alert"] is True
-    assert a["step"] <= 200, "flagged within 200 steps"
+    assert a["kind"] == "leak" and a["alert"] is True and a["verdict"] == "leak"
+    assert a["series"]["kind"] == "framework" and a["series"]["framework"] == "torch"
+    assert a["step"] <= 100, "flagged within 100 steps"
     assert abs(a["rate_bytes_per_step"] - 4 * MIB) < 0.05 * 4 * MIB
-    assert a["steps_to_oom"] is not None and a["steps_to_oom"] > 0
+    assert a["steps_to_oom"] is not None and a["steps_to_oom"] > 0 and a["seconds_to_oom"] is not None
+    # the GPU's free memory bounds it: the fake card has 40 GiB used (and its reserve) of its total
+    assert a["room"] == "free" and a["room_bytes"] == TOTAL - 40 * GIB - 644939776
     msg = str(leak_w[0].message)
     assert msg == a["message"]
-    assert "memory leak suspected on GPU 0 (torch allocated)" in msg
-    assert "4.0 MiB per step" in msg and "out of memory in about" in msg
+    # worded from the model's figures, none computed here
+    assert msg.startswith("gpumon: memory leak suspected on GPU 0: torch's allocated memory rises by 4.0 MiB "
+                          f"a step from step {a['start_step']}; ")
+    assert f"out of memory in about {a['steps_to_oom']:,.0f} more steps (about " in msg
+    assert f"at this rate, against the GPU's free memory ({human(a['room_bytes'])} left)" in msg
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [msg]
     assert mon.summary()["alerts"][0]["kind"] == "leak"
+    assert mon.leak()["verdict"] == "leak" and mon.leak()["alert"] is True
 
 
 def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
     """torch.cuda.set_per_process_memory_fraction(0.1): the allocator stops at 10 % of the card, and
-    so does the projection; a torch that cannot tell its fraction gets the card's size."""
+    so does the projection; a torch that cannot tell its fraction is bounded by the GPU's free
+    memory (the model's nearest bound)."""
     scenario(h200())
     torch.cuda.set_per_process_memory_fraction(0.1)
 
@@ -68,11 +78,14 @@ def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
                 training(torch, mon, 400, leak_per_step=4 * MIB)
         return alerts[0]
     capped = leak_at()
-    # 10 % of 140.4 GiB = 14.0 GiB; about 2.7 GiB held when it alerts: some 2,900 steps of 4 MiB left
-    assert 2400 < capped["steps_to_oom"] < 3200, capped
+    # 10 % of 140.4 GiB = 14.0 GiB; about 2.7 GiB reserved when it alerts: some 2,900 steps of 4 MiB left
+    assert capped["room"] == "cap" and 2400 < capped["steps_to_oom"] < 3200, capped
+    assert "against the cap set on the allocator" in capped["message"]
     monkeypatch.delattr(torch.cuda, "get_per_process_memory_fraction")  # torch before 2.9
     uncapped = leak_at()
-    assert uncapped["steps_to_oom"] > 30000, uncapped
+    # the free memory of the card: 140.4 GiB - 40 GiB used - 0.6 GiB reserved, 25,549 steps of 4 MiB
+    assert uncapped["room"] == "free" and 25000 < uncapped["steps_to_oom"] < 26000, uncapped
+    assert "against the GPU's free memory" in uncapped["message"]
 
 
 def test_the_cap_goes_to_gpumon_run_as_limit(scenario, torch, monkeypatch, tmp_path):
@@ -123,12 +136,17 @@ def test_leak_detection_off(scenario, torch):
 
 
 def test_explicit_steps_that_go_back_start_a_new_series(scenario, torch):
+    """A restarted step counter is a new segment of the framework's series in the model (the run's
+    verdict is then the segment the model's rule picks: with too little data in both, the longer)."""
     scenario(h200())
     with gpumon.GPUMonitor(interval=1, logger=False) as mon:
         mon.sample(step=10)
         mon.sample(step=11)
         mon.sample(step=0)   # a restarted counter: no error, a new series
-        assert mon.leak()["points"] == 1
+        series = [(v["series"]["segment"], v["points"]) for v in mon.report()["series"]
+                  if v["series"]["kind"] == "framework"]
+        assert series == [(0, 2), (1, 1)]
+        assert mon.leak()["points"] == 2
 
 
 def test_headroom_warns_once(scenario, torch):

@@ -137,11 +137,15 @@ def test_auto_picks_the_imported_framework(scenario, no_frameworks):
 
 
 def test_none_framework_feeds_leak_detector_with_process_figure(scenario, no_frameworks):
+    """Without a framework the model judges this process's NVML figure (the job's series). NVML
+    series are judged at the GPU's rows, and a row comes before the processes listed at the same
+    moment (as a recording is read back): three samples give that series two points."""
     scenario(h200())
     with gpumon.GPUMonitor(framework="none", interval=1, logger=False) as mon:
         for _ in range(3):
             mon.step()
-        assert mon.leak()["points"] == 3
+        v = mon.leak()
+        assert v["series"]["kind"] == "job" and v["series"]["dev"] == 0 and v["points"] == 2
 
 
 @pytest.mark.parametrize("dev", [1, "cuda:1", "gpu:1"])
@@ -240,9 +244,12 @@ def test_summary(scenario, torch):
     assert s["peak_allocated_bytes"] == 100 * MIB
     assert s["peak_process_bytes"] == 3 * GIB
     assert s["device_total_bytes"] == TOTAL
-    assert s["leak"]["verdict"] == "insufficient_data"
+    assert s["leak"]["verdict"] == "insufficient_data" and s["leak"]["points"] == 5
+    assert s["leak"]["series"] == {"kind": "framework", "dev": 0, "pid": os.getpid(), "device": 0, "segment": 0,
+                                   "framework": "torch"}
     assert s["alerts"] == [] and s["failed_sinks"] == []
     assert "10 steps, 5 samples" in mon.summary_text()
+    assert "leak: not enough data to tell (5 points)" in mon.summary_text()
 
 
 def test_help_is_useful():

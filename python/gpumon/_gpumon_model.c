@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/* _gpumon_model.c — the extension's Model type (libgpumon's run model, fed record by record by
+ * GPUMonitor, which asks it for alerts and the verdict instead of deciding them) and report(path),
+ * a recording read into a model and returned as its JSON document, as `gpumon report --json`. */
+#include "_gpumon.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+	PyObject_HEAD gpumon_model *m;
+} ModelObject;
+
+/* json.loads(text): the document's pieces reach Python in the document's own shape. */
+static PyObject *json_loads(const char *text)
+{
+	PyObject *json = PyImport_ImportModule("json");
+	if (!json)
+		return NULL;
+	PyObject *r = PyObject_CallMethod(json, "loads", "s", text);
+	Py_DECREF(json);
+	return r;
+}
+
+static int model_init(PyObject *op, PyObject *args, PyObject *kw)
+{
+	ModelObject *self = (ModelObject *)op;
+	static char *kwlist[] = {"kind", "command", "job_pid", "limit", "headroom", "cuda_visible_devices",
+				 "timelines", NULL};
+	const char *kind = NULL, *command = NULL, *cvd = NULL;
+	unsigned job_pid = 0;
+	unsigned long long limit = 0;
+	double headroom = 0;
+	int timelines = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzIKdzp:Model", kwlist, &kind, &command, &job_pid, &limit,
+					 &headroom, &cvd, &timelines))
+		return -1;
+	if (!(headroom >= 0 && headroom < 1)) {
+		char msg[96];
+		snprintf(msg, sizeof msg, "headroom must be a share of the GPU's memory in [0, 1), got %g", headroom);
+		PyErr_SetString(PyExc_ValueError, msg);
+		return -1;
+	}
+	gpumon_model_destroy(self->m);
+	self->m = NULL;
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = kind, .command = command, .job_pid = job_pid,
+				.exit_status = -1};
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.flags = timelines ? GPUMON_MODEL_TIMELINES : 0;
+	cfg.meta = &meta;
+	cfg.limit_bytes = limit;
+	cfg.cuda_visible_devices = cvd;
+	cfg.headroom_share = headroom;
+	int rc = gpumon_model_create(&cfg, &self->m);
+	if (rc) {
+		gpx_raise(rc, "could not create the run model");
+		return -1;
+	}
+	return 0;
+}
+
+static void model_dealloc(PyObject *op)
+{
+	gpumon_model_destroy(((ModelObject *)op)->m);
+	gpx_free_self(op);
+}
+
+static gpumon_model *model_get(PyObject *op)
+{
+	gpumon_model *m = ((ModelObject *)op)->m;
+	if (!m)
+		PyErr_SetString(PyExc_ValueError, "the model is not initialised");
+	return m;
+}
+
+/* Feeds one record, raising with the model's message when it is refused. */
+static PyObject *feed(gpumon_model *m, const gpumon_record *r)
+{
+	int rc = gpumon_model_add(m, r, 1);
+	if (rc)
+		return gpx_raise(rc, gpumon_model_errmsg(m));
+	Py_RETURN_NONE;
+}
+
+/* A str or None into buf (truncated); sets *known. Returns 0, or -1 with TypeError. */
+static int opt_str(PyObject *o, char *buf, size_t len, int *known, const char *what)
+{
+	*known = 0;
+	buf[0] = 0;
+	if (o == Py_None)
+		return 0;
+	const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, NULL) : NULL;
+	if (!s) {
+		if (!PyErr_Occurred())
+			PyErr_Format(PyExc_TypeError, "%s must be a str or None", what);
+		return -1;
+	}
+	snprintf(buf, len, "%s", s);
+	*known = 1;
+	return 0;
+}
+
+/* add_device(index, name=None, uuid=None, total=None) */
+static PyObject *model_add_device(PyObject *op, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"index", "name", "uuid", "total", NULL};
+	gpumon_model *m = model_get(op);
+	unsigned index;
+	PyObject *name = Py_None, *uuid = Py_None, *total = Py_None;
+	if (!m || !PyArg_ParseTupleAndKeywords(args, kw, "I|OOO:add_device", kwlist, &index, &name, &uuid, &total))
+		return NULL;
+	gpumon_device_info di;
+	memset(&di, 0, sizeof di);
+	di.index = index;
+	int known;
+	if (opt_str(name, di.name, sizeof di.name, &known, "name"))
+		return NULL;
+	di.present |= known ? GPUMON_INFO_NAME : 0;
+	if (opt_str(uuid, di.uuid, sizeof di.uuid, &known, "uuid"))
+		return NULL;
+	di.present |= known ? GPUMON_INFO_UUID : 0;
+	if (gpx_opt_u64(total, &di.memory_total_bytes, &known, "total"))
+		return NULL;
+	di.present |= known ? GPUMON_INFO_MEMORY_TOTAL : 0;
+	int rc = gpumon_model_device(m, &di);
+	if (rc)
+		return gpx_raise(rc, "the model refused the device (index too large?)");
+	Py_RETURN_NONE;
+}
+
+/* device(t_ns, dev, used, free, total, reserved=None): a DEVICE record of its memory figures. */
+static PyObject *model_device(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	unsigned long long t_ns, used, fr, total;
+	unsigned dev;
+	PyObject *res = Py_None;
+	if (!m || !PyArg_ParseTuple(args, "KIKKK|O:device", &t_ns, &dev, &used, &fr, &total, &res))
+		return NULL;
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_DEVICE;
+	r.dev = dev;
+	r.t_ns = r.sample.t_ns = t_ns;
+	r.sample.present = GPUMON_F_MEMORY;
+	r.sample.memory_api = GPUMON_MEMAPI_V1;
+	r.sample.memory_used_bytes = used;
+	r.sample.memory_free_bytes = fr;
+	r.sample.memory_total_bytes = total;
+	int known;
+	if (gpx_opt_u64(res, &r.sample.memory_reserved_bytes, &known, "reserved"))
+		return NULL;
+	if (known) {
+		r.sample.present |= GPUMON_F_MEM_RESERVED;
+		r.sample.memory_api = GPUMON_MEMAPI_V2;
+	}
+	/* interval_samples 0: one sample, no extremes between records */
+	return feed(m, &r);
+}
+
+/* process(t_ns, dev, pid, used, user=None, command=None): a PROCESS record (used None: listed,
+ * figure not available). */
+static PyObject *model_process(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	unsigned long long t_ns;
+	unsigned dev, pid;
+	PyObject *used, *user = Py_None, *command = Py_None;
+	if (!m || !PyArg_ParseTuple(args, "KIIO|OO:process", &t_ns, &dev, &pid, &used, &user, &command))
+		return NULL;
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_PROCESS;
+	r.dev = dev;
+	r.t_ns = t_ns;
+	r.process.pid = pid;
+	r.process.flags = GPUMON_PROC_COMPUTE;
+	int known;
+	if (gpx_opt_u64(used, &r.process.used_bytes, &known, "used"))
+		return NULL;
+	r.process.flags |= known ? GPUMON_PROC_USED_KNOWN : 0;
+	if (opt_str(user, r.process.user, sizeof r.process.user, &known, "user"))
+		return NULL;
+	r.process.flags |= known ? GPUMON_PROC_USER_KNOWN : 0;
+	if (opt_str(command, r.process.cmdline, sizeof r.process.cmdline, &known, "command"))
+		return NULL;
+	r.process.flags |= known ? GPUMON_PROC_CMDLINE_KNOWN : 0;
+	return feed(m, &r);
+}
+
+/* framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) */
+static PyObject *model_framework(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	if (!m || gpx_parse_framework(args, &r.framework))
+		return NULL;
+	r.kind = GPUMON_REC_FRAMEWORK;
+	r.t_ns = r.framework.t_ns;
+	return feed(m, &r);
+}
+
+/* event(t_ns, kind, text=None) */
+static PyObject *model_event(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	unsigned long long t_ns;
+	const char *kind, *text = NULL;
+	if (!m || !PyArg_ParseTuple(args, "Ks|z:event", &t_ns, &kind, &text))
+		return NULL;
+	gpumon_record r = {.kind = GPUMON_REC_EVENT, .t_ns = t_ns, .event_kind = kind, .event_text = text};
+	return feed(m, &r);
+}
+
+/* job(t_ns, pid): pid belongs to the job */
+static PyObject *model_job(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	unsigned long long t_ns;
+	unsigned pid;
+	if (!m || !PyArg_ParseTuple(args, "KI:job", &t_ns, &pid))
+		return NULL;
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_JOB;
+	r.t_ns = t_ns;
+	r.process.pid = pid;
+	return feed(m, &r);
+}
+
+/* The document as a Python object (json.loads of its text). */
+static PyObject *document_object(gpumon_model *m)
+{
+	char *text = NULL;
+	int rc = gpumon_model_document(m, 0, &text);
+	if (rc)
+		return gpx_raise(rc, "could not make the model's document");
+	PyObject *doc = json_loads(text);
+	gpumon_free(text);
+	return doc;
+}
+
+/* alerts(start=0) -> the document's "alerts" entries from index start on: the alerts the model
+ * gave since a front end last asked. No document is made when there is none. */
+static PyObject *model_alerts(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	Py_ssize_t start = 0;
+	if (!m || !PyArg_ParseTuple(args, "|n:alerts", &start))
+		return NULL;
+	if (start < 0) {
+		PyErr_SetString(PyExc_ValueError, "start must be >= 0");
+		return NULL;
+	}
+	if (!gpumon_model_alerts(m, (size_t)start, NULL, 0))
+		return PyList_New(0);
+	PyObject *doc = document_object(m);
+	if (!doc)
+		return NULL;
+	PyObject *all = PyMapping_GetItemString(doc, "alerts");
+	Py_DECREF(doc);
+	if (!all)
+		return NULL;
+	PyObject *res = PySequence_GetSlice(all, start, PY_SSIZE_T_MAX);
+	Py_DECREF(all);
+	return res;
+}
+
+/* verdict() -> the document's "leak" object (None when no series was fed) */
+static PyObject *model_verdict(PyObject *op, PyObject *unused)
+{
+	(void)unused;
+	gpumon_model *m = model_get(op);
+	if (!m)
+		return NULL;
+	PyObject *doc = document_object(m);
+	if (!doc)
+		return NULL;
+	PyObject *v = PyMapping_GetItemString(doc, "leak");
+	Py_DECREF(doc);
+	return v;
+}
+
+/* document(timeline=False) -> the JSON text */
+static PyObject *model_document(PyObject *op, PyObject *args, PyObject *kw)
+{
+	static char *kwlist[] = {"timeline", NULL};
+	gpumon_model *m = model_get(op);
+	int timeline = 0;
+	if (!m || !PyArg_ParseTupleAndKeywords(args, kw, "|p:document", kwlist, &timeline))
+		return NULL;
+	char *text = NULL;
+	int rc = gpumon_model_document(m, timeline ? GPUMON_DOC_TIMELINE : 0, &text);
+	if (rc)
+		return gpx_raise(rc, "could not make the model's document");
+	PyObject *s = PyUnicode_FromString(text);
+	gpumon_free(text);
+	return s;
+}
+
+/* finish(end_t_ns=0, exit_status=-1) */
+static PyObject *model_finish(PyObject *op, PyObject *args)
+{
+	gpumon_model *m = model_get(op);
+	unsigned long long end = 0;
+	int status = -1;
+	if (!m || !PyArg_ParseTuple(args, "|Ki:finish", &end, &status))
+		return NULL;
+	int rc = gpumon_model_finish(m, end, status);
+	if (rc)
+		return gpx_raise(rc, gpumon_model_errmsg(m));
+	Py_RETURN_NONE;
+}
+
+static PyMethodDef model_methods[] = {
+    {"add_device", (PyCFunction)(void (*)(void))model_add_device, METH_VARARGS | METH_KEYWORDS,
+     "add_device(index, name=None, uuid=None, total=None) -- declare a GPU (NVML index)."},
+    {"device", model_device, METH_VARARGS,
+     "device(t_ns, dev, used, free, total, reserved=None) -- a DEVICE record (bytes)."},
+    {"process", model_process, METH_VARARGS,
+     "process(t_ns, dev, pid, used, user=None, command=None) -- a PROCESS record (used None: unknown)."},
+    {"framework", model_framework, METH_VARARGS,
+     "framework(t_ns, pid, device, step, allocated, reserved, max_allocated, limit, framework) -- a "
+     "FRAMEWORK record (None: unknown; limit: the allocator's cap, None or 0 when none is known)."},
+    {"event", model_event, METH_VARARGS, "event(t_ns, kind, text=None) -- an EVENT record."},
+    {"job", model_job, METH_VARARGS, "job(t_ns, pid) -- a JOB record: pid belongs to the job."},
+    {"alerts", model_alerts, METH_VARARGS,
+     "alerts(start=0) -> list of the document's alert entries from index start on."},
+    {"verdict", model_verdict, METH_NOARGS, "verdict() -> the document's \"leak\" object, or None."},
+    {"document", (PyCFunction)(void (*)(void))model_document, METH_VARARGS | METH_KEYWORDS,
+     "document(timeline=False) -> the model's JSON document (docs/report.md)."},
+    {"finish", model_finish, METH_VARARGS, "finish(end_t_ns=0, exit_status=-1) -- the end of the input."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot model_slots[] = {
+    {Py_tp_doc, (void *)"Model(kind=None, command=None, job_pid=0, limit=0, headroom=0.0, "
+			 "cuda_visible_devices=None, timelines=False) -- libgpumon's run model."},
+    {Py_tp_init, (void *)model_init},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_dealloc, (void *)model_dealloc},
+    {Py_tp_methods, model_methods},
+    {0, NULL},
+};
+
+static PyType_Spec model_spec = {"gpumon._gpumon.Model", sizeof(ModelObject), 0, Py_TPFLAGS_DEFAULT, model_slots};
+
+/* ---- report(path) ------------------------------------------------------------------------------- */
+
+/* The recording's document as text, made as `gpumon report PATH --json` makes it: no timelines.
+ * Returns a new string (gpumon_free) or NULL with *rc and msg set. A walk that failed part way
+ * still gives a document: what was read, with the loss named in source.damage. */
+static char *report_text(const char *path, int *rc, char *msg, size_t len)
+{
+	gpumon_reader *rd = NULL;
+	gpumon_model *m = NULL;
+	char *text = NULL;
+	*rc = gpumon_reader_create(path, &rd);
+	if (*rc) {
+		snprintf(msg, len, "%s", rd ? gpumon_reader_errmsg(rd) : "");
+		gpumon_reader_destroy(rd);
+		return NULL;
+	}
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.source = path;
+	cfg.source_type = "recording";
+	*rc = gpumon_model_create(&cfg, &m);
+	if (!*rc) {
+		int st = gpumon_model_load(m, rd);
+		if (st == GPUMON_E_NOMEM) {
+			*rc = st;
+			snprintf(msg, len, "%s", gpumon_model_errmsg(m));
+		} else if (st && !gpumon_reader_damage(rd)[0]) {
+			/* the walk failed without naming a loss: the document says so, as `gpumon report` does */
+			const char *why = gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st);
+			*rc = gpumon_model_damage(m, why);
+		}
+	}
+	if (!*rc)
+		*rc = gpumon_model_finish(m, 0, -1);
+	if (!*rc)
+		*rc = gpumon_model_document(m, 0, &text);
+	gpumon_model_destroy(m);
+	gpumon_reader_destroy(rd);
+	return text;
+}
+
+PyObject *gpx_report(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *bpath = NULL;
+	if (!PyArg_ParseTuple(args, "O&:report", PyUnicode_FSConverter, &bpath))
+		return NULL;
+	const char *path = PyBytes_AsString(bpath);
+	if (!path) {
+		Py_DECREF(bpath);
+		return NULL;
+	}
+	char msg[600] = "";
+	int rc;
+	char *text;
+	Py_BEGIN_ALLOW_THREADS
+	text = report_text(path, &rc, msg, sizeof msg);
+	Py_END_ALLOW_THREADS
+	Py_DECREF(bpath);
+	if (!text)
+		return gpx_raise(rc ? rc : GPUMON_E_NOMEM, msg);
+	PyObject *s = PyUnicode_FromString(text);
+	gpumon_free(text);
+	return s;
+}
+
+int gpx_add_model_type(PyObject *m)
+{
+	PyObject *t = PyType_FromSpec(&model_spec);
+	if (!t)
+		return -1;
+	if (PyModule_AddObject(m, "Model", t)) {
+		Py_DECREF(t);
+		return -1;
+	}
+	return 0;
+}
