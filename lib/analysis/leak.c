@@ -53,7 +53,7 @@
  * inside the 30 s / 100 steps in which a leak is to be told. */
 #define ALERT_MIN_SPAN_NS 20e9
 #define ALERT_MIN_STEPS 60
-/* The sliding windows judge what the whole run's cannot see yet: only once the run is longer than
+/* The sliding windows judge what the whole run's cannot see yet: once the run is half as long as
  * they reach, from shortly before the knee of the rise, over at least this many windows. They are
  * one second wide; when steps are given and take this long or longer, one step wide (a minute of
  * one-second windows holds too few steps then). */
@@ -513,7 +513,7 @@ static void evaluate(const gpumon_leak *l, const struct wset *ws, gpumon_leak_re
 		/* a rise that began within the last minute: judged from just before its knee, so that the
 		   flat minute before it does not outvote it */
 		double span = step_axis ? (double)(l->last_step - l->first_step) : (double)(l->last_t_ns - l->first_t_ns);
-		if (span < (double)WINDOWS * ws->width)
+		if (span < (double)(WINDOWS / 2) * ws->width)
 			return;
 		size_t c = hinge_start(s.x, s.y, n);
 		skip = c > MIN_SIDE ? c - MIN_SIDE : 0;

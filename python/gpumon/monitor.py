@@ -28,7 +28,7 @@ _FOREVER = 1 << 62
 # The default pace: a sample at the first step boundary at least this long after the last one.
 # Four a second give the leak detector enough points to alert within seconds whatever the step
 # time, and cost little: a torch read is ~83 us (H200, torch 2.11), so 0.03 % of the time.
-SAMPLE_PERIOD_NS = 250_000_000
+SAMPLE_PERIOD_NS = 100_000_000
 
 # The clock of every sample and record (CLOCK_MONOTONIC, as libgpumon's); one name, so a test can
 # run a monitor on a clock of its own.
@@ -223,14 +223,14 @@ class GPUMonitor:
         mon = gpumon.GPUMonitor()   # framework="auto": the one already imported
         for batch in loader:
             ...
-            mon.step()               # a sample when 0.25 s have passed since the last one
+            mon.step()               # a sample when 0.1 s have passed since the last one
         mon.close()                  # or: with gpumon.GPUMonitor() as mon: ...
 
     Arguments:
       device     the framework's GPU: None (current), an int, "cuda:N" / "gpu:N", a torch.device
                  or a paddle.CUDAPlace. CUDA order; mapped to NVML by UUID or CUDA_VISIBLE_DEVICES.
       interval   None (default): step() samples at the first step and then at the first step
-                 boundary at least 0.25 s after the last sample; a positive int N: every N-th
+                 boundary at least 0.1 s after the last sample; a positive int N: every N-th
                  step instead. step() costs well under 1 us when it does not sample.
       framework  "auto", "torch", "paddle" or "none" (NVML only: this process's figure).
       logger     None: a line per sample on logger "gpumon" (to stderr unless logging is set up);
@@ -263,7 +263,7 @@ class GPUMonitor:
         self._countdown = _FOREVER
         self._next_ns = _FOREVER
         if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0):
-            raise ValueError(f"interval must be None (a sample every 0.25 s) or a positive whole number of steps, "
+            raise ValueError(f"interval must be None (a sample every 0.1 s) or a positive whole number of steps, "
                              f"got {interval!r}")
         if min_headroom is not None and (isinstance(min_headroom, bool) or not isinstance(min_headroom, (int, float))
                                          or not 0 <= min_headroom < 1):
@@ -382,7 +382,7 @@ class GPUMonitor:
 
     def step(self) -> Optional[Sample]:
         """Counts one training step and returns a sample when one is due (else None): by default
-        at the first step and then once 0.25 s have passed since the last sample; with
+        at the first step and then once 0.1 s have passed since the last sample; with
         interval=N at every N-th step."""
         self._steps += 1
         if self._next_ns != _FOREVER:  # by time: one clock read a step (~50 ns)

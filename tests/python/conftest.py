@@ -90,3 +90,17 @@ def child_env(tmp_path, scenario_text, **extra):
     e.pop("CUDA_VISIBLE_DEVICES", None)
     e.update(extra)
     return e
+
+
+class Clock:
+    """The monitor's clock (gpumon.monitor._now_ns), moved by the test: a training step takes
+    step_s seconds of it."""
+
+    def __init__(self, monkeypatch):
+        import time
+        import gpumon.monitor
+        self.t = time.monotonic_ns()  # from now on: after the start a recording reads on the real clock
+        monkeypatch.setattr(gpumon.monitor, "_now_ns", lambda: self.t)
+
+    def advance(self, seconds):
+        self.t += round(seconds * 1e9)

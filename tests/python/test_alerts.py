@@ -8,16 +8,16 @@ import warnings
 
 import pytest
 
-from conftest import GIB, MIB, TOTAL, h200
+from conftest import GIB, MIB, TOTAL, Clock, h200
 
 import gpumon
 from gpumon._sinks import human
 
 
-def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1):
+def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1, clock=None, step_s=0.1):
     """A loop: 2 GiB of weights, activations of random size freed each step, a warm-up that grows
     the floor by 300 MiB over `warmup` steps, fast at first and slowing down as caches fill, and a
-    leak kept forever."""
+    leak kept forever. With a clock, each step takes step_s seconds of it."""
     rnd = random.Random(seed)
     torch._fake.alloc(2 * GIB)
     for i in range(steps):
@@ -28,23 +28,27 @@ def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1):
         torch._fake.free(act)
         if leak_per_step:
             torch._fake.alloc(leak_per_step)
+        if clock:
+            clock.advance(step_s)
         mon.step()
 
 
-def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog):
+def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog, monkeypatch):
     scenario(h200())
     alerts = []
+    clock = Clock(monkeypatch)  # 0.1 s a step: 400 steps are 40 s
     caplog.set_level(logging.WARNING, logger="gpumon")
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
-            training(torch, mon, 400, leak_per_step=4 * MIB)
+            training(torch, mon, 400, leak_per_step=4 * MIB, clock=clock)
     leak_w = [x for x in w if issubclass(x.category, gpumon.LeakWarning)]
     assert len(leak_w) == 1 and len(alerts) == 1
     a = alerts[0]
     assert a["kind"] == "leak" and a["alert"] is True and a["verdict"] == "leak"
     assert a["series"]["kind"] == "framework" and a["series"]["framework"] == "torch"
-    assert a["step"] <= 100, "flagged within 100 steps"
+    # within 30 s or 100 steps of its start, whichever is later: 300 steps of 0.1 s
+    assert a["step"] <= 300, "flagged within 30 s"
     assert abs(a["rate_bytes_per_step"] - 4 * MIB) < 0.05 * 4 * MIB
     assert a["steps_to_oom"] is not None and a["steps_to_oom"] > 0 and a["seconds_to_oom"] is not None
     # the GPU's free memory bounds it: the fake card has 40 GiB used (and its reserve) of its total
@@ -68,6 +72,8 @@ def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
     scenario(h200())
     torch.cuda.set_per_process_memory_fraction(0.1)
 
+    clock = Clock(monkeypatch)
+
     def leak_at(**kw):
         torch._fake.reset()
         torch.cuda.set_per_process_memory_fraction(0.1)
@@ -75,7 +81,7 @@ def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with gpumon.GPUMonitor(interval=1, logger=False, on_alert=alerts.append, min_headroom=None) as mon:
-                training(torch, mon, 400, leak_per_step=4 * MIB)
+                training(torch, mon, 400, leak_per_step=4 * MIB, clock=clock)
         return alerts[0]
     capped = leak_at()
     # 10 % of 140.4 GiB = 14.0 GiB; about 2.7 GiB reserved when it alerts: some 2,900 steps of 4 MiB left

@@ -61,7 +61,7 @@ def test_torch_without_cuda(scenario, torch):
 @pytest.mark.parametrize("interval", [0, -5, 2.5, "50", True])
 def test_bad_interval(scenario, torch, interval):
     scenario(h200())
-    with pytest.raises(ValueError, match=r"interval must be None \(a sample every 0.25 s\) or a positive whole "
+    with pytest.raises(ValueError, match=r"interval must be None \(a sample every 0.1 s\) or a positive whole "
                                          f"number of steps, got {interval!r}"):
         gpumon.GPUMonitor(interval=interval)
 

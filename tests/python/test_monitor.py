@@ -137,15 +137,14 @@ def test_auto_picks_the_imported_framework(scenario, no_frameworks):
 
 
 def test_none_framework_feeds_leak_detector_with_process_figure(scenario, no_frameworks):
-    """Without a framework the model judges this process's NVML figure (the job's series). NVML
-    series are judged at the GPU's rows, and a row comes before the processes listed at the same
-    moment (as a recording is read back): three samples give that series two points."""
+    """Without a framework the model judges this process's NVML figure (the job's series), fed at
+    each of its changes and at each of the GPU's rows: three samples give it a point each at least."""
     scenario(h200())
     with gpumon.GPUMonitor(framework="none", interval=1, logger=False) as mon:
         for _ in range(3):
             mon.step()
         v = mon.leak()
-        assert v["series"]["kind"] == "job" and v["series"]["dev"] == 0 and v["points"] == 2
+        assert v["series"]["kind"] == "job" and v["series"]["dev"] == 0 and v["points"] >= 3
 
 
 @pytest.mark.parametrize("dev", [1, "cuda:1", "gpu:1"])
