@@ -42,9 +42,7 @@ static void wrap(FILE *out, const char *first, const char *cont, const char *tex
 			size_t cut = room;
 			while (cut > 0 && text[cut] != ' ')
 				cut--;
-			if (cut == 0) /* a word longer than the line: up to its end */
-				cut = strcspn(text + room, " ") + room;
-			n = cut;
+			n = cut ? cut : room; /* a word longer than the line is cut where the line ends */
 		}
 		fprintf(out, "%.*s\n", (int)n, text);
 		text += n;
