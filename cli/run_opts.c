@@ -40,7 +40,9 @@ static void help(void)
 	       "255 recording error.\n"
 	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
 	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
-	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n");
+	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n"
+	       "The leak alerts and the summary are the run model's answers, as gpumon report gives them\n"
+	       "for the recording.\n");
 }
 
 static int bad_value(const char *opt, const char *v, const char *want)
