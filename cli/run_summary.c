@@ -42,7 +42,9 @@ static void wrap(FILE *out, const char *first, const char *cont, const char *tex
 			size_t cut = room;
 			while (cut > 0 && text[cut] != ' ')
 				cut--;
-			n = cut ? cut : room; /* a word longer than the line is cut where the line ends */
+			n = cut ? cut : room; /* a word longer than the line is cut where the line ends ... */
+			while (!cut && n > 1 && ((unsigned char)text[n] & 0xC0) == 0x80)
+				n--; /* ... between two UTF-8 characters */
 		}
 		fprintf(out, "%.*s\n", (int)n, text);
 		text += n;
@@ -61,6 +63,8 @@ static const char *short_command(const char *cmd, char *buf, size_t len)
 	size_t i, max = len > 64 ? 60 : len - 1;
 	for (i = 0; cmd[i] && i < max; i++)
 		buf[i] = (unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f ? ' ' : cmd[i];
+	while (cmd[i] && i > 0 && ((unsigned char)cmd[i] & 0xC0) == 0x80)
+		i--; /* not in the middle of a UTF-8 character */
 	buf[i] = 0;
 	if (cmd[i] && i + 4 < len)
 		memcpy(buf + i, "...", 4);
