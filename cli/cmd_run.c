@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `gpumon run [OPTIONS] -- CMD [ARGS...]`: launches a job with the allocator settings
- * asked for, records the GPUs, the job's process tree, its neighbours and what the job itself
- * reports over GPUMON_RUN_SOCKET into one recording, enforces --limit, and exits with the job's
- * status. */
+ * asked for and emits every record of the run — the sampler's, what the job reports over
+ * GPUMON_RUN_SOCKET, its process tree, its out-of-memory messages, events — to one recording and
+ * to the run model, which gives the live alerts and the end summary. Enforces --limit and exits
+ * with the job's status. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,15 +14,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "cli.h"
 #include "run_alloc.h"
 #include "run_job.h"
-#include "run_oom.h"
 #include "run_socket.h"
 #include "run_state.h"
 #include "run_stderr.h"
+#include "run_summary.h"
 #include "run_tree.h"
-#include "run_verdict.h"
+#include "words.h"
 
 extern char **environ;
 
@@ -29,154 +32,12 @@ extern char **environ;
 #define COMMIT_PERIOD_NS 200000000ull
 #define RECBUF 256
 #define STDERR_GRACE_MS 200 /* how long the job's stderr may stay open after it ended */
+#define MAX_OOM_EVENTS 100  /* `oom` events in a run; later signs are left out */
+#define JOBBUF 16
 
-static void help(void)
-{
-	printf("Usage: gpumon run [OPTIONS] [--] CMD [ARGS...]\n"
-	       "Runs CMD with the GPU allocator settings asked for, records GPU memory, the job's\n"
-	       "process tree, the other processes on its GPUs and what the job reports over\n"
-	       "GPUMON_RUN_SOCKET into one recording, and exits with CMD's status.\n\n"
-	       "Allocator settings (turned into each framework's variables; notes say what has no effect):\n"
-	       "  --limit SIZE           hard cap per process (Paddle; JAX as a fraction; NVML-enforced for all)\n"
-	       "  --initial SIZE         initial pool (Paddle naive_best_fit)\n"
-	       "  --no-prealloc          do not pre-allocate (JAX, TensorFlow, Paddle auto_growth)\n"
-	       "  --growth               grow on demand (the same variables as --no-prealloc)\n"
-	       "  --fraction F           0 < F <= 1 of GPU memory (JAX; Paddle naive_best_fit)\n"
-	       "  --expandable           PyTorch expandable segments\n"
-	       "  --max-split SIZE       PyTorch max_split_size_mb\n"
-	       "  --gc-threshold F       PyTorch garbage_collection_threshold, 0 < F < 1\n"
-	       "  --paddle-strategy S    auto_growth, naive_best_fit or thread_local\n"
-	       "  --jax-platform-allocator  XLA_PYTHON_CLIENT_ALLOCATOR=platform (frees at once; slow)\n"
-	       "  --framework F          auto, torch, paddle, jax, tf or all (default all: they do not conflict)\n"
-	       "Job:\n"
-	       "  -o FILE                recording (default ./gpumon-run-YYYYmmdd-HHMMSS.gpumon; never overwritten)\n"
-	       "  --gpu auto|N|UUID|BUS  give the job this GPU (auto: the most free memory) through\n"
-	       "                         CUDA_VISIBLE_DEVICES; without it every GPU is sampled\n"
-	       "  --interval MS          sampling period (default 10, at least 1)\n"
-	       "  --on-exceed warn|term|kill  when a job process holds more than --limit (default warn)\n"
-	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
-	       "  -h, --help             this help\n"
-	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
-	       "signal N killed it; 127 not found, 126 not executable); 2 bad option or -o FILE exists,\n"
-	       "255 recording error.\n"
-	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
-	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
-	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n");
-}
+/* ---- one emit path: the recording, then the model ------------------------------------------- */
 
-static int bad_value(const char *opt, const char *v, const char *want)
-{
-	cli_error("run: %s '%s': %s", opt, v, want);
-	return EXIT_USAGE;
-}
-
-/* One option with a value; returns 1 when argv[*i] was it, -1 after an error. */
-static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
-{
-	int bad = 0;
-	const char *v;
-	struct run_alloc_opts *a = &o->alloc;
-#define OPT(l, s) (v = cli_option_value(argc, argv, i, l, s, &bad)) != NULL
-	if (OPT("--limit", NULL)) {
-		if (run_alloc_parse_size(v, &a->limit_bytes))
-			*rc = bad_value("--limit", v, "expected a size such as 8G or 8192M");
-	} else if (OPT("--initial", NULL)) {
-		if (run_alloc_parse_size(v, &a->initial_bytes))
-			*rc = bad_value("--initial", v, "expected a size such as 2G");
-	} else if (OPT("--max-split", NULL)) {
-		if (run_alloc_parse_size(v, &a->max_split_bytes))
-			*rc = bad_value("--max-split", v, "expected a size such as 128M");
-	} else if (OPT("--fraction", NULL)) {
-		if (run_alloc_parse_fraction(v, 1, 1, &a->fraction))
-			*rc = bad_value("--fraction", v, "expected a number with 0 < F <= 1");
-	} else if (OPT("--gc-threshold", NULL)) {
-		if (run_alloc_parse_fraction(v, 1, 0, &a->gc_threshold))
-			*rc = bad_value("--gc-threshold", v, "expected a number with 0 < F < 1");
-	} else if (OPT("--framework", NULL)) {
-		o->framework = v;
-		if (strcmp(v, "auto") && !(a->frameworks = run_alloc_framework_bits(v)))
-			*rc = bad_value("--framework", v, "expected auto, torch, paddle, jax, tf or all");
-	} else if (OPT("--paddle-strategy", NULL)) {
-		a->paddle_strategy = v;
-	} else if (OPT("--output", "-o")) {
-		o->out = v;
-	} else if (OPT("--gpu", NULL)) {
-		o->gpu = v;
-	} else if (OPT("--interval", NULL)) {
-		char *end;
-		unsigned long ms = strtoul(v, &end, 10);
-		if (*end || end == v || ms < 1 || ms > 60000)
-			*rc = bad_value("--interval", v, "expected milliseconds, 1 to 60000");
-		o->interval_ms = (unsigned)ms;
-	} else if (OPT("--on-exceed", NULL)) {
-		o->on_exceed_set = 1;
-		if (!strcmp(v, "warn") || !strcmp(v, "term") || !strcmp(v, "kill"))
-			o->on_exceed = v[0] == 'w' ? EXCEED_WARN : v[0] == 't' ? EXCEED_TERM : EXCEED_KILL;
-		else
-			*rc = bad_value("--on-exceed", v, "expected warn, term or kill");
-	} else {
-		if (bad)
-			*rc = EXIT_USAGE;
-		return bad ? -1 : 0;
-	}
-#undef OPT
-	return *rc ? -1 : 1;
-}
-
-/* Parses the options; returns EXIT_OK, EXIT_USAGE, or -1 after --help. */
-static int parse(int argc, char **argv, struct opts *o)
-{
-	int i, rc = EXIT_OK;
-	o->interval_ms = 10;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		int r;
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-')
-			break;
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			help();
-			return -1;
-		}
-		if (!strcmp(a, "--no-prealloc"))
-			o->alloc.no_prealloc = 1;
-		else if (!strcmp(a, "--growth"))
-			o->alloc.growth = 1;
-		else if (!strcmp(a, "--expandable"))
-			o->alloc.expandable = 1;
-		else if (!strcmp(a, "--jax-platform-allocator"))
-			o->alloc.jax_platform_allocator = 1;
-		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
-			o->quiet = 1;
-		else if ((r = value_opt(o, argc, argv, &i, &rc)) < 0)
-			return rc;
-		else if (r == 0) {
-			cli_error("run: unknown option '%s' (see gpumon run --help)", a);
-			return EXIT_USAGE;
-		}
-	}
-	if (i >= argc) {
-		cli_error("run: no command given (gpumon run [OPTIONS] -- CMD [ARGS...])");
-		return EXIT_USAGE;
-	}
-	o->cmd = argv + i;
-	if (o->on_exceed_set && !o->alloc.limit_bytes) {
-		cli_error("run: --on-exceed needs --limit");
-		return EXIT_USAGE;
-	}
-	char err[256];
-	if (run_alloc_check(&o->alloc, err, sizeof err)) {
-		cli_error("run: %s", err);
-		return EXIT_USAGE;
-	}
-	return EXIT_OK;
-}
-
-/* ---- the recording: every failure stops it, once, and never the job ------------------------- */
-
+/* A failed write stops the recording, once, and never the job; the model is still fed. */
 static void rec_check(struct run *r, int st)
 {
 	if (st == GPUMON_OK || r->rec_failed)
@@ -186,29 +47,87 @@ static void rec_check(struct run *r, int st)
 		  gpumon_recording_errmsg(r->rec));
 }
 
-void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+static void tell_alerts(struct run *r);
+
+/* Every record of the run goes through here: written to the recording, then given to the model,
+ * with the same t_ns, so that a replay of the recording is the run the model saw. */
+static void emit(struct run *r, const gpumon_record *recs, size_t n)
+{
+	if (!n)
+		return;
+	if (r->rec && !r->rec_failed)
+		rec_check(r, gpumon_recording_write(r->rec, recs, n));
+	if (r->model && gpumon_model_add(r->model, recs, n) != GPUMON_OK && !r->model_failed) {
+		r->model_failed = 1;
+		cli_error("run: %s (the summary misses it; the recording has it)", gpumon_model_errmsg(r->model));
+	}
+	tell_alerts(r);
+}
+
+static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
 {
 	char text[1200];
 	va_list ap;
-	if (r->rec_failed || !r->rec)
-		return;
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	rec_check(r, cli_record_event(r->rec, t, kind, text));
+	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = t, .event_kind = kind, .event_text = text};
+	emit(r, &e, 1);
 }
 
-void run_leak_alert(struct run *r, uint64_t t, const char *text)
+/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one). */
+static void oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 {
-	run_event(r, t, "alert", "leak suspected: %s", text);
-	if (!r->o->quiet)
-		fprintf(stderr, "gpumon: leak suspected: %s (at %.1f s)\n", text,
-			t > r->start_ns ? (double)(t - r->start_ns) / 1e9 : 0.0);
+	char text[400];
+	va_list ap;
+	if (r->oom_events >= MAX_OOM_EVENTS)
+		return;
+	r->oom_events++;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	event(r, t, "oom", "%s", text);
+}
+
+/* The model's new alerts: one line each on stderr, worded from the document's entry (as every
+ * front end words it), and an `alert` event at the alert's own moment, which marks it as told
+ * live in a replay of the recording. */
+static void tell_alerts(struct run *r)
+{
+	size_t first = r->alerts_told, n = r->model ? gpumon_model_alerts(r->model, first, NULL, 0) : 0;
+	if (!n)
+		return;
+	gpumon_alert *a = calloc(n, sizeof *a);
+	char *text = NULL;
+	if (!a || gpumon_model_document(r->model, 0, &text) != GPUMON_OK) {
+		free(a);
+		return; /* out of memory: tried again after the next record */
+	}
+	gpumon_model_alerts(r->model, first, a, n);
+	r->alerts_told = first + n; /* first: the events below come back through emit() */
+	json_t *doc = json_loads(text, 0, NULL);
+	gpumon_free(text);
+	const json_t *list = json_object_get(doc, "alerts");
+	for (size_t i = 0; i < n; i++) {
+		char words[800];
+		const json_t *entry = json_array_get(list, first + i);
+		if (a[i].kind != GPUMON_ALERT_LEAK || !entry)
+			continue;
+		words_alert(words, sizeof words, entry);
+		if (!r->o->quiet)
+			fprintf(stderr, "%s: leak suspected: %s\n", cli_progname, words);
+		event(r, a[i].t_ns, "alert", "leak suspected: %s", words);
+	}
+	json_decref(doc);
+	free(a);
 }
 
 /* ---- the job's processes -------------------------------------------------------------------- */
 
-int run_job_has(const struct run *r, unsigned pid)
+static int job_has(const struct run *r, unsigned pid)
 {
 	size_t lo = 0, hi = r->njob;
 	while (lo < hi) {
@@ -223,50 +142,42 @@ int run_job_has(const struct run *r, unsigned pid)
 	return 0;
 }
 
-/* Adds a pid to the job's set (kept sorted) and records that it joined. */
-static void job_add(struct run *r, pid_t pid, uint64_t t)
+/* Adds a pid to the job's set (kept sorted) and a JOB record for it to recs. */
+static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
 {
 	size_t i = 0;
 	while (i < r->njob && r->job[i] < pid)
 		i++;
-	pid_t *n = realloc(r->job, (r->njob + 1) * sizeof *n);
-	if (!n)
+	pid_t *a = realloc(r->job, (r->njob + 1) * sizeof *a);
+	if (!a)
 		return;
-	r->job = n;
-	memmove(n + i + 1, n + i, (r->njob - i) * sizeof *n);
-	n[i] = pid;
+	r->job = a;
+	memmove(a + i + 1, a + i, (r->njob - i) * sizeof *a);
+	a[i] = pid;
 	r->njob++;
-	char cmd[256];
-	cli_read_cmdline(pid, cmd, sizeof cmd);
-	/* the job's process tree, one "job" event per pid as it joins (docs/run-protocol.md) */
-	if (pid == r->child)
-		run_event(r, t, "job", "pid %d: the command", (int)pid);
-	else
-		run_event(r, t, "job", "pid %d: %s", (int)pid, cmd);
+	/* just after the newest figure emitted: every figure sampled later counts as the job's, in the
+	   model now and in a replay, which reads the recording in time order */
+	recs[(*n)++] = (gpumon_record){.kind = GPUMON_REC_JOB, .t_ns = r->fed_ns + 1, .process.pid = (unsigned)pid};
+	if (*n == JOBBUF) {
+		emit(r, recs, *n);
+		*n = 0;
+	}
 }
 
-static void recount(struct run *r, unsigned dev, uint64_t t);
-
 /* Scans the tree below gpumon (a subreaper, so orphaned grandchildren stay below it). */
-static void refresh_tree(struct run *r, uint64_t t)
+static void refresh_tree(struct run *r)
 {
+	gpumon_record recs[JOBBUF];
+	size_t n = 0;
 	run_tree_free(&r->tree);
 	run_tree_scan(getpid(), 0, &r->tree);
 	for (size_t i = 0; i < r->tree.n; i++)
-		if (r->tree.pids[i] != getpid() && !run_job_has(r, (unsigned)r->tree.pids[i]))
-			job_add(r, r->tree.pids[i], t);
-	if (r->child > 0 && !run_job_has(r, (unsigned)r->child))
-		job_add(r, r->child, t);
-	int changed = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (!r->procs[i].job && run_job_has(r, r->procs[i].pid)) {
-			r->procs[i].job = 1;
-			changed = 1;
-		}
-	for (unsigned d = 0; changed && d < r->ngpus; d++)
-		if (r->gpus[d].sampled)
-			recount(r, d, t);
-	r->last_tree_ns = t;
+		if (r->tree.pids[i] != getpid() && !job_has(r, (unsigned)r->tree.pids[i]))
+			job_add(r, r->tree.pids[i], recs, &n);
+	if (r->child > 0 && !job_has(r, (unsigned)r->child))
+		job_add(r, r->child, recs, &n);
+	emit(r, recs, n);
+	r->last_tree_ns = cli_now_ns();
 }
 
 /* Sends sig to every process of the job. */
@@ -279,7 +190,8 @@ static void signal_job(struct run *r, int sig)
 		kill(r->child, sig);
 }
 
-/* --limit at the NVML level: what one job process holds on all GPUs together. */
+/* --limit's own rule: what one job process holds on all GPUs together, as NVML lists it, against
+ * the limit; warned about (and acted on) once per process. */
 static void enforce(struct run *r, unsigned pid, uint64_t t)
 {
 	uint64_t total = 0;
@@ -303,98 +215,76 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 	cli_format_bytes(a, sizeof a, total);
 	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
 	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
-	run_event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid,
-		  (unsigned long long)total, (unsigned long long)r->o->alloc.limit_bytes, act);
-	char text[160];
-	snprintf(text, sizeof text, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
-	run_oom_signal(r, t, NULL, text);
+	event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid, (unsigned long long)total,
+	      (unsigned long long)r->o->alloc.limit_bytes, act);
+	oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
 	if (r->o->on_exceed != EXCEED_WARN) {
 		r->acted = 1;
 		signal_job(r, r->o->on_exceed == EXCEED_TERM ? SIGTERM : SIGKILL);
 	}
 }
 
-/* ---- accounting per GPU ----------------------------------------------------------------------- */
-
-/* Sums the job's and the others' memory on dev; follows the job's peak and average. */
-static void recount(struct run *r, unsigned dev, uint64_t t)
+static long find_proc(const struct run *r, unsigned dev, unsigned pid)
 {
-	struct gpu_acc *a = &r->gpus[dev];
-	uint64_t job = 0, others = 0;
 	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].dev == dev)
-			*(r->procs[i].job ? &job : &others) += r->procs[i].used;
-	if (t > a->last_t && a->last_t)
-		a->job_integral += (long double)a->job_now * (long double)(t - a->last_t);
-	a->last_t = t > a->last_t ? t : a->last_t;
-	a->job_now = job;
-	a->others_now = others;
-	if (others > a->others_peak)
-		a->others_peak = others;
-	if (job > a->job_peak) {
-		a->job_peak = job;
-		a->job_peak_t = t;
-		a->others_at_peak = others;
-	}
-	run_oom_job_changed(r, t);
+		if (r->procs[i].dev == dev && r->procs[i].pid == pid)
+			return (long)i;
+	return -1;
 }
 
-static void on_process(struct run *r, const gpumon_record *rec)
+/* Follows what each process holds, for --limit. */
+static void track(struct run *r, const gpumon_record *rec)
 {
-	unsigned pid = rec->process.pid;
-	size_t i;
-	for (i = 0; i < r->nprocs; i++)
-		if (r->procs[i].dev == rec->dev && r->procs[i].pid == pid)
-			break;
+	long i = find_proc(r, rec->dev, rec->process.pid);
 	if (rec->kind == GPUMON_REC_PROCESS_GONE) {
-		if (i < r->nprocs)
+		if (i >= 0)
 			r->procs[i] = r->procs[--r->nprocs];
-	} else {
-		if (i == r->nprocs) {
-			struct proc_mem *n = realloc(r->procs, (r->nprocs + 1) * sizeof *n);
-			if (!n)
-				return;
-			r->procs = n;
-			r->nprocs++;
-			/* a pid new to the GPU: is it the job's? a fresh scan says (at most every 10 ms) */
-			if (!run_job_has(r, pid) && rec->t_ns > r->last_tree_ns + TREE_PERIOD_NS / 10)
-				refresh_tree(r, rec->t_ns);
-			r->procs[i] = (struct proc_mem){rec->dev, pid, 0, run_job_has(r, pid)};
-		}
-		r->procs[i].used = (rec->process.flags & GPUMON_PROC_USED_KNOWN) ? rec->process.used_bytes : 0;
+		return;
 	}
-	recount(r, rec->dev, rec->t_ns);
-	if (rec->kind == GPUMON_REC_PROCESS && i < r->nprocs && r->procs[i].job)
-		enforce(r, pid, rec->t_ns);
+	if (i < 0) {
+		struct proc_mem *p = realloc(r->procs, (r->nprocs + 1) * sizeof *p);
+		if (!p)
+			return;
+		r->procs = p;
+		i = (long)r->nprocs++;
+		r->procs[i] = (struct proc_mem){.dev = rec->dev, .pid = rec->process.pid};
+	}
+	r->procs[i].used = (rec->process.flags & GPUMON_PROC_USED_KNOWN) ? rec->process.used_bytes : 0;
+	if (job_has(r, rec->process.pid))
+		enforce(r, rec->process.pid, rec->t_ns);
 }
 
-static void on_records(struct run *r, const gpumon_record *recs, size_t n)
+/* ---- the sampler ----------------------------------------------------------------------------- */
+
+static void on_batch(struct run *r, const gpumon_record *recs, size_t n)
 {
-	if (!r->rec_failed)
-		rec_check(r, gpumon_recording_write(r->rec, recs, n));
-	for (size_t k = 0; k < n; k++) {
-		const gpumon_record *rec = &recs[k];
-		if (rec->dev >= r->ngpus)
-			continue;
-		run_oom_on_record(r, rec);
-		if (rec->kind == GPUMON_REC_DEVICE && rec->used_max_bytes > r->gpus[rec->dev].used_peak) {
-			r->gpus[rec->dev].used_peak = rec->used_max_bytes;
-			r->gpus[rec->dev].used_peak_t = rec->used_max_t_ns;
-		} else if (rec->kind == GPUMON_REC_PROCESS || rec->kind == GPUMON_REC_PROCESS_GONE) {
-			on_process(r, rec);
+	/* a pid new to a GPU may be a new process of the job: a fresh scan (at most every 10 ms) names it
+	   the job's before its figures count */
+	for (size_t k = 0; k < n; k++)
+		if (recs[k].kind == GPUMON_REC_PROCESS && !job_has(r, recs[k].process.pid) &&
+		    find_proc(r, recs[k].dev, recs[k].process.pid) < 0) {
+			if (cli_now_ns() > r->last_tree_ns + TREE_PERIOD_NS / 10)
+				refresh_tree(r);
+			break;
 		}
+	emit(r, recs, n);
+	for (size_t k = 0; k < n; k++) {
+		if (recs[k].t_ns > r->fed_ns)
+			r->fed_ns = recs[k].t_ns;
+		if (recs[k].kind == GPUMON_REC_PROCESS || recs[k].kind == GPUMON_REC_PROCESS_GONE)
+			track(r, &recs[k]);
 	}
 }
 
 /* Takes what the sampler has queued; returns the number of records. */
-static size_t drain_sampler(struct run *r, gpumon_sampler *s, int timeout_ms)
+static size_t drain_sampler(struct run *r, int timeout_ms)
 {
 	static gpumon_record buf[RECBUF];
 	size_t n = 0, total = 0;
-	for (int round = 0; round < 64; round++) {
-		if (gpumon_sampler_poll(s, buf, RECBUF, &n, round ? 0 : timeout_ms) != GPUMON_OK || n == 0)
+	for (int round = 0; r->smp && round < 64; round++) {
+		if (gpumon_sampler_poll(r->smp, buf, RECBUF, &n, round ? 0 : timeout_ms) != GPUMON_OK || n == 0)
 			break;
-		on_records(r, buf, n);
+		on_batch(r, buf, n);
 		total += n;
 		if (n < RECBUF)
 			break;
@@ -402,7 +292,7 @@ static size_t drain_sampler(struct run *r, gpumon_sampler *s, int timeout_ms)
 	return total;
 }
 
-/* ---- what the job reports over the socket ------------------------------------------------------ */
+/* ---- what the job reports over the socket, and says on its stderr ---------------------------- */
 
 /* The sender's wall-clock time on our monotonic clock; the receive time when absent or absurd. */
 static uint64_t msg_time(const struct run *r, const struct run_msg *m)
@@ -416,17 +306,34 @@ static uint64_t msg_time(const struct run *r, const struct run_msg *m)
 	return (uint64_t)d;
 }
 
-static struct fw_acc *fw_of(struct run *r, unsigned pid)
+/* The framework name pid gave in its hello (a new entry when set), or NULL. */
+static struct fw_name *fw_of(struct run *r, unsigned pid, int add)
 {
 	for (size_t i = 0; i < r->nfw; i++)
 		if (r->fw[i].pid == pid)
 			return &r->fw[i];
-	if (r->nfw == MAX_FW)
+	if (!add || r->nfw == MAX_FW)
 		return NULL;
-	memset(&r->fw[r->nfw], 0, sizeof r->fw[0]);
-	r->fw[r->nfw].pid = pid;
-	r->fw[r->nfw].device = -1;
+	r->fw[r->nfw] = (struct fw_name){.pid = pid};
 	return &r->fw[r->nfw++];
+}
+
+static void on_sample(struct run *r, const struct run_msg *m, unsigned pid, uint64_t t)
+{
+	gpumon_record rec = {.kind = GPUMON_REC_FRAMEWORK, .t_ns = t};
+	gpumon_framework_sample *s = &rec.framework;
+	const struct fw_name *f = fw_of(r, pid, 0);
+	*s = (gpumon_framework_sample){
+		.t_ns = t, .pid = pid, .device = (m->has & RUN_HAS_DEVICE) ? m->device : -1,
+		.step = (m->has & RUN_HAS_STEP) ? m->step : -1,
+		.allocated_bytes = m->allocated, .reserved_bytes = m->reserved, .max_allocated_bytes = m->max_allocated,
+		.allocated_known = !!(m->has & RUN_HAS_ALLOCATED), .reserved_known = !!(m->has & RUN_HAS_RESERVED),
+		.max_allocated_known = !!(m->has & RUN_HAS_MAX_ALLOCATED),
+		/* the allocator's cap the code set: the steps left count to it when it is the nearest */
+		.limit_bytes = (m->has & RUN_HAS_LIMIT) ? m->limit : 0};
+	if (f)
+		snprintf(s->framework, sizeof s->framework, "%s", f->framework);
+	emit(r, &rec, 1);
 }
 
 static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
@@ -434,64 +341,38 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 	struct run *r = ctx;
 	unsigned pid = (m->has & RUN_HAS_PID) ? m->pid : peer_pid;
 	uint64_t t = msg_time(r, m);
-	struct fw_acc *f = fw_of(r, pid);
 	if (m->type == RUN_MSG_HELLO) {
-		if (f) {
-			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
-			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
-		}
-		run_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
-			  m->framework[0] ? m->framework : "unknown framework", m->fw_version);
-	} else if (m->type == RUN_MSG_SAMPLE) {
-		gpumon_framework_sample s = {
-			.t_ns = t, .pid = pid, .device = (m->has & RUN_HAS_DEVICE) ? m->device : -1,
-			.step = (m->has & RUN_HAS_STEP) ? m->step : -1,
-			.allocated_bytes = m->allocated, .reserved_bytes = m->reserved,
-			.max_allocated_bytes = m->max_allocated,
-			.allocated_known = !!(m->has & RUN_HAS_ALLOCATED),
-			.reserved_known = !!(m->has & RUN_HAS_RESERVED),
-			.max_allocated_known = !!(m->has & RUN_HAS_MAX_ALLOCATED)};
+		struct fw_name *f = fw_of(r, pid, 1);
 		if (f)
-			snprintf(s.framework, sizeof s.framework, "%s", f->framework);
-		if (!r->rec_failed)
-			rec_check(r, gpumon_recording_write(r->rec, &(gpumon_record){.kind = GPUMON_REC_FRAMEWORK,
-										   .t_ns = s.t_ns, .framework = s}, 1));
-		if (f) { /* out of memory at the job's card (the smallest, when it has several) */
-			/* out of memory at the card's size or --limit, or at the cap the code gave its allocator */
-			uint64_t ceiling = run_alloc_ceiling(&r->o->alloc);
-			if ((m->has & RUN_HAS_LIMIT) && m->limit && (!ceiling || m->limit < ceiling))
-				ceiling = m->limit;
-			run_verdict_add(&f->leak, &s, ceiling);
-			run_summary_fw_sample(r, f, &s);
-			char what[64], text[300];
-			snprintf(what, sizeof what, "the allocated floor of pid %u", pid);
-			if (!f->alerted && run_verdict_alert(f->leak, what, text, sizeof text)) {
-				f->alerted = 1;
-				run_leak_alert(r, t, text);
-			}
-		}
-		uint64_t peak = s.max_allocated_known && m->max_allocated > m->allocated ? m->max_allocated : m->allocated;
-		if (f && (s.allocated_known || s.max_allocated_known) && peak >= f->peak_allocated) {
-			f->peak_allocated = peak;
-			f->has_allocated = 1;
-		}
-		if (f && s.reserved_known && m->reserved >= f->peak_reserved) {
-			f->peak_reserved = m->reserved;
-			f->has_reserved = 1;
-		}
+			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
+		event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
+		      m->framework[0] ? m->framework : "unknown framework", m->fw_version);
+	} else if (m->type == RUN_MSG_SAMPLE) {
+		on_sample(r, m, pid, t);
 	} else if (m->type == RUN_MSG_STEP) {
-		run_event(r, t, "step", "%lld", (long long)m->step);
+		event(r, t, "step", "%lld", (long long)m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
-		run_event(r, t, "marker", "%s", m->text);
+		event(r, t, "marker", "%s", m->text);
 	}
+}
+
+/* The out-of-memory lines the stderr scanner found: `oom` events "<Framework>: <line>". */
+static void take_oom_lines(struct run *r)
+{
+	struct run_stderr_line l[8];
+	size_t n;
+	while ((n = run_stderr_take(r->err, l, sizeof l / sizeof l[0])) > 0)
+		for (size_t i = 0; i < n; i++)
+			oom_event(r, l[i].t_ns, "%s: %.300s", l[i].framework, l[i].line);
 }
 
 /* ---- the run ------------------------------------------------------------------------------------ */
 
-/* Settings as the recording stores them: one NAME=VALUE per line. */
-static char *settings_text(const struct run *r, const char *cvd)
+/* Settings as the recording stores them: one NAME=VALUE per line, CUDA_VISIBLE_DEVICES as the job
+ * got it (a replay maps the framework's device indexes through it, as the live model does). */
+static char *settings_text(const struct run *r)
 {
-	size_t cap = 256 + (cvd ? strlen(cvd) : 0);
+	size_t cap = 256 + strlen(r->cvd);
 	for (size_t i = 0; i < r->plan.nvars; i++)
 		cap += strlen(r->plan.vars[i].name) + strlen(r->plan.vars[i].value) + 2;
 	char *s = malloc(cap);
@@ -500,8 +381,8 @@ static char *settings_text(const struct run *r, const char *cvd)
 	size_t n = 0;
 	for (size_t i = 0; i < r->plan.nvars; i++)
 		n += (size_t)snprintf(s + n, cap - n, "%s=%s\n", r->plan.vars[i].name, r->plan.vars[i].value);
-	if (cvd)
-		n += (size_t)snprintf(s + n, cap - n, "CUDA_VISIBLE_DEVICES=%s\n", cvd);
+	if (r->cvd_set)
+		n += (size_t)snprintf(s + n, cap - n, "CUDA_VISIBLE_DEVICES=%s\n", r->cvd);
 	n += (size_t)snprintf(s + n, cap - n, "gpumon.interval_ms=%u\n", r->o->interval_ms);
 	if (r->o->alloc.limit_bytes)
 		snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
@@ -510,13 +391,7 @@ static char *settings_text(const struct run *r, const char *cvd)
 	return s;
 }
 
-/* An out-of-memory message on the job's stderr. */
-static void on_oom_line(void *ctx, uint64_t t, const char *framework, const char *line)
-{
-	run_oom_signal(ctx, t, framework, line);
-}
-
-static void loop(struct run *r, gpumon_sampler *smp, int wake)
+static void loop(struct run *r, int wake)
 {
 	static const char *const names[32] = {[SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
 					      [SIGHUP] = "SIGHUP", [SIGQUIT] = "SIGQUIT"};
@@ -529,16 +404,15 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
 				if (sigs & (1u << s))
-					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
+					event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status);
 		if (r->done)
 			run_stderr_job_ended();
-		drain_sampler(r, smp, 0);
-		run_stderr_take(r->err, on_oom_line, r);
-		run_oom_tick(r, t);
+		drain_sampler(r, 0);
+		take_oom_lines(r);
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
-			refresh_tree(r, t);
+			refresh_tree(r);
 		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && !r->rec_failed) {
 			rec_check(r, gpumon_recording_commit(r->rec));
 			r->last_commit_ns = t;
@@ -546,7 +420,7 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 	}
 	r->end_ns = cli_now_ns();
 	/* the last samples (one period and a little) and whatever the job sent before it ended */
-	drain_sampler(r, smp, (int)r->o->interval_ms * 2 + 5);
+	drain_sampler(r, (int)r->o->interval_ms * 2 + 5);
 	for (int round = 0; r->srv && round < 50; round++) {
 		struct run_server_stats a, b;
 		run_server_stats_get(r->srv, &a);
@@ -555,30 +429,31 @@ static void loop(struct run *r, gpumon_sampler *smp, int wake)
 		if (!memcmp(&a, &b, sizeof a) && round > 1)
 			break;
 	}
-	drain_sampler(r, smp, 0);
+	drain_sampler(r, 0);
 }
 
 /* The GPU, the plan and the recording's path: everything decided before the job is forked. */
 static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, char *defpath, size_t deflen)
 {
 	struct opts *o = r->o;
-	unsigned dev = 0;
+	unsigned dev = 0, ngpus = gpumon_device_count(r->g);
 	int rc;
-	r->ngpus = gpumon_device_count(r->g);
-	r->gpus = calloc(r->ngpus ? r->ngpus : 1, sizeof *r->gpus);
-	if (!r->gpus)
+	r->sampled = calloc(ngpus ? ngpus : 1, sizeof *r->sampled);
+	if (!r->sampled)
 		return EXIT_OTHER;
 	if (o->gpu && (rc = run_job_choose_gpu(r->g, o->gpu, &dev)) != EXIT_OK)
 		return rc;
-	for (unsigned d = 0; d < r->ngpus; d++) {
+	for (unsigned d = 0; d < ngpus; d++) {
 		gpumon_device_info info;
 		gpumon_device_info_get(r->g, d, &info);
-		r->gpus[d].sampled = !o->gpu || d == dev;
+		if (o->gpu && d != dev)
+			continue;
+		r->sampled[r->nsampled++] = d;
 		/* JAX's fraction from --limit: of the job's GPU, or of the smallest when all are used */
-		if (r->gpus[d].sampled && (info.present & GPUMON_INFO_MEMORY_TOTAL) &&
+		if ((info.present & GPUMON_INFO_MEMORY_TOTAL) &&
 		    (!o->alloc.gpu_total_bytes || info.memory_total_bytes < o->alloc.gpu_total_bytes))
 			o->alloc.gpu_total_bytes = info.memory_total_bytes;
-		if (o->gpu && d == dev) {
+		if (o->gpu) {
 			if (!(info.present & GPUMON_INFO_UUID)) {
 				cli_error("run: --gpu %s: the driver does not tell the GPU's UUID", o->gpu);
 				return EXIT_OTHER;
@@ -602,32 +477,88 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 	return EXIT_OK;
 }
 
-/* Creates the recording (the job is forked and waiting, so its pid is known) and the sampler. */
-static int start_recording(struct run *r, const char *path, const char *cvd, gpumon_sampler **smp)
+/*
+ * The run model, with the recording's metadata: its start time is read back from the file, so that
+ * the model counts time from the moment a replay of the recording does (the writer takes it
+ * itself). guess_ns: the start when the file cannot be read back.
+ */
+static int start_model(struct run *r, const char *path, const gpumon_run_meta *meta, uint64_t guess_ns)
 {
-	char *command = run_job_quote(r->o->cmd), *settings = settings_text(r, r->o->gpu ? cvd : NULL);
-	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = command, .settings = settings, .job_pid = (unsigned)r->child};
+	gpumon_run_meta m = *meta;
+	gpumon_reader *rd = NULL;
+	m.start_mono_ns = guess_ns;
+	if (gpumon_reader_create(path, &rd) == GPUMON_OK) {
+		const gpumon_run_meta *got = gpumon_reader_meta(rd);
+		m.start_mono_ns = got->start_mono_ns ? got->start_mono_ns : guess_ns;
+		m.start_wall_ns = got->start_wall_ns;
+		m.host = got->host;
+		m.driver_version = got->driver_version;
+	}
+	gpumon_model_config cfg = {.size = sizeof cfg, .meta = &m, .limit_bytes = r->o->alloc.limit_bytes,
+				   .cuda_visible_devices = r->cvd_set ? r->cvd : NULL, .source = path};
+	int st = gpumon_model_create(&cfg, &r->model); /* copies meta's strings: rd may go */
+	gpumon_reader_destroy(rd);
+	for (unsigned d = 0; st == GPUMON_OK && d < gpumon_device_count(r->g); d++) {
+		gpumon_device_info info;
+		if (gpumon_device_info_get(r->g, d, &info) == GPUMON_OK)
+			st = gpumon_model_device(r->model, &info);
+	}
+	if (st != GPUMON_OK) {
+		cli_error("run: cannot create the run model: %s", gpumon_strerror(st));
+		return EXIT_OTHER;
+	}
+	r->fed_ns = m.start_mono_ns;
+	return EXIT_OK;
+}
+
+/* The processes already on the sampled GPUs, listed once before sampling starts, so that the model
+ * knows what each held when the GPUs' first figures come (the sampler lists processes just after
+ * each GPU's figure): a co-tenant's memory at the start is then not taken for a rise of its own. */
+static void first_listing(struct run *r)
+{
+	uint64_t t = cli_now_ns();
+	for (unsigned i = 0; i < r->nsampled; i++) {
+		gpumon_process *list = NULL;
+		size_t n = 0;
+		if (gpumon_process_list(r->g, r->sampled[i], &list, &n) != GPUMON_OK)
+			continue;
+		for (size_t k = 0; k < n; k++) {
+			gpumon_record rec = {.kind = GPUMON_REC_PROCESS, .dev = r->sampled[i], .t_ns = t, .process = list[k]};
+			emit(r, &rec, 1);
+			track(r, &rec);
+		}
+		gpumon_free(list);
+	}
+	r->fed_ns = t;
+}
+
+/* Creates the recording (the job is forked and waiting, so its pid is known), the model and the
+ * sampler. */
+static int start_recording(struct run *r, const char *path)
+{
+	char *command = run_job_quote(r->o->cmd), *settings = settings_text(r);
+	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = command, .settings = settings,
+				.job_pid = (unsigned)r->child, .exit_status = -1};
+	uint64_t guess = cli_now_ns();
 	int st = command && settings ? gpumon_recording_create(r->g, path, &info, &r->rec) : GPUMON_E_NOMEM;
-	free(command);
-	free(settings);
+	int rc = EXIT_OK;
 	if (st != GPUMON_OK) {
 		cli_error("run: %s", r->rec ? gpumon_recording_errmsg(r->rec) : gpumon_strerror(st));
 		gpumon_recording_destroy(r->rec);
 		r->rec = NULL; /* never removed: it may be someone else's file */
 		/* as gpumon record: an existing file is refused like a bad option */
-		return st == GPUMON_E_INVAL || st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
+		rc = st == GPUMON_E_INVAL || st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
 	}
-	unsigned *devs = calloc(r->ngpus ? r->ngpus : 1, sizeof *devs), n = 0;
-	if (!devs)
-		return EXIT_OTHER;
-	for (unsigned d = 0; d < r->ngpus; d++)
-		if (r->gpus[d].sampled)
-			devs[n++] = d;
-	gpumon_sampler_config cfg = {.size = sizeof cfg, .period_us = r->o->interval_ms * 1000, .devices = devs, .ndevices = n};
-	st = gpumon_sampler_create(r->g, &cfg, smp);
-	free(devs);
-	r->smp = *smp;
-	if (st != GPUMON_OK) {
+	if (rc == EXIT_OK)
+		rc = start_model(r, path, &info, guess);
+	free(command);
+	free(settings);
+	if (rc != EXIT_OK)
+		return rc;
+	first_listing(r);
+	gpumon_sampler_config cfg = {.size = sizeof cfg, .period_us = r->o->interval_ms * 1000,
+				     .devices = r->sampled, .ndevices = r->nsampled};
+	if (gpumon_sampler_create(r->g, &cfg, &r->smp) != GPUMON_OK) {
 		cli_error("run: cannot start sampling: %s", gpumon_errmsg(r->g));
 		return EXIT_OTHER;
 	}
@@ -635,7 +566,7 @@ static int start_recording(struct run *r, const char *path, const char *cvd, gpu
 }
 
 /* Runs the job to its end; returns its exit status. */
-static int run_job(struct run *r, gpumon_sampler *smp, int wake)
+static int run_job(struct run *r, int wake)
 {
 	if (!r->o->quiet)
 		for (size_t i = 0; i < r->plan.nnotes; i++)
@@ -645,26 +576,62 @@ static int run_job(struct run *r, gpumon_sampler *smp, int wake)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
-		run_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
-	run_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
+		event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
+	event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
 	run_job_release(1);
-	refresh_tree(r, cli_now_ns());
-	loop(r, smp, wake);
-	/* the job's last words on stderr (an out-of-memory message is often among them), then the
-	   forensics while the flight recorder still runs */
-	run_stderr_close(r->err, STDERR_GRACE_MS, on_oom_line, r);
-	r->err = NULL;
-	drain_sampler(r, smp, 0);
-	run_oom_finish(r);
-	run_event(r, r->end_ns, "exit", "%d", r->status);
+	refresh_tree(r);
+	loop(r, wake);
+	/* the job's last words on stderr: an out-of-memory message is often among them */
+	run_stderr_stop(r->err, STDERR_GRACE_MS);
+	take_oom_lines(r);
+	drain_sampler(r, 0);
+	event(r, r->end_ns, "exit", "%d", r->status);
 	return r->status;
+}
+
+/* The end: the model finishes at the end the recording stores, and its document is the summary. */
+static void summarize(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
+{
+	char *text = NULL;
+	gpumon_model_finish(r->model, end_ns, r->status);
+	if (r->o->quiet)
+		return;
+	json_t *doc = gpumon_model_document(r->model, 0, &text) == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
+	gpumon_free(text);
+	if (!doc) {
+		cli_error("run: out of memory: no summary (the recording %s has the run)", path);
+		return;
+	}
+	struct run_facts f = {.path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
+			      .have_socket = r->srv != NULL};
+	if (r->srv) {
+		struct run_server_stats st;
+		run_server_stats_get(r->srv, &st);
+		f.malformed = st.malformed;
+		f.unknown = st.unknown;
+	}
+	run_summary_print(stderr, doc, &f);
+	json_decref(doc);
+}
+
+static void free_run(struct run *r)
+{
+	run_server_close(r->srv);
+	gpumon_model_destroy(r->model);
+	gpumon_destroy(r->g);
+	run_alloc_plan_free(&r->plan);
+	run_tree_free(&r->tree);
+	free(r->sampled);
+	free(r->procs);
+	free(r->job);
+	free(r->warned);
 }
 
 int cmd_run(int argc, char **argv)
 {
 	struct opts o = {0};
 	struct run r = {.o = &o, .child = -1, .status = 255};
-	int rc = parse(argc, argv, &o);
+	int rc = run_opts_parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
 	if (!run_job_command_exists(o.cmd[0])) {
@@ -680,7 +647,6 @@ int cmd_run(int argc, char **argv)
 		return rc;
 	char cvd[96] = "", defpath[64];
 	const char *path = NULL;
-	gpumon_sampler *smp = NULL;
 	char **env = NULL;
 	int wake = -1;
 	rc = prepare(&r, cvd, sizeof cvd, &path, defpath, sizeof defpath);
@@ -690,8 +656,6 @@ int cmd_run(int argc, char **argv)
 	for (size_t i = 0; env && env[i]; i++)
 		if (!strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21))
 			r.cvd_set = snprintf(r.cvd, sizeof r.cvd, "%s", env[i] + 21) >= 0;
-	if (rc == EXIT_OK && run_oom_create(&r))
-		cli_error("run: out of memory for the forensics; the job runs without them");
 	/* the job's stderr through gpumon, scanned for out-of-memory messages; the job is forked
 	   first and waits, so that the recording names its pid */
 	int err_fd = -1;
@@ -704,44 +668,34 @@ int cmd_run(int argc, char **argv)
 	if (r.err && r.child <= 0)
 		close(err_fd);
 	if (r.err && (r.child <= 0 || run_stderr_start(r.err, err_fd, r.child))) {
-		run_stderr_close(r.err, 0, on_oom_line, &r);
+		run_stderr_free(r.err);
 		r.err = NULL;
 	}
 	run_job_env_free(env);
-	if (rc == EXIT_OK && (rc = start_recording(&r, path, cvd, &smp)) != EXIT_OK)
+	if (rc == EXIT_OK && (rc = start_recording(&r, path)) != EXIT_OK)
 		run_job_release(0); /* the job leaves without running anything */
 	if (rc == EXIT_OK)
-		rc = run_job(&r, smp, wake);
+		rc = run_job(&r, wake);
 	else if (r.child > 0)
 		waitpid(r.child, NULL, 0);
 	run_job_finish(wake);
-	run_stderr_close(r.err, STDERR_GRACE_MS, on_oom_line, &r);
+	run_stderr_free(r.err);
 	gpumon_sampler_stats ss = {0};
-	if (smp) {
-		gpumon_sampler_stats_get(smp, &ss);
-		gpumon_sampler_destroy(smp);
+	if (r.smp) {
+		gpumon_sampler_stats_get(r.smp, &ss);
+		gpumon_sampler_destroy(r.smp);
 	}
 	if (r.rec && r.end_ns) {
+		uint64_t end = cli_now_ns(); /* the end the recording stores is read the moment after */
 		int st = gpumon_recording_finish(r.rec, r.status);
 		gpumon_recording_destroy(r.rec);
 		if (st != GPUMON_OK && !r.rec_failed)
 			cli_error("run: the recording could not be completed: %s", gpumon_strerror(st));
-		if (!o.quiet)
-			run_summary_print(&r, path, &ss);
+		summarize(&r, path, end, &ss);
 	} else if (r.rec) {
 		gpumon_recording_destroy(r.rec);
 		unlink(path); /* ours, and nothing ran: leave no empty recording behind */
 	}
-	run_server_close(r.srv);
-	gpumon_destroy(r.g);
-	run_alloc_plan_free(&r.plan);
-	run_tree_free(&r.tree);
-	free(r.gpus);
-	free(r.procs);
-	free(r.job);
-	for (size_t i = 0; i < r.nfw; i++)
-		gpumon_leak_destroy(r.fw[i].leak);
-	free(r.warned);
-	run_oom_destroy(&r);
+	free_run(&r);
 	return rc;
 }

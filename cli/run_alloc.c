@@ -371,14 +371,6 @@ static void plan_tf(struct builder *b, const struct run_alloc_opts *o)
 			"[tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) sets one");
 }
 
-uint64_t run_alloc_ceiling(const struct run_alloc_opts *o)
-{
-	uint64_t c = o->gpu_total_bytes;
-	if (o->limit_bytes && (!c || o->limit_bytes < c))
-		c = o->limit_bytes;
-	return c;
-}
-
 int run_alloc_build(const struct run_alloc_opts *o, char *const *envp, struct run_alloc_plan *out)
 {
 	struct builder b = {out, 0};

@@ -53,11 +53,6 @@ struct run_alloc_plan {
  */
 int run_alloc_parse_size(const char *s, uint64_t *out);
 
-/* The memory the job may take on its GPU, for "out of memory in N steps": --limit when it is set
- * and smaller than the GPU, else the GPU's memory; 0 when unknown. (--fraction is left out: it caps
- * only some frameworks, in some allocator modes.) */
-uint64_t run_alloc_ceiling(const struct run_alloc_opts *o);
-
 /* Parses a fraction in (0, hi] (hi_inclusive) or (0, hi). Returns 0 or -1. */
 int run_alloc_parse_fraction(const char *s, double hi, int hi_inclusive, double *out);
 

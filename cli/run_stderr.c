@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* run_stderr.c — passes the job's stderr on to gpumon's, byte for byte and at once (a thread that
- * only reads, writes and scans), and notes the lines that carry an out-of-memory message. Lines
- * end at \n or \r (progress bars); a line longer than the buffer is scanned in overlapping parts. */
+ * only reads, writes and scans), and queues the lines that carry an out-of-memory message for the
+ * loop to take. Lines end at \n or \r (progress bars); a line longer than the buffer is scanned in
+ * overlapping parts. */
 #include "run_stderr.h"
 
 #include <errno.h>
@@ -18,18 +19,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "run_oom.h"
 
 #define LINE_CAP 4096 /* bytes of a line kept for scanning */
-#define TEXT_CAP 400  /* bytes of a line handed on */
 #define MAX_HITS 16   /* lines queued between two takes; more are dropped */
 #define STOP_DRAIN (1 << 20) /* bytes still passed on after a stop */
-
-struct hit {
-	uint64_t t_ns;
-	const char *framework;
-	char line[TEXT_CAP + 1];
-};
 
 struct run_stderr {
 	int rd;                 /* the pipe's read end or the terminal's master side, non-blocking */
@@ -37,7 +30,7 @@ struct run_stderr {
 	pthread_t thread;
 	int started;
 	pthread_mutex_t mu;     /* guards hits, nhits, done */
-	struct hit hits[MAX_HITS];
+	struct run_stderr_line hits[MAX_HITS];
 	size_t nhits;
 	int done;               /* the thread has finished */
 	/* the scanner: used by the thread only (and by close, after the join) */
@@ -49,13 +42,13 @@ struct run_stderr {
 static void check_line(struct run_stderr *s)
 {
 	const char *fw;
-	if (s->matched || !s->len || !(fw = run_oom_match(s->line, s->len)))
+	if (s->matched || !s->len || !(fw = gpumon_oom_message_match(s->line, s->len)))
 		return;
 	s->matched = 1;
 	pthread_mutex_lock(&s->mu);
 	if (s->nhits < MAX_HITS) {
-		struct hit *h = &s->hits[s->nhits++];
-		size_t n = s->len < TEXT_CAP ? s->len : TEXT_CAP;
+		struct run_stderr_line *h = &s->hits[s->nhits++];
+		size_t n = s->len < RUN_STDERR_TEXT_CAP ? s->len : RUN_STDERR_TEXT_CAP;
 		h->t_ns = cli_now_ns();
 		h->framework = fw;
 		for (size_t i = 0; i < n; i++) {
@@ -69,7 +62,7 @@ static void check_line(struct run_stderr *s)
 
 static void scan(struct run_stderr *s, const char *buf, size_t n)
 {
-	size_t keep = run_oom_longest() - 1;
+	size_t keep = gpumon_oom_message_longest() - 1;
 	for (size_t i = 0; i < n; i++) {
 		char c = buf[i];
 		if (c == '\n' || c == '\r') {
@@ -262,43 +255,47 @@ int run_stderr_start(struct run_stderr *s, int job_fd, pid_t job)
 	return 0;
 }
 
-void run_stderr_take(struct run_stderr *s, run_stderr_fn fn, void *ctx)
+size_t run_stderr_take(struct run_stderr *s, struct run_stderr_line *out, size_t cap)
 {
-	struct hit hits[MAX_HITS];
 	size_t n;
 	if (!s)
-		return;
+		return 0;
 	pthread_mutex_lock(&s->mu);
-	n = s->nhits;
-	memcpy(hits, s->hits, n * sizeof hits[0]);
-	s->nhits = 0;
+	n = s->nhits < cap ? s->nhits : cap;
+	memcpy(out, s->hits, n * sizeof out[0]);
+	memmove(s->hits, s->hits + n, (s->nhits - n) * sizeof s->hits[0]);
+	s->nhits -= n;
 	pthread_mutex_unlock(&s->mu);
-	for (size_t i = 0; i < n; i++)
-		fn(ctx, hits[i].t_ns, hits[i].framework, hits[i].line);
+	return n;
 }
 
-void run_stderr_close(struct run_stderr *s, int timeout_ms, run_stderr_fn fn, void *ctx)
+void run_stderr_stop(struct run_stderr *s, int timeout_ms)
+{
+	if (!s || !s->started)
+		return;
+	uint64_t end = cli_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		int done = s->done;
+		pthread_mutex_unlock(&s->mu);
+		if (done || cli_now_ns() >= end)
+			break;
+		struct timespec ts = {0, 2000000};
+		nanosleep(&ts, NULL);
+	}
+	if (write(s->stop[1], "s", 1) != 1) {
+		/* cannot fail on a fresh pipe; the thread then ends at the end of file */
+	}
+	pthread_join(s->thread, NULL);
+	s->started = 0;
+	check_line(s); /* a last line without its newline */
+}
+
+void run_stderr_free(struct run_stderr *s)
 {
 	if (!s)
 		return;
-	if (s->started) {
-		uint64_t end = cli_now_ns() + (uint64_t)timeout_ms * 1000000u;
-		for (;;) {
-			pthread_mutex_lock(&s->mu);
-			int done = s->done;
-			pthread_mutex_unlock(&s->mu);
-			if (done || cli_now_ns() >= end)
-				break;
-			struct timespec ts = {0, 2000000};
-			nanosleep(&ts, NULL);
-		}
-		if (write(s->stop[1], "s", 1) != 1) {
-			/* cannot fail on a fresh pipe; the thread then ends at the end of file */
-		}
-		pthread_join(s->thread, NULL);
-		check_line(s); /* a last line without its newline */
-	}
-	run_stderr_take(s, fn, ctx);
+	run_stderr_stop(s, 0);
 	if (winch_master == s->rd)
 		stop_following_resizes();
 	close(s->rd);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* run_stderr.h — the job's stderr through `gpumon run`: every byte written on to gpumon's own
  * stderr unchanged and at once, by a thread of its own, while lines are scanned for the
- * frameworks' out-of-memory messages. */
+ * frameworks' out-of-memory messages (gpumon_oom_message_match); the loop takes those lines. */
 #ifndef GPUMON_RUN_STDERR_H
 #define GPUMON_RUN_STDERR_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,18 +27,27 @@ int run_stderr_start(struct run_stderr *s, int job_fd, pid_t job);
 /* The job has been reaped: its pid may be reused, and is no longer signalled. */
 void run_stderr_job_ended(void);
 
-/* One out-of-memory line: the framework's name from run_oom_match, the line (control characters
- * turned into blanks, at most 400 bytes) and when it was read (CLOCK_MONOTONIC). */
-typedef void (*run_stderr_fn)(void *ctx, uint64_t t_ns, const char *framework, const char *line);
+#define RUN_STDERR_TEXT_CAP 400 /* bytes of a line kept */
 
-/* Hands the out-of-memory lines seen since the last call to fn, oldest first. */
-void run_stderr_take(struct run_stderr *s, run_stderr_fn fn, void *ctx);
+/* A line that carries an out-of-memory message. */
+struct run_stderr_line {
+	uint64_t t_ns;           /* when it was read (CLOCK_MONOTONIC) */
+	const char *framework;   /* gpumon_oom_message_match's name ("PyTorch", ...; static storage) */
+	char line[RUN_STDERR_TEXT_CAP + 1]; /* the line, control characters as blanks, truncated */
+};
+
+/* Copies up to cap of the out-of-memory lines seen and not taken yet into out, oldest first, and
+ * returns how many. At most 16 wait between two takes; more are dropped. NULL s: 0. */
+size_t run_stderr_take(struct run_stderr *s, struct run_stderr_line *out, size_t cap);
 
 /*
  * Waits up to timeout_ms for every writer to close the job's end (processes the job left behind
- * may hold it), passes on what is left, stops the thread and frees s. The lines not taken yet go
- * to fn first. NULL: no-op.
+ * may hold it), passes on what is left and stops the thread; a last line without its newline is
+ * scanned. The lines found stay queued for run_stderr_take(). NULL or stopped: no-op.
  */
-void run_stderr_close(struct run_stderr *s, int timeout_ms, run_stderr_fn fn, void *ctx);
+void run_stderr_stop(struct run_stderr *s, int timeout_ms);
+
+/* Stops the thread at once when it still runs and frees s. NULL: no-op. */
+void run_stderr_free(struct run_stderr *s);
 
 #endif

@@ -1,145 +1,314 @@
 /* SPDX-License-Identifier: MIT */
-/* run_summary.c — the end summary of `gpumon run`: per GPU the job's peak and average against the
- * others', per reporting process the framework's peaks, its leak verdict and the memory NVML sees
- * that the framework does not account for, then the job's peak, the NVML verdict and, after an
- * out-of-memory death, the forensics (run_oom.c). */
+/* run_summary.c — the end summary of `gpumon run`, rendered from the run model's document (per GPU
+ * the job's peak, its owner and mean against the other processes, the verdicts, the memory the
+ * allocator caches or does not account for, the out-of-memory moment and its diagnosis) and from
+ * the launcher's own facts. It only words what the document says (words.h); it decides nothing. */
+#include "run_summary.h"
+
+#include <math.h>
 #include <string.h>
 
 #include "cli.h"
-#include "run_oom.h"
-#include "run_socket.h"
-#include "run_state.h"
-#include "run_verdict.h"
+#include "words.h"
 
-/* The GPU NVML lists pid on, when it is on exactly one; -1 otherwise. */
-static int only_gpu_of(const struct run *r, unsigned pid)
+#define WIDTH 100 /* longer sentences wrap */
+
+static const char *str(const json_t *o, const char *key)
 {
-	int dev = -1;
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid) {
-			if (dev >= 0 && (unsigned)dev != r->procs[i].dev)
-				return -1;
-			dev = (int)r->procs[i].dev;
-		}
-	return dev;
+	return json_string_value(json_object_get(o, key));
 }
 
-void run_summary_fw_sample(struct run *r, struct fw_acc *f, const gpumon_framework_sample *s)
+static int has_num(const json_t *o, const char *key)
 {
-	unsigned dev;
-	f->device = s->device;
-	if (s->allocated_known) {
-		f->last_allocated = s->allocated_bytes;
-		f->last_allocated_known = 1;
-	}
-	if (!s->reserved_known)
-		return;
-	f->last_reserved = s->reserved_bytes;
-	f->last_reserved_known = 1;
-	if (s->device < 0) {
-		/* no device said: the GPU NVML lists the process on, when that is one */
-		int only = only_gpu_of(r, f->pid);
-		if (only < 0) {
-			snprintf(f->ua_why, sizeof f->ua_why, "the framework did not say its device");
-			return;
-		}
-		dev = (unsigned)only;
-	} else if (run_oom_map_device(r, s->device, &dev, f->ua_why, sizeof f->ua_why)) {
-		return;
-	}
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == f->pid && r->procs[i].dev == dev && r->procs[i].used) {
-			f->ua_known = 1;
-			f->ua_dev = dev;
-			f->ua_nvml = r->procs[i].used;
-			f->ua_reserved = s->reserved_bytes;
-			return;
-		}
-	if (!f->ua_known)
-		snprintf(f->ua_why, sizeof f->ua_why, "NVML lists no memory of pid %u on GPU %u", f->pid, dev);
+	return json_is_number(json_object_get(o, key));
 }
 
-static void print_unaccounted(FILE *out, const struct fw_acc *f)
+static double num(const json_t *o, const char *key)
 {
-	char a[32], b[32], c[32];
-	if (!f->last_reserved_known)
-		return;
-	if (!f->ua_known) {
-		fprintf(out, "  unaccounted (pid %u): unknown: %s\n", f->pid, f->ua_why);
-		return;
+	return json_number_value(json_object_get(o, key));
+}
+
+/* Writes text after first (the first line's indent and label), wrapped at WIDTH columns at blanks,
+ * the next lines indented by cont. */
+static void wrap(FILE *out, const char *first, const char *cont, const char *text)
+{
+	size_t col = strlen(first), indent = strlen(cont);
+	fputs(first, out);
+	if (!*text)
+		fputc('\n', out);
+	while (*text) {
+		size_t room = col < WIDTH ? WIDTH - col : 1, n = strlen(text);
+		if (n > room) {
+			size_t cut = room;
+			while (cut > 0 && text[cut] != ' ')
+				cut--;
+			n = cut ? cut : room; /* a word longer than the line is cut where the line ends ... */
+			while (!cut && n > 1 && ((unsigned char)text[n] & 0xC0) == 0x80)
+				n--; /* ... between two UTF-8 characters */
+		}
+		fprintf(out, "%.*s\n", (int)n, text);
+		text += n;
+		while (*text == ' ')
+			text++;
+		if (*text) {
+			fputs(cont, out);
+			col = indent;
+		}
 	}
-	cli_format_bytes(b, sizeof b, f->ua_nvml);
-	cli_format_bytes(c, sizeof c, f->ua_reserved);
-	if (f->ua_nvml >= f->ua_reserved)
-		fprintf(out, "  unaccounted (pid %u): %s on GPU %u (NVML %s - reserved %s: CUDA context, "
-			     "libraries' workspaces, other allocators)\n",
-			f->pid, cli_format_bytes(a, sizeof a, f->ua_nvml - f->ua_reserved), f->ua_dev, b, c);
+}
+
+/* A command line on one short line: control characters as blanks, at most 60 bytes. */
+static const char *short_command(const char *cmd, char *buf, size_t len)
+{
+	size_t i, max = len > 64 ? 60 : len - 1;
+	for (i = 0; cmd[i] && i < max; i++)
+		buf[i] = (unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f ? ' ' : cmd[i];
+	while (cmd[i] && i > 0 && ((unsigned char)cmd[i] & 0xC0) == 0x80)
+		i--; /* not in the middle of a UTF-8 character */
+	buf[i] = 0;
+	if (cmd[i] && i + 4 < len)
+		memcpy(buf + i, "...", 4);
+	return buf;
+}
+
+/* "pid 2 (python3 train.py)" of a {pid, user, command} object; "" when null. */
+static const char *who(char *buf, size_t len, const json_t *w)
+{
+	char cmd[72];
+	if (!json_is_object(w)) {
+		buf[0] = 0;
+		return buf;
+	}
+	const char *c = str(w, "command");
+	if (c)
+		snprintf(buf, len, "pid %lld (%s)", (long long)num(w, "pid"), short_command(c, cmd, sizeof cmd));
 	else
-		fprintf(out, "  unaccounted (pid %u): none seen on GPU %u (NVML %s, below reserved %s: the two "
-			     "were read at different moments)\n", f->pid, f->ua_dev, b, c);
+		snprintf(buf, len, "pid %lld", (long long)num(w, "pid"));
+	return buf;
 }
 
-static void print_gpu(const struct run *r, unsigned d)
+/* ---- per GPU ------------------------------------------------------------------------------------ */
+
+/* "      made by the rise of pid 2 (python3 train.py)", when the peak names its owner. */
+static void print_owner(FILE *out, const json_t *peak)
 {
-	char a[32], b[32], c[32];
-	const struct gpu_acc *g = &r->gpus[d];
-	gpumon_device_info info;
-	if (!g->sampled || gpumon_device_info_get(r->g, d, &info) != GPUMON_OK)
-		return;
-	long double span = r->end_ns > r->start_ns ? (long double)(r->end_ns - r->start_ns) : 1;
-	long double integral = g->job_integral;
-	if (g->last_t && r->end_ns > g->last_t)
-		integral += (long double)g->job_now * (long double)(r->end_ns - g->last_t);
-	if (g->job_peak) {
-		fprintf(stderr, "  GPU %u %s: job peak %s at %.2f s (other processes held %s then)", d, info.uuid,
-			cli_format_bytes(a, sizeof a, g->job_peak), (double)(g->job_peak_t - r->start_ns) / 1e9,
-			cli_format_bytes(b, sizeof b, g->others_at_peak));
-		fprintf(stderr, ", average %s", cli_format_bytes(c, sizeof c, (uint64_t)(integral / span)));
+	char w[128];
+	if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
+		fprintf(out, "      made by the rise of %s\n", w);
+	if (who(w, sizeof w, json_object_get(peak, "largest"))[0])
+		fprintf(out, "      the largest holder then: %s\n", w);
+}
+
+static void print_gpu(FILE *out, const json_t *d)
+{
+	char a[32], b[32];
+	const json_t *peak = json_object_get(d, "peak"), *jp = json_object_get(d, "job_peak");
+	if (!json_is_object(peak) && !json_is_object(jp))
+		return; /* not sampled */
+	const char *name = str(d, "name");
+	fprintf(out, "  GPU %lld %s%s%s%s:\n", (long long)num(d, "dev"), str(d, "uuid") ? str(d, "uuid") : "",
+		name ? " (" : "", name ? name : "", name ? ")" : "");
+	if (json_is_object(jp)) {
+		fprintf(out, "    job peak %s at %.2f s (other processes held %s then)\n",
+			words_bytes(a, sizeof a, json_object_get(jp, "bytes")), num(jp, "time"),
+			words_bytes(b, sizeof b, json_object_get(d, "others_at_job_peak_bytes")));
+		print_owner(out, jp);
+		fprintf(out, "    job mean %s, other processes peak %s\n",
+			words_bytes(a, sizeof a, json_object_get(d, "job_mean_bytes")),
+			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
 	} else {
 		/* not "0 B": the driver never listed a process of the job with memory here */
-		fprintf(stderr, "  GPU %u %s: no process of the job held memory here", d, info.uuid);
+		fprintf(out, "    no process of the job held memory here; other processes peak %s\n",
+			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
 	}
-	fprintf(stderr, "; other processes peak %s", cli_format_bytes(c, sizeof c, g->others_peak));
-	fprintf(stderr, "; GPU used peak %s\n", cli_format_bytes(b, sizeof b, g->used_peak));
+	if (json_is_object(peak)) {
+		fprintf(out, "    GPU used peak %s at %.2f s\n", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
+			num(peak, "time"));
+		print_owner(out, peak);
+	}
 }
 
-void run_summary_print(const struct run *r, const char *path, const gpumon_sampler_stats *ss)
+/* ---- verdicts and memory figures ---------------------------------------------------------------- */
+
+/* The run's verdict and every other series of its kind, in the document's order: each framework
+ * series (a restarted loop is a series of its own), or the job on each of its GPUs, ... */
+static void print_verdicts(FILE *out, const json_t *doc, double now_s)
 {
-	char a[32], b[32], who[32];
-	double secs = (double)(r->end_ns - r->start_ns) / 1e9;
-	fprintf(stderr, "\ngpumon run summary\n  recording: %s%s\n", path,
-		r->rec_failed ? " (stopped early, see above)" : "");
-	fprintf(stderr, "  job exited with status %d after %.1f s\n", r->status, secs);
-	for (unsigned d = 0; d < r->ngpus; d++)
-		print_gpu(r, d);
-	for (size_t i = 0; i < r->nfw; i++) {
-		const struct fw_acc *f = &r->fw[i];
-		if (!f->has_allocated && !f->has_reserved)
-			continue;
-		fprintf(stderr, "  framework peak (%s%s%s, pid %u):", f->framework[0] ? f->framework : "unknown",
-			f->version[0] ? " " : "", f->version, f->pid);
-		if (f->has_allocated)
-			fprintf(stderr, " allocated %s", cli_format_bytes(a, sizeof a, f->peak_allocated));
-		if (f->has_reserved)
-			fprintf(stderr, " reserved %s", cli_format_bytes(b, sizeof b, f->peak_reserved));
-		fprintf(stderr, "\n");
-		print_unaccounted(stderr, f);
-		snprintf(who, sizeof who, "pid %u", f->pid);
-		run_verdict_print(stderr, f->leak, who, "the allocated floor");
+	char text[1200];
+	size_t i;
+	const json_t *v;
+	const char *kind = str(json_object_get(json_object_get(doc, "leak"), "series"), "kind");
+	json_array_foreach(json_object_get(doc, "series"), i, v) {
+		const char *k = str(json_object_get(v, "series"), "kind");
+		if (kind && k && !strcmp(k, kind))
+			wrap(out, "  leak: ", "    ", words_verdict(text, sizeof text, v, now_s));
 	}
-	run_oom_print(stderr, r);
-	for (size_t i = 0; i < r->plan.nvars; i++)
-		fprintf(stderr, "  set %s=%s\n", r->plan.vars[i].name, r->plan.vars[i].value);
-	for (size_t i = 0; i < r->plan.nnotes; i++)
-		fprintf(stderr, "  note: %s\n", r->plan.notes[i]);
-	if (ss->dropped)
-		fprintf(stderr, "  dropped records: %llu (the recording misses some samples)\n",
-			(unsigned long long)ss->dropped);
-	if (r->srv) {
-		struct run_server_stats st;
-		run_server_stats_get(r->srv, &st);
-		if (st.malformed || st.unknown)
-			fprintf(stderr, "  socket: %llu malformed and %llu unknown messages ignored\n",
-				(unsigned long long)st.malformed, (unsigned long long)st.unknown);
+	const json_t *peak = json_object_get(doc, "peak");
+	if (json_is_object(peak) && str(peak, "what") && !strcmp(str(peak, "what"), "framework")) {
+		char a[32], w[128];
+		fprintf(out, "  framework peak (allocated): %s at %.2f s", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
+			num(peak, "time"));
+		if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
+			fprintf(out, ", %s", w);
+		fprintf(out, "\n");
 	}
+}
+
+/* "fragmentation" and "unaccounted", each when known. */
+static void print_memory(FILE *out, const json_t *doc)
+{
+	char a[32], line[400];
+	const json_t *f = json_object_get(doc, "fragmentation"), *u = json_object_get(doc, "unaccounted");
+	if (json_is_object(f)) {
+		snprintf(line, sizeof line, "%s at %.2f s (pid %lld): memory the allocator reserved that no tensor used",
+			 words_bytes(a, sizeof a, json_object_get(f, "bytes")), num(f, "time"), (long long)num(f, "pid"));
+		wrap(out, "  allocator cache, at most: ", "    ", line);
+	}
+	if (json_is_object(u)) {
+		char gpu[32] = "";
+		if (has_num(u, "dev"))
+			snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)num(u, "dev"));
+		snprintf(line, sizeof line,
+			 "%s%s (pid %lld at %.2f s): NVML's figure beyond the allocator's reserved: the CUDA context, "
+			 "libraries' workspaces, other allocators",
+			 words_bytes(a, sizeof a, json_object_get(u, "bytes")), gpu, (long long)num(u, "pid"), num(u, "time"));
+		wrap(out, "  unaccounted, at most: ", "    ", line);
+	}
+}
+
+/* ---- out of memory ------------------------------------------------------------------------------ */
+
+static void print_holders(FILE *out, const json_t *oom)
+{
+	char a[32], cmd[72];
+	size_t i;
+	const json_t *h, *holders = json_object_get(oom, "holders");
+	if (!json_array_size(holders)) {
+		fprintf(out, "    no process was listed on the GPU then\n");
+		return;
+	}
+	fprintf(out, "    %8s  %-12s %9s  %-3s  %s\n", "pid", "user", "GiB", "job", "command");
+	json_array_foreach(holders, i, h) {
+		if (has_num(h, "bytes"))
+			snprintf(a, sizeof a, "%.2f", num(h, "bytes") / (1024.0 * 1024 * 1024));
+		else
+			snprintf(a, sizeof a, "n/a");
+		fprintf(out, "    %8lld  %-12.12s %9s  %-3s  %s\n", (long long)num(h, "pid"), str(h, "user") ? str(h, "user") : "?",
+			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
+			str(h, "command") ? short_command(str(h, "command"), cmd, sizeof cmd) : "?");
+	}
+}
+
+/* The GPU's used memory about one point a second up to the moment, as seconds from it. */
+static void print_last_seconds(FILE *out, const json_t *oom)
+{
+	char line[1024], a[32];
+	size_t at = 0, i;
+	const json_t *p, *last = json_object_get(oom, "last_seconds");
+	if (!json_array_size(last))
+		return;
+	line[0] = 0;
+	json_array_foreach(last, i, p) {
+		long s = lround(num(p, "time") - num(oom, "time"));
+		int n = snprintf(line + at, sizeof line - at, "%s%ld s: %s", i ? ", " : "", s,
+				 words_bytes(a, sizeof a, json_object_get(p, "used_bytes")));
+		if (n < 0 || (size_t)n >= sizeof line - at)
+			break;
+		at += (size_t)n;
+	}
+	char first[64];
+	snprintf(first, sizeof first, "    GPU %lld used, about one point a second up to then: ", (long long)num(oom, "dev"));
+	wrap(out, first, "      ", line);
+}
+
+static void print_oom(FILE *out, const json_t *doc)
+{
+	const json_t *oom = json_object_get(doc, "oom");
+	char text[2000], gpu[32] = "", label[64];
+	if (!json_is_object(oom))
+		return;
+	if (has_num(oom, "dev"))
+		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)num(oom, "dev"));
+	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", num(oom, "time"), gpu);
+	if (str(oom, "message"))
+		wrap(out, label, "    ", str(oom, "message"));
+	else
+		wrap(out, label, "    ", "no message; the GPU was full when the job failed");
+	if (num(oom, "signs") > 1)
+		fprintf(out, "    (%lld out-of-memory signs in all)\n", (long long)num(oom, "signs"));
+	const json_t *status = json_object_get(json_object_get(doc, "source"), "exit_status");
+	if (json_is_integer(status) && json_integer_value(status) == 0)
+		fprintf(out, "    the job went on and exited with status 0: it recovered\n");
+	snprintf(label, sizeof label, "  diagnosis: %s: ", words_cause(oom));
+	wrap(out, label, "    ", words_oom(text, sizeof text, oom));
+	const json_t *d;
+	size_t i;
+	const char *uuid = NULL;
+	json_array_foreach(json_object_get(doc, "devices"), i, d)
+		if (has_num(oom, "dev") && num(d, "dev") == num(oom, "dev"))
+			uuid = str(d, "uuid");
+	if (has_num(oom, "dev"))
+		fprintf(out, "    who held GPU %lld%s%s at %.2f s:\n", (long long)num(oom, "dev"), uuid ? " " : "",
+			uuid ? uuid : "", num(oom, "time"));
+	else
+		fprintf(out, "    who held the GPU at %.2f s:\n", num(oom, "time"));
+	print_holders(out, oom);
+	print_last_seconds(out, oom);
+}
+
+/* ---- the rest ----------------------------------------------------------------------------------- */
+
+static void print_alerts(FILE *out, const json_t *doc)
+{
+	char s[200], text[800];
+	size_t i;
+	const json_t *a;
+	json_array_foreach(json_object_get(doc, "alerts"), i, a) {
+		const char *kind = str(a, "kind");
+		if (kind && !strcmp(kind, "leak"))
+			fprintf(out, "  alert at %.2f s%s: leak suspected on %s\n", num(a, "time"),
+				json_is_true(json_object_get(a, "live")) ? " (told live)" : "",
+				words_series(s, sizeof s, json_object_get(a, "series")));
+		else
+			fprintf(out, "  alert at %.2f s: %s\n", num(a, "time"), words_alert(text, sizeof text, a));
+	}
+}
+
+static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
+{
+	for (size_t i = 0; f->plan && i < f->plan->nvars; i++)
+		fprintf(out, "  set %s=%s\n", f->plan->vars[i].name, f->plan->vars[i].value);
+	for (size_t i = 0; f->plan && i < f->plan->nnotes; i++)
+		wrap(out, "  note: ", "    ", f->plan->notes[i]);
+	const char *damage = str(json_object_get(doc, "source"), "damage");
+	if (damage && damage[0])
+		wrap(out, "  note: ", "    ", damage);
+	if (f->dropped)
+		fprintf(out, "  dropped records: %llu (the recording misses some samples)\n", (unsigned long long)f->dropped);
+	if (f->have_socket && (f->malformed || f->unknown))
+		fprintf(out, "  socket: %llu malformed and %llu unknown messages ignored\n", (unsigned long long)f->malformed,
+			(unsigned long long)f->unknown);
+}
+
+void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
+{
+	const json_t *src = json_object_get(doc, "source");
+	double now_s = has_num(src, "duration_s") ? num(src, "duration_s") : -1;
+	fprintf(out, "\ngpumon run summary\n  recording: %s%s\n", f->path, f->rec_failed ? " (stopped early, see above)" : "");
+	if (has_num(src, "exit_status"))
+		fprintf(out, "  job exited with status %lld", (long long)num(src, "exit_status"));
+	else
+		fprintf(out, "  job's exit status unknown");
+	if (now_s >= 0)
+		fprintf(out, " after %.1f s", now_s);
+	fprintf(out, "\n");
+	size_t i;
+	const json_t *d;
+	json_array_foreach(json_object_get(doc, "devices"), i, d)
+		print_gpu(out, d);
+	print_verdicts(out, doc, now_s);
+	print_memory(out, doc);
+	print_alerts(out, doc);
+	print_oom(out, doc);
+	print_facts(out, doc, f);
 }

@@ -126,14 +126,14 @@ const char *words_room(char *buf, size_t len, const json_t *v)
 	return buf;
 }
 
-/* "+8.00 MiB a step from step 40" */
-static void rate(char *buf, size_t len, size_t *at, const json_t *v)
+/* "+8.00 MiB a step from step 40" ("8.00 MiB ..." without the sign, after "rises by") */
+static void rate(char *buf, size_t len, size_t *at, const json_t *v, const char *sign)
 {
 	char a[32];
 	if (has_num(v, "rate_bytes_per_step") && num(v, "rate_bytes_per_step") > 0)
-		add(buf, len, at, "+%s a step", words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_step")));
+		add(buf, len, at, "%s%s a step", sign, words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_step")));
 	else
-		add(buf, len, at, "+%s a second", words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_second")));
+		add(buf, len, at, "%s%s a second", sign, words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_second")));
 	if (has_num(v, "start_step"))
 		add(buf, len, at, " from step %lld", (long long)num(v, "start_step"));
 	else if (has_num(v, "start_time"))
@@ -179,7 +179,7 @@ const char *words_verdict(char *buf, size_t len, const json_t *v, double now_s)
 		return buf;
 	}
 	add(buf, len, &at, "LEAK on %s: ", s);
-	rate(buf, len, &at, v);
+	rate(buf, len, &at, v, "+");
 	add(buf, len, &at, " (confidence %.2f%s)", num(v, "confidence"),
 	    json_is_true(json_object_get(v, "alert")) ? ", sustained" : "");
 	to_oom(buf, len, &at, v, now_s);
@@ -199,7 +199,7 @@ const char *words_alert(char *buf, size_t len, const json_t *a)
 		return buf;
 	}
 	add(buf, len, &at, "%s rises by ", words_series(s, sizeof s, json_object_get(a, "series")));
-	rate(buf, len, &at, a);
+	rate(buf, len, &at, a, "");
 	to_oom(buf, len, &at, a, has_num(a, "time") ? num(a, "time") : -1);
 	return buf;
 }

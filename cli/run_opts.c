@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* run_opts.c — the options of `gpumon run`: its help, and parsing into struct opts with a usage
+ * error (exit status 2) that names the bad option before anything is started. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "run_alloc.h"
+#include "run_state.h"
+
+static void help(void)
+{
+	printf("Usage: gpumon run [OPTIONS] [--] CMD [ARGS...]\n"
+	       "Runs CMD with the GPU allocator settings asked for, records GPU memory, the job's\n"
+	       "process tree, the other processes on its GPUs and what the job reports over\n"
+	       "GPUMON_RUN_SOCKET into one recording, and exits with CMD's status.\n\n"
+	       "Allocator settings (turned into each framework's variables; notes say what has no effect):\n"
+	       "  --limit SIZE           hard cap per process (Paddle; JAX as a fraction; NVML-enforced for all)\n"
+	       "  --initial SIZE         initial pool (Paddle naive_best_fit)\n"
+	       "  --no-prealloc          do not pre-allocate (JAX, TensorFlow, Paddle auto_growth)\n"
+	       "  --growth               grow on demand (the same variables as --no-prealloc)\n"
+	       "  --fraction F           0 < F <= 1 of GPU memory (JAX; Paddle naive_best_fit)\n"
+	       "  --expandable           PyTorch expandable segments\n"
+	       "  --max-split SIZE       PyTorch max_split_size_mb\n"
+	       "  --gc-threshold F       PyTorch garbage_collection_threshold, 0 < F < 1\n"
+	       "  --paddle-strategy S    auto_growth, naive_best_fit or thread_local\n"
+	       "  --jax-platform-allocator  XLA_PYTHON_CLIENT_ALLOCATOR=platform (frees at once; slow)\n"
+	       "  --framework F          auto, torch, paddle, jax, tf or all (default all: they do not conflict)\n"
+	       "Job:\n"
+	       "  -o FILE                recording (default ./gpumon-run-YYYYmmdd-HHMMSS.gpumon; never overwritten)\n"
+	       "  --gpu auto|N|UUID|BUS  give the job this GPU (auto: the most free memory) through\n"
+	       "                         CUDA_VISIBLE_DEVICES; without it every GPU is sampled\n"
+	       "  --interval MS          sampling period (default 10, at least 1)\n"
+	       "  --on-exceed warn|term|kill  when a job process holds more than --limit (default warn)\n"
+	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
+	       "  -h, --help             this help\n"
+	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
+	       "signal N killed it; 127 not found, 126 not executable); 2 bad option or -o FILE exists,\n"
+	       "255 recording error.\n"
+	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
+	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
+	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n"
+	       "The leak alerts and the summary are the run model's answers, as gpumon report gives them\n"
+	       "for the recording.\n");
+}
+
+static int bad_value(const char *opt, const char *v, const char *want)
+{
+	cli_error("run: %s '%s': %s", opt, v, want);
+	return EXIT_USAGE;
+}
+
+/* One option with a value; returns 1 when argv[*i] was it, -1 after an error. */
+static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
+{
+	int bad = 0;
+	const char *v;
+	struct run_alloc_opts *a = &o->alloc;
+#define OPT(l, s) (v = cli_option_value(argc, argv, i, l, s, &bad)) != NULL
+	if (OPT("--limit", NULL)) {
+		if (run_alloc_parse_size(v, &a->limit_bytes))
+			*rc = bad_value("--limit", v, "expected a size such as 8G or 8192M");
+	} else if (OPT("--initial", NULL)) {
+		if (run_alloc_parse_size(v, &a->initial_bytes))
+			*rc = bad_value("--initial", v, "expected a size such as 2G");
+	} else if (OPT("--max-split", NULL)) {
+		if (run_alloc_parse_size(v, &a->max_split_bytes))
+			*rc = bad_value("--max-split", v, "expected a size such as 128M");
+	} else if (OPT("--fraction", NULL)) {
+		if (run_alloc_parse_fraction(v, 1, 1, &a->fraction))
+			*rc = bad_value("--fraction", v, "expected a number with 0 < F <= 1");
+	} else if (OPT("--gc-threshold", NULL)) {
+		if (run_alloc_parse_fraction(v, 1, 0, &a->gc_threshold))
+			*rc = bad_value("--gc-threshold", v, "expected a number with 0 < F < 1");
+	} else if (OPT("--framework", NULL)) {
+		o->framework = v;
+		if (strcmp(v, "auto") && !(a->frameworks = run_alloc_framework_bits(v)))
+			*rc = bad_value("--framework", v, "expected auto, torch, paddle, jax, tf or all");
+	} else if (OPT("--paddle-strategy", NULL)) {
+		a->paddle_strategy = v;
+	} else if (OPT("--output", "-o")) {
+		o->out = v;
+	} else if (OPT("--gpu", NULL)) {
+		o->gpu = v;
+	} else if (OPT("--interval", NULL)) {
+		char *end;
+		unsigned long ms = strtoul(v, &end, 10);
+		if (*end || end == v || ms < 1 || ms > 60000)
+			*rc = bad_value("--interval", v, "expected milliseconds, 1 to 60000");
+		o->interval_ms = (unsigned)ms;
+	} else if (OPT("--on-exceed", NULL)) {
+		o->on_exceed_set = 1;
+		if (!strcmp(v, "warn") || !strcmp(v, "term") || !strcmp(v, "kill"))
+			o->on_exceed = v[0] == 'w' ? EXCEED_WARN : v[0] == 't' ? EXCEED_TERM : EXCEED_KILL;
+		else
+			*rc = bad_value("--on-exceed", v, "expected warn, term or kill");
+	} else {
+		if (bad)
+			*rc = EXIT_USAGE;
+		return bad ? -1 : 0;
+	}
+#undef OPT
+	return *rc ? -1 : 1;
+}
+
+int run_opts_parse(int argc, char **argv, struct opts *o)
+{
+	int i, rc = EXIT_OK;
+	o->interval_ms = 10;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int r;
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-')
+			break;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			help();
+			return -1;
+		}
+		if (!strcmp(a, "--no-prealloc"))
+			o->alloc.no_prealloc = 1;
+		else if (!strcmp(a, "--growth"))
+			o->alloc.growth = 1;
+		else if (!strcmp(a, "--expandable"))
+			o->alloc.expandable = 1;
+		else if (!strcmp(a, "--jax-platform-allocator"))
+			o->alloc.jax_platform_allocator = 1;
+		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+			o->quiet = 1;
+		else if ((r = value_opt(o, argc, argv, &i, &rc)) < 0)
+			return rc;
+		else if (r == 0) {
+			cli_error("run: unknown option '%s' (see gpumon run --help)", a);
+			return EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		cli_error("run: no command given (gpumon run [OPTIONS] -- CMD [ARGS...])");
+		return EXIT_USAGE;
+	}
+	o->cmd = argv + i;
+	if (o->on_exceed_set && !o->alloc.limit_bytes) {
+		cli_error("run: --on-exceed needs --limit");
+		return EXIT_USAGE;
+	}
+	char err[256];
+	if (run_alloc_check(&o->alloc, err, sizeof err)) {
+		cli_error("run: %s", err);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
