@@ -391,12 +391,14 @@ typedef struct gpumon_run_meta {
 	uint64_t start_wall_ns;
 	uint64_t end_mono_ns;    /* 0: no end recorded (killed, or still written) */
 	int exit_status;         /* the job's exit status; -1 none or unknown */
+	uint64_t limit_bytes;    /* a per-process ceiling set for the job (gpumon run --limit); 0 none */
 } gpumon_run_meta;
 
 /*
  * Creates the recording file at path (GPUMON_E_EXISTS when it exists: nothing is overwritten),
- * writes the schema, the run metadata (host, driver, gpumon version, start time on both clocks,
- * meta's kind, command, settings and job pid) and every device of g. meta may be NULL. On failure
+ * writes the schema, the run metadata (host, driver, gpumon version, start time on both clocks —
+ * meta's when it gives both, else read now — meta's kind, command, settings, job pid and limit) and
+ * every device of g. meta may be NULL. On failure
  * *out is still set when possible, to a handle holding the message, which the caller destroys;
  * GPUMON_E_IO names the path and the reason.
  */
@@ -405,6 +407,12 @@ GPUMON_API int gpumon_recording_create(gpumon *g, const char *path, const gpumon
 
 /* The last error message of the recording ("" when none); valid until the next call on it. */
 GPUMON_API const char *gpumon_recording_errmsg(const gpumon_recording *r);
+
+/* The run's metadata as written: the start on both clocks as the writer read them (or as meta gave
+ * them, when it gave both), and after gpumon_recording_finish the end and exit status. Lets a front
+ * end count times from the recording's own start and end, as a reader of the file will. Valid until
+ * the recording is destroyed. */
+GPUMON_API const gpumon_run_meta *gpumon_recording_meta(const gpumon_recording *r);
 
 /*
  * Appends records of any kind. Committed when the open transaction is older than 200 ms, or by
@@ -651,7 +659,8 @@ typedef struct gpumon_model_config {
 	unsigned size;                  /* sizeof(gpumon_model_config) */
 	unsigned flags;                 /* GPUMON_MODEL_* */
 	const gpumon_run_meta *meta;    /* the run (copied); NULL: a system-wide view ("record") */
-	uint64_t limit_bytes;           /* a per-process ceiling set for the job (gpumon run --limit); 0 none */
+	uint64_t limit_bytes;           /* a per-process ceiling set for the job (gpumon run --limit); 0:
+					   meta's, else none */
 	const char *cuda_visible_devices; /* as the job got it, to map framework device indexes to GPUs;
 					     NULL: meta's settings, else indexes are NVML's */
 	double headroom_share;          /* alert when a GPU's free memory falls below this share of its

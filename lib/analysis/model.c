@@ -81,6 +81,8 @@ static int take_meta(gpumon_model *m, const gpumon_run_meta *meta)
 	m->meta.host = m->meta_strings[3];
 	m->meta.driver_version = m->meta_strings[4];
 	m->kind_run = m->meta.kind && !strcmp(m->meta.kind, "run");
+	if (!m->cfg.limit_bytes) /* the run's own --limit, when a recording says it */
+		m->cfg.limit_bytes = m->meta.limit_bytes;
 	if (!m->cvd && !m->cfg.cuda_visible_devices)
 		m->cvd = cvd_from_settings(m->meta.settings);
 	return GPUMON_OK;
@@ -453,6 +455,13 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		p->gone_t = 0;
 		p->alerted = 0;
 		old = 0;
+		/* listed while the GPU has not risen above its reference: it was there when the reference
+		   was taken (the sampler lists processes just after a device row), so its memory is part
+		   of the reference, not a rise */
+		if (d->ref_have && d->have && d->used <= d->ref_used && (r->process.flags & GPUMON_PROC_USED_KNOWN)) {
+			p->ref_gen = d->ref_gen;
+			p->ref_bytes = r->process.used_bytes;
+		}
 	}
 	take_identity(p, &r->process);
 	p->flags = r->process.flags;
@@ -692,21 +701,21 @@ int gpumon__model_map_device(const gpumon_model *m, unsigned pid, int cuda_devic
 			p = p ? p + 1 : NULL;
 		}
 		if (!p || !*p)
-			return -1;
+			return MAP_NOT_VISIBLE;
 		char entry[128];
 		size_t n = strcspn(p, ",");
 		snprintf(entry, sizeof entry, "%.*s", (int)(n < sizeof entry ? n : sizeof entry - 1), p);
 		char *end;
 		long idx = strtol(entry, &end, 10);
 		if (end != entry && !*end)
-			return idx >= 0 && (unsigned long)idx < m->ndev ? (int)idx : -1;
+			return idx >= 0 && (unsigned long)idx < m->ndev ? (int)idx : MAP_NO_GPU;
 		if (strncmp(entry, "GPU-", 4))
-			return -1; /* a MIG instance, or nothing we know */
+			return !strncmp(entry, "MIG-", 4) ? MAP_MIG : MAP_NO_GPU;
 		int found = -1;
 		for (unsigned d = 0; d < m->ndev; d++)
 			if (m->dev[d].seen && !strncasecmp(m->dev[d].info.uuid, entry, strlen(entry)))
 				found = found < 0 ? (int)d : -2;
-		return found >= 0 ? found : -1;
+		return found >= 0 ? found : MAP_NO_GPU;
 	}
 	/* no mapping known: the GPU NVML lists the process on when it is one, else the index as NVML's */
 	int only = -1;
@@ -717,7 +726,7 @@ int gpumon__model_map_device(const gpumon_model *m, unsigned pid, int cuda_devic
 		return only;
 	if (cuda_device >= 0 && (unsigned)cuda_device < m->ndev && m->dev[cuda_device].seen)
 		return cuda_device;
-	return m->ndev == 1 ? 0 : -1;
+	return m->ndev == 1 ? 0 : MAP_UNKNOWN;
 }
 
 static int on_framework(gpumon_model *m, const gpumon_record *r)
@@ -758,11 +767,21 @@ static int on_framework(gpumon_model *m, const gpumon_record *r)
 		s->frag.t_ns = r->t_ns;
 	}
 	int dev = gpumon__model_map_device(m, f->pid, f->device);
+	if (s->frag.known && s->frag.t_ns == r->t_ns)
+		s->frag.dev = dev >= 0 ? dev : -1;
 	if (dev >= 0 && m->dev[dev].have) {
 		s->free_known = 1;
 		s->free_at_last = m->dev[dev].free;
 	}
+	if (f->allocated_known && f->reserved_known && f->allocated_bytes > s->allocated_peak)
+		s->allocated_peak = f->allocated_bytes;
+	if (f->max_allocated_known && f->max_allocated_bytes > s->allocated_peak)
+		s->allocated_peak = f->max_allocated_bytes;
+	if (f->reserved_known && f->reserved_bytes > s->reserved_peak)
+		s->reserved_peak = f->reserved_bytes;
 	const struct mproc *p = dev >= 0 && f->reserved_known ? find_proc(m, (unsigned)dev, f->pid) : NULL;
+	if (f->reserved_known && !s->unacc.known) /* why it is not known yet, for the words */
+		s->unacc_why = dev < 0 ? dev : MAP_NO_NVML_FIGURE;
 	if (p && p->present && p->used_known && p->used >= f->reserved_bytes &&
 	    (!s->unacc.known || p->used - f->reserved_bytes > s->unacc.bytes)) {
 		s->unacc.known = 1;

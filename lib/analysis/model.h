@@ -80,6 +80,8 @@ struct mseg {                   /* a framework source, one segment per restart o
 	uint64_t allocated, reserved, limit;
 	int free_known;
 	uint64_t free_at_last;      /* its GPU's free memory at its last sample */
+	uint64_t allocated_peak, reserved_peak;
+	int unacc_why;              /* MAP_* when unaccounted memory is not known; 0 when it is */
 	gpumon_model_figure frag, unacc;
 	struct timeline line;       /* allocated, reserved, max_allocated, step */
 };
@@ -121,6 +123,15 @@ struct gpumon_model {
 	uint64_t records, refused;
 	char *damage;
 	char msg[256];
+};
+
+/* gpumon__model_map_device's answers when a framework's device is no GPU of the model */
+enum {
+	MAP_UNKNOWN = -1,        /* the framework did not say its device and the process is on several GPUs */
+	MAP_NOT_VISIBLE = -2,    /* the device index is not in CUDA_VISIBLE_DEVICES */
+	MAP_MIG = -3,            /* the device is a MIG instance */
+	MAP_NO_GPU = -4,         /* CUDA_VISIBLE_DEVICES names no GPU of the recording there */
+	MAP_NO_NVML_FIGURE = -5, /* mapped, but NVML lists no memory of the process on that GPU */
 };
 
 /* model.c */

@@ -291,6 +291,43 @@ static json_t *figure_json(const gpumon_model *m, const gpumon_model_figure *f)
 			 int_or_null(f->pid >= 0, f->pid), "dev", int_or_null(f->dev >= 0, f->dev));
 }
 
+static const char *unacc_why_name(int why)
+{
+	switch (why) {
+	case MAP_UNKNOWN: return "device_unknown";
+	case MAP_NOT_VISIBLE: return "not_visible";
+	case MAP_MIG: return "mig";
+	case MAP_NO_GPU: return "no_gpu";
+	case MAP_NO_NVML_FIGURE: return "no_nvml_figure";
+	}
+	return NULL;
+}
+
+/* Each framework source segment: its peaks, the memory its allocator caches, the memory its process
+ * holds outside it (or why that is not known). */
+static json_t *frameworks_json(const gpumon_model *m)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < m->nsegs; i++) {
+		const struct mseg *s = &m->segs[i];
+		const char *why = s->unacc.known ? NULL : unacc_why_name(s->unacc_why);
+		int dev = gpumon__model_map_device(m, s->pid, s->device);
+		json_t *o = json_pack("{s:I, s:o, s:o, s:i, s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "pid", (json_int_t)s->pid,
+				      "device", int_or_null(s->device >= 0, s->device), "framework",
+				      jstr_or_null(s->framework), "segment", (int)s->segment, "dev",
+				      int_or_null(dev >= 0, dev), "points", (json_int_t)s->points, "allocated_peak_bytes",
+				      int_or_null(s->allocated_peak > 0, (int64_t)s->allocated_peak),
+				      "reserved_peak_bytes", int_or_null(s->reserved_peak > 0, (int64_t)s->reserved_peak),
+				      "fragmentation", figure_json(m, &s->frag), "unaccounted", figure_json(m, &s->unacc),
+				      "unaccounted_why", why ? json_string(why) : json_null());
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 static json_t *oom_json(const gpumon_model *m)
 {
 	gpumon_model_oom o;
@@ -464,6 +501,7 @@ int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
 	int bad = !doc || put(doc, "format", json_integer(2)) || put(doc, "source", source_json(m)) ||
 		  put(doc, "devices", devices_json(m)) || verdicts_json(m, doc) || peak_json(m, doc) ||
 		  put(doc, "fragmentation", figure_json(m, &frag)) || put(doc, "unaccounted", figure_json(m, &unacc)) ||
+		  put(doc, "frameworks", frameworks_json(m)) ||
 		  put(doc, "oom", oom_json(m)) || alerts_events_json(m, doc);
 	if (!bad && (flags & GPUMON_DOC_TIMELINE))
 		bad = put(doc, "timeline", timeline_json(m));

@@ -254,6 +254,8 @@ static void read_meta(gpumon_reader *r)
 		m->job_pid = (unsigned)v;
 	if (meta_int(r, "exit_status", &v) && v >= 0 && v <= 255)
 		m->exit_status = (int)v;
+	if (meta_int(r, "limit_bytes", &v) && v > 0)
+		m->limit_bytes = (uint64_t)v;
 	m->kind = r->kind = meta_text(r, "kind");
 	m->command = r->command = meta_text(r, "command");
 	m->settings = r->settings = meta_text(r, "settings");

@@ -94,6 +94,8 @@ struct gpumon_recording {
 	int claimed; /* we created the file: a failed create removes it */
 	int in_tx;   /* a transaction is open */
 	uint64_t start_mono_ns;
+	gpumon_run_meta meta;  /* as written (gpumon_recording_meta); strings owned below */
+	char *meta_text[5];
 	uint64_t last_commit_ns;
 	unsigned ndev;
 	struct appearance *procs;
@@ -253,6 +255,11 @@ static int write_start_meta(gpumon_recording *r, gpumon *g, const gpumon_run_met
 {
 	char host[256] = "", driver[96], nvml[96];
 	uint64_t w0 = wall_ns(), mono = gpumon__now_ns(), w1 = wall_ns();
+	uint64_t wall = w0 + (w1 - w0) / 2;
+	if (info && info->start_mono_ns && info->start_wall_ns) { /* the caller read the clocks at its start */
+		mono = info->start_mono_ns;
+		wall = info->start_wall_ns;
+	}
 	if (gethostname(host, sizeof host - 1) != 0)
 		host[0] = '\0';
 	int st = meta_int(r, "format_version", REC_FORMAT_VERSION);
@@ -275,11 +282,25 @@ static int write_start_meta(gpumon_recording *r, gpumon *g, const gpumon_run_met
 		st = meta_text(r, "settings", info ? info->settings : NULL);
 	if (!st && info && info->job_pid > 0)
 		st = meta_int(r, "job_pid", (int64_t)info->job_pid);
+	if (!st && info && info->limit_bytes > 0 && info->limit_bytes <= INT64_MAX)
+		st = meta_int(r, "limit_bytes", (int64_t)info->limit_bytes);
 	if (!st)
-		st = meta_int(r, "start_wall_ns", (int64_t)(w0 + (w1 - w0) / 2));
+		st = meta_int(r, "start_wall_ns", (int64_t)wall);
 	if (!st)
 		st = meta_int(r, "start_mono_ns", (int64_t)mono);
 	r->start_mono_ns = mono;
+	/* what gpumon_recording_meta says */
+	const char *text[5] = {info && info->kind ? info->kind : "record", info ? info->command : NULL,
+			       info ? info->settings : NULL, host[0] ? host : NULL,
+			       gpumon_driver_version(g, driver, sizeof driver) ? NULL : driver};
+	for (int i = 0; i < 5 && !st; i++)
+		if (text[i] && !(r->meta_text[i] = strdup(text[i])))
+			st = seterr(r, GPUMON_E_NOMEM, "recording %s: out of memory", r->path);
+	r->meta = (gpumon_run_meta){.size = sizeof r->meta, .kind = r->meta_text[0], .command = r->meta_text[1],
+				    .settings = r->meta_text[2], .host = r->meta_text[3],
+				    .driver_version = r->meta_text[4], .job_pid = info ? info->job_pid : 0,
+				    .start_mono_ns = mono, .start_wall_ns = wall, .exit_status = -1,
+				    .limit_bytes = info ? info->limit_bytes : 0};
 	return st;
 }
 
@@ -401,6 +422,12 @@ int gpumon_recording_create(gpumon *g, const char *path, const gpumon_run_meta *
 		}
 	}
 	return st;
+}
+
+const gpumon_run_meta *gpumon_recording_meta(const gpumon_recording *r)
+{
+	static const gpumon_run_meta none = {.size = sizeof none, .exit_status = -1};
+	return r && r->meta.size ? &r->meta : &none;
 }
 
 const char *gpumon_recording_errmsg(const gpumon_recording *r)
@@ -722,6 +749,10 @@ static int finish(gpumon_recording *r, int exit_status)
 		st = meta_int(r, "end_mono_ns", (int64_t)mono);
 	if (!st && exit_status >= 0)
 		st = meta_int(r, "exit_status", exit_status);
+	if (!st) {
+		r->meta.end_mono_ns = mono;
+		r->meta.exit_status = exit_status >= 0 ? exit_status : -1;
+	}
 	if (!st)
 		st = commit_now(r, mono);
 	if (st)
@@ -752,6 +783,8 @@ void gpumon_recording_destroy(gpumon_recording *r)
 	if (!r->finished && !r->status && r->db && r->in_tx) /* keep what was written, without an end */
 		commit_now(r, gpumon__now_ns());
 	close_db(r);
+	for (int i = 0; i < 5; i++)
+		free(r->meta_text[i]);
 	free(r->procs);
 	free(r->sources);
 	free(r->path);
