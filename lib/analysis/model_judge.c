@@ -58,7 +58,8 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 		out->device = s->device;
 		out->segment = s->segment;
 		memcpy(out->framework, s->framework, sizeof out->framework);
-		out->dev = dev = gpumon__model_map_device(m, s->pid, s->device);
+		dev = gpumon__model_map_device(m, s->pid, s->device);
+		out->dev = dev = dev >= 0 ? dev : -1; /* the verdict says -1 for no GPU, whatever the reason */
 		figure = s->allocated;
 		if (dev >= 0) {
 			const struct mproc *np = gpumon__model_proc(m, (unsigned)dev, s->pid);
