@@ -183,6 +183,26 @@ static void framework(gpumon_model *m, unsigned dev)
 	in->reserved_bytes = best->reserved;
 }
 
+/* A job process at its --limit: the job ran out against that ceiling, not against the card; what
+ * other processes hold does not matter to it. */
+static void at_the_limit(gpumon_model *m, unsigned dev)
+{
+	gpumon_oom_input *in = &m->oom.input;
+	uint64_t limit = m->cfg.limit_bytes, top = 0;
+	if (!limit)
+		return;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct mproc *p = &m->procs[i];
+		if (p->dev == dev && p->present && p->used_known && p->job && p->used > top)
+			top = p->used;
+	}
+	if ((double)top < 0.99 * (double)limit)
+		return;
+	in->known = (in->known | GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED) & ~(unsigned)(GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_FLOOR);
+	in->total_bytes = limit;
+	in->used_bytes = top;
+}
+
 void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
 {
 	m->oom.signs++;
@@ -214,6 +234,7 @@ void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
 		in->early_bytes = d->job_early;
 	}
 	framework(m, (unsigned)dev);
+	at_the_limit(m, (unsigned)dev);
 }
 
 void gpumon__model_oom_finish(gpumon_model *m)
