@@ -491,9 +491,9 @@ int gpumon__exporter_replay(gpumon_exporter *e)
 {
 	gpumon_reader *r = NULL;
 	int st = gpumon_reader_create(e->replay, &r);
-	if (st != GPUMON_OK) {
-		st = gpumon__exporter_err(e, st, "cannot replay %s: %s", e->replay,
-					  r ? gpumon_reader_errmsg(r) : gpumon_strerror(st));
+	if (st != GPUMON_OK) { /* not there, not a recording, a format this library does not read */
+		const char *why = r && gpumon_reader_errmsg(r)[0] ? gpumon_reader_errmsg(r) : gpumon_strerror(st);
+		st = gpumon__exporter_err(e, st == GPUMON_E_NOMEM ? st : GPUMON_E_IO, "cannot replay the recording: %s", why);
 		gpumon_reader_destroy(r);
 		return st;
 	}
