@@ -79,8 +79,9 @@ def test_replay_errors(tmp_path):
     bad.write_text("hello")
     r = gpumon(["watch", "--replay", str(tmp_path / "missing.gpumon")])
     assert r.returncode != 0  # no terminal is checked first: usage
-    r = gpumon(["watch", "--replay", str(bad), "--speed", "0"])
-    assert r.returncode == 2 and "--speed '0'" in r.stderr
+    for speed in ("-1", "2000", "fast"):
+        r = gpumon(["watch", "--replay", str(bad), "--speed", speed])
+        assert r.returncode == 2 and f"--speed '{speed}': expected 0 (as fast as it can) or a number" in r.stderr
 
 
 def test_replay_of_a_file_that_is_not_a_recording(watch, tmp_path):
