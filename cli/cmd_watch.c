@@ -427,9 +427,11 @@ static int make_model(struct source *src, const char *replay, unsigned ngpu)
 			watch_replay_info(src->r, i, &d);
 		else
 			gpumon_device_info_get(src->g, i, &d);
-		watch_model_set_info(src->sink.view, i, &d);
 		if (gpumon_model_device(src->sink.model, &d) != GPUMON_OK)
 			return -1;
+		if (src->r) /* a GPU lost in the recording shows as lost from its lost record on */
+			d.lost = 0;
+		watch_model_set_info(src->sink.view, i, &d);
 	}
 	return 0;
 }

@@ -41,6 +41,7 @@ def test_replay_shows_the_recording(watch, recording):
     assert "REPLAY of run.gpumon" in s and "No NVIDIA driver" not in s
     assert "GPU 0  NVIDIA H200" in s and "util  80 %" in s and "50 C" in s and "400.0 W" in s
     assert re.search(rf"^\s+0\s+{a} {USER}\s+20\.0 GiB .*sleep 600", s, re.M), s
+    assert "LOST" not in s  # GPU 1 is lost at 3 s of the recording, not before
     # then, in the recording's time: the rise, and GPU 1 lost
     s = p.wait(r"30\.0 GiB used", timeout=10)
     s = p.wait(r"GPU 1  NVIDIA H200  LOST", timeout=10)
