@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_serve.c — `gpumon serve`: the Prometheus exporter. A thin front end over
  * gpumon_exporter_create(): parses the options, raises the open-file limit for the connection
- * limit, serves until SIGINT or SIGTERM. The metrics are listed in docs/metrics.md. */
+ * limit, serves this machine's GPUs (or a recording's end, with --replay) until SIGINT or SIGTERM.
+ * The metrics are listed in docs/metrics.md. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -21,11 +22,12 @@ static void on_signal(int sig)
 static void help(void)
 {
 	printf("Usage: gpumon serve [--listen ADDR:PORT] [--interval MS] [--processes N|all|none]\n"
-	       "                    [--compat dcgm|nvidia_smi] [OPTIONS]\n"
+	       "                    [--compat dcgm|nvidia_smi] [--replay FILE] [OPTIONS]\n"
 	       "Serves Prometheus metrics over HTTP: /metrics (text format 0.0.4), /healthz, and / (links).\n"
 	       "Per GPU memory total/used/free/reserved, the exact peak of used memory over the peak\n"
 	       "window, utilisation, temperature, power, energy, clocks and up/down; per process the\n"
 	       "memory held, its peak, a leak flag and growth rate; the projected time to out-of-memory.\n"
+	       "Leaks and time to out-of-memory are the run model's answers, as gpumon report gives them.\n"
 	       "HTTP requests never call the driver: they get the latest snapshot (at most 0.25 s old).\n\n"
 	       "Options:\n"
 	       "  --listen ADDR:PORT      where to listen (default 127.0.0.1:%d; [::1]:PORT for IPv6;\n"
@@ -35,6 +37,8 @@ static void help(void)
 	       "  --compat dcgm|nvidia_smi  also emit dcgm-exporter's or nvidia_gpu_exporter's names\n"
 	       "                          (repeat, or separate with commas, for both)\n"
 	       "  --peak-window S         peaks cover the last S to 2S seconds (default 60)\n"
+	       "  --replay FILE           serve a recording (gpumon record, gpumon run) as at its end\n"
+	       "                          instead of this machine: no driver needed\n"
 	       "  --max-connections N     simultaneous connections (default 1024)\n"
 	       "  --timeout S             close a connection idle this long (default 10)\n"
 	       "  --tls-cert FILE --tls-key FILE   serve HTTPS with this PEM certificate and key\n"
@@ -123,6 +127,8 @@ static int parse(int argc, char **argv, gpumon_exporter_config *c)
 			c->tls_key_file = v;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--basic-auth-file", NULL, &bad))) {
 			c->basic_auth_file = v;
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--replay", NULL, &bad))) {
+			c->replay = v;
 		} else {
 			if (!bad)
 				cli_error("serve: unknown option '%s' (see gpumon serve --help)", argv[i]);
@@ -133,6 +139,12 @@ static int parse(int argc, char **argv, gpumon_exporter_config *c)
 	}
 	if (!!c->tls_cert_file != !!c->tls_key_file) {
 		cli_error("serve: --tls-cert and --tls-key go together");
+		return EXIT_USAGE;
+	}
+	/* a replay serves what was recorded: how this machine would be sampled does not apply */
+	if (c->replay && (c->interval_ms || c->no_energy)) {
+		cli_error("serve: %s applies to sampling this machine; --replay serves the recording's figures as "
+			  "they were recorded", c->interval_ms ? "--interval" : "--no-energy");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -155,8 +167,8 @@ int cmd_serve(int argc, char **argv)
 	int rc = parse(argc, argv, &c);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
-	gpumon *g = cli_open(&rc);
-	if (!g)
+	gpumon *g = NULL;
+	if (!c.replay && !(g = cli_open(&rc))) /* a replay needs no driver */
 		return rc;
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
@@ -174,15 +186,20 @@ int cmd_serve(int argc, char **argv)
 	gpumon_exporter *e = NULL;
 	int st = gpumon_exporter_create(g, &c, &e);
 	if (st != GPUMON_OK) {
-		cli_error("serve: %s", gpumon_errmsg(g));
+		cli_error("serve: %s", e ? gpumon_exporter_errmsg(e) : g ? gpumon_errmsg(g) : gpumon_strerror(st));
+		gpumon_exporter_destroy(e);
 		gpumon_destroy(g);
 		return st == GPUMON_E_INVAL ? EXIT_USAGE : cli_exit_status(st);
 	}
 	char addr[96];
 	gpumon_exporter_address(e, addr, sizeof addr);
-	fprintf(stderr, "gpumon: serving %s://%s/metrics for %u GPU%s (Ctrl-C to stop)\n",
-		c.tls_cert_file ? "https" : "http", addr, gpumon_device_count(g),
-		gpumon_device_count(g) == 1 ? "" : "s");
+	if (c.replay)
+		fprintf(stderr, "gpumon: serving %s://%s/metrics as at the end of the recording %s (Ctrl-C to stop)\n",
+			c.tls_cert_file ? "https" : "http", addr, c.replay);
+	else
+		fprintf(stderr, "gpumon: serving %s://%s/metrics for %u GPU%s (Ctrl-C to stop)\n",
+			c.tls_cert_file ? "https" : "http", addr, gpumon_device_count(g),
+			gpumon_device_count(g) == 1 ? "" : "s");
 	while (!stop_signal)
 		sigsuspend(&old);
 	gpumon_exporter_destroy(e);

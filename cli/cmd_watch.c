@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_watch.c — `gpumon watch`: the live terminal view. Records come from the library's sampler
  * (or from a recording with --replay, or the bundled recording when this machine has no NVIDIA
- * driver) into the watch model; the screen is redrawn from a snapshot of it every interval and
- * after each key. */
+ * driver) into the display state and the library's run model, which judges leaks; the screen is
+ * redrawn from a snapshot of both every interval and after each key. --batch prints the snapshots
+ * as plain text instead, as `top -b` does. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -35,21 +36,28 @@ static void on_signal(int sig)
 
 static void help(void)
 {
-	printf("Usage: gpumon watch [-i GPUS] [--interval MS] [--replay FILE [--speed X]]\n"
+	printf("Usage: gpumon watch [-i GPUS] [--interval MS] [--replay FILE [--speed X]] [-b [-n N]]\n"
 	       "The live view: per GPU a memory bar (driver-reserved, the selected process's share, used,\n"
 	       "free), utilisation, temperature, power and a memory graph of the last minutes; the\n"
 	       "processes holding memory (GPU, pid, user, memory, change per minute, command), largest\n"
-	       "first, marked with ! when the leak detector sees their memory rising steadily; when a\n"
-	       "GPU is nearly full, who holds it. Keys: q quit, arrows PgUp PgDn move, s sort, g GPU,\n"
-	       "u user, c clear filters, p pause, + - replay speed, h help. Needs an 80x24 terminal.\n\n"
+	       "first, marked with ! when the run model's leak verdict on their memory alerts (as gpumon\n"
+	       "report says of the same records); when a GPU is nearly full, who holds it. Keys: q quit,\n"
+	       "arrows PgUp PgDn move, s sort, g GPU, u user, c clear filters, p pause, + - replay speed,\n"
+	       "h help. Needs an 80x24 terminal, except with --batch.\n\n"
 	       "Options:\n"
 	       "  -i, --id GPUS   only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
 	       "  --interval MS   refresh and sampling period, 50 to 60000 ms (default 1000)\n"
 	       "  --replay FILE   play a recording (gpumon record, gpumon run) instead of this machine\n"
-	       "  --speed X       replay speed, %g to %g (default 1: real time)\n"
+	       "  --speed X       replay speed, %g to %g (default 1: real time); 0: as fast as it can\n"
+	       "                  (the end of the recording at once)\n"
+	       "  -b, --batch     plain-text snapshots on stdout, every interval, without curses: the GPU\n"
+	       "                  lines and the process table with the screen's columns and marks, and a\n"
+	       "                  line for each process that leaks; a replay stops at its end\n"
+	       "  -n N            with --batch: stop after N snapshots\n"
 	       "  -h, --help      this help\n\n"
 	       "Without an NVIDIA driver it plays a bundled recording of a training job with a leak,\n"
-	       "and says so on the screen. NO_COLOR set: no colours. See gpumon(1).\n",
+	       "and says so on the screen (--batch then fails instead). NO_COLOR set: no colours.\n"
+	       "See gpumon(1).\n",
 	       MIN_SPEED, MAX_SPEED);
 }
 
@@ -59,48 +67,43 @@ struct opts {
 	const char *replay;
 	double speed;
 	int speed_given, interval_given;
+	int batch;
+	long count; /* -n: snapshots to print; 0: until stopped */
 };
 
-static int parse(int argc, char **argv, struct opts *o)
+/* Parses one option with a value into o; returns EXIT_OK or EXIT_USAGE (with a message). */
+static int parse_value(const char *name, const char *v, struct opts *o)
 {
-	memset(o, 0, sizeof *o);
-	o->interval_ms = 1000;
-	o->speed = 1;
-	for (int i = 1; i < argc; i++) {
-		int bad = 0;
-		const char *v;
-		char *end;
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			help();
-			return -1;
-		} else if ((v = cli_option_value(argc, argv, &i, "--interval", NULL, &bad))) {
-			long x = strtol(v, &end, 10);
-			if (end == v || *end || x < 50 || x > 60000) {
-				cli_error("watch: --interval '%s': expected a whole number of milliseconds from 50 "
-					  "to 60000", v);
-				return EXIT_USAGE;
-			}
-			o->interval_ms = (unsigned)x;
-			o->interval_given = 1;
-		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--id", "-i", &bad))) {
-			o->ids = v;
-		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--replay", NULL, &bad))) {
-			o->replay = v;
-		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--speed", NULL, &bad))) {
-			o->speed = strtod(v, &end);
-			if (end == v || *end || !(o->speed >= MIN_SPEED && o->speed <= MAX_SPEED)) {
-				cli_error("watch: --speed '%s': expected a number from %g to %g", v, MIN_SPEED, MAX_SPEED);
-				return EXIT_USAGE;
-			}
-			o->speed_given = 1;
-		} else {
-			if (!bad)
-				cli_error("watch: unknown option '%s' (see gpumon watch --help)", argv[i]);
+	char *end;
+	if (!strcmp(name, "--interval")) {
+		long x = strtol(v, &end, 10);
+		if (end == v || *end || x < 50 || x > 60000) {
+			cli_error("watch: --interval '%s': expected a whole number of milliseconds from 50 to 60000", v);
 			return EXIT_USAGE;
 		}
-		if (bad)
+		o->interval_ms = (unsigned)x;
+		o->interval_given = 1;
+	} else if (!strcmp(name, "--speed")) {
+		o->speed = strtod(v, &end);
+		if (end == v || *end || !(o->speed == 0 || (o->speed >= MIN_SPEED && o->speed <= MAX_SPEED))) {
+			cli_error("watch: --speed '%s': expected 0 (as fast as it can) or a number from %g to %g", v,
+				  MIN_SPEED, MAX_SPEED);
 			return EXIT_USAGE;
+		}
+		o->speed_given = 1;
+	} else if (!strcmp(name, "-n")) {
+		long x = strtol(v, &end, 10);
+		if (end == v || *end || x < 1) {
+			cli_error("watch: -n '%s': expected a whole number of snapshots, 1 or more", v);
+			return EXIT_USAGE;
+		}
+		o->count = x;
 	}
+	return EXIT_OK;
+}
+
+static int check(const struct opts *o)
+{
 	if (o->speed_given && !o->replay) {
 		cli_error("watch: --speed applies to --replay only");
 		return EXIT_USAGE;
@@ -109,7 +112,49 @@ static int parse(int argc, char **argv, struct opts *o)
 		cli_error("watch: -i applies to this machine's GPUs; in a replay, g shows one GPU at a time");
 		return EXIT_USAGE;
 	}
+	if (o->count && !o->batch) {
+		cli_error("watch: -n applies to --batch only");
+		return EXIT_USAGE;
+	}
 	return EXIT_OK;
+}
+
+static int parse(int argc, char **argv, struct opts *o)
+{
+	static const char *const valued[] = {"--interval", "--speed", "-n"};
+	memset(o, 0, sizeof *o);
+	o->interval_ms = 1000;
+	o->speed = 1;
+	for (int i = 1; i < argc; i++) {
+		int bad = 0, rc = EXIT_OK, known = 0;
+		const char *v;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			help();
+			return -1;
+		}
+		if (!strcmp(argv[i], "-b") || !strcmp(argv[i], "--batch")) {
+			o->batch = 1;
+			continue;
+		}
+		for (size_t k = 0; !known && !bad && k < sizeof valued / sizeof valued[0]; k++)
+			if ((v = cli_option_value(argc, argv, &i, valued[k][1] == '-' ? valued[k] : NULL,
+						  valued[k][1] == '-' ? NULL : valued[k], &bad))) {
+				known = 1;
+				rc = parse_value(valued[k], v, o);
+			}
+		if (!known && !bad && (v = cli_option_value(argc, argv, &i, "--id", "-i", &bad))) {
+			known = 1;
+			o->ids = v;
+		} else if (!known && !bad && (v = cli_option_value(argc, argv, &i, "--replay", NULL, &bad))) {
+			known = 1;
+			o->replay = v;
+		}
+		if (!known && !bad)
+			cli_error("watch: unknown option '%s' (see gpumon watch --help)", argv[i]);
+		if (!known || bad || rc != EXIT_OK)
+			return rc != EXIT_OK ? rc : EXIT_USAGE;
+	}
+	return check(o);
 }
 
 /* The recording played when this machine has no NVIDIA driver: in the source tree this program was
@@ -124,23 +169,27 @@ static const char *bundled_recording(void)
 	return NULL;
 }
 
-/* Where the records come from: the sampler, or a replay. */
+/* Where the records come from (the sampler, or a replay) and where they go. */
 struct source {
 	gpumon *g;
 	gpumon_sampler *s;
 	watch_replay *r;
 	gpumon_record *buf;
+	watch_sink sink;
 	int replay_over;
 	char err[256];
 };
 
-/* Moves what the source has for now into the model. Returns 0, or -1 with src->err set. */
-static int feed(struct source *src, watch_model *m, uint64_t now_ns)
+/* Moves what the source has for now into the display state and the run model. Returns 0, or -1
+ * with src->err set. */
+static int feed(struct source *src, uint64_t now_ns)
 {
 	if (src->r) {
-		int st = watch_replay_advance(src->r, now_ns, m, src->err, sizeof src->err);
+		int st = watch_replay_advance(src->r, now_ns, &src->sink, src->err, sizeof src->err);
 		if (st < 0)
 			return -1;
+		if (st && !src->replay_over) /* the end of the run: nothing more comes */
+			gpumon_model_finish(src->sink.model, 0, -1);
 		src->replay_over = st;
 		return 0;
 	}
@@ -149,12 +198,17 @@ static int feed(struct source *src, watch_model *m, uint64_t now_ns)
 		n = 0;
 		gpumon_sampler_poll(src->s, src->buf, BATCH, &n, 0);
 		for (size_t i = 0; i < n; i++)
-			if (watch_model_record(m, &src->buf[i]) != GPUMON_OK) {
+			if (watch_feed(&src->sink, &src->buf[i]) != GPUMON_OK) {
 				snprintf(src->err, sizeof src->err, "out of memory");
 				return -1;
 			}
 	} while (n == BATCH);
 	return 0;
+}
+
+static int snapshot(const struct source *src, watch_snap *snap)
+{
+	return watch_model_snapshot(src->sink.view, src->sink.model, snap);
 }
 
 static void set_title(watch_view *v, const struct source *src)
@@ -255,7 +309,7 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 }
 
 /* The loop: feed, snapshot (unless paused), draw every interval; keys in between. */
-static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu)
+static int loop(struct source *src, watch_view *v, unsigned ngpu)
 {
 	watch_snap snap;
 	memset(&snap, 0, sizeof snap);
@@ -264,11 +318,11 @@ static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
 		if (now >= next) {
-			if (feed(src, m, now) < 0) {
+			if (feed(src, now) < 0) {
 				rc = EXIT_OTHER;
 				break;
 			}
-			if (!v->paused && watch_model_snapshot(m, &snap) != GPUMON_OK) {
+			if (!v->paused && snapshot(src, &snap) != GPUMON_OK) {
 				snprintf(src->err, sizeof src->err, "out of memory");
 				rc = EXIT_OTHER;
 				break;
@@ -297,7 +351,7 @@ static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu
 			int was_paused = v->paused;
 			quit = key(v, src, ngpu, ch);
 			if (was_paused && !v->paused)
-				watch_model_snapshot(m, &snap);
+				snapshot(src, &snap);
 			dirty = 1;
 		}
 		if (quit)
@@ -309,15 +363,181 @@ static int loop(struct source *src, watch_model *m, watch_view *v, unsigned ngpu
 	return rc;
 }
 
+/* Sleeps until the monotonic time t_ns (a signal cuts it short). */
+static void sleep_until(uint64_t t_ns)
+{
+	uint64_t now = cli_now_ns();
+	if (t_ns <= now)
+		return;
+	struct timespec ts = {.tv_sec = (time_t)((t_ns - now) / 1000000000u), .tv_nsec = (long)((t_ns - now) % 1000000000u)};
+	nanosleep(&ts, NULL);
+}
+
+/* Batch mode: a plain-text snapshot every interval, the first once the first records are in (live)
+ * or at once (a replay); count of them (0: until stopped), or until the replay is over. */
+static int batch_loop(struct source *src, watch_view *v, long count)
+{
+	watch_snap snap;
+	memset(&snap, 0, sizeof snap);
+	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u;
+	uint64_t next = cli_now_ns() + (src->r ? 0 : interval_ns < FIRST_REFRESH_NS ? interval_ns : FIRST_REFRESH_NS);
+	int rc = EXIT_OK;
+	for (long printed = 0; !stop_signal;) {
+		sleep_until(next);
+		if (stop_signal)
+			break;
+		uint64_t now = cli_now_ns();
+		if (feed(src, now) < 0 || snapshot(src, &snap) != GPUMON_OK) {
+			if (!src->err[0])
+				snprintf(src->err, sizeof src->err, "out of memory");
+			rc = EXIT_OTHER;
+			break;
+		}
+		set_title(v, src);
+		if (watch_batch_print(stdout, &snap, v) < 0) {
+			snprintf(src->err, sizeof src->err, "cannot write the output: %s", strerror(errno));
+			rc = EXIT_OTHER;
+			break;
+		}
+		if (src->replay_over || (count > 0 && ++printed >= count))
+			break;
+		next += interval_ns;
+		if (next <= now)
+			next = now + interval_ns;
+	}
+	watch_snap_free(&snap);
+	return rc;
+}
+
+/* The run model that judges what is watched: this machine (a system-wide view), or the run the
+ * recording holds; the devices declared. */
+static int make_model(struct source *src, const char *replay, unsigned ngpu)
+{
+	gpumon_model_config c = {.size = sizeof c, .source_type = "live"};
+	if (src->r) {
+		c.meta = watch_replay_meta(src->r);
+		c.source = replay;
+		c.source_type = "recording";
+	}
+	if (gpumon_model_create(&c, &src->sink.model) != GPUMON_OK)
+		return -1;
+	for (unsigned i = 0; i < ngpu; i++) {
+		gpumon_device_info d;
+		if (src->r)
+			watch_replay_info(src->r, i, &d);
+		else
+			gpumon_device_info_get(src->g, i, &d);
+		if (gpumon_model_device(src->sink.model, &d) != GPUMON_OK)
+			return -1;
+		if (src->r) /* a GPU lost in the recording shows as lost from its lost record on */
+			d.lost = 0;
+		watch_model_set_info(src->sink.view, i, &d);
+	}
+	return 0;
+}
+
+/* Opens this machine, or, without a driver, picks the bundled recording (not in batch mode: a
+ * script must not take a recording for this machine). Returns EXIT_OK with src->g or *replay set. */
+static int open_source(const struct opts *o, struct source *src, watch_view *v, const char **replay)
+{
+	int rc;
+	*replay = o->replay;
+	if (o->replay)
+		return EXIT_OK;
+	src->g = cli_open(&rc);
+	if (src->g)
+		return EXIT_OK;
+	if (rc != EXIT_NO_LIBRARY)
+		return rc;
+	if (o->ids) {
+		cli_error("watch: -i needs the driver; without -i, gpumon watch plays a bundled recording");
+		return rc;
+	}
+	if (o->batch) {
+		cli_error("watch: --batch needs the driver (or --replay FILE)");
+		return rc;
+	}
+	*replay = bundled_recording();
+	if (!*replay) {
+		cli_error("watch: and the bundled recording %s is not installed either (looked in %s/examples/recordings "
+			  "and %s)", BUNDLED_NAME, GPUMON_SOURCE_DIR, GPUMON_DATA_DIR);
+		return rc;
+	}
+	snprintf(v->banner[1], sizeof v->banner[1],
+		 "No NVIDIA driver (libnvidia-ml.so.1 not found): a recording, not this machine");
+	return EXIT_OK;
+}
+
+/* Resolves -i into the sampler's device list and the view's picked table. */
+static int pick(const struct opts *o, struct source *src, watch_view *v, unsigned ngpu, unsigned **sel,
+		unsigned *nsel, unsigned char **picked)
+{
+	*sel = malloc((ngpu ? ngpu : 1) * sizeof **sel);
+	*picked = calloc(ngpu ? ngpu : 1, 1);
+	if (!*sel || !*picked) {
+		cli_error("out of memory");
+		return EXIT_OTHER;
+	}
+	int rc = cli_select_devices(src->g, o->ids, *sel, ngpu, nsel);
+	if (rc != EXIT_OK) {
+		cli_error("watch: see gpumon list for this machine's GPUs");
+		return rc;
+	}
+	for (unsigned k = 0; k < *nsel; k++)
+		(*picked)[(*sel)[k]] = 1;
+	v->picked = *picked;
+	return EXIT_OK;
+}
+
+static int start_sampler(const struct opts *o, struct source *src, const unsigned *sel, unsigned nsel)
+{
+	unsigned period_us = o->interval_ms * 1000u;
+	/* a device row at every refresh, also when nothing changed: the run model judges processes at
+	   their GPU's rows, and a heartbeat of exactly one period would miss every other tick by a
+	   hair of jitter, halving the points the model gets */
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = period_us,
+				   .process_period_us = period_us, .heartbeat_ms = o->interval_ms / 2,
+				   .devices = sel, .ndevices = nsel};
+	int st = gpumon_sampler_create(src->g, &c, &src->s);
+	if (st != GPUMON_OK) {
+		cli_error("watch: %s", gpumon_errmsg(src->g));
+		return cli_exit_status(st);
+	}
+	return EXIT_OK;
+}
+
+/* Runs the screen (or the batch output) until the end; returns the exit status. */
+static int run(const struct opts *o, struct source *src, watch_view *v, unsigned ngpu)
+{
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	int rc;
+	if (o->batch) {
+		rc = batch_loop(src, v, o->count);
+	} else {
+		char err[256];
+		if (watch_screen_start(v, err, sizeof err) < 0) {
+			cli_error("watch: %s", err);
+			return EXIT_OTHER;
+		}
+		rc = loop(src, v, ngpu);
+		watch_screen_end();
+	}
+	if (rc != EXIT_OK)
+		cli_error("watch: %s", src->err);
+	return rc;
+}
+
 int cmd_watch(int argc, char **argv)
 {
 	struct opts o;
 	int rc = parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		cli_error("watch: needs a terminal (stdin and stdout); in scripts use `gpumon`, `gpumon query` "
-			  "or `gpumon record`");
+	if (!o.batch && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		cli_error("watch: needs a terminal (stdin and stdout); in scripts use `gpumon watch --batch`, "
+			  "`gpumon query` or `gpumon record`");
 		return EXIT_USAGE;
 	}
 	struct source src;
@@ -326,35 +546,17 @@ int cmd_watch(int argc, char **argv)
 	memset(&v, 0, sizeof v);
 	v.gpu_filter = -1;
 	v.interval_ms = o.interval_ms;
-	watch_model *m = NULL;
 	unsigned char *picked = NULL; /* with -i: the GPUs watched */
-	unsigned *sel = NULL, nsel = 0;
-	const char *replay = o.replay;
-	if (!replay) {
-		src.g = cli_open(&rc);
-		if (!src.g && rc != EXIT_NO_LIBRARY)
-			return rc;
-		if (!src.g && o.ids) {
-			cli_error("watch: -i needs the driver; without -i, gpumon watch plays a bundled recording");
-			return rc;
-		}
-		if (!src.g) {
-			replay = bundled_recording();
-			if (!replay) {
-				cli_error("watch: and the bundled recording %s is not installed either (looked in "
-					  "%s/examples/recordings and %s)", BUNDLED_NAME, GPUMON_SOURCE_DIR, GPUMON_DATA_DIR);
-				return rc;
-			}
-			snprintf(v.banner[1], sizeof v.banner[1],
-				 "No NVIDIA driver (libnvidia-ml.so.1 not found): a recording, not this machine");
-		}
-	}
-	unsigned ngpu;
+	unsigned *sel = NULL, nsel = 0, ngpu;
+	const char *replay;
+	rc = open_source(&o, &src, &v, &replay);
+	if (rc != EXIT_OK)
+		return rc;
 	if (replay) {
 		rc = watch_replay_open(replay, o.speed, &src.r, src.err, sizeof src.err);
 		if (rc != EXIT_OK) {
 			cli_error("watch: %s", src.err);
-			return rc;
+			goto out;
 		}
 		ngpu = watch_replay_ngpu(src.r);
 		snprintf(v.title, sizeof v.title, "REPLAY of %s", watch_replay_file(src.r));
@@ -364,67 +566,22 @@ int cmd_watch(int argc, char **argv)
 	} else {
 		ngpu = gpumon_device_count(src.g);
 	}
-	if (o.ids) {
-		sel = malloc((ngpu ? ngpu : 1) * sizeof *sel);
-		picked = calloc(ngpu ? ngpu : 1, 1);
-		if (!sel || !picked) {
-			cli_error("out of memory");
-			rc = EXIT_OTHER;
-			goto out;
-		}
-		rc = cli_select_devices(src.g, o.ids, sel, ngpu, &nsel);
-		if (rc != EXIT_OK) {
-			cli_error("watch: see gpumon list for this machine's GPUs");
-			goto out;
-		}
-		for (unsigned k = 0; k < nsel; k++)
-			picked[sel[k]] = 1;
-		v.picked = picked;
-	}
+	if (o.ids && (rc = pick(&o, &src, &v, ngpu, &sel, &nsel, &picked)) != EXIT_OK)
+		goto out;
 	src.buf = malloc(BATCH * sizeof *src.buf);
-	if (!src.buf || watch_model_create(ngpu, &m) != GPUMON_OK) {
+	if (!src.buf || watch_model_create(ngpu, &src.sink.view) != GPUMON_OK || make_model(&src, replay, ngpu) < 0) {
 		cli_error("out of memory");
 		rc = EXIT_OTHER;
 		goto out;
 	}
-	for (unsigned i = 0; i < ngpu; i++) {
-		gpumon_device_info d;
-		if (src.r)
-			watch_replay_info(src.r, i, &d);
-		else
-			gpumon_device_info_get(src.g, i, &d);
-		watch_model_set_info(m, i, &d);
-	}
-	if (!src.r) {
-		unsigned period_us = o.interval_ms * 1000u;
-		gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = period_us,
-					   .process_period_us = period_us,
-					   .heartbeat_ms = o.interval_ms > 1000 ? o.interval_ms : 0,
-					   .devices = sel, .ndevices = nsel};
-		int st = gpumon_sampler_create(src.g, &c, &src.s);
-		if (st != GPUMON_OK) {
-			cli_error("watch: %s", gpumon_errmsg(src.g));
-			rc = cli_exit_status(st);
-			goto out;
-		}
-	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	signal(SIGHUP, on_signal);
-	char err[256];
-	if (watch_screen_start(&v, err, sizeof err) < 0) {
-		cli_error("watch: %s", err);
-		rc = EXIT_OTHER;
+	if (!src.r && (rc = start_sampler(&o, &src, sel, nsel)) != EXIT_OK)
 		goto out;
-	}
-	rc = loop(&src, m, &v, ngpu);
-	watch_screen_end();
-	if (rc != EXIT_OK)
-		cli_error("watch: %s", src.err);
+	rc = run(&o, &src, &v, ngpu);
 out:
 	gpumon_sampler_destroy(src.s);
 	watch_replay_close(src.r);
-	watch_model_destroy(m);
+	watch_model_destroy(src.sink.view);
+	gpumon_model_destroy(src.sink.model);
 	free(src.buf);
 	free(sel);
 	free(picked);

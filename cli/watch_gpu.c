@@ -16,7 +16,7 @@
 #define COMPACT_TEXT 52 /* likewise on the one-line form */
 #define COMPACT_BAR_X 7 /* where the bar starts on the one-line form, after "GPU NN" */
 
-static int nearly_full(const watch_gpu *g)
+int watch_nearly_full(const watch_gpu *g)
 {
 	return g->have_sample && !g->lost && g->s.memory_total_bytes &&
 	       g->s.memory_used_bytes * 100 >= g->s.memory_total_bytes * WATCH_NEARLY_FULL_PCT;
@@ -41,23 +41,12 @@ static void addf(char **p, size_t *n, const char *fmt, ...)
 	}
 }
 
-static void title_line(const watch_gpu *g, const watch_view *v, int y, int cols)
+const char *watch_gpu_stats_text(const watch_gpu *g, char *buf, size_t len)
 {
-	char left[160], right[128], *p = right;
-	size_t n = sizeof right;
-	snprintf(left, sizeof left, "GPU %u  %s", g->info.index,
-		 (g->info.present & GPUMON_INFO_NAME) ? g->info.name : "n/a");
-	int x = watch_put(y, 0, cols, A_BOLD, left);
-	if (g->lost) {
-		watch_put(y, x + 2, cols, watch_attr(v, WATCH_PAIR_FULL, A_REVERSE),
-			  "LOST: fell off the bus or needs a reset; the other GPUs go on");
-		return;
-	}
-	if (!g->have_sample) {
-		watch_put(y, x + 2, cols, A_NORMAL, "waiting for the first sample");
-		return;
-	}
+	char *p = buf;
+	size_t n = len;
 	const gpumon_device_sample *s = &g->s;
+	buf[0] = 0;
 	if (s->present & GPUMON_F_UTIL_GPU)
 		addf(&p, &n, "util %3u %%", s->util_gpu_pct);
 	else
@@ -74,6 +63,25 @@ static void title_line(const watch_gpu *g, const watch_view *v, int y, int cols)
 		addf(&p, &n, "  %6.1f W", s->power_mw / 1000.0);
 	else
 		addf(&p, &n, "  power n/a");
+	return buf;
+}
+
+static void title_line(const watch_gpu *g, const watch_view *v, int y, int cols)
+{
+	char left[160], right[128];
+	snprintf(left, sizeof left, "GPU %u  %s", g->info.index,
+		 (g->info.present & GPUMON_INFO_NAME) ? g->info.name : "n/a");
+	int x = watch_put(y, 0, cols, A_BOLD, left);
+	if (g->lost) {
+		watch_put(y, x + 2, cols, watch_attr(v, WATCH_PAIR_FULL, A_REVERSE),
+			  "LOST: fell off the bus or needs a reset; the other GPUs go on");
+		return;
+	}
+	if (!g->have_sample) {
+		watch_put(y, x + 2, cols, A_NORMAL, "waiting for the first sample");
+		return;
+	}
+	watch_gpu_stats_text(g, right, sizeof right);
 	int w = (int)strlen(right);
 	watch_put(y, cols - w > x + 2 ? cols - w : x + 2, cols, A_NORMAL, right);
 }
@@ -119,18 +127,24 @@ static unsigned used_pct(const watch_gpu *g)
 
 /* The bar with used, reserved and total; the same bar width on every GPU, so that they compare at
  * a glance. */
-static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int cols)
+const char *watch_gpu_memory_text(const watch_gpu *g, char *buf, size_t len)
 {
 	const gpumon_device_sample *s = &g->s;
-	char a[32], b[32], c[32], text[128];
+	char a[32], b[32], c[32];
 	if (s->present & GPUMON_F_MEM_RESERVED)
-		snprintf(text, sizeof text, "%s used + %s rsv / %s  %u %%", cli_format_bytes(a, sizeof a, s->memory_used_bytes),
+		snprintf(buf, len, "%s used + %s rsv / %s  %u %%", cli_format_bytes(a, sizeof a, s->memory_used_bytes),
 			 cli_format_bytes(b, sizeof b, s->memory_reserved_bytes),
 			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), used_pct(g));
 	else
-		snprintf(text, sizeof text, "%s used (with rsv) / %s  %u %%",
-			 cli_format_bytes(a, sizeof a, s->memory_used_bytes),
+		snprintf(buf, len, "%s used (with rsv) / %s  %u %%", cli_format_bytes(a, sizeof a, s->memory_used_bytes),
 			 cli_format_bytes(c, sizeof c, s->memory_total_bytes), used_pct(g));
+	return buf;
+}
+
+static void bar_line(const watch_gpu *g, const watch_view *v, const watch_proc *sel, int y, int cols)
+{
+	char text[128];
+	watch_gpu_memory_text(g, text, sizeof text);
 	int x = draw_bar(g, v, sel, y, 1, cols - 5 - BAR_TEXT);
 	watch_put(y, x + 1, cols, used_pct(g) >= WATCH_NEARLY_FULL_PCT ? A_BOLD : A_NORMAL, text);
 }
@@ -230,10 +244,9 @@ static void graph(const watch_gpu *g, const watch_view *v, int y, int h, int col
 	}
 }
 
-/* "nearly full (97 %): pid 744 root 31.6 GiB python3 train.py; ..." — the three largest holders. */
-static void holders_line(const watch_snap *snap, const watch_gpu *g, const watch_view *v, int y, int cols)
+const char *watch_holders_text(const watch_snap *snap, const watch_gpu *g, char *buf, size_t len)
 {
-	char line[512], a[32];
+	char a[32];
 	size_t used_idx[3];
 	int n = 0;
 	for (size_t k = 0; k < 3; k++) {
@@ -251,23 +264,29 @@ static void holders_line(const watch_snap *snap, const watch_gpu *g, const watch
 		if (best != SIZE_MAX)
 			used_idx[n++] = best;
 	}
-	int len = snprintf(line, sizeof line, " nearly full (%u %%): ",
-			   (unsigned)(g->s.memory_used_bytes * 100 / g->s.memory_total_bytes));
-	if (!n)
-		snprintf(line + len, sizeof line - (size_t)len, "no process is listed as holding it");
-	for (int j = 0; j < n && len > 0 && (size_t)len < sizeof line; j++) {
+	int at = snprintf(buf, len, " nearly full (%u %%): ", used_pct(g));
+	if (!n && at > 0 && (size_t)at < len)
+		snprintf(buf + at, len - (size_t)at, "no process is listed as holding it");
+	for (int j = 0; j < n && at > 0 && (size_t)at < len; j++) {
 		const watch_proc *p = &snap->procs[used_idx[j]];
-		len += snprintf(line + len, sizeof line - (size_t)len, "%spid %u %s %s %.40s", j ? "; " : "", p->pid,
-				p->user[0] ? p->user : "n/a",
-				(p->flags & GPUMON_PROC_USED_KNOWN) ? cli_format_bytes(a, sizeof a, p->used_bytes) : "n/a",
-				p->command[0] ? p->command : "n/a");
+		at += snprintf(buf + at, len - (size_t)at, "%spid %u %s %s %.40s", j ? "; " : "", p->pid,
+			       p->user[0] ? p->user : "n/a",
+			       (p->flags & GPUMON_PROC_USED_KNOWN) ? cli_format_bytes(a, sizeof a, p->used_bytes) : "n/a",
+			       p->command[0] ? p->command : "n/a");
 	}
-	watch_put(y, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_BOLD), line);
+	return buf;
+}
+
+/* "nearly full (97 %): pid 744 root 31.6 GiB python3 train.py; ..." — the three largest holders. */
+static void holders_line(const watch_snap *snap, const watch_gpu *g, const watch_view *v, int y, int cols)
+{
+	char line[512];
+	watch_put(y, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_BOLD), watch_holders_text(snap, g, line, sizeof line));
 }
 
 static int panel_rows(const watch_gpu *g, int h)
 {
-	return g->lost ? 1 : !g->have_sample ? 1 : 2 + h + nearly_full(g);
+	return g->lost ? 1 : !g->have_sample ? 1 : 2 + h + watch_nearly_full(g);
 }
 
 /* Rows the shown GPUs need: full panels with h graph rows (h >= 0), or one line each (h < 0), with
@@ -277,7 +296,7 @@ static int rows_needed(const watch_snap *snap, const watch_view *v, int h, int h
 	int need = 0;
 	for (unsigned i = 0; i < snap->ngpu; i++)
 		if (shown(v, i))
-			need += h >= 0 ? panel_rows(&snap->gpus[i], h) : 1 + (holders && nearly_full(&snap->gpus[i]));
+			need += h >= 0 ? panel_rows(&snap->gpus[i], h) : 1 + (holders && watch_nearly_full(&snap->gpus[i]));
 	return need;
 }
 
@@ -296,7 +315,7 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 		const watch_gpu *g = &snap->gpus[i];
 		if (!shown(v, i))
 			continue;
-		int need = h >= 0 ? panel_rows(g, h) : 1 + (holders && nearly_full(g));
+		int need = h >= 0 ? panel_rows(g, h) : 1 + (holders && watch_nearly_full(g));
 		if (row + need > max_rows - truncated) {
 			char more[96];
 			unsigned left = 0;
@@ -318,7 +337,7 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 				graph(g, v, y + row, h, cols);
 			row += h;
 		}
-		if (nearly_full(g) && (h >= 0 || holders))
+		if (watch_nearly_full(g) && (h >= 0 || holders))
 			holders_line(snap, g, v, y + row++, cols);
 	}
 	return row;

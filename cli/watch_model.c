@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* watch_model.c — what `gpumon watch` has learnt from the sampler's records: the latest sample of
- * each GPU with a per-second history of its memory, and the processes holding memory with their
- * recent figures (for the change per minute) and an online leak detector each. The screen reads it
- * through a snapshot, so a paused screen keeps still while the model goes on. */
+/* watch_model.c — what `gpumon watch` shows of the records: the latest sample of each GPU with a
+ * per-second history of its memory, and the processes holding memory with their recent figures (for
+ * the change per minute). Whether a process leaks is the run model's verdict, taken into the
+ * snapshot, so a paused screen keeps still while both go on. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +29,6 @@ struct mproc {
 	gpumon_process p;
 	uint64_t pt_t[POINTS], pt_v[POINTS]; /* ring of recent figures, oldest at head when full */
 	unsigned npt, head;
-	gpumon_leak *leak;
-	gpumon_leak_result res;
 };
 
 struct watch_model {
@@ -59,20 +57,12 @@ int watch_model_create(unsigned ngpu, watch_model **out)
 	return GPUMON_OK;
 }
 
-static void proc_free(struct mproc *p)
-{
-	if (p) {
-		gpumon_leak_destroy(p->leak);
-		free(p);
-	}
-}
-
 void watch_model_destroy(watch_model *m)
 {
 	if (!m)
 		return;
 	for (size_t i = 0; i < m->nproc; i++)
-		proc_free(m->procs[i]);
+		free(m->procs[i]);
 	free(m->procs);
 	free(m->g);
 	free(m);
@@ -84,13 +74,6 @@ void watch_model_set_info(watch_model *m, unsigned dev, const gpumon_device_info
 		m->g[dev].info = *info;
 		m->g[dev].lost = m->g[dev].lost || info->lost;
 	}
-}
-
-static uint64_t total_of(const struct mgpu *g)
-{
-	if (g->have_sample && (g->s.present & GPUMON_F_MEMORY) && g->s.memory_total_bytes)
-		return g->s.memory_total_bytes;
-	return (g->info.present & GPUMON_INFO_MEMORY_TOTAL) ? g->info.memory_total_bytes : 0;
 }
 
 static void device_record(struct mgpu *g, const gpumon_record *r)
@@ -127,7 +110,7 @@ static struct mproc *proc_find(const watch_model *m, unsigned dev, unsigned pid,
 
 static void proc_remove(watch_model *m, size_t i)
 {
-	proc_free(m->procs[i]);
+	free(m->procs[i]);
 	m->procs[i] = m->procs[--m->nproc];
 }
 
@@ -164,10 +147,8 @@ static int process_record(watch_model *m, const gpumon_record *r)
 			m->cap = cap;
 		}
 		p = calloc(1, sizeof *p);
-		if (!p || gpumon_leak_create(NULL,  &p->leak) != GPUMON_OK) {
-			free(p);
+		if (!p)
 			return GPUMON_E_NOMEM;
-		}
 		p->gpu = r->dev;
 		m->procs[m->nproc++] = p;
 	}
@@ -175,22 +156,6 @@ static int process_record(watch_model *m, const gpumon_record *r)
 	if (r->process.flags & GPUMON_PROC_USED_KNOWN)
 		proc_point(p, r->t_ns, r->process.used_bytes);
 	return GPUMON_OK;
-}
-
-/* Feeds the leak detector of every process on dev its figure at this device record: process
- * records come only when a figure changes, too sparse for the detector, while device records come
- * at a steady cadence (a heartbeat at least every second) — as `gpumon report` judges a
- * recording, so both say the same. Time only: a watcher knows no step numbers, and the process's
- * figure is reserved memory plus context (docs/leak-detection.md, choice 2). */
-static void feed_leaks(watch_model *m, unsigned dev, uint64_t t_ns)
-{
-	for (size_t i = 0; i < m->nproc; i++) {
-		struct mproc *p = m->procs[i];
-		if (p->gpu != dev || !(p->p.flags & GPUMON_PROC_USED_KNOWN))
-			continue;
-		if (gpumon_leak_add(p->leak, -1, t_ns, p->p.used_bytes) == GPUMON_OK)
-			gpumon_leak_result_get(p->leak, &p->res);
-	}
 }
 
 int watch_model_record(watch_model *m, const gpumon_record *r)
@@ -204,7 +169,6 @@ int watch_model_record(watch_model *m, const gpumon_record *r)
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE:
 		device_record(g, r);
-		feed_leaks(m, r->dev, r->t_ns);
 		break;
 	case GPUMON_REC_PROCESS:
 		return process_record(m, r);
@@ -223,6 +187,13 @@ int watch_model_record(watch_model *m, const gpumon_record *r)
 		break;
 	}
 	return GPUMON_OK;
+}
+
+int watch_feed(const watch_sink *s, const gpumon_record *r)
+{
+	int st = gpumon_model_add(s->model, r, 1);
+	int vs = watch_model_record(s->view, r);
+	return st != GPUMON_OK ? st : vs;
 }
 
 /* The change of p's memory over the last minute (since it appeared, for a younger process). */
@@ -268,7 +239,20 @@ static void gpu_snapshot(const struct mgpu *g, uint64_t now_ns, watch_gpu *o)
 	}
 }
 
-int watch_model_snapshot(const watch_model *m, watch_snap *snap)
+/* The run model's verdict on the process: the mark, the rate and the time to out-of-memory. */
+static void judged(const gpumon_model *judge, watch_proc *o)
+{
+	gpumon_verdict v;
+	o->leak_seconds_to_oom = -1;
+	if (!judge || gpumon_model_process_verdict(judge, o->gpu, o->pid, &v) != GPUMON_OK)
+		return;
+	o->leak = v.leak.alert;
+	o->leak_rate_known = v.leak.verdict == GPUMON_LEAK_SUSPECTED;
+	o->leak_bytes_per_min = o->leak_rate_known ? v.leak.rate_bytes_per_second * 60.0 : 0;
+	o->leak_seconds_to_oom = v.seconds_to_oom >= 0 ? v.seconds_to_oom : -1;
+}
+
+int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_snap *snap)
 {
 	if (snap->ngpu != m->ngpu || !snap->gpus) {
 		watch_gpu *g = calloc(m->ngpu ? m->ngpu : 1, sizeof *g);
@@ -298,9 +282,7 @@ int watch_model_snapshot(const watch_model *m, watch_snap *snap)
 		o->flags = p->p.flags;
 		o->used_bytes = p->p.used_bytes;
 		o->change_known = proc_change(p, m->now_ns, &o->change_bytes_per_min);
-		o->leak = p->res.alert;
-		o->leak_bytes_per_min = p->res.rate_bytes_per_second * 60.0;
-		o->leak_seconds_to_oom = -1;
+		judged(judge, o);
 		if (p->p.flags & GPUMON_PROC_USER_KNOWN)
 			snprintf(o->user, sizeof o->user, "%s", p->p.user);
 		if ((p->p.flags & GPUMON_PROC_CMDLINE_KNOWN) && p->p.cmdline[0])

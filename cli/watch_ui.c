@@ -206,11 +206,52 @@ static void title(const watch_snap *snap, const watch_view *v, int cols)
 }
 
 /* The column layout of the table: mark, GPU, PID, USER, MEMORY, CHG/MIN, LEAK/MIN, COMMAND. */
+const char *watch_table_header(char *buf, size_t len)
+{
+	snprintf(buf, len, "%c %3s %7s %-10.10s %10s %10s %10s %s", ' ', "GPU", "PID", "USER", "MEMORY", "CHG/MIN",
+		 "LEAK/MIN", "COMMAND");
+	return buf;
+}
+
+const char *watch_row_text(const watch_proc *p, char *buf, size_t len)
+{
+	char mem[32], chg[32], leak[32] = "";
+	if (p->flags & GPUMON_PROC_USED_KNOWN)
+		cli_format_bytes(mem, sizeof mem, p->used_bytes);
+	else
+		snprintf(mem, sizeof mem, "n/a");
+	if (p->change_known)
+		watch_format_change(chg, sizeof chg, p->change_bytes_per_min);
+	else
+		snprintf(chg, sizeof chg, "n/a");
+	if (p->leak && p->leak_rate_known)
+		watch_format_change(leak, sizeof leak, p->leak_bytes_per_min);
+	const char *cmd = p->command[0] ? p->command : (p->flags & GPUMON_PROC_FOREIGN) ? "(other PID namespace)" : "n/a";
+	snprintf(buf, len, "%c %3u %7u %-10.10s %10s %10s %10s %s", p->leak ? '!' : ' ', p->gpu, p->pid,
+		 p->user[0] ? p->user : "n/a", mem, chg, leak, cmd);
+	return buf;
+}
+
+const char *watch_detail_text(const watch_proc *p, char *buf, size_t len)
+{
+	char a[32], rate[64] = "", full[64] = "";
+	if (p->leak && p->leak_rate_known)
+		snprintf(rate, sizeof rate, ", %s/min", watch_format_change(a, sizeof a, p->leak_bytes_per_min));
+	if (p->leak && p->leak_seconds_to_oom >= 0)
+		snprintf(full, sizeof full, ", full in ~%.0f min", p->leak_seconds_to_oom / 60.0);
+	if (p->leak)
+		snprintf(buf, len, "pid %u on GPU %u: LEAK suspected%s%s: %s", p->pid, p->gpu, rate, full,
+			 p->command[0] ? p->command : "n/a");
+	else
+		snprintf(buf, len, "pid %u on GPU %u (user %s): %s", p->pid, p->gpu, p->user[0] ? p->user : "n/a",
+			 p->command[0] ? p->command : "n/a");
+	return buf;
+}
+
 static void table_header(const watch_view *v, int y, int cols)
 {
 	char h[256], filt[128] = "";
-	snprintf(h, sizeof h, "%c %3s %7s %-10.10s %10s %10s %10s %s", ' ', "GPU", "PID", "USER", "MEMORY", "CHG/MIN",
-		 "LEAK/MIN", "COMMAND");
+	watch_table_header(h, sizeof h);
 	move(y, 0);
 	attrset(A_REVERSE);
 	hline(' ', cols);
@@ -235,22 +276,8 @@ static void table_header(const watch_view *v, int y, int cols)
 
 static void table_row(const watch_proc *p, const watch_view *v, int y, int cols, int selected)
 {
-	char line[700], mem[32], chg[32], leak[32];
-	if (p->flags & GPUMON_PROC_USED_KNOWN)
-		cli_format_bytes(mem, sizeof mem, p->used_bytes);
-	else
-		snprintf(mem, sizeof mem, "n/a");
-	if (p->change_known)
-		watch_format_change(chg, sizeof chg, p->change_bytes_per_min);
-	else
-		snprintf(chg, sizeof chg, "n/a");
-	if (p->leak)
-		watch_format_change(leak, sizeof leak, p->leak_bytes_per_min);
-	else
-		leak[0] = 0;
-	const char *cmd = p->command[0] ? p->command : (p->flags & GPUMON_PROC_FOREIGN) ? "(other PID namespace)" : "n/a";
-	snprintf(line, sizeof line, "%c %3u %7u %-10.10s %10s %10s %10s %s", p->leak ? '!' : ' ', p->gpu, p->pid,
-		 p->user[0] ? p->user : "n/a", mem, chg, leak, cmd);
+	char line[700];
+	watch_row_text(p, line, sizeof line);
 	attr_t at = selected ? A_REVERSE : A_NORMAL;
 	if (selected) {
 		move(y, 0);
@@ -267,22 +294,14 @@ static void table_row(const watch_proc *p, const watch_view *v, int y, int cols,
 /* One line on the selected process: where it is, whether it leaks, its whole command. */
 static void detail(const watch_proc *p, const watch_view *v, int y, int cols)
 {
-	char line[900], a[32], b[64] = "";
+	char line[900];
 	if (!p) {
 		watch_put(y, 0, cols, A_DIM, v->gpu_filter >= 0 || v->user_filter[0]
 						     ? "no process matches the filter (c clears it)" : "no process holds GPU memory");
 		return;
 	}
-	if (p->leak && p->leak_seconds_to_oom >= 0)
-		snprintf(b, sizeof b, ", full in ~%.0f min", p->leak_seconds_to_oom / 60.0);
-	if (p->leak)
-		snprintf(line, sizeof line, "pid %u on GPU %u: LEAK suspected, %s/min%s: %s", p->pid,
-			 p->gpu, watch_format_change(a, sizeof a, p->leak_bytes_per_min), b,
-			 p->command[0] ? p->command : "n/a");
-	else
-		snprintf(line, sizeof line, "pid %u on GPU %u (user %s): %s", p->pid, p->gpu, p->user[0] ? p->user : "n/a",
-			 p->command[0] ? p->command : "n/a");
-	watch_put(y, 0, cols, p->leak ? watch_attr(v, WATCH_PAIR_FULL, A_BOLD) : A_NORMAL, line);
+	watch_put(y, 0, cols, p->leak ? watch_attr(v, WATCH_PAIR_FULL, A_BOLD) : A_NORMAL,
+		  watch_detail_text(p, line, sizeof line));
 }
 
 static void key_line(const watch_view *v, int y, int cols)
@@ -327,8 +346,8 @@ static void help_screen(const watch_view *v, int cols)
 		"Bar: reserved by the driver, the selected process, other used memory, free.",
 		"Graph: the largest memory used in each few seconds of the last minutes.",
 		"CHG/MIN: how much the process's memory changed over the last minute.",
-		"! and LEAK/MIN: the leak detector sees the process's memory floor rising steadily,",
-		"and has for a while (docs/leak-detection.md); the rate is per minute.",
+		"! and LEAK/MIN: the run model's leak verdict on the process alerts: its memory floor",
+		"has kept rising (docs/leak-detection.md, as gpumon report says); the rate is per minute.",
 		"n/a: the driver does not report that value.",
 	};
 	erase();

@@ -10,6 +10,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,18 +69,18 @@ static int load_mhd(gpumon_exporter *e)
 	};
 	e->api = calloc(1, sizeof *e->api);
 	if (!e->api)
-		return gpumon__seterr(e->g, GPUMON_E_NOMEM, "out of memory for the exporter");
+		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter");
 	e->mhd_lib = dlopen(MHD_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
 	if (!e->mhd_lib) {
 		const char *why = dlerror();
-		return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+		return gpumon__exporter_err(e, GPUMON_E_NOT_SUPPORTED,
 				      "cannot load %s for the HTTP server (%s): install the Debian package libmicrohttpd12",
 				      MHD_LIBRARY_FILE, why ? why : "not found");
 	}
 	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
 		void *f = dlsym(e->mhd_lib, syms[i].name);
 		if (!f)
-			return gpumon__seterr(e->g, GPUMON_E_NOT_SUPPORTED,
+			return gpumon__exporter_err(e, GPUMON_E_NOT_SUPPORTED,
 					      "%s has no %s: libmicrohttpd 0.9.74 or newer is needed", MHD_LIBRARY_FILE,
 					      syms[i].name);
 		memcpy((char *)e->api + syms[i].off, &f, sizeof f);
@@ -90,12 +91,12 @@ static int load_mhd(gpumon_exporter *e)
 /* ---- files and addresses ------------------------------------------------------------------------ */
 
 /* Reads a whole small file into a new NUL-terminated string. */
-static int read_file(gpumon *g, const char *what, const char *path, char **out)
+static int read_file(gpumon_exporter *e, const char *what, const char *path, char **out)
 {
 	*out = NULL;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return gpumon__seterr(g, GPUMON_E_IO, "cannot open the %s %s: %s", what, path, strerror(errno));
+		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot open the %s %s: %s", what, path, strerror(errno));
 	char *buf = malloc(MAX_FILE + 1);
 	size_t len = 0;
 	ssize_t n = 0;
@@ -104,10 +105,10 @@ static int read_file(gpumon *g, const char *what, const char *path, char **out)
 	int err = errno;
 	close(fd);
 	if (!buf)
-		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory reading %s", path);
+		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory reading %s", path);
 	if (n < 0 || len == MAX_FILE || len == 0) {
 		free(buf);
-		return gpumon__seterr(g, GPUMON_E_IO, "cannot read the %s %s: %s", what, path,
+		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot read the %s %s: %s", what, path,
 				      n < 0 ? strerror(err) : len ? "larger than 1 MiB" : "the file is empty");
 	}
 	buf[len] = 0;
@@ -118,14 +119,14 @@ static int read_file(gpumon *g, const char *what, const char *path, char **out)
 static int load_auth(gpumon_exporter *e, const char *path)
 {
 	char *text;
-	int st = read_file(e->g, "basic auth file", path, &text);
+	int st = read_file(e, "basic auth file", path, &text);
 	if (st != GPUMON_OK)
 		return st;
 	size_t n = strcspn(text, "\r\n");
 	text[n] = 0;
 	if (!strchr(text, ':') || text[0] == ':' || n >= sizeof e->auth) {
 		free(text);
-		return gpumon__seterr(e->g, GPUMON_E_INVAL,
+		return gpumon__exporter_err(e, GPUMON_E_INVAL,
 				      "basic auth file %s: the first line must be USER:PASSWORD (at most %zu bytes)", path,
 				      sizeof e->auth - 1);
 	}
@@ -174,13 +175,13 @@ static int bind_listen(gpumon_exporter *e, const char *spec, int secured, int in
 	size_t hl = colon ? (size_t)(colon - spec) : 0;
 	if (!colon || hl >= sizeof host || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof port ||
 	    strspn(colon + 1, "0123456789") != strlen(colon + 1))
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': expected ADDR:PORT (for example 127.0.0.1:%d)",
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "listen address '%s': expected ADDR:PORT (for example 127.0.0.1:%d)",
 				      spec, GPUMON_EXPORTER_DEFAULT_PORT);
 	memcpy(host, spec, hl);
 	host[hl] = 0;
 	snprintf(port, sizeof port, "%s", colon + 1);
 	if (atol(port) > 65535)
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': port above 65535", spec);
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "listen address '%s': port above 65535", spec);
 	if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
 		memmove(host, host + 1, hl - 2);
 		host[hl - 2] = 0;
@@ -188,10 +189,10 @@ static int bind_listen(gpumon_exporter *e, const char *spec, int secured, int in
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
 	int rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res);
 	if (rc != 0)
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "listen address '%s': %s", spec, gai_strerror(rc));
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "listen address '%s': %s", spec, gai_strerror(rc));
 	if (!is_loopback(res->ai_addr) && !secured && !insecure_ok) {
 		freeaddrinfo(res);
-		return gpumon__seterr(e->g, GPUMON_E_INVAL,
+		return gpumon__exporter_err(e, GPUMON_E_INVAL,
 				      "refusing to listen on %s, which is not a loopback address, without TLS and basic auth "
 				      "(--tls-cert, --tls-key, --basic-auth-file): anyone who can reach it would see every "
 				      "process's command line; pass --insecure-listen to do it anyway", spec);
@@ -205,7 +206,7 @@ static int bind_listen(gpumon_exporter *e, const char *spec, int secured, int in
 	if (err) {
 		if (s >= 0)
 			close(s);
-		return gpumon__seterr(e->g, GPUMON_E_IO, "cannot listen on %s: %s", spec, strerror(err));
+		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot listen on %s: %s", spec, strerror(err));
 	}
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof ss;
@@ -393,7 +394,7 @@ static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int f
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL};
 	if (e->tls_cert) {
 		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
-			return gpumon__seterr(e->g, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
+			return gpumon__exporter_err(e, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
 		flags |= MHD_USE_TLS;
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, e->tls_cert};
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, e->tls_key};
@@ -402,10 +403,21 @@ static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int f
 	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
 	if (!e->mhd) {
 		close(fd);
-		return gpumon__seterr(e->g, GPUMON_E_IO, "cannot start the HTTP server on %s%s", e->address,
+		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot start the HTTP server on %s%s", e->address,
 				      e->tls_cert ? " (is the TLS certificate and key a matching PEM pair?)" : "");
 	}
 	return GPUMON_OK;
+}
+
+int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	if (e->g)
+		gpumon__seterr(e->g, status, "%s", e->msg);
+	return status;
 }
 
 static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
@@ -414,90 +426,141 @@ static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
 	e->processes = !c->no_processes;
 	e->compat = c->compat;
 	if (c->compat & ~(unsigned)(GPUMON_COMPAT_DCGM | GPUMON_COMPAT_NVIDIA_SMI))
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "unknown compat bits 0x%x", c->compat);
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "unknown compat bits 0x%x", c->compat);
 	if (c->interval_ms && (c->interval_ms < 1 || c->interval_ms > 60000))
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "interval %u ms: expected 1 to 60000", c->interval_ms);
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "interval %u ms: expected 1 to 60000", c->interval_ms);
+	if (!e->g && !c->replay)
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "no gpumon handle and no recording to replay: nothing to export");
+	if (c->replay && !c->replay[0])
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "the recording to replay has an empty name");
 	e->peak_window_ns = (uint64_t)(c->peak_window_s ? c->peak_window_s : 60) * 1000000000ull;
 	if (!!c->tls_cert_file != !!c->tls_key_file)
-		return gpumon__seterr(e->g, GPUMON_E_INVAL, "TLS needs both a certificate and a key file");
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "TLS needs both a certificate and a key file");
 	int st = GPUMON_OK;
 	if (c->tls_cert_file)
-		st = read_file(e->g, "TLS certificate", c->tls_cert_file, &e->tls_cert);
+		st = read_file(e, "TLS certificate", c->tls_cert_file, &e->tls_cert);
 	if (st == GPUMON_OK && c->tls_key_file)
-		st = read_file(e->g, "TLS key", c->tls_key_file, &e->tls_key);
+		st = read_file(e, "TLS key", c->tls_key_file, &e->tls_key);
 	if (st == GPUMON_OK && c->basic_auth_file)
 		st = load_auth(e, c->basic_auth_file);
-	if (gethostname(e->hostname, sizeof e->hostname - 1) != 0)
-		snprintf(e->hostname, sizeof e->hostname, "unknown");
 	return st;
+}
+
+/* The live source: a sampler of the exporter's own, and the first records of every GPU, so that the
+ * first snapshot already holds their figures. */
+static int start_sampling(gpumon_exporter *e, const gpumon_exporter_config *c)
+{
+	int st = gpumon__exporter_collect_init(e);
+	if (st != GPUMON_OK)
+		return st;
+	gpumon_sampler_config sc = {
+		.size = sizeof sc,
+		.period_us = (c->interval_ms ? c->interval_ms : 10) * 1000u,
+		.process_period_us = e->processes ? 0 : UINT32_MAX,
+		/* the flight recorder is not used here: keep it small (it is resident memory) */
+		.ring_seconds = 1,
+		/* the collector drains every 50 ms; 1,024 records (~1 KiB each) is headroom for the
+		   process records of 1,000 processes changing at once */
+		.queue_records = 1024,
+		.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
+			       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
+	};
+	st = gpumon_sampler_create(e->g, &sc, &e->sampler);
+	if (st != GPUMON_OK) {
+		snprintf(e->msg, sizeof e->msg, "%s", gpumon_errmsg(e->g));
+		return st;
+	}
+	/* wait for the first records (< 1 s) */
+	uint64_t until = gpumon__now_ns() + 1000000000ull;
+	do
+		gpumon__exporter_collect_once(e, 20);
+	while (!gpumon__exporter_collect_ready(e) && gpumon__now_ns() < until);
+	/* the first process lists follow the device samples: take records until 50 ms pass without one */
+	while (gpumon__exporter_collect_once(e, 50) > 0 && gpumon__now_ns() < until)
+		;
+	return GPUMON_OK;
+}
+
+/* Stops what runs and frees what e holds, keeping e and its message (a failed create's exporter,
+ * or the first half of destroy). Idempotent. */
+static void shut(gpumon_exporter *e)
+{
+	if (e->mhd)
+		e->api->stop_daemon(e->mhd);
+	e->mhd = NULL;
+	if (e->mhd_lib)
+		dlclose(e->mhd_lib);
+	e->mhd_lib = NULL;
+	free(e->api);
+	e->api = NULL;
+	atomic_store(&e->stopping, 1);
+	if (e->collector_started)
+		pthread_join(e->collector, NULL);
+	e->collector_started = 0;
+	gpumon_sampler_destroy(e->sampler);
+	e->sampler = NULL;
+	gpumon__exporter_collect_free(e);
+	free(e->tls_cert);
+	e->tls_cert = NULL;
+	if (e->tls_key) {
+		memset(e->tls_key, 0, strlen(e->tls_key));
+		free(e->tls_key);
+	}
+	e->tls_key = NULL;
+	memset(e->auth, 0, sizeof e->auth);
+	e->auth_len = 0;
+	e->address[0] = 0;
 }
 
 int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_exporter **out)
 {
-	static const gpumon_exporter_config defaults;
-	const gpumon_exporter_config *c = cfg ? cfg : &defaults;
-	if (!g || !out)
+	if (!out)
 		return GPUMON_E_INVAL;
 	*out = NULL;
 	gpumon_exporter *e = calloc(1, sizeof *e);
 	if (!e)
-		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the exporter");
+		return g ? gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the exporter") : GPUMON_E_NOMEM;
 	e->g = g;
 	pthread_mutex_init(&e->snap_lock, NULL);
 	pthread_mutex_init(&e->fw_lock, NULL);
+	*out = e;
+	gpumon_exporter_config c;
 	int fd = -1;
-	int st = load_mhd(e);
+	int st = gpumon__config_take(&c, sizeof c, cfg);
+	if (st != GPUMON_OK)
+		st = gpumon__exporter_err(e, GPUMON_E_INVAL, "exporter configuration: size %u is not that of any version of "
+					  "gpumon_exporter_config (set it to sizeof the struct)", cfg->size);
 	if (st == GPUMON_OK)
-		st = configure(e, c);
+		st = configure(e, &c);
 	if (st == GPUMON_OK)
-		st = bind_listen(e, c->listen ? c->listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len,
-				 c->insecure_listen, &fd);
-	if (st == GPUMON_OK && gpumon__exporter_collect_init(e) != GPUMON_OK)
-		st = gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
-	if (st == GPUMON_OK) {
-		gpumon_sampler_config sc = {
-			.period_us = (c->interval_ms ? c->interval_ms : 10) * 1000u,
-			.process_period_us = e->processes ? 0 : UINT32_MAX,
-			/* the flight recorder is not used here: keep it small (it is resident memory) */
-			.ring_seconds = 1,
-			/* the collector drains every 50 ms; 1,024 records (~1 KiB each) is headroom for
-			   the process records of 1,000 processes changing at once */
-			.queue_records = 1024,
-			.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
-				       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
-		};
-		st = gpumon_sampler_create(g, &sc, &e->sampler);
+		st = load_mhd(e);
+	if (st == GPUMON_OK)
+		st = bind_listen(e, c.listen ? c.listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len, c.insecure_listen, &fd);
+	if (st == GPUMON_OK && c.replay) {
+		e->replay = c.replay;
+		st = gpumon__exporter_replay(e);
+		e->replay = NULL;
+	} else if (st == GPUMON_OK) {
+		st = start_sampling(e, &c);
 	}
-	if (st == GPUMON_OK) {
-		/* the first snapshot holds every GPU's figures: wait for the first records (< 1 s) */
-		uint64_t until = gpumon__now_ns() + 1000000000ull;
-		do
-			gpumon__exporter_collect_once(e, 20);
-		while (!gpumon__exporter_collect_ready(e) && gpumon__now_ns() < until);
-		/* the first process lists follow the device samples: take records until 50 ms pass
-		   without one */
-		while (gpumon__exporter_collect_once(e, 50) > 0 && gpumon__now_ns() < until)
-			;
-		if (gpumon__exporter_render(e) != GPUMON_OK)
-			st = gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory rendering the metrics");
-	}
+	if (st == GPUMON_OK && gpumon__exporter_render(e) != GPUMON_OK)
+		st = gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory rendering the metrics");
 	if (st == GPUMON_OK) {
 		if (pthread_create(&e->collector, NULL, gpumon__exporter_collector_main, e) != 0)
-			st = gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the exporter's collector thread");
+			st = gpumon__exporter_err(e, GPUMON_E_NOMEM, "cannot start the exporter's collector thread");
 		else
 			e->collector_started = 1;
 	}
 	if (st == GPUMON_OK) {
-		st = start_http(e, c, fd);
+		st = start_http(e, &c, fd);
 		fd = -1;
 	}
 	if (st != GPUMON_OK) {
 		if (fd >= 0)
 			close(fd);
-		gpumon_exporter_destroy(e);
+		shut(e); /* e stays, holding the message, for the caller to destroy */
 		return st;
 	}
-	*out = e;
 	return GPUMON_OK;
 }
 
@@ -512,43 +575,40 @@ int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample 
 	if (!e || !s)
 		return GPUMON_E_INVAL;
 	int st = GPUMON_OK;
+	gpumon_framework_sample f = *s;
+	f.framework[sizeof f.framework - 1] = 0;
+	if (!f.t_ns) /* the model orders samples in time: one without a time is taken as now */
+		f.t_ns = gpumon__now_ns();
 	pthread_mutex_lock(&e->fw_lock);
 	size_t i = 0;
-	while (i < e->nfw && (e->fw[i].pid != s->pid || e->fw[i].device != s->device))
+	while (i < e->nfw && (e->fw[i].pid != f.pid || e->fw[i].device != f.device))
 		i++;
-	if (i == EXPORTER_MAX_FRAMEWORK)
+	if (i == EXPORTER_MAX_FRAMEWORK) {
 		st = GPUMON_E_NOMEM;
-	else {
-		e->fw[i] = *s;
-		e->fw[i].framework[sizeof e->fw[i].framework - 1] = 0;
+	} else {
+		e->fw[i] = f;
 		if (i == e->nfw)
 			e->nfw++;
+		/* a replay's model holds the recording, finished: pushed figures are shown, not judged;
+		   a collector that fell this far behind lets the model miss a few */
+		if (e->fw_pending && !e->replaying && e->npending < EXPORTER_MAX_PENDING)
+			e->fw_pending[e->npending++] = f;
 	}
 	pthread_mutex_unlock(&e->fw_lock);
 	return st;
+}
+
+const char *gpumon_exporter_errmsg(const gpumon_exporter *e)
+{
+	return e ? e->msg : "";
 }
 
 void gpumon_exporter_destroy(gpumon_exporter *e)
 {
 	if (!e)
 		return;
-	if (e->mhd)
-		e->api->stop_daemon(e->mhd);
-	if (e->mhd_lib)
-		dlclose(e->mhd_lib);
-	free(e->api);
-	atomic_store(&e->stopping, 1);
-	if (e->collector_started)
-		pthread_join(e->collector, NULL);
-	gpumon_sampler_destroy(e->sampler);
-	gpumon__exporter_collect_free(e);
+	shut(e);
 	pthread_mutex_destroy(&e->snap_lock);
 	pthread_mutex_destroy(&e->fw_lock);
-	free(e->tls_cert);
-	if (e->tls_key) {
-		memset(e->tls_key, 0, strlen(e->tls_key));
-		free(e->tls_key);
-	}
-	memset(e->auth, 0, sizeof e->auth);
 	free(e);
 }

@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* exporter.h — what the two halves of the Prometheus exporter share: exporter.c (lifecycle and
- * the HTTP server) and exporter_collect.c (the collector thread that drains the sampler and
- * renders snapshots). Internal to libgpumon. */
+ * the HTTP server) and exporter_collect.c (the collector: it feeds the run model and its own
+ * figures from the sampler, or from a recording replayed, and renders snapshots). Internal to
+ * libgpumon. */
 #ifndef GPUMON_EXPORTER_H
 #define GPUMON_EXPORTER_H
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 
 #include "internal.h"
 #include "sinks/prometheus.h"
 
 #define EXPORTER_MAX_FRAMEWORK 256
+#define EXPORTER_MAX_PENDING 4096 /* framework samples waiting for the collector to feed the model */
 
 /* A rendered page, shared by the responses that send it; freed by the last reference. */
 struct snapshot {
@@ -24,11 +27,9 @@ struct snapshot {
 /* Drops a reference; NULL is a no-op. */
 void gpumon__snapshot_release(struct snapshot *s);
 
-/* A process on a GPU, as the collector knows it. */
+/* A process on a GPU, as the collector shows it; whether it leaks is the model's answer. */
 struct eproc {
 	struct prom_proc pub;  /* what is rendered */
-	gpumon_leak *leak;     /* fed with used_bytes at each process record */
-	double seconds_to_oom; /* while alerting; < 0 otherwise */
 	uint64_t peak_cur, peak_prev;
 	int have_cur, have_prev;
 };
@@ -40,18 +41,23 @@ struct egpu {
 };
 
 struct gpumon_exporter {
-	gpumon *g;
-	gpumon_sampler *sampler;
+	gpumon *g;             /* NULL in a replay without a handle */
+	gpumon_sampler *sampler; /* NULL in a replay */
+	const char *replay;    /* the recording replayed (the caller's string, during create only) */
+	int replaying;         /* figures come from a recording: no sampler, no /proc */
 	unsigned max_processes, compat;
 	int processes;
 	uint64_t peak_window_ns;
 	char address[96];
 	char hostname[256];
+	char driver_version[96], nvml_version[96];
 	char auth[512];        /* "USER:PASSWORD"; "" = no authentication */
 	size_t auth_len;
 	char *tls_cert, *tls_key;
+	char msg[320];         /* the message of the failure of create; "" none */
 
-	/* collector thread only */
+	/* collector thread only (and create, before the thread starts) */
+	gpumon_model *model;   /* judges leaks and time to out-of-memory */
 	gpumon_record *recbuf;
 	struct prom_gpu *gpus;
 	struct egpu *eg;
@@ -59,6 +65,7 @@ struct gpumon_exporter {
 	struct eproc *procs;
 	size_t nprocs, cap_procs;
 	const struct prom_proc **order; /* scratch for rendering, cap_procs long */
+	gpumon_framework_sample *fw_feed; /* scratch: pending samples taken for the model */
 	uint64_t window_start_ns;
 	double render_seconds;
 	size_t last_len;       /* the previous page's length */
@@ -72,10 +79,13 @@ struct gpumon_exporter {
 	pthread_mutex_t snap_lock;
 	struct snapshot *snap;
 
-	/* framework figures pushed by the embedding program */
+	/* framework figures pushed by the embedding program: the latest per pid and device (exported),
+	   and those the collector has not yet fed to the model */
 	pthread_mutex_t fw_lock;
 	gpumon_framework_sample fw[EXPORTER_MAX_FRAMEWORK];
 	size_t nfw;
+	gpumon_framework_sample *fw_pending; /* EXPORTER_MAX_PENDING long */
+	size_t npending;
 
 	atomic_ullong scrapes;
 	atomic_ullong last_scrape_ns;
@@ -84,11 +94,17 @@ struct gpumon_exporter {
 	struct mhd_api *api;
 };
 
+/* Keeps the message on e (gpumon_exporter_errmsg) and on e->g when there is one; returns status. */
+int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* exporter_collect.c */
-/* Prepares the collector's tables from g's devices; GPUMON_E_NOMEM on failure. */
+/* Prepares the collector's tables and model from g's devices; a status with the message on e. */
 int gpumon__exporter_collect_init(gpumon_exporter *e);
-/* Drains the sampler (waiting up to wait_ms for the first record), applies the records;
- * returns how many. */
+/* A replay: reads the whole recording e->replay into the model and the tables, as at its end;
+ * a status with the message on e. */
+int gpumon__exporter_replay(gpumon_exporter *e);
+/* Drains the sampler (waiting up to wait_ms for the first record) and the framework samples
+ * pushed, applies the records; returns how many sampler records. */
 int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms);
 /* 1 when every GPU has a sample or is lost. */
 int gpumon__exporter_collect_ready(const gpumon_exporter *e);
@@ -96,7 +112,7 @@ int gpumon__exporter_collect_ready(const gpumon_exporter *e);
 int gpumon__exporter_render(gpumon_exporter *e);
 /* The collector thread's body. */
 void *gpumon__exporter_collector_main(void *arg);
-/* Frees the collector's tables. */
+/* Frees the collector's tables and model. */
 void gpumon__exporter_collect_free(gpumon_exporter *e);
 
 #endif

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* exporter_collect.c — the exporter's collector thread: drains the sampler's records into the
- * state that /metrics shows (latest figures, exact peaks over the peak window, one leak detector
- * per process) and renders it into a snapshot a few times a second. Only this thread touches the
- * state; HTTP threads see nothing but the published snapshot. */
+/* exporter_collect.c — the exporter's collector: feeds every record (the sampler's, the framework
+ * samples pushed in, or a recording's, replayed) to a run model, which says which process leaks and
+ * when a GPU runs out of memory, and to the figures /metrics shows (latest samples, exact peaks over
+ * the peak window, labels), and renders them into a snapshot a few times a second. Only the
+ * collector touches this state; HTTP threads see nothing but the published snapshot. */
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exporter.h"
@@ -91,7 +93,8 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	const char *cmd = (p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0] ? p->cmdline
 			  : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "";
 	char cid[80] = "";
-	if (!(p->flags & GPUMON_PROC_FOREIGN))
+	/* a recording's pids are not this machine's processes: /proc says nothing about them */
+	if (!(p->flags & GPUMON_PROC_FOREIGN) && !e->replaying)
 		container_id(p->pid, cid, sizeof cid);
 	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.index);
 	gpumon__prom_label_value(&b, g->info.uuid, sizeof g->info.uuid);
@@ -108,7 +111,7 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	take(&b, ep->pub.name, sizeof ep->pub.name);
 }
 
-/* ---- records ---------------------------------------------------------------------------------- */
+/* ---- records: the exporter's own figures ------------------------------------------------------- */
 
 static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
 {
@@ -120,7 +123,6 @@ static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
 
 static void drop_proc(gpumon_exporter *e, struct eproc *ep)
 {
-	gpumon_leak_destroy(ep->leak);
 	free(ep->pub.labels);
 	*ep = e->procs[--e->nprocs];
 }
@@ -133,7 +135,7 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 		if (!np)
 			return NULL;
 		e->procs = np;
-		const struct prom_proc **no = realloc(e->order, cap * sizeof *no);
+		void *no = realloc(e->order, cap * sizeof *e->order);
 		if (!no)
 			return NULL;
 		e->order = no;
@@ -141,16 +143,11 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 	}
 	struct eproc *ep = &e->procs[e->nprocs];
 	memset(ep, 0, sizeof *ep);
-	if (gpumon_leak_create(NULL, &ep->leak) != GPUMON_OK)
-		return NULL;
 	ep->pub.dev = dev;
 	ep->pub.pid = p->pid;
-	ep->seconds_to_oom = -1;
 	proc_labels(e, ep, p);
-	if (!ep->pub.labels) {
-		gpumon_leak_destroy(ep->leak);
+	if (!ep->pub.labels)
 		return NULL;
-	}
 	e->nprocs++;
 	return ep;
 }
@@ -168,32 +165,29 @@ static void on_process(gpumon_exporter *e, const gpumon_record *r)
 	if (!ep->have_cur || p->used_bytes > ep->peak_cur)
 		ep->peak_cur = p->used_bytes;
 	ep->have_cur = 1;
-	const struct prom_gpu *g = &e->gpus[r->dev];
-	uint64_t limit = g->have_sample ? g->s.memory_total_bytes : g->info.memory_total_bytes;
-	(void)limit;
-	gpumon_leak_add(ep->leak, -1, r->t_ns, p->used_bytes);
-	gpumon_leak_result res;
-	gpumon_leak_result_get(ep->leak, &res);
-	ep->pub.leak_alert = res.alert;
-	ep->pub.rate_known = res.verdict == GPUMON_LEAK_SUSPECTED;
-	ep->pub.rate_bytes_per_second = res.rate_bytes_per_second;
-	ep->seconds_to_oom = -1;
 }
 
 static void on_record(gpumon_exporter *e, const gpumon_record *r)
 {
-	if (r->dev >= e->ngpus)
+	if (r->kind == GPUMON_REC_FRAMEWORK || r->kind == GPUMON_REC_EVENT || r->kind == GPUMON_REC_JOB ||
+	    r->dev >= e->ngpus)
 		return;
 	struct prom_gpu *g = &e->gpus[r->dev];
 	struct egpu *eg = &e->eg[r->dev];
 	switch (r->kind) {
-	case GPUMON_REC_DEVICE:
+	case GPUMON_REC_DEVICE: {
 		g->s = r->sample;
 		g->have_sample = 1;
-		if (!eg->have_cur || r->used_max_bytes > eg->peak_cur)
-			eg->peak_cur = r->used_max_bytes;
+		/* the interval's exact maximum when the record carries it (a recording may not) */
+		uint64_t max = r->interval_samples && r->used_max_bytes > r->sample.memory_used_bytes
+				       ? r->used_max_bytes : r->sample.memory_used_bytes;
+		if (!(r->sample.present & GPUMON_F_MEMORY))
+			break;
+		if (!eg->have_cur || max > eg->peak_cur)
+			eg->peak_cur = max;
 		eg->have_cur = 1;
 		break;
+	}
 	case GPUMON_REC_PROCESS:
 		on_process(e, r);
 		break;
@@ -212,11 +206,12 @@ static void on_record(gpumon_exporter *e, const gpumon_record *r)
 	}
 }
 
-/* Starts a new peak window when the current one is W old: the previous bucket is forgotten, and
- * the new one starts from the figures held now (they belong to the new window too). */
+/* Starts a new peak window when the current one is W old (on the clock of the records: the wall's
+ * live, the recording's in a replay): the previous bucket is forgotten, and the new one starts from
+ * the figures held now (they belong to the new window too). */
 static void rotate_peaks(gpumon_exporter *e, uint64_t now)
 {
-	if (now - e->window_start_ns < e->peak_window_ns)
+	if (now < e->window_start_ns || now - e->window_start_ns < e->peak_window_ns)
 		return;
 	e->window_start_ns = now;
 	for (unsigned i = 0; i < e->ngpus; i++) {
@@ -235,16 +230,44 @@ static void rotate_peaks(gpumon_exporter *e, uint64_t now)
 	}
 }
 
+/* One record to the model and to the figures. A record the model cannot take for want of memory
+ * is left out of its judgement; what it knew stays. */
+static void apply(gpumon_exporter *e, const gpumon_record *r)
+{
+	gpumon_model_add(e->model, r, 1);
+	on_record(e, r);
+}
+
+/* The framework samples pushed since the last call, fed to the model here, in the collector,
+ * so that the model has one thread. */
+static void feed_framework(gpumon_exporter *e)
+{
+	pthread_mutex_lock(&e->fw_lock);
+	size_t n = e->npending;
+	memcpy(e->fw_feed, e->fw_pending, n * sizeof *e->fw_feed);
+	e->npending = 0;
+	pthread_mutex_unlock(&e->fw_lock);
+	for (size_t i = 0; i < n; i++) {
+		gpumon_record r;
+		memset(&r, 0, sizeof r);
+		r.kind = GPUMON_REC_FRAMEWORK;
+		r.t_ns = e->fw_feed[i].t_ns;
+		r.framework = e->fw_feed[i];
+		gpumon_model_add(e->model, &r, 1);
+	}
+}
+
 int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms)
 {
 	size_t n = 0, total = 0;
 	do { /* a full batch means more may be waiting: take them now, without waiting */
 		gpumon_sampler_poll(e->sampler, e->recbuf, BATCH, &n, wait_ms);
 		for (size_t i = 0; i < n; i++)
-			on_record(e, &e->recbuf[i]);
+			apply(e, &e->recbuf[i]);
 		total += n;
 		wait_ms = 0;
 	} while (n == BATCH);
+	feed_framework(e);
 	rotate_peaks(e, gpumon__now_ns());
 	return total > INT32_MAX ? INT32_MAX : (int)total;
 }
@@ -275,61 +298,34 @@ static int by_used_desc(const void *a, const void *b)
 	return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-int gpumon__exporter_render(gpumon_exporter *e)
+/* The model's answers for what is exported: per GPU the time to out-of-memory, per exported process
+ * whether it leaks and at what rate. */
+static void judge(gpumon_exporter *e, size_t nexp)
 {
-	uint64_t t0 = gpumon__now_ns();
 	for (unsigned i = 0; i < e->ngpus; i++) {
-		struct prom_gpu *g = &e->gpus[i];
-		struct egpu *eg = &e->eg[i];
-		g->have_peak = eg->have_cur || eg->have_prev;
-		g->peak_bytes = eg->have_prev && (!eg->have_cur || eg->peak_prev > eg->peak_cur) ? eg->peak_prev : eg->peak_cur;
-		g->oom_seconds = -1;
-		g->nprocs = 0;
+		double s;
+		e->gpus[i].oom_seconds = gpumon_model_gpu_oom(e->model, i, &s) == GPUMON_OK && s >= 0 ? s : -1;
 	}
-	for (size_t i = 0; i < e->nprocs; i++) {
-		struct eproc *ep = &e->procs[i];
-		struct prom_gpu *g = &e->gpus[ep->pub.dev];
-		ep->pub.have_peak = ep->have_cur || ep->have_prev;
-		ep->pub.peak_bytes = ep->have_prev && (!ep->have_cur || ep->peak_prev > ep->peak_cur) ? ep->peak_prev : ep->peak_cur;
-		g->nprocs++;
-		if (ep->seconds_to_oom >= 0 && (g->oom_seconds < 0 || ep->seconds_to_oom < g->oom_seconds))
-			g->oom_seconds = ep->seconds_to_oom;
-		e->order[i] = &ep->pub;
+	for (size_t i = 0; i < nexp; i++) {
+		struct prom_proc *p = (struct prom_proc *)e->order[i]; /* ours: the array is const for the view */
+		gpumon_verdict v;
+		int found = gpumon_model_process_verdict(e->model, p->dev, p->pid, &v) == GPUMON_OK;
+		p->leak_alert = found && v.leak.alert;
+		p->rate_known = found && v.leak.verdict == GPUMON_LEAK_SUSPECTED;
+		p->rate_bytes_per_second = p->rate_known ? v.leak.rate_bytes_per_second : 0;
 	}
-	if (e->nprocs > 1)
-		qsort(e->order, e->nprocs, sizeof *e->order, by_used_desc);
-	gpumon_nvml_error_count errs[GPUMON_NVML_ERROR_FUNCTIONS];
-	size_t nerrs = gpumon_nvml_errors_get(e->g, errs, GPUMON_NVML_ERROR_FUNCTIONS);
-	struct prom_view v = {
-		.compat = e->compat,
-		.hostname = e->hostname,
-		.driver_version = e->g->driver_version,
-		.nvml_version = e->g->nvml_version,
-		.gpus = e->gpus,
-		.ngpus = e->ngpus,
-		.processes = e->processes,
-		.procs = e->order,
-		.nprocs = e->nprocs < e->max_processes ? e->nprocs : e->max_processes,
-		.errs = errs,
-		.nerrs = nerrs < GPUMON_NVML_ERROR_FUNCTIONS ? nerrs : GPUMON_NVML_ERROR_FUNCTIONS,
-		.render_seconds = e->render_seconds,
-		.peak_window_s = (unsigned)(e->peak_window_ns / 1000000000u),
-	};
-	gpumon_sampler_stats_get(e->sampler, &v.sampler);
-	gpumon_framework_sample fw[EXPORTER_MAX_FRAMEWORK];
-	pthread_mutex_lock(&e->fw_lock);
-	v.nfw = e->nfw;
-	memcpy(fw, e->fw, e->nfw * sizeof *fw);
-	pthread_mutex_unlock(&e->fw_lock);
-	v.fw = fw;
+}
 
+/* Renders v into a new snapshot and publishes it. */
+static int publish(gpumon_exporter *e, const struct prom_view *v, uint64_t t0)
+{
 	/* rendered straight into the snapshot's memory, behind room for its header, then shrunk to
 	   size: no copy, and the capacity of the last page avoids growing step by step */
 	static const char header[offsetof(struct snapshot, data)];
 	struct prom_buf b = {0};
 	gpumon__prom_reserve(&b, sizeof header + e->last_len + 4096);
 	gpumon__prom_put(&b, header, sizeof header);
-	int st = gpumon__prom_render(&v, &b);
+	int st = gpumon__prom_render(v, &b);
 	if (st != GPUMON_OK) {
 		gpumon__prom_free(&b);
 		return st;
@@ -352,12 +348,71 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	return GPUMON_OK;
 }
 
+int gpumon__exporter_render(gpumon_exporter *e)
+{
+	uint64_t t0 = gpumon__now_ns();
+	for (unsigned i = 0; i < e->ngpus; i++) {
+		struct prom_gpu *g = &e->gpus[i];
+		struct egpu *eg = &e->eg[i];
+		g->have_peak = eg->have_cur || eg->have_prev;
+		g->peak_bytes = eg->have_prev && (!eg->have_cur || eg->peak_prev > eg->peak_cur) ? eg->peak_prev : eg->peak_cur;
+		g->nprocs = 0;
+	}
+	for (size_t i = 0; i < e->nprocs; i++) {
+		struct eproc *ep = &e->procs[i];
+		ep->pub.have_peak = ep->have_cur || ep->have_prev;
+		ep->pub.peak_bytes = ep->have_prev && (!ep->have_cur || ep->peak_prev > ep->peak_cur) ? ep->peak_prev : ep->peak_cur;
+		e->gpus[ep->pub.dev].nprocs++;
+		e->order[i] = &ep->pub;
+	}
+	if (e->nprocs > 1)
+		qsort(e->order, e->nprocs, sizeof *e->order, by_used_desc);
+	size_t nexp = e->nprocs < e->max_processes ? e->nprocs : e->max_processes;
+	judge(e, nexp);
+	gpumon_nvml_error_count errs[GPUMON_NVML_ERROR_FUNCTIONS];
+	size_t nerrs = e->g && !e->replaying ? gpumon_nvml_errors_get(e->g, errs, GPUMON_NVML_ERROR_FUNCTIONS) : 0;
+	struct prom_view v = {
+		.compat = e->compat,
+		.hostname = e->hostname,
+		.driver_version = e->driver_version,
+		.nvml_version = e->nvml_version,
+		.gpus = e->gpus,
+		.ngpus = e->ngpus,
+		.processes = e->processes,
+		.procs = e->order,
+		.nprocs = nexp,
+		.errs = errs,
+		.nerrs = nerrs < GPUMON_NVML_ERROR_FUNCTIONS ? nerrs : GPUMON_NVML_ERROR_FUNCTIONS,
+		.render_seconds = e->render_seconds,
+		.peak_window_s = (unsigned)(e->peak_window_ns / 1000000000u),
+		.have_sampler = e->sampler != NULL,
+	};
+	if (e->sampler)
+		gpumon_sampler_stats_get(e->sampler, &v.sampler);
+	gpumon_framework_sample fw[EXPORTER_MAX_FRAMEWORK];
+	pthread_mutex_lock(&e->fw_lock);
+	v.nfw = e->nfw;
+	memcpy(fw, e->fw, e->nfw * sizeof *fw);
+	pthread_mutex_unlock(&e->fw_lock);
+	v.fw = fw;
+	return publish(e, &v, t0);
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
 void *gpumon__exporter_collector_main(void *arg)
 {
 	gpumon_exporter *e = arg;
 	uint64_t last = gpumon__now_ns();
 	while (!atomic_load(&e->stopping)) {
-		gpumon__exporter_collect_once(e, 50);
+		if (e->replaying) /* the figures stay as at the recording's end; the page stays fresh */
+			sleep_ms(50);
+		else
+			gpumon__exporter_collect_once(e, 50);
 		uint64_t now = gpumon__now_ns();
 		if (now - last >= RENDER_NS) {
 			gpumon__exporter_render(e);
@@ -369,41 +424,120 @@ void *gpumon__exporter_collector_main(void *arg)
 
 /* ---- set-up ----------------------------------------------------------------------------------- */
 
+/* The tables for n GPUs, and the model (cfg: the run, for a replay; NULL: this machine). */
+static int tables(gpumon_exporter *e, unsigned n, const gpumon_model_config *cfg)
+{
+	e->ngpus = n;
+	e->recbuf = malloc(BATCH * sizeof *e->recbuf);
+	e->gpus = calloc(n ? n : 1, sizeof *e->gpus);
+	e->eg = calloc(n ? n : 1, sizeof *e->eg);
+	e->fw_pending = malloc(EXPORTER_MAX_PENDING * sizeof *e->fw_pending);
+	e->fw_feed = malloc(EXPORTER_MAX_PENDING * sizeof *e->fw_feed);
+	if (!e->recbuf || !e->gpus || !e->eg || !e->fw_pending || !e->fw_feed)
+		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
+	/* a system-wide view with its default bound on processes, no timelines: it runs for months */
+	gpumon_model_config live = {.size = sizeof live, .source_type = "live"};
+	int st = gpumon_model_create(cfg ? cfg : &live, &e->model);
+	if (st != GPUMON_OK)
+		return gpumon__exporter_err(e, st, "cannot create the exporter's run model: %s", gpumon_strerror(st));
+	return GPUMON_OK;
+}
+
 int gpumon__exporter_collect_init(gpumon_exporter *e)
 {
-	e->ngpus = gpumon_device_count(e->g);
-	e->recbuf = malloc(BATCH * sizeof *e->recbuf);
-	e->gpus = calloc(e->ngpus ? e->ngpus : 1, sizeof *e->gpus);
-	e->eg = calloc(e->ngpus ? e->ngpus : 1, sizeof *e->eg);
-	if (!e->recbuf || !e->gpus || !e->eg)
-		return GPUMON_E_NOMEM;
+	int st = tables(e, gpumon_device_count(e->g), NULL);
+	if (st != GPUMON_OK)
+		return st;
+	snprintf(e->driver_version, sizeof e->driver_version, "%s", e->g->driver_version);
+	snprintf(e->nvml_version, sizeof e->nvml_version, "%s", e->g->nvml_version);
+	if (gethostname(e->hostname, sizeof e->hostname - 1) != 0)
+		snprintf(e->hostname, sizeof e->hostname, "unknown");
 	for (unsigned i = 0; i < e->ngpus; i++) {
 		gpumon_device_info_get(e->g, i, &e->gpus[i].info);
 		e->gpus[i].up = !e->gpus[i].info.lost;
 		e->gpus[i].oom_seconds = -1;
 		gpu_labels(e, &e->gpus[i]);
+		if (gpumon_model_device(e->model, &e->gpus[i].info) != GPUMON_OK)
+			return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's run model");
 	}
 	e->window_start_ns = gpumon__now_ns();
 	return GPUMON_OK;
 }
 
+/* The recording's GPUs, host and driver, for the labels. */
+static int replay_tables(gpumon_exporter *e, gpumon_reader *r)
+{
+	const gpumon_run_meta *meta = gpumon_reader_meta(r);
+	gpumon_model_config c = {.size = sizeof c, .meta = meta, .source = e->replay, .source_type = "recording"};
+	int st = tables(e, gpumon_reader_device_count(r), &c);
+	if (st != GPUMON_OK)
+		return st;
+	snprintf(e->hostname, sizeof e->hostname, "%s", meta->host ? meta->host : "unknown");
+	snprintf(e->driver_version, sizeof e->driver_version, "%s", meta->driver_version ? meta->driver_version : "");
+	for (unsigned i = 0; i < e->ngpus; i++) {
+		if (gpumon_reader_device(r, i, &e->gpus[i].info) != GPUMON_OK)
+			e->gpus[i].info.index = i;
+		e->gpus[i].up = 1; /* a GPU lost in the recording goes down at its record */
+		e->gpus[i].oom_seconds = -1;
+		gpu_labels(e, &e->gpus[i]);
+		if (gpumon_model_device(e->model, &e->gpus[i].info) != GPUMON_OK)
+			return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's run model");
+	}
+	e->window_start_ns = meta->start_mono_ns;
+	return GPUMON_OK;
+}
+
+int gpumon__exporter_replay(gpumon_exporter *e)
+{
+	gpumon_reader *r = NULL;
+	int st = gpumon_reader_create(e->replay, &r);
+	if (st != GPUMON_OK) { /* not there, not a recording, a format this library does not read */
+		const char *why = r && gpumon_reader_errmsg(r)[0] ? gpumon_reader_errmsg(r) : gpumon_strerror(st);
+		st = gpumon__exporter_err(e, st == GPUMON_E_NOMEM ? st : GPUMON_E_IO, "cannot replay the recording: %s", why);
+		gpumon_reader_destroy(r);
+		return st;
+	}
+	e->replaying = 1;
+	st = replay_tables(e, r);
+	gpumon_record rec;
+	int rc = 0;
+	while (st == GPUMON_OK && (rc = gpumon_reader_next(r, &rec)) > 0) {
+		apply(e, &rec);
+		rotate_peaks(e, rec.t_ns);
+	}
+	/* what the file holds up to where it failed is served; the damage is the model's to tell */
+	if (st == GPUMON_OK && (gpumon_reader_damage(r)[0] || rc < 0))
+		gpumon_model_damage(e->model, gpumon_reader_damage(r)[0] ? gpumon_reader_damage(r) : gpumon_reader_errmsg(r));
+	if (st == GPUMON_OK) {
+		gpumon_model_finish(e->model, 0, -1);
+		for (unsigned i = 0; i < e->ngpus; i++)
+			if (e->gpus[i].info.lost)
+				e->gpus[i].up = 0;
+	}
+	gpumon_reader_destroy(r);
+	return st;
+}
+
 void gpumon__exporter_collect_free(gpumon_exporter *e)
 {
-	for (size_t i = 0; i < e->nprocs; i++) {
-		gpumon_leak_destroy(e->procs[i].leak);
+	for (size_t i = 0; i < e->nprocs; i++)
 		free(e->procs[i].pub.labels);
-	}
+	gpumon_model_destroy(e->model);
 	free(e->procs);
 	free(e->order);
 	free(e->gpus);
 	free(e->eg);
 	free(e->recbuf);
+	free(e->fw_pending);
+	free(e->fw_feed);
+	e->model = NULL;
 	e->recbuf = NULL;
 	e->procs = NULL;
 	e->order = NULL;
 	e->gpus = NULL;
 	e->eg = NULL;
-	e->nprocs = e->cap_procs = 0;
+	e->fw_pending = e->fw_feed = NULL;
+	e->nprocs = e->cap_procs = e->npending = 0;
 	gpumon__snapshot_release(e->snap);
 	e->snap = NULL;
 }

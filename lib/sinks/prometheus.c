@@ -166,7 +166,7 @@ static const struct gfamily gpu_families[] = {
 	{"gpumon_clock_sm_hertz", "gauge", "Current SM clock, in hertz.", G_CLOCK_SM},
 	{"gpumon_clock_memory_hertz", "gauge", "Current memory clock, in hertz.", G_CLOCK_MEM},
 	{"gpumon_memory_oom_projected_seconds", "gauge",
-	 "Seconds until the GPU runs out of memory at the growth rate of a process with a leak alert (the soonest); absent when no process on the GPU has one.", G_OOM},
+	 "Seconds until the GPU runs out of memory: its free memory over the summed growth rate of the processes on it whose leak is alerted (a replayed run: the run's verdict); absent when none alerts.", G_OOM},
 	{"gpumon_gpu_processes", "gauge", "Processes holding memory on the GPU (all of them, also those not exported one by one).", G_NPROCS},
 };
 
@@ -298,7 +298,7 @@ static void render_procs(const struct prom_view *v, struct prom_buf *b)
 	}
 	if (v->nprocs)
 		gpumon__prom_family(b, "gpumon_process_leak_suspected", "gauge",
-				    "1 when the leak detector has suspected steady growth of the process's GPU memory long enough to alert (docs/leak-detection.md), else 0.");
+				    "1 when the run model's leak verdict on the process's GPU memory alerts (docs/leak-detection.md), else 0.");
 	for (size_t i = 0; i < v->nprocs; i++)
 		gpumon__prom_printf(b, "gpumon_process_leak_suspected{%s} %d\n", v->procs[i]->labels,
 				    v->procs[i]->leak_alert);
@@ -362,12 +362,14 @@ static void render_self(const struct prom_view *v, struct prom_buf *b)
 			gpumon__prom_printf(b, "\"} %llu\n", (unsigned long long)v->errs[i].count);
 		}
 	}
-	gpumon__prom_family(b, "gpumon_sampler_samples_total", "counter", "Device samples taken by the sampler (all GPUs).");
-	gpumon__prom_printf(b, "gpumon_sampler_samples_total %llu\n", (unsigned long long)v->sampler.samples);
-	gpumon__prom_family(b, "gpumon_sampler_overruns_total", "counter", "Sampling periods missed because a round of driver calls took longer than the period.");
-	gpumon__prom_printf(b, "gpumon_sampler_overruns_total %llu\n", (unsigned long long)v->sampler.overruns);
-	gpumon__prom_family(b, "gpumon_sampler_dropped_records_total", "counter", "Sampler records lost because the exporter's collector fell behind.");
-	gpumon__prom_printf(b, "gpumon_sampler_dropped_records_total %llu\n", (unsigned long long)v->sampler.dropped);
+	if (v->have_sampler) { /* a replay has none: its counters are not known, not 0 */
+		gpumon__prom_family(b, "gpumon_sampler_samples_total", "counter", "Device samples taken by the sampler (all GPUs).");
+		gpumon__prom_printf(b, "gpumon_sampler_samples_total %llu\n", (unsigned long long)v->sampler.samples);
+		gpumon__prom_family(b, "gpumon_sampler_overruns_total", "counter", "Sampling periods missed because a round of driver calls took longer than the period.");
+		gpumon__prom_printf(b, "gpumon_sampler_overruns_total %llu\n", (unsigned long long)v->sampler.overruns);
+		gpumon__prom_family(b, "gpumon_sampler_dropped_records_total", "counter", "Sampler records lost because the exporter's collector fell behind.");
+		gpumon__prom_printf(b, "gpumon_sampler_dropped_records_total %llu\n", (unsigned long long)v->sampler.dropped);
+	}
 	gpumon__prom_family(b, "gpumon_exporter_render_duration_seconds", "gauge", "Time the collector took to build the previous snapshot of this page, in seconds.");
 	gpumon__prom_printf(b, "gpumon_exporter_render_duration_seconds %.9f\n", v->render_seconds);
 }

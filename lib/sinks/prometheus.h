@@ -39,7 +39,7 @@ struct prom_gpu {
 	gpumon_device_sample s;     /* the latest device record's sample */
 	int have_peak;
 	uint64_t peak_bytes;        /* max used over the peak window */
-	double oom_seconds;         /* projected seconds to OOM; < 0: none (metric omitted) */
+	double oom_seconds;         /* the model's time to OOM (gpumon_model_gpu_oom); < 0: none (omitted) */
 	unsigned nprocs;            /* processes holding memory on it (all of them) */
 	char labels[PROM_GPU_LABELS];      /* gpu="0",uuid="...",name="...",pci_bus_id="..." */
 	char dcgm_labels[PROM_GPU_LABELS]; /* gpu="0",UUID="...",pci_bus_id="...",device="nvidia0",... */
@@ -51,8 +51,8 @@ struct prom_proc {
 	uint64_t used_bytes;
 	int have_peak;
 	uint64_t peak_bytes;
-	int leak_alert;             /* the detector's alert flag */
-	int rate_known;             /* the detector suspects a leak: rate below holds a value */
+	int leak_alert;             /* the model's verdict on the process alerts */
+	int rate_known;             /* the verdict is a leak: rate below holds a value */
 	double rate_bytes_per_second;
 	char name[64];              /* process name for nvidia_smi compat (escaped) */
 	char *labels;               /* gpu,uuid,pid,user,command[,container_id]; malloc'd, exact size
@@ -71,6 +71,7 @@ struct prom_view {
 	size_t nfw;
 	const gpumon_nvml_error_count *errs;
 	size_t nerrs;
+	int have_sampler;           /* 0: a replay, no sampler (its families are left out) */
 	gpumon_sampler_stats sampler;
 	double render_seconds;      /* how long the previous snapshot took to build */
 	unsigned peak_window_s;

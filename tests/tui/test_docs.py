@@ -15,7 +15,7 @@ def test_man_page_describes_watch():
                           env={"PATH": os.environ["PATH"], "GROFF_NO_SGR": "1"}).stdout
     text = " ".join(re.sub(r".\x08", "", text).replace("\u2010\n", "").split())
     for word in ["gpumon watch", "WATCH", "--replay", "--speed", "--interval", "NO_COLOR", "terminal too small",
-                 "h200_train_leak.gpumon", "PgUp/PgDn", "LEAK/MIN"]:
+                 "h200_train_leak.gpumon", "PgUp/PgDn", "LEAK/MIN", "--batch", "--speed 0"]:
         assert word in text, word
 
 
@@ -24,6 +24,7 @@ def test_readme_shows_each_screen():
     section = readme[readme.index("## The live view: `gpumon watch`"):]
     blocks = re.findall(r"```\n(.*?)```", section, re.S)
     screens = {"main": "sort: memory", "help": "gpumon watch: GPU memory, live",
-               "filter": "Show only the processes of user", "replay": "RECORDING of"}
+               "filter": "Show only the processes of user", "replay": "RECORDING of",
+               "batch": "gpumon watch -b --replay"}
     for name, mark in screens.items():
         assert any(mark in b and "gpumon watch" in b for b in blocks), name

@@ -41,6 +41,7 @@ def test_replay_shows_the_recording(watch, recording):
     assert "REPLAY of run.gpumon" in s and "No NVIDIA driver" not in s
     assert "GPU 0  NVIDIA H200" in s and "util  80 %" in s and "50 C" in s and "400.0 W" in s
     assert re.search(rf"^\s+0\s+{a} {USER}\s+20\.0 GiB .*sleep 600", s, re.M), s
+    assert "LOST" not in s  # GPU 1 is lost at 3 s of the recording, not before
     # then, in the recording's time: the rise, and GPU 1 lost
     s = p.wait(r"30\.0 GiB used", timeout=10)
     s = p.wait(r"GPU 1  NVIDIA H200  LOST", timeout=10)
@@ -79,8 +80,9 @@ def test_replay_errors(tmp_path):
     bad.write_text("hello")
     r = gpumon(["watch", "--replay", str(tmp_path / "missing.gpumon")])
     assert r.returncode != 0  # no terminal is checked first: usage
-    r = gpumon(["watch", "--replay", str(bad), "--speed", "0"])
-    assert r.returncode == 2 and "--speed '0'" in r.stderr
+    for speed in ("-1", "2000", "fast"):
+        r = gpumon(["watch", "--replay", str(bad), "--speed", speed])
+        assert r.returncode == 2 and f"--speed '{speed}': expected 0 (as fast as it can) or a number" in r.stderr
 
 
 def test_replay_of_a_file_that_is_not_a_recording(watch, tmp_path):

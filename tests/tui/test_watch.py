@@ -266,20 +266,24 @@ def test_gpu_lost_while_watching(watch, sleepers):
 
 
 def test_leak_is_marked_with_its_rate(watch, sleepers):
+    """The mark, LEAK/MIN and "full in" are the run model's verdict on the process. Its windows are
+    measured in time (half a second, at least 16 s of them), so the leak runs on through the test."""
     leaky, steady = sleepers(2)
-    lines = [f"gpu 0 name=G total=80GiB used=10GiB", f"proc 0 {leaky} used=1GiB", f"proc 0 {steady} used=4GiB"]
-    for k in range(1, 140):  # 64 MiB more every 0.1 s: 38400 MiB/min, on the process and its GPU
-        lines.append(f"at {k / 10:.1f} proc 0 {leaky} used={1024 + 64 * k}MiB")
-        lines.append(f"at {k / 10:.1f} gpu 0 used={10240 + 64 * k}MiB")
-        if k % 10 == 0:  # the steady one changes too, up and down, without a trend
-            lines.append(f"at {k / 10:.1f} proc 0 {steady} used={4096 + (k % 20) * 8}MiB")
+    # 640 MiB more a second: 37.5 GiB a minute; the GPU's free memory (60 GiB) lasts ~1.6 min
+    lines = [f"gpu 0 name=G total=80GiB used=20GiB", f"proc 0 {leaky} used=1GiB grow=640MiB",
+             f"proc 0 {steady} used=4GiB"]
+    for k in range(1, 60):  # the steady one changes, up and down, without a trend
+        lines.append(f"at {k / 2:.1f} proc 0 {steady} used={4096 + (k % 4) * 8}MiB")
     p = watch(scenario="\n".join(lines) + "\n", args=["--interval", "100"])
     s = p.wait(rf"^!\s+0\s+{leaky} ", timeout=30)
     row = next(l for l in s.splitlines() if re.match(rf"^!\s+0\s+{leaky} ", l))
     rate = re.search(r"\+([\d.]+) GiB\s+sleep", row)
-    assert rate and 30 <= float(rate.group(1)) <= 45, row  # 37.5 GiB a minute
+    assert rate and 36 <= float(rate.group(1)) <= 39, row  # 37.5 GiB a minute
     assert not re.search(rf"^!\s+0\s+{steady} ", s, re.M)
-    assert re.search(rf"pid {leaky} on GPU 0: LEAK suspected", s) or "LEAK" in s
+    p.keys("Home")  # the leaky one, now the largest
+    s = p.wait(rf"pid {leaky} on GPU 0: LEAK suspected, \+[\d.]+ GiB/min, full in ~\d+ min: sleep 600")
+    # 60 GiB free at 37.5 GiB a minute: about 1.6 minutes
+    assert re.search(r"full in ~2 min", s), s
 
 
 def test_usage_errors_and_no_terminal():
@@ -290,7 +294,11 @@ def test_usage_errors_and_no_terminal():
     r = gpumon(["watch", "--bogus"])
     assert r.returncode == 2 and "unknown option '--bogus'" in r.stderr
     r = gpumon(["watch"])  # stdin is not a terminal
-    assert r.returncode == 2 and "needs a terminal" in r.stderr
+    assert r.returncode == 2 and "needs a terminal" in r.stderr and "gpumon watch --batch" in r.stderr
+    r = gpumon(["watch", "-n", "3"])
+    assert r.returncode == 2 and "-n applies to --batch only" in r.stderr
+    r = gpumon(["watch", "-b", "-n", "0"])
+    assert r.returncode == 2 and "-n '0'" in r.stderr
     r = gpumon(["watch", "--help"])
     assert r.returncode == 0 and "--replay FILE" in r.stdout
 

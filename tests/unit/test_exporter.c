@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_exporter.c — the exporter's public API on the fake NVML: start on an ephemeral port, the
  * bound address, a scrape over a plain socket, framework figures pushed in-process, the
- * non-loopback rule, bad addresses, and stop. */
+ * non-loopback rule, bad addresses and configurations (the message kept on the exporter handed
+ * back), stop, and the replay of a recording without a handle, whose gauges are the run model's. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -13,6 +14,10 @@
 #include <gpumon/gpumon.h>
 
 #include "tap.h"
+
+#define MIB (1024ull * 1024ull)
+#define GIB (1024ull * MIB)
+#define NS 1000000000ull
 
 static const char SCN[] =
 	"gpu 0 name=\"NVIDIA H200\" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 total=140GiB used=1GiB\n"
@@ -65,17 +70,36 @@ static unsigned port_of(gpumon_exporter *e)
 	return c ? (unsigned)atoi(c + 1) : 0;
 }
 
+/* The value of the first sample of `name` whose labels contain `labels` ("" any), or -1 absent. */
+static double metric(const char *page, const char *name, const char *labels)
+{
+	size_t n = strlen(name);
+	for (const char *p = page; p && (p = strstr(p, name)); p += n) {
+		if ((p != page && p[-1] != '\n') || p[n] != '{')
+			continue;
+		const char *end = strchr(p, '}');
+		const char *hit = labels[0] ? strstr(p, labels) : p;
+		if (!end || !hit || hit > end)
+			continue;
+		return strtod(end + 1, NULL);
+	}
+	return -1;
+}
+
 static void test_scrape_and_framework(void)
 {
 	gpumon *g = open_fake(SCN, 0);
-	gpumon_exporter_config c = {.listen = "127.0.0.1:0"};
+	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
+	c.listen = "127.0.0.1:0";
 	gpumon_exporter *e = NULL;
 	int st = gpumon_exporter_create(g, &c, &e);
-	is_int(st, GPUMON_OK, "start on an ephemeral port (%s)", gpumon_errmsg(g));
+	is_int(st, GPUMON_OK, "start on an ephemeral port (%s)", gpumon_exporter_errmsg(e));
 	if (st != GPUMON_OK) {
+		gpumon_exporter_destroy(e);
 		gpumon_destroy(g);
 		return;
 	}
+	is_str(gpumon_exporter_errmsg(e), "", "no message after a good start");
 	char addr[96];
 	gpumon_exporter_address(e, addr, sizeof addr);
 	ok(!strncmp(addr, "127.0.0.1:", 10) && port_of(e) > 0, "address %s names the bound port", addr);
@@ -86,11 +110,14 @@ static void test_scrape_and_framework(void)
 			  "name=\"NVIDIA H200\",pci_bus_id=\"00000000:00:00.0\"} 1073741824\n"),
 	   "the first snapshot already holds the GPU's figures");
 	ok(r && strstr(r, "pid=\"4194999\""), "and its process");
+	ok(r && metric(r, "gpumon_process_leak_suspected", "pid=\"4194999\"") == 0,
+	   "a process the model has not judged yet is not flagged");
+	ok(r && strstr(r, "gpumon_sampler_samples_total "), "the sampler's counters, live");
 	ok(r && !strstr(r, "gpumon_framework_"), "no framework figures before one is pushed");
 	free(r);
 
 	gpumon_framework_sample f = {.pid = 4194999, .device = 0, .allocated_bytes = 123456789, .allocated_known = 1,
-				     .max_allocated_bytes = 200000000, .max_allocated_known = 1};
+				     .max_allocated_bytes = 200000000, .max_allocated_known = 1, .step = -1};
 	snprintf(f.framework, sizeof f.framework, "torch");
 	is_int(gpumon_exporter_framework(e, &f), GPUMON_OK, "framework sample accepted");
 	f.allocated_bytes = 987654321; /* the same pid and device: replaced */
@@ -120,46 +147,179 @@ static void test_scrape_and_framework(void)
 	ok(r == NULL, "nothing listens after stop");
 	free(r);
 	gpumon_exporter_destroy(NULL);
+	is_str(gpumon_exporter_errmsg(NULL), "", "errmsg(NULL) is \"\"");
 	gpumon_destroy(g);
+}
+
+/* Creates with c, expects status want and a message holding `says` on the exporter handed back and
+ * on g. */
+static void refused(gpumon *g, const gpumon_exporter_config *c, int want, const char *says, const char *what)
+{
+	gpumon_exporter *e = (gpumon_exporter *)&e;
+	is_int(gpumon_exporter_create(g, c, &e), want, "%s", what);
+	ok(e != NULL && e != (gpumon_exporter *)&e, "an exporter holding the message is handed back");
+	const char *msg = gpumon_exporter_errmsg(e);
+	ok(strstr(msg, says) != NULL, "its message: %s", msg);
+	ok(!g || strstr(gpumon_errmsg(g), says) != NULL, "the same on the handle: %s", g ? gpumon_errmsg(g) : "");
+	char addr[96] = "x";
+	gpumon_exporter_address(e, addr, sizeof addr);
+	is_str(addr, "", "it listens nowhere");
+	gpumon_exporter_destroy(e);
 }
 
 static void test_refusals(void)
 {
 	gpumon *g = open_fake(SCN, 0);
-	gpumon_exporter *e = (gpumon_exporter *)&e;
-	gpumon_exporter_config c = {.listen = "0.0.0.0:0"};
-	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "non-loopback refused without TLS and auth");
-	ok(e == NULL, "*out is NULL on failure");
-	ok(strstr(gpumon_errmsg(g), "not a loopback address") != NULL, "message: %s", gpumon_errmsg(g));
+	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
+	c.listen = "0.0.0.0:0";
+	refused(g, &c, GPUMON_E_INVAL, "not a loopback address", "non-loopback refused without TLS and auth");
 	c.listen = "localhost";
-	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "address without a port");
+	refused(g, &c, GPUMON_E_INVAL, "expected ADDR:PORT", "address without a port");
 	c.listen = "[::1]:0";
+	gpumon_exporter *e = NULL;
 	int st = gpumon_exporter_create(g, &c, &e);
 	if (st == GPUMON_OK) { /* IPv6 may be off on the test machine */
 		char addr[96];
 		gpumon_exporter_address(e, addr, sizeof addr);
 		ok(!strncmp(addr, "[::1]:", 6), "IPv6 loopback: %s", addr);
-		gpumon_exporter_destroy(e);
 	} else {
-		ok(st == GPUMON_E_IO || st == GPUMON_E_INVAL, "IPv6 unavailable: %s", gpumon_errmsg(g));
+		ok(st == GPUMON_E_IO || st == GPUMON_E_INVAL, "IPv6 unavailable: %s", gpumon_exporter_errmsg(e));
 	}
+	gpumon_exporter_destroy(e);
 	c.listen = "127.0.0.1:0";
 	c.compat = 1u << 7;
-	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "unknown compat bits");
+	refused(g, &c, GPUMON_E_INVAL, "unknown compat bits", "unknown compat bits");
 	c.compat = 0;
 	c.tls_cert_file = "/nonexistent/cert.pem";
-	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_INVAL, "a certificate without a key");
+	refused(g, &c, GPUMON_E_INVAL, "both a certificate and a key", "a certificate without a key");
 	c.tls_key_file = "/nonexistent/key.pem";
-	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_E_IO, "a missing certificate file");
-	ok(strstr(gpumon_errmsg(g), "/nonexistent/cert.pem") != NULL, "message names it: %s", gpumon_errmsg(g));
-	is_int(gpumon_exporter_create(NULL, &c, &e), GPUMON_E_INVAL, "NULL handle");
+	refused(g, &c, GPUMON_E_IO, "/nonexistent/cert.pem", "a missing certificate file");
+	c.tls_cert_file = c.tls_key_file = NULL;
+	c.size = sizeof c + 8;
+	refused(g, &c, GPUMON_E_INVAL, "size", "a configuration larger than the library knows");
+	c.size = 0;
+	refused(g, &c, GPUMON_E_INVAL, "size", "a configuration without its size");
+	c.size = sizeof c;
+	refused(NULL, &c, GPUMON_E_INVAL, "no recording to replay", "no handle and nothing to replay");
+	c.replay = "/nonexistent/run.gpumon";
+	refused(NULL, &c, GPUMON_E_IO, "/nonexistent/run.gpumon", "a recording that cannot be read");
+	is_int(gpumon_exporter_create(g, &c, NULL), GPUMON_E_INVAL, "no place for the exporter");
 	gpumon_destroy(g);
+}
+
+/* A system-wide recording of 80 s: a co-tenant at 20 GiB and a process rising 64 MiB a second on
+ * an 80 GiB GPU, one device and process row a second. */
+static int write_recording(const char *path)
+{
+	gpumon *g = open_fake("gpu 0 name=\"NVIDIA H100\" uuid=GPU-11111111-2222-3333-4444-555555555555 total=80GiB\n", 0);
+	uint64_t t0 = now_ns();
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = "record", .start_mono_ns = t0, .start_wall_ns = 1e18};
+	gpumon_recording *rec = NULL;
+	unlink(path);
+	int st = gpumon_recording_create(g, path, &meta, &rec);
+	for (unsigned s = 0; st == GPUMON_OK && s <= 80; s++) {
+		uint64_t t = t0 + s * NS, leak = 2 * GIB + s * 64 * MIB;
+		gpumon_record r[3];
+		memset(r, 0, sizeof r);
+		for (int k = 1; k < 3; k++) {
+			r[k].kind = GPUMON_REC_PROCESS;
+			r[k].t_ns = t;
+			r[k].process.flags = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_NAME_KNOWN;
+		}
+		r[1].process.pid = 4100;
+		r[1].process.used_bytes = 20 * GIB;
+		snprintf(r[1].process.name, sizeof r[1].process.name, "cotenant");
+		r[2].process.pid = 4200;
+		r[2].process.used_bytes = leak;
+		snprintf(r[2].process.name, sizeof r[2].process.name, "leaky");
+		r[0].kind = GPUMON_REC_DEVICE;
+		r[0].t_ns = r[0].sample.t_ns = t;
+		r[0].sample.present = GPUMON_F_MEMORY;
+		r[0].sample.memory_total_bytes = 80 * GIB;
+		r[0].sample.memory_used_bytes = 20 * GIB + leak;
+		r[0].sample.memory_free_bytes = 80 * GIB - r[0].sample.memory_used_bytes;
+		r[0].used_min_bytes = r[0].used_max_bytes = r[0].sample.memory_used_bytes;
+		r[0].used_max_t_ns = t;
+		r[0].interval_samples = 1;
+		/* the processes' figures first, so that the device row judges them at their new level */
+		gpumon_record order[3] = {r[1], r[2], r[0]};
+		st = gpumon_recording_write(rec, order, 3);
+	}
+	if (st == GPUMON_OK)
+		st = gpumon_recording_finish(rec, -1);
+	gpumon_recording_destroy(rec);
+	gpumon_destroy(g);
+	return st;
+}
+
+/* What the model says of the file, fed as `gpumon report` feeds it. */
+static int model_of(const char *path, gpumon_verdict *leaky, double *oom)
+{
+	gpumon_reader *r = NULL;
+	gpumon_model *m = NULL;
+	int st = gpumon_reader_create(path, &r);
+	if (st == GPUMON_OK)
+		st = gpumon_model_create(NULL, &m);
+	if (st == GPUMON_OK)
+		st = gpumon_model_load(m, r);
+	if (st == GPUMON_OK)
+		st = gpumon_model_finish(m, 0, -1);
+	if (st == GPUMON_OK)
+		st = gpumon_model_process_verdict(m, 0, 4200, leaky);
+	if (st == GPUMON_OK)
+		st = gpumon_model_gpu_oom(m, 0, oom);
+	gpumon_model_destroy(m);
+	gpumon_reader_destroy(r);
+	return st;
+}
+
+static void test_replay_without_a_handle(void)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/tmp/gpumon-unit-%d.gpumon", (int)getpid());
+	if (write_recording(path) != GPUMON_OK) {
+		ok(0, "write the recording");
+		return;
+	}
+	gpumon_verdict v;
+	double oom = -1;
+	int st = model_of(path, &v, &oom);
+	is_int(st, GPUMON_OK, "the model judges the file");
+	ok(st == GPUMON_OK && v.leak.alert && oom > 0, "the rising process alerts; the GPU has a time to OOM");
+
+	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
+	c.listen = "127.0.0.1:0";
+	c.replay = path;
+	gpumon_exporter *e = NULL;
+	st = gpumon_exporter_create(NULL, &c, &e);
+	is_int(st, GPUMON_OK, "a replay needs no handle (%s)", gpumon_exporter_errmsg(e));
+	char *page = st == GPUMON_OK ? http_get(port_of(e), "/metrics") : NULL;
+	ok(page && strstr(page, " 200 "), "it serves the recording's end");
+	if (page) {
+		double used = metric(page, "gpumon_memory_used_bytes", "uuid=\"GPU-11111111-2222-3333-4444-555555555555\"");
+		is_int((long long)used, (long long)(22 * GIB + 80 * 64 * MIB), "the GPU's figures at the end, labelled as recorded");
+		is_int((long long)metric(page, "gpumon_process_leak_suspected", "pid=\"4200\""), 1, "the leak gauge is the model's");
+		is_int((long long)metric(page, "gpumon_process_leak_suspected", "pid=\"4100\""), 0, "the co-tenant is no leak");
+		double rate = metric(page, "gpumon_process_memory_growth_bytes_per_second", "pid=\"4200\"");
+		ok(rate > 0 && rate - v.leak.rate_bytes_per_second < 0.06 && v.leak.rate_bytes_per_second - rate < 0.06,
+		   "the rate is the model's: %.1f vs %.3f", rate, v.leak.rate_bytes_per_second);
+		double secs = metric(page, "gpumon_memory_oom_projected_seconds", "gpu=\"0\"");
+		ok(secs >= 0 && secs - oom < 0.06 && oom - secs < 0.06, "the projected seconds are the model's: %.1f vs %.3f",
+		   secs, oom);
+		ok(strstr(page, "command=\"leaky\"") != NULL, "processes named as recorded");
+		ok(!strstr(page, "gpumon_sampler_samples_total"), "no sampler in a replay: its counters are left out");
+		ok(!strstr(page, "container_id="), "no container ids: the recording's pids are not this machine's");
+	}
+	free(page);
+	gpumon_exporter_destroy(e);
+	unlink(path);
 }
 
 int main(void)
 {
 	test_scrape_and_framework();
 	test_refusals();
+	test_replay_without_a_handle();
 	remove_scenario();
 	return tap_done();
 }

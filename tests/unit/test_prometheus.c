@@ -84,6 +84,38 @@ static void test_render(void)
 	   "build info");
 	ok(!strstr(t, "gpumon_process_"), "no processes: no process families");
 	ok(b.len > 0 && t[b.len - 1] == '\n', "ends with a newline");
+	ok(!strstr(t, "gpumon_sampler_"), "no sampler (a replay): its counters are left out, not 0");
+	gpumon__prom_free(&b);
+	v.have_sampler = 1;
+	v.sampler.samples = 42;
+	is_int(gpumon__prom_render(&v, &b), GPUMON_OK, "renders with a sampler");
+	ok(b.p && strstr(b.p, "gpumon_sampler_samples_total 42\n") && strstr(b.p, "gpumon_sampler_dropped_records_total 0\n"),
+	   "a sampler's counters are shown");
+	gpumon__prom_free(&b);
+}
+
+/* The model's answers as the gauges show them: the projection and the leak flag and rate. */
+static void test_model_gauges(void)
+{
+	struct prom_gpu g = gpu(0, GPUMON_F_MEMORY);
+	g.oom_seconds = 812.25;
+	struct prom_proc a = {.dev = 0, .pid = 7, .used_known = 1, .used_bytes = 1 << 30, .leak_alert = 1, .rate_known = 1,
+			      .rate_bytes_per_second = 2097152, .labels = "pid=\"7\""};
+	struct prom_proc b2 = {.dev = 0, .pid = 8, .used_known = 1, .used_bytes = 1 << 20, .labels = "pid=\"8\""};
+	const struct prom_proc *procs[2] = {&a, &b2};
+	struct prom_view v = {.gpus = &g, .ngpus = 1, .processes = 1, .procs = procs, .nprocs = 2};
+	struct prom_buf b = {0};
+	is_int(gpumon__prom_render(&v, &b), GPUMON_OK, "renders");
+	const char *t = b.p ? b.p : "";
+	ok(strstr(t, "gpumon_memory_oom_projected_seconds{gpu=\"0\"} 812.2"), "the projection, in seconds");
+	ok(strstr(t, "gpumon_process_leak_suspected{pid=\"7\"} 1\n") && strstr(t, "gpumon_process_leak_suspected{pid=\"8\"} 0\n"),
+	   "the leak flag of every exported process");
+	ok(strstr(t, "gpumon_process_memory_growth_bytes_per_second{pid=\"7\"} 2097152.0\n") &&
+	   !strstr(t, "gpumon_process_memory_growth_bytes_per_second{pid=\"8\"}"), "a rate only where the verdict is a leak");
+	gpumon__prom_free(&b);
+	g.up = 0;
+	is_int(gpumon__prom_render(&v, &b), GPUMON_OK, "renders a lost GPU");
+	ok(b.p && !strstr(b.p, "gpumon_memory_oom_projected_seconds"), "a lost GPU has no projection");
 	gpumon__prom_free(&b);
 }
 
@@ -91,6 +123,7 @@ int main(void)
 {
 	test_labels();
 	test_render();
+	test_model_gauges();
 	(void)remove_scenario; /* tap.h's fake-NVML helpers are not used here */
 	(void)use_scenario;
 	return tap_done();
