@@ -413,7 +413,8 @@ static int batch_loop(struct source *src, watch_view *v, long count)
  * recording holds; the devices declared. */
 static int make_model(struct source *src, const char *replay, unsigned ngpu)
 {
-	gpumon_model_config c = {.size = sizeof c, .source_type = "live"};
+	/* watch shows what runs: a process that left needs no summary (memory stays flat for days) */
+	gpumon_model_config c = {.size = sizeof c, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live"};
 	if (src->r) {
 		c.meta = watch_replay_meta(src->r);
 		c.source = replay;

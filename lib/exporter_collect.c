@@ -436,7 +436,7 @@ static int tables(gpumon_exporter *e, unsigned n, const gpumon_model_config *cfg
 	if (!e->recbuf || !e->gpus || !e->eg || !e->fw_pending || !e->fw_feed)
 		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
 	/* a system-wide view with its default bound on processes, no timelines: it runs for months */
-	gpumon_model_config live = {.size = sizeof live, .source_type = "live"};
+	gpumon_model_config live = {.size = sizeof live, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live"};
 	int st = gpumon_model_create(cfg ? cfg : &live, &e->model);
 	if (st != GPUMON_OK)
 		return gpumon__exporter_err(e, st, "cannot create the exporter's run model: %s", gpumon_strerror(st));
@@ -468,7 +468,8 @@ int gpumon__exporter_collect_init(gpumon_exporter *e)
 static int replay_tables(gpumon_exporter *e, gpumon_reader *r)
 {
 	const gpumon_run_meta *meta = gpumon_reader_meta(r);
-	gpumon_model_config c = {.size = sizeof c, .meta = meta, .source = e->replay, .source_type = "recording"};
+	gpumon_model_config c = {.size = sizeof c, .flags = GPUMON_MODEL_FORGET_GONE, .meta = meta, .source = e->replay,
+				 .source_type = "recording"};
 	int st = tables(e, gpumon_reader_device_count(r), &c);
 	if (st != GPUMON_OK)
 		return st;

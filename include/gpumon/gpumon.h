@@ -652,7 +652,10 @@ typedef struct gpumon_model gpumon_model;
 
 /* Bits of gpumon_model_config.flags */
 enum {
-	GPUMON_MODEL_TIMELINES = 1u << 0, /* keep reduced timelines for the document (reports, charts) */
+	GPUMON_MODEL_TIMELINES = 1u << 0,   /* keep reduced timelines for the document (reports, charts) */
+	GPUMON_MODEL_FORGET_GONE = 1u << 1, /* free a process's summary when it leaves (a view of what runs
+					       now, for months: the exporter, gpumon watch); its verdict is
+					       then gone from gpumon_model_verdicts */
 };
 
 typedef struct gpumon_model_config {

@@ -304,18 +304,52 @@ int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint64_t bytes)
 
 /* ---- statistics over entries [a, b) of a series ------------------------------------------------ */
 
-static int cmp_double(const void *pa, const void *pb)
+/* The k-th smallest of v[0..n) (v is reordered): Hoare's selection, linear on average, where a sort
+ * would cost n log n at every window close of every process an exporter follows. */
+static double select_kth(double *v, size_t n, size_t k)
 {
-	double a = *(const double *)pa, b = *(const double *)pb;
-	return (a > b) - (a < b);
+	size_t lo = 0, hi = n - 1;
+	while (lo < hi) {
+		double pivot = v[lo + (hi - lo) / 2];
+		size_t i = lo, j = hi;
+		while (i <= j) {
+			while (v[i] < pivot)
+				i++;
+			while (v[j] > pivot)
+				j--;
+			if (i <= j) {
+				double t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return v[k];
+	}
+	return v[k];
 }
 
 static double median(double *v, size_t n)
 {
 	if (n == 0)
 		return 0;
-	qsort(v, n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	double hi = select_kth(v, n, n / 2);
+	if (n % 2)
+		return hi;
+	/* the lower middle is the largest of what now lies below the upper one */
+	double lo = v[0];
+	for (size_t i = 1; i < n / 2; i++)
+		if (v[i] > lo)
+			lo = v[i];
+	return (lo + hi) / 2;
 }
 
 /* Theil-Sen slope: the median of the slopes between every pair of entries. */

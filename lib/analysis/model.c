@@ -435,6 +435,10 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		if (p->present) {
 			p->present = 0;
 			p->gone_t = r->t_ns;
+			if (m->cfg.flags & GPUMON_MODEL_FORGET_GONE) { /* its detector is most of its memory */
+				gpumon_leak_destroy(p->leak);
+				p->leak = NULL;
+			}
 			if (p->job && d->job_bytes >= old)
 				d->job_bytes -= old;
 			else if (!p->job && d->others_bytes >= old)

@@ -51,7 +51,8 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	rc = gpumon_exporter_create(g, &cfg, &e);
 	Py_END_ALLOW_THREADS
 	if (rc) {
-		gpx_raise(rc, gpumon_errmsg(g));
+		gpx_raise(rc, e ? gpumon_exporter_errmsg(e) : gpumon_errmsg(g));
+		gpumon_exporter_destroy(e); /* a failed create may hand back one holding the message */
 		return -1;
 	}
 	self->e = e;
