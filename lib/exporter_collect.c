@@ -389,6 +389,7 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	};
 	if (e->sampler)
 		gpumon_sampler_stats_get(e->sampler, &v.sampler);
+	v.have_verdict = gpumon_model_verdict(e->model, &v.verdict) == GPUMON_OK;
 	gpumon_framework_sample fw[EXPORTER_MAX_FRAMEWORK];
 	pthread_mutex_lock(&e->fw_lock);
 	v.nfw = e->nfw;

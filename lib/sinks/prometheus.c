@@ -315,6 +315,52 @@ static void render_procs(const struct prom_view *v, struct prom_buf *b)
 	}
 }
 
+/* ---- the run model's verdict ---------------------------------------------------------------------- */
+
+static const char *series_label(int s)
+{
+	switch (s) {
+	case GPUMON_SERIES_FRAMEWORK: return "framework";
+	case GPUMON_SERIES_JOB: return "job";
+	case GPUMON_SERIES_PROCESS: return "process";
+	case GPUMON_SERIES_DEVICE: return "device";
+	}
+	return "none";
+}
+
+/* The verdict the run model gives the whole view (gpumon report's "leak"), on the series its rule
+ * picks: one set of labels, which change only when that series does. */
+static void render_verdict(const struct prom_view *v, struct prom_buf *b)
+{
+	if (!v->have_verdict)
+		return;
+	const gpumon_verdict *d = &v->verdict;
+	char labels[160];
+	snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",pid=\"%lld\",segment=\"%u\"", series_label(d->series),
+		 d->dev, (long long)d->pid, d->segment);
+	gpumon__prom_family(b, "gpumon_leak_verdict", "gauge",
+			    "The run model's leak verdict on the series its rule picks (docs/leak-detection.md): 0 not enough data, 1 none, 2 leak; gpu and pid are -1 when unknown.");
+	gpumon__prom_printf(b, "gpumon_leak_verdict{%s} %d\n", labels,
+			    d->leak.verdict == GPUMON_LEAK_SUSPECTED ? 2 : d->leak.verdict == GPUMON_LEAK_NONE ? 1 : 0);
+	if (d->leak.verdict != GPUMON_LEAK_SUSPECTED)
+		return;
+	gpumon__prom_family(b, "gpumon_leak_rate_bytes_per_second", "gauge",
+			    "Growth rate of the floor of that series while its verdict is a leak, in bytes per second.");
+	gpumon__prom_printf(b, "gpumon_leak_rate_bytes_per_second{%s} %.1f\n", labels, d->leak.rate_bytes_per_second);
+	if (d->leak.rate_bytes_per_step > 0) {
+		gpumon__prom_family(b, "gpumon_leak_rate_bytes_per_step", "gauge",
+				    "Growth rate of the floor of that series per training step, when it has steps.");
+		gpumon__prom_printf(b, "gpumon_leak_rate_bytes_per_step{%s} %.1f\n", labels, d->leak.rate_bytes_per_step);
+	}
+	if (d->seconds_to_oom >= 0) {
+		static const char *const rooms[] = {"unknown", "free", "limit", "cap", "total"};
+		gpumon__prom_family(b, "gpumon_leak_oom_projected_seconds", "gauge",
+				    "Seconds until that series runs out of memory at its rate, against the nearest bound (room: the GPU's free memory, the job's --limit, the allocator's cap, or the GPU's total).");
+		gpumon__prom_printf(b, "gpumon_leak_oom_projected_seconds{%s,room=\"%s\"} %.1f\n", labels,
+				    rooms[d->room >= 0 && d->room <= 4 ? d->room : 0], d->seconds_to_oom);
+	}
+}
+
 /* ---- framework figures ------------------------------------------------------------------------- */
 
 static void render_framework(const struct prom_view *v, struct prom_buf *b)
@@ -378,6 +424,7 @@ int gpumon__prom_render(const struct prom_view *v, struct prom_buf *b)
 {
 	render_gpus(v, b);
 	render_procs(v, b);
+	render_verdict(v, b);
 	render_framework(v, b);
 	gpumon__prom_render_compat(v, b);
 	render_self(v, b);

@@ -72,6 +72,8 @@ struct prom_view {
 	const gpumon_nvml_error_count *errs;
 	size_t nerrs;
 	int have_sampler;           /* 0: a replay, no sampler (its families are left out) */
+	int have_verdict;           /* the run model's verdict (gpumon_model_verdict) is in verdict */
+	gpumon_verdict verdict;
 	gpumon_sampler_stats sampler;
 	double render_seconds;      /* how long the previous snapshot took to build */
 	unsigned peak_window_s;
