@@ -1,49 +1,153 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_export.c — `gpumon export`: writes the samples of a recording out as CSV or JSON lines,
- * reading the file with SQLite in the format docs/recording.md documents (version 1). */
+/* cmd_export.c — `gpumon export`: writes the records of a recording out as CSV or JSON lines, one
+ * table of them at a time, read through the library's reader (docs/recording.md). Device and
+ * process rows are change-only: a value holds until the next row of that series. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "cli.h"
-#include "recfile.h"
 
+/* A value of a column: absent (empty in CSV, null in JSON), a number, a time (seconds since the
+ * start) or text. */
+enum { V_NONE, V_INT, V_TIME, V_TEXT };
 
-/* What a table of the export is made of. The first column is the row's t_ns; every column whose
- * name ends in "t_ns" is written as seconds since the start ("..._t_s"). */
-struct table {
-	const char *name;
-	const char *sql;
+struct val {
+	int type;
+	int64_t i;  /* V_INT; V_TIME: t_ns */
+	const char *s;
 };
 
+#define MAX_COLS 20
+
+/* What a table of the export is made of: its columns (after t_s and time_utc) and the values of a
+ * record of it (0 when the record is not of this table). */
+struct table {
+	const char *name;
+	const char *cols[MAX_COLS];
+	int (*fill)(const gpumon_reader *rd, const gpumon_record *rec, struct val *v, char *scratch, size_t len);
+};
+
+static struct val none(void)
+{
+	return (struct val){V_NONE, 0, NULL};
+}
+
+static struct val u64v(int known, uint64_t x)
+{
+	return known ? (struct val){V_INT, x > INT64_MAX ? INT64_MAX : (int64_t)x, NULL} : none();
+}
+
+static struct val text(int known, const char *t)
+{
+	return known && t ? (struct val){V_TEXT, 0, t} : none();
+}
+
+static const char *uuid_of(const gpumon_reader *rd, unsigned dev, char *buf, size_t len)
+{
+	gpumon_device_info info;
+	if (gpumon_reader_device(rd, dev, &info) != GPUMON_OK || !(info.present & GPUMON_INFO_UUID))
+		return NULL;
+	snprintf(buf, len, "%s", info.uuid);
+	return buf;
+}
+
+static int fill_device(const gpumon_reader *rd, const gpumon_record *r, struct val *v, char *scratch, size_t len)
+{
+	if (r->kind != GPUMON_REC_DEVICE)
+		return 0;
+	const gpumon_device_sample *s = &r->sample;
+	unsigned p = s->present;
+	int mem = !!(p & GPUMON_F_MEMORY), interval = mem && r->interval_samples > 0;
+	v[0] = u64v(1, r->dev);
+	v[1] = text(1, uuid_of(rd, r->dev, scratch, len));
+	v[2] = u64v(s->memory_api != GPUMON_MEMAPI_NONE, s->memory_api);
+	v[3] = u64v(mem, s->memory_used_bytes);
+	v[4] = u64v(mem, s->memory_free_bytes);
+	v[5] = u64v(p & GPUMON_F_MEM_RESERVED, s->memory_reserved_bytes);
+	v[6] = u64v(mem, s->memory_total_bytes);
+	v[7] = u64v(interval, r->used_min_bytes);
+	v[8] = u64v(interval, r->used_max_bytes);
+	v[9] = interval ? (struct val){V_TIME, (int64_t)r->used_max_t_ns, NULL} : none();
+	v[10] = u64v(interval, r->interval_samples);
+	v[11] = u64v(p & GPUMON_F_UTIL_GPU, s->util_gpu_pct);
+	v[12] = u64v(p & GPUMON_F_UTIL_MEMORY, s->util_memory_pct);
+	v[13] = u64v(p & GPUMON_F_TEMPERATURE, s->temperature_c);
+	v[14] = u64v(p & GPUMON_F_POWER, s->power_mw);
+	v[15] = u64v(p & GPUMON_F_ENERGY, s->energy_mj);
+	v[16] = u64v(p & GPUMON_F_CLOCK_SM, s->clock_sm_mhz);
+	v[17] = u64v(p & GPUMON_F_CLOCK_MEM, s->clock_mem_mhz);
+	return 1;
+}
+
+static int fill_process(const gpumon_reader *rd, const gpumon_record *r, struct val *v, char *scratch, size_t len)
+{
+	if (r->kind != GPUMON_REC_PROCESS && r->kind != GPUMON_REC_PROCESS_GONE)
+		return 0;
+	const gpumon_process *p = &r->process;
+	v[0] = u64v(1, r->dev);
+	v[1] = text(1, uuid_of(rd, r->dev, scratch, len));
+	v[2] = u64v(1, p->pid);
+	v[3] = u64v(p->flags & GPUMON_PROC_USED_KNOWN, p->used_bytes);
+	v[4] = u64v(1, r->kind == GPUMON_REC_PROCESS_GONE);
+	v[5] = text(p->flags & GPUMON_PROC_USER_KNOWN, p->user);
+	v[6] = text(p->flags & GPUMON_PROC_NAME_KNOWN, p->name);
+	v[7] = text(p->flags & GPUMON_PROC_CMDLINE_KNOWN, p->cmdline);
+	return 1;
+}
+
+static int fill_framework(const gpumon_reader *rd, const gpumon_record *r, struct val *v, char *scratch, size_t len)
+{
+	(void)rd, (void)scratch, (void)len;
+	if (r->kind != GPUMON_REC_FRAMEWORK)
+		return 0;
+	const gpumon_framework_sample *f = &r->framework;
+	v[0] = u64v(1, f->pid);
+	v[1] = f->device >= 0 ? (struct val){V_INT, f->device, NULL} : none();
+	v[2] = text(f->framework[0] != 0, f->framework);
+	v[3] = f->step >= 0 ? (struct val){V_INT, f->step, NULL} : none();
+	v[4] = u64v(f->allocated_known, f->allocated_bytes);
+	v[5] = u64v(f->reserved_known, f->reserved_bytes);
+	v[6] = u64v(f->max_allocated_known, f->max_allocated_bytes);
+	return 1;
+}
+
+/* Events, with the two kinds the reader gives back as the records they were written from: the
+ * job's pids ("job", "pid N") and lost GPUs ("lost"), in the words their writer stores. */
+static int fill_event(const gpumon_reader *rd, const gpumon_record *r, struct val *v, char *scratch, size_t len)
+{
+	(void)rd;
+	if (r->kind == GPUMON_REC_EVENT) {
+		v[0] = text(1, r->event_kind);
+		v[1] = text(1, r->event_text);
+	} else if (r->kind == GPUMON_REC_JOB) {
+		snprintf(scratch, len, "pid %u", r->process.pid);
+		v[0] = text(1, "job");
+		v[1] = text(1, scratch);
+	} else if (r->kind == GPUMON_REC_LOST) {
+		snprintf(scratch, len, "GPU %u is lost", r->dev);
+		v[0] = text(1, "lost");
+		v[1] = text(1, scratch);
+	} else {
+		return 0;
+	}
+	return 1;
+}
+
 static const struct table tables[] = {
-    {"device", "SELECT s.t_ns AS t_ns, s.dev AS dev, d.uuid AS uuid, s.memory_api AS memory_api,"
-	       " s.used_bytes AS used_bytes, s.free_bytes AS free_bytes, s.reserved_bytes AS reserved_bytes,"
-	       " s.total_bytes AS total_bytes, s.used_min_bytes AS used_min_bytes,"
-	       " s.used_max_bytes AS used_max_bytes, s.used_max_t_ns AS used_max_t_ns, s.samples AS samples,"
-	       " s.util_gpu_pct AS util_gpu_pct, s.util_memory_pct AS util_memory_pct,"
-	       " s.temperature_c AS temperature_c, s.power_mw AS power_mw, s.energy_mj AS energy_mj,"
-	       " s.clock_sm_mhz AS clock_sm_mhz, s.clock_mem_mhz AS clock_mem_mhz"
-	       " FROM device_samples s LEFT JOIN devices d ON d.dev = s.dev ORDER BY s.t_ns, s.rowid"},
-    /* the appearance a sample belongs to: the latest one of that pid on that GPU begun by then */
-    {"process",
-     "SELECT s.t_ns AS t_ns, s.dev AS dev, d.uuid AS uuid, s.pid AS pid, s.used_bytes AS used_bytes,"
-     " s.gone AS gone, p.user AS user, p.name AS name, p.command AS command"
-     " FROM process_samples s LEFT JOIN devices d ON d.dev = s.dev"
-     " LEFT JOIN processes p ON p.rowid = (SELECT rowid FROM processes WHERE dev = s.dev"
-     " AND pid = s.pid AND (first_t_ns IS NULL OR first_t_ns <= s.t_ns)"
-     " ORDER BY first_t_ns DESC LIMIT 1) ORDER BY s.t_ns, s.rowid"},
-    {"framework", "SELECT s.t_ns AS t_ns, f.pid AS pid, f.device AS device, f.framework AS framework,"
-		  " s.step AS step, s.allocated_bytes AS allocated_bytes, s.reserved_bytes AS reserved_bytes,"
-		  " s.max_allocated_bytes AS max_allocated_bytes FROM framework_samples s"
-		  " LEFT JOIN framework_sources f ON f.source = s.source ORDER BY s.t_ns, s.rowid"},
-    {"events", "SELECT t_ns AS t_ns, kind AS kind, text AS text FROM events ORDER BY t_ns, rowid"},
+    {"device",
+     {"dev", "uuid", "memory_api", "used_bytes", "free_bytes", "reserved_bytes", "total_bytes", "used_min_bytes",
+      "used_max_bytes", "used_max_t_s", "samples", "util_gpu_pct", "util_memory_pct", "temperature_c", "power_mw",
+      "energy_mj", "clock_sm_mhz", "clock_mem_mhz"},
+     fill_device},
+    {"process", {"dev", "uuid", "pid", "used_bytes", "gone", "user", "name", "command"}, fill_process},
+    {"framework", {"pid", "device", "framework", "step", "allocated_bytes", "reserved_bytes", "max_allocated_bytes"},
+     fill_framework},
+    {"events", {"kind", "text"}, fill_event},
 };
 
 enum { FMT_NONE, FMT_CSV, FMT_JSONL };
@@ -62,7 +166,7 @@ struct start {
 static void help(void)
 {
 	printf("Usage: gpumon export FILE (--csv | --jsonl) [--table TABLE] [-o OUT]\n"
-	       "Writes the samples of a recording (made by gpumon record or gpumon run) out.\n\n"
+	       "Writes the records of a recording (made by gpumon record or gpumon run) out.\n\n"
 	       "Options:\n"
 	       "  --csv              comma-separated values with a header row\n"
 	       "  --jsonl            one JSON object per line\n"
@@ -75,7 +179,10 @@ static void help(void)
 	       "t_s is the time in seconds since the run started, to the microsecond (CSV: 6 decimals,\n"
 	       "0.003420; JSON: a number without the trailing zeros, 0.00342), time_utc the wall time\n"
 	       "(ISO 8601, UTC). A value the recording does not hold is empty in CSV and null in JSON,\n"
-	       "never 0. The file format is described in docs/recording.md; the sqlite3 shell reads it.\n"
+	       "never 0. Device and process rows are change-only: a row is written when a figure changes\n"
+	       "(and a device row at least every second), and a value holds until the next row of that\n"
+	       "series (the same GPU; the same process on that GPU, until a row with gone = 1).\n"
+	       "The file format is described in docs/recording.md; the SQLite shell reads it.\n"
 	       "Exit status: 0 ok, 2 bad usage, 255 the file cannot be read or is not a gpumon recording.\n");
 }
 
@@ -159,22 +266,12 @@ static const char *format_utc(char *buf, size_t len, int64_t wall_ns)
 	return buf;
 }
 
-/* The output name of column i: t_ns columns become seconds (t_s, used_max_t_s, ...). */
-static const char *column_name(sqlite3_stmt *s, int i, char *buf, size_t len)
+static int ncols(const struct table *t)
 {
-	const char *name = sqlite3_column_name(s, i);
-	size_t n = strlen(name);
-	if (n < 4 || strcmp(name + n - 4, "t_ns"))
-		return name;
-	snprintf(buf, len, "%.*st_s", (int)(n - 4), name);
-	return buf;
-}
-
-static int is_time(sqlite3_stmt *s, int i)
-{
-	const char *name = sqlite3_column_name(s, i);
-	size_t n = strlen(name);
-	return n >= 4 && !strcmp(name + n - 4, "t_ns");
+	int n = 0;
+	while (n < MAX_COLS && t->cols[n])
+		n++;
+	return n;
 }
 
 /* A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
@@ -193,63 +290,66 @@ static void csv_text(FILE *f, const char *t)
 	fputc('"', f);
 }
 
-static void csv_header(FILE *f, sqlite3_stmt *s)
+static void csv_header(FILE *f, const struct table *t)
 {
-	char b[64];
 	fputs("t_s,time_utc", f);
-	for (int i = 1; i < sqlite3_column_count(s); i++) {
+	for (int i = 0; i < ncols(t); i++) {
 		fputc(',', f);
-		csv_text(f, column_name(s, i, b, sizeof b));
+		csv_text(f, t->cols[i]);
 	}
 	fputc('\n', f);
 }
 
-static void csv_row(FILE *f, sqlite3_stmt *s, const struct start *st)
+/* "2025-05-01T12:34:56.123456Z" at t_ns, or "" when the recording's wall clock is unknown. */
+static const char *utc_of(char *buf, size_t len, const struct start *st, uint64_t t_ns)
+{
+	if (!st->wall_ns)
+		return buf[0] = 0, buf;
+	return format_utc(buf, len, st->wall_ns + ((int64_t)t_ns - st->mono_ns));
+}
+
+static void csv_row(FILE *f, const struct table *t, const gpumon_record *r, const struct val *v, const struct start *st)
 {
 	char b[64];
-	int64_t t = sqlite3_column_int64(s, 0);
-	fprintf(f, "%s,", format_seconds(b, sizeof b, t - st->mono_ns));
-	fputs(format_utc(b, sizeof b, st->wall_ns + (t - st->mono_ns)), f);
-	for (int i = 1; i < sqlite3_column_count(s); i++) {
+	fprintf(f, "%s,", format_seconds(b, sizeof b, (int64_t)r->t_ns - st->mono_ns));
+	fputs(utc_of(b, sizeof b, st, r->t_ns), f);
+	for (int i = 0; i < ncols(t); i++) {
 		fputc(',', f);
-		int type = sqlite3_column_type(s, i);
-		if (type == SQLITE_NULL)
-			continue;
-		if (type == SQLITE_INTEGER && is_time(s, i))
-			fputs(format_seconds(b, sizeof b, sqlite3_column_int64(s, i) - st->mono_ns), f);
-		else if (type == SQLITE_INTEGER)
-			fprintf(f, "%lld", (long long)sqlite3_column_int64(s, i));
-		else
-			csv_text(f, (const char *)sqlite3_column_text(s, i));
+		if (v[i].type == V_INT)
+			fprintf(f, "%" PRId64, v[i].i);
+		else if (v[i].type == V_TIME)
+			fputs(format_seconds(b, sizeof b, v[i].i - st->mono_ns), f);
+		else if (v[i].type == V_TEXT)
+			csv_text(f, v[i].s);
 	}
 	fputc('\n', f);
 }
 
-/* A column's value as JSON: integers, text, null; times as seconds (a number). */
-static json_t *json_value(sqlite3_stmt *s, int i, const struct start *st)
+static json_t *json_seconds(int64_t since_start_ns)
 {
-	switch (sqlite3_column_type(s, i)) {
-	case SQLITE_NULL: return json_null();
-	case SQLITE_INTEGER:
-		if (is_time(s, i))
-			return json_real((double)round_us(sqlite3_column_int64(s, i) - st->mono_ns) / 1e6);
-		return json_integer(sqlite3_column_int64(s, i));
-	case SQLITE_FLOAT: return json_real(sqlite3_column_double(s, i));
-	default: return json_string((const char *)sqlite3_column_text(s, i));
+	return json_real((double)round_us(since_start_ns) / 1e6);
+}
+
+static json_t *json_value(const struct val *v, const struct start *st)
+{
+	switch (v->type) {
+	case V_INT: return json_integer(v->i);
+	case V_TIME: return json_seconds(v->i - st->mono_ns);
+	case V_TEXT: return json_string(v->s);
 	}
+	return json_null();
 }
 
 /* One line of JSON; -1 when out of memory (or text that is not UTF-8). */
-static int json_row(FILE *f, sqlite3_stmt *s, const struct start *st)
+static int json_row(FILE *f, const struct table *t, const gpumon_record *r, const struct val *v, const struct start *st)
 {
 	char b[64];
 	json_t *o = json_object();
-	int64_t t = sqlite3_column_int64(s, 0);
-	int bad = !o || json_object_set_new(o, "t_s", json_value(s, 0, st)) ||
-		  json_object_set_new(o, "time_utc",
-				      json_string(format_utc(b, sizeof b, st->wall_ns + (t - st->mono_ns))));
-	for (int i = 1; i < sqlite3_column_count(s) && !bad; i++)
-		bad = json_object_set_new(o, column_name(s, i, b, sizeof b), json_value(s, i, st)) != 0;
+	const char *utc = utc_of(b, sizeof b, st, r->t_ns);
+	int bad = !o || json_object_set_new(o, "t_s", json_seconds((int64_t)r->t_ns - st->mono_ns)) ||
+		  json_object_set_new(o, "time_utc", utc[0] ? json_string(utc) : json_null());
+	for (int i = 0; i < ncols(t) && !bad; i++)
+		bad = json_object_set_new(o, t->cols[i], json_value(&v[i], st)) != 0;
 	/* 15 significant digits print microsecond times as written (3600.123456, not ...0001) */
 	char *line = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
 	json_decref(o);
@@ -261,30 +361,33 @@ static int json_row(FILE *f, sqlite3_stmt *s, const struct start *st)
 	return 0;
 }
 
-static int export_rows(sqlite3 *db, const struct opts *o, const struct start *st, FILE *f)
+static int export_rows(gpumon_reader *rd, const struct opts *o, const struct start *st, FILE *f)
 {
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(db, o->table->sql, -1, &s, NULL) != SQLITE_OK) {
-		cli_error("export: cannot read %s: %s", o->file, sqlite3_errmsg(db));
+	gpumon_record rec;
+	struct val v[MAX_COLS];
+	char scratch[128];
+	int got, bad = 0;
+	if (o->format == FMT_CSV)
+		csv_header(f, o->table);
+	while (!bad && (got = gpumon_reader_next(rd, &rec)) > 0) {
+		if (!o->table->fill(rd, &rec, v, scratch, sizeof scratch))
+			continue;
+		if (o->format == FMT_CSV)
+			csv_row(f, o->table, &rec, v, st);
+		else
+			bad = json_row(f, o->table, &rec, v, st);
+	}
+	if (bad) {
+		cli_error("export: %s: a row could not be converted to JSON (out of memory, or text that is not UTF-8)",
+			  o->file);
 		return EXIT_OTHER;
 	}
-	if (o->format == FMT_CSV)
-		csv_header(f, s);
-	int rc, bad = 0;
-	while (!bad && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (o->format == FMT_CSV)
-			csv_row(f, s, st);
-		else
-			bad = json_row(f, s, st);
+	if (got < 0) {
+		const char *damage = gpumon_reader_damage(rd);
+		cli_error("export: reading %s: %s", o->file, damage[0] ? damage : gpumon_reader_errmsg(rd));
+		return EXIT_OTHER;
 	}
-	if (bad)
-		cli_error("export: %s: a row could not be converted to JSON (out of memory, or text that is "
-			  "not UTF-8)",
-			  o->file);
-	else if (rc != SQLITE_DONE)
-		cli_error("export: reading %s: %s", o->file, sqlite3_errmsg(db));
-	sqlite3_finalize(s);
-	return bad || rc != SQLITE_DONE ? EXIT_OTHER : EXIT_OK;
+	return EXIT_OK;
 }
 
 int cmd_export(int argc, char **argv)
@@ -297,33 +400,29 @@ int cmd_export(int argc, char **argv)
 		cli_error("export: -o %s would overwrite the recording", o.out);
 		return EXIT_USAGE;
 	}
-	recfile rf;
-	char err[512];
-	struct start st = {0, 0};
-	rc = recfile_open(o.file, &rf, err, sizeof err);
-	if (rc != EXIT_OK)
-		cli_error("export: %s", err);
-	else if (!rf.start_mono_ns && !rf.start_wall_ns) {
-		cli_error("export: %s is damaged: its meta table has no start time", o.file);
-		rc = EXIT_OTHER;
+	gpumon_reader *rd = NULL;
+	int st = gpumon_reader_create(o.file, &rd);
+	if (st != GPUMON_OK) {
+		cli_error("export: %s", rd && gpumon_reader_errmsg(rd)[0] ? gpumon_reader_errmsg(rd) : gpumon_strerror(st));
+		gpumon_reader_destroy(rd);
+		return EXIT_OTHER;
 	}
-	st.mono_ns = rf.start_mono_ns;
-	st.wall_ns = rf.start_wall_ns;
-	sqlite3 *db = rc == EXIT_OK ? rf.db : NULL;
+	const gpumon_run_meta *meta = gpumon_reader_meta(rd);
+	struct start start = {(int64_t)meta->start_mono_ns, (int64_t)meta->start_wall_ns};
 	FILE *f = stdout;
-	if (rc == EXIT_OK && o.out && !(f = fopen(o.out, "w"))) {
+	if (o.out && !(f = fopen(o.out, "w"))) {
 		cli_error("export: cannot create %s: %s", o.out, strerror(errno));
-		rc = EXIT_OTHER;
+		gpumon_reader_destroy(rd);
+		return EXIT_OTHER;
 	}
-	if (rc == EXIT_OK)
-		rc = export_rows(db, &o, &st, f);
-	int write_failed = f && ferror(f);
-	if (f && (f != stdout ? fclose(f) : fflush(f)) != 0)
+	rc = export_rows(rd, &o, &start, f);
+	int write_failed = ferror(f);
+	if ((f != stdout ? fclose(f) : fflush(f)) != 0)
 		write_failed = 1;
 	if (write_failed && rc == EXIT_OK) {
 		cli_error("export: cannot write %s: %s", o.out ? o.out : "the output", strerror(errno));
 		rc = EXIT_OTHER;
 	}
-	recfile_close(&rf);
+	gpumon_reader_destroy(rd);
 	return rc;
 }

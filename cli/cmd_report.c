@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_report.c — `gpumon report FILE [--json] [--html OUT]`: reads a recording or a CSV of
- * samples in one streaming pass and prints what it means: the leak verdict, the peak and who held
- * it, fragmentation, unaccounted memory, and after an out-of-memory death, its likely cause. */
+/* cmd_report.c — `gpumon report FILE [--json] [--html OUT]`: feeds a recording (the library's
+ * reader) or a CSV of samples to the library's run model in one streaming pass, and prints the
+ * model's document: as it is (--json), in words, or as an HTML page with timelines. */
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
+
+#include <jansson.h>
 
 #include "cli.h"
 #include "report.h"
@@ -20,7 +21,8 @@ static void help(void)
 	       "optionally `step`, and any of allocated, reserved, max_allocated, process_used, device_used,\n"
 	       "device_total (bytes); other columns are ignored. See docs/report.md.\n\n"
 	       "Options:\n"
-	       "  --json       print the summary as JSON (keys in docs/report.md) instead of text\n"
+	       "  --json       print the run model's document (JSON, format 2; keys in docs/report.md) instead\n"
+	       "               of text: the same document as gpumon.report(FILE) in Python\n"
 	       "  --html OUT   also write a self-contained HTML page (no network needed) with the summary\n"
 	       "               and interactive timelines: GPUs, processes stacked, the framework's\n"
 	       "               figures, marks for the peak, the leak start, alerts (docs/report-html.md)\n"
@@ -66,78 +68,95 @@ static int parse(int argc, char **argv, struct opts *o)
 	return EXIT_OK;
 }
 
-/* Streams a recording into a new report. */
-static int read_recording(const char *path, report **out, char *err, size_t errlen)
+/* Reads a recording into a new model through the library's reader. A file that is not a recording
+ * or of a newer format is refused with the reader's message; damage is named in the document. */
+static int read_recording(const char *path, unsigned flags, gpumon_model **out)
 {
-	recfile rf;
-	int rc = recfile_open(path, &rf, err, errlen);
-	if (rc != EXIT_OK)
-		return rc;
-	report_source src = {
-		.path = path,
-		.type = "recording",
-		.kind = rf.kind,
-		.command = rf.command,
-		.host = rf.host,
-		.start_wall_ns = rf.start_wall_ns,
-		.start_mono_ns = rf.start_mono_ns,
-		.end_mono_ns = rf.end_mono_ns,
-		.exit_status = rf.exit_status,
-		.devices = rf.devices,
-		.ndevices = rf.ndevices,
-	};
-	recfile_iter *it = NULL;
-	report *r = NULL;
-	recrow row;
-	int got = 0;
-	if (rc == EXIT_OK)
-		rc = recfile_iter_start(&rf, &it, err, errlen);
-	if (rc == EXIT_OK) /* the first row: a file without a start time counts from it */
-		got = recfile_iter_next(it, &row);
-	src.start_mono_ns = rf.start_mono_ns;
-	if (rc == EXIT_OK && !(r = report_create(&src))) {
-		snprintf(err, errlen, "out of memory");
-		rc = EXIT_OTHER;
+	gpumon_reader *r = NULL;
+	gpumon_model *m = NULL;
+	int st = gpumon_reader_create(path, &r);
+	if (st != GPUMON_OK) {
+		cli_error("report: %s", r && gpumon_reader_errmsg(r)[0] ? gpumon_reader_errmsg(r) : gpumon_strerror(st));
+		gpumon_reader_destroy(r);
+		return EXIT_OTHER;
 	}
-	for (; rc == EXIT_OK && got > 0; got = recfile_iter_next(it, &row))
-		if (report_add(r, &row) != 0) {
-			snprintf(err, errlen, "out of memory");
-			rc = EXIT_OTHER;
-		}
-	recfile_iter_end(it);
-	if (r && rf.damage[0])
-		report_damage(r, rf.damage);
-	if (r)
-		report_finish(r);
-	recfile_close(&rf);
-	if (rc != EXIT_OK) {
-		report_destroy(r);
-		return rc;
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.flags = flags;
+	cfg.source = path;
+	cfg.source_type = "recording";
+	st = gpumon_model_create(&cfg, &m);
+	if (st == GPUMON_OK)
+		st = gpumon_model_load(m, r);
+	/* the file failing under the walk: what came before is good, and the loss is named */
+	if (st != GPUMON_OK && st != GPUMON_E_NOMEM && m) {
+		if (!gpumon_reader_damage(r)[0])
+			gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
+		st = GPUMON_OK;
 	}
-	*out = r;
+	gpumon_reader_destroy(r);
+	if (st != GPUMON_OK) {
+		cli_error("report: %s: %s", path, gpumon_strerror(st));
+		gpumon_model_destroy(m);
+		return EXIT_OTHER;
+	}
+	*out = m;
 	return EXIT_OK;
 }
 
-static int read_csv(const char *path, report **out, char *err, size_t errlen)
+static int read_csv(const char *path, unsigned flags, gpumon_model **out)
 {
+	char err[512] = "";
 	FILE *f = fopen(path, "r");
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		cli_error("report: %s: %s", path, strerror(errno));
 		return EXIT_OTHER;
 	}
-	report_source src = {.path = path, .type = "csv", .end_mono_ns = -1, .exit_status = -1};
-	report *r = report_create(&src);
-	int rc = r ? report_read_csv(path, f, r, err, errlen) : EXIT_OTHER;
-	if (!r)
-		snprintf(err, errlen, "out of memory");
-	else
-		report_finish(r);
+	int rc = report_csv_model(path, f, flags, out, err, sizeof err);
 	fclose(f);
-	if (rc != EXIT_OK) {
-		report_destroy(r);
-		return rc;
+	if (rc != EXIT_OK)
+		cli_error("report: %s", err);
+	return rc;
+}
+
+/* The model's document, parsed; NULL (message printed) when out of memory. */
+static json_t *document(const gpumon_model *m, unsigned flags, char **text)
+{
+	char *s = NULL;
+	json_error_t jerr;
+	json_t *doc = NULL;
+	if (gpumon_model_document(m, flags, &s) == GPUMON_OK)
+		doc = json_loads(s, 0, &jerr);
+	if (!doc)
+		cli_error("report: out of memory");
+	if (text && doc)
+		*text = s;
+	else
+		gpumon_free(s);
+	return doc;
+}
+
+static int write_html(const gpumon_model *m, const char *out)
+{
+	char err[512] = "";
+	json_t *doc = document(m, GPUMON_DOC_TIMELINE, NULL);
+	if (!doc)
+		return EXIT_OTHER;
+	FILE *f = fopen(out, "w");
+	if (!f) {
+		cli_error("report: cannot create %s: %s", out, strerror(errno));
+		json_decref(doc);
+		return EXIT_OTHER;
 	}
-	*out = r;
+	int bad = report_html_write(f, doc, err, sizeof err);
+	if (fclose(f) != 0 && !bad) {
+		snprintf(err, sizeof err, "could not write %s: %s", out, strerror(errno));
+		bad = -1;
+	}
+	json_decref(doc);
+	if (bad) {
+		cli_error("report: %s", err);
+		return EXIT_OTHER;
+	}
 	return EXIT_OK;
 }
 
@@ -147,53 +166,32 @@ int cmd_report(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
-	char err[512] = "";
-	report *r = NULL;
-	rc = report_is_sqlite(o.file) ? read_recording(o.file, &r, err, sizeof err) : read_csv(o.file, &r, err, sizeof err);
-	if (rc != EXIT_OK) {
-		cli_error("report: %s", err);
-		return rc;
-	}
 	if (o.html && cli_same_file(o.file, o.html)) {
 		cli_error("report: --html %s would overwrite the input", o.html);
-		report_destroy(r);
 		return EXIT_USAGE;
 	}
-	json_t *doc = report_document(r, o.html != NULL);
-	if (!doc) {
-		cli_error("report: out of memory");
-		report_destroy(r);
+	gpumon_model *m = NULL;
+	unsigned flags = o.html ? GPUMON_MODEL_TIMELINES : 0;
+	rc = report_is_sqlite(o.file) ? read_recording(o.file, flags, &m) : read_csv(o.file, flags, &m);
+	if (rc != EXIT_OK)
+		return rc;
+	gpumon_model_finish(m, 0, -1);
+	if (o.html && (rc = write_html(m, o.html)) != EXIT_OK) {
+		gpumon_model_destroy(m);
+		return rc;
+	}
+	/* the text and JSON are the same with --html or without: the document without its timeline */
+	char *text = NULL;
+	json_t *doc = document(m, 0, &text);
+	gpumon_model_destroy(m);
+	if (!doc)
 		return EXIT_OTHER;
-	}
-	if (o.html) {
-		FILE *f = fopen(o.html, "w");
-		if (!f) {
-			cli_error("report: cannot create %s: %s", o.html, strerror(errno));
-			json_decref(doc);
-			report_destroy(r);
-			return EXIT_OTHER;
-		}
-		int bad = report_html_write(f, doc, err, sizeof err);
-		if (fclose(f) != 0 && !bad) {
-			snprintf(err, sizeof err, "could not write %s: %s", o.html, strerror(errno));
-			bad = -1;
-		}
-		if (bad) {
-			cli_error("report: %s", err);
-			json_decref(doc);
-			report_destroy(r);
-			return EXIT_OTHER;
-		}
-		json_object_del(doc, "timeline"); /* the text and JSON outputs stay the same with --html */
-	}
-	if (o.json) {
-		if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(10)) == 0)
-			fputc('\n', stdout);
-	} else {
+	if (o.json) /* the library's document as it is: gpumon.report() in Python returns the same */
+		printf("%s\n", text);
+	else
 		report_print_text(stdout, doc);
-	}
+	gpumon_free(text);
 	json_decref(doc);
-	report_destroy(r);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		cli_error("report: cannot write the output: %s", strerror(errno));
 		return EXIT_OTHER;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* report_csv.c — reading a CSV run for `gpumon report` (docs/report.md): a header naming `time`
- * (seconds), optional `step`, and any of allocated, reserved, max_allocated, process_used,
- * device_used, device_total (bytes); other columns are ignored. Streams line by line in bounded
- * memory; a row that cannot be read is skipped and named, never read as 0. */
+/* report_csv.c — reading a CSV run for `gpumon report` (docs/report.md) into the library's run
+ * model: a header naming `time` (seconds), optional `step`, and any of allocated, reserved,
+ * max_allocated, process_used, device_used, device_total (bytes); other columns are ignored. Each
+ * row becomes records (the GPU, the one process, its framework figures). Streams line by line in
+ * bounded memory; a row that cannot be read is skipped and named, never read as 0. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -88,7 +89,13 @@ struct csv_state {
 	long skipped;
 	char first_problem[160];
 	int64_t last_t_ns;
-	int have_last;
+	int have_last, started;
+	/* the GPU's total, once a row gave it: the model's device, and its free memory */
+	uint64_t total;
+	int total_known;
+	long unjudged; /* rows whose device_used came before any device_total */
+	long first_unjudged;
+	gpumon_model *m;
 };
 
 static void skip(struct csv_state *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -138,8 +145,63 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 	return 0;
 }
 
-/* One data line into rows for r. */
-static int row(char *line, struct csv_state *st, report *r)
+/* The GPU's total from a row: declared to the model when it is new or changed. */
+static int take_total(struct csv_state *st, uint64_t total)
+{
+	if (st->total_known && st->total == total)
+		return GPUMON_OK;
+	st->total = total;
+	st->total_known = 1;
+	gpumon_device_info info = {.index = 0, .present = GPUMON_INFO_MEMORY_TOTAL, .memory_total_bytes = total};
+	return gpumon_model_device(st->m, &info);
+}
+
+/* The records of one row: the process first (the GPU's row is the moment its figures are judged,
+ * and a peak's owner is the process that rose), then the GPU, then the framework's figures. */
+static size_t records(struct csv_state *st, uint64_t t_ns, const double *v, const int *known, gpumon_record *rec)
+{
+	size_t n = 0;
+	if (known[C_PROC]) {
+		gpumon_record *r = &rec[n++];
+		r->kind = GPUMON_REC_PROCESS;
+		r->t_ns = t_ns;
+		r->process.pid = REPORT_CSV_PID;
+		r->process.flags = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_COMPUTE;
+		r->process.used_bytes = (uint64_t)v[C_PROC];
+	}
+	/* a GPU row needs its total: without one, its free memory would read as 0 */
+	if (known[C_DEVUSED] && st->total_known) {
+		gpumon_record *r = &rec[n++];
+		uint64_t used = (uint64_t)v[C_DEVUSED];
+		r->kind = GPUMON_REC_DEVICE;
+		r->t_ns = r->sample.t_ns = t_ns;
+		r->sample.present = GPUMON_F_MEMORY;
+		r->sample.memory_used_bytes = used;
+		r->sample.memory_total_bytes = st->total;
+		r->sample.memory_free_bytes = st->total > used ? st->total - used : 0;
+	} else if (known[C_DEVUSED] && !st->unjudged++) {
+		st->first_unjudged = st->line;
+	}
+	if (known[C_ALLOC] || known[C_RESERVED] || known[C_MAXALLOC]) {
+		gpumon_record *r = &rec[n++];
+		gpumon_framework_sample *f = &r->framework;
+		r->kind = GPUMON_REC_FRAMEWORK;
+		r->t_ns = f->t_ns = t_ns;
+		f->pid = REPORT_CSV_PID;
+		f->device = -1;
+		f->step = known[C_STEP] ? (int64_t)v[C_STEP] : -1;
+		f->allocated_known = known[C_ALLOC];
+		f->reserved_known = known[C_RESERVED];
+		f->max_allocated_known = known[C_MAXALLOC];
+		f->allocated_bytes = known[C_ALLOC] ? (uint64_t)v[C_ALLOC] : 0;
+		f->reserved_bytes = known[C_RESERVED] ? (uint64_t)v[C_RESERVED] : 0;
+		f->max_allocated_bytes = known[C_MAXALLOC] ? (uint64_t)v[C_MAXALLOC] : 0;
+	}
+	return n;
+}
+
+/* One data line into records for the model. 0, or a negative status (no memory). */
+static int row(char *line, struct csv_state *st)
 {
 	char *f[MAX_COLS];
 	int n = split(line, f, MAX_COLS);
@@ -151,7 +213,7 @@ static int row(char *line, struct csv_state *st, report *r)
 			continue;
 		char *s = trim(f[st->col[c]]);
 		int k = parse_num(s, &v[c]);
-		if (k < 0 || (k && c != C_STEP && v[c] < 0)) {
+		if (k < 0 || (k && c != C_STEP && v[c] < 0) || (k && v[c] > 1.8e19)) {
 			skip(st, "line %ld: '%.40s' is not a %s in column %s", st->line, s,
 			     c == C_TIME ? "time in seconds" : c == C_STEP ? "step number" : "byte count", col_names[c]);
 			return 0;
@@ -166,6 +228,10 @@ static int row(char *line, struct csv_state *st, report *r)
 		skip(st, "line %ld: time %.0f s is out of range", st->line, v[C_TIME]);
 		return 0;
 	}
+	if (known[C_STEP] && (v[C_STEP] < 0 || v[C_STEP] > 9.2e18)) { /* "unknown" is -1 to the model */
+		skip(st, "line %ld: step %.0f is out of range", st->line, v[C_STEP]);
+		return 0;
+	}
 	int64_t t_ns = (int64_t)llround(v[C_TIME] * 1e9);
 	if (st->have_last && t_ns < st->last_t_ns) {
 		skip(st, "line %ld: time %.3f s goes back", st->line, v[C_TIME]);
@@ -173,50 +239,62 @@ static int row(char *line, struct csv_state *st, report *r)
 	}
 	st->last_t_ns = t_ns;
 	st->have_last = 1;
-	/* the NVML-side rows first: a framework row compares itself with the process figure of now */
-	recrow rw;
-	if (known[C_DEVUSED] || known[C_DEVTOTAL]) {
-		memset(&rw, 0, sizeof rw);
-		rw.kind = RECROW_DEVICE;
-		rw.t_ns = t_ns;
-		rw.u.device.used = (recval){known[C_DEVUSED] ? (int64_t)v[C_DEVUSED] : 0, known[C_DEVUSED]};
-		rw.u.device.total = (recval){known[C_DEVTOTAL] ? (int64_t)v[C_DEVTOTAL] : 0, known[C_DEVTOTAL]};
-		if (report_add(r, &rw) != 0)
-			return -1;
+	uint64_t t = REPORT_CSV_T0_NS + (uint64_t)t_ns;
+	gpumon_record rec[4];
+	memset(rec, 0, sizeof rec);
+	size_t nrec = 0;
+	if (!st->started) { /* the CSV's process is the run's job */
+		st->started = 1;
+		rec[nrec].kind = GPUMON_REC_JOB;
+		rec[nrec].t_ns = t;
+		rec[nrec++].process.pid = REPORT_CSV_PID;
 	}
-	if (known[C_PROC]) {
-		memset(&rw, 0, sizeof rw);
-		rw.kind = RECROW_PROCESS;
-		rw.t_ns = t_ns;
-		rw.u.process.pid = -1;
-		rw.u.process.used = (recval){(int64_t)v[C_PROC], 1};
-		rw.u.process.job = 1;
-		rw.u.process.command = "process_used";
-		if (report_add(r, &rw) != 0)
-			return -1;
-	}
-	if (known[C_ALLOC] || known[C_RESERVED] || known[C_MAXALLOC]) {
-		memset(&rw, 0, sizeof rw);
-		rw.kind = RECROW_FRAMEWORK;
-		rw.t_ns = t_ns;
-		rw.u.framework.pid = -1;
-		rw.u.framework.step = (recval){known[C_STEP] ? (int64_t)v[C_STEP] : 0, known[C_STEP]};
-		rw.u.framework.allocated = (recval){known[C_ALLOC] ? (int64_t)v[C_ALLOC] : 0, known[C_ALLOC]};
-		rw.u.framework.reserved = (recval){known[C_RESERVED] ? (int64_t)v[C_RESERVED] : 0, known[C_RESERVED]};
-		rw.u.framework.max_allocated = (recval){known[C_MAXALLOC] ? (int64_t)v[C_MAXALLOC] : 0, known[C_MAXALLOC]};
-		rw.u.framework.framework = "csv";
-		if (report_add(r, &rw) != 0)
-			return -1;
-	}
-	return 0;
+	if (known[C_DEVTOTAL] && take_total(st, (uint64_t)v[C_DEVTOTAL]) != GPUMON_OK)
+		return GPUMON_E_NOMEM;
+	nrec += records(st, t, v, known, rec + nrec);
+	return gpumon_model_add(st->m, rec, nrec);
 }
 
-int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errlen)
+/* Creates the model a CSV feeds: a run (its process is the job) starting at the CSV's time 0. */
+static int new_model(const char *path, unsigned flags, gpumon_model **out)
+{
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .start_mono_ns = REPORT_CSV_T0_NS,
+				.exit_status = -1};
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.flags = flags;
+	cfg.meta = &meta;
+	cfg.source = path;
+	cfg.source_type = "csv";
+	return gpumon_model_create(&cfg, out);
+}
+
+/* Names in the document what the model did not get: skipped rows, GPU rows without a total. */
+static int name_losses(const struct csv_state *st)
+{
+	char text[320];
+	int rc = GPUMON_OK;
+	if (st->skipped) {
+		snprintf(text, sizeof text, "%ld rows skipped (the first: %s)", st->skipped, st->first_problem);
+		rc = gpumon_model_damage(st->m, text);
+	}
+	if (!rc && st->unjudged) {
+		snprintf(text, sizeof text,
+			 "device_used of %ld rows left out (the first: line %ld): no device_total known by then, so the "
+			 "GPU's free memory is unknown",
+			 st->unjudged, st->first_unjudged);
+		rc = gpumon_model_damage(st->m, text);
+	}
+	return rc;
+}
+
+int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err, size_t errlen)
 {
 	struct csv_state st;
 	memset(&st, 0, sizeof st);
+	*out = NULL;
 	char *line = malloc(MAX_LINE + 2);
-	if (!line) {
+	if (!line || new_model(path, model_flags, &st.m) != GPUMON_OK) {
+		free(line);
 		cli_set_err(err, errlen, "out of memory");
 		return EXIT_OTHER;
 	}
@@ -242,7 +320,7 @@ int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errl
 			have_header = 1;
 			continue;
 		}
-		if (row(t, &st, r) != 0) {
+		if (row(t, &st) != GPUMON_OK) {
 			cli_set_err(err, errlen, "out of memory");
 			rc = EXIT_OTHER;
 			break;
@@ -257,12 +335,16 @@ int report_read_csv(const char *path, FILE *f, report *r, char *err, size_t errl
 		rc = EXIT_USAGE;
 	}
 	free(line);
-	if (st.skipped) {
-		char text[256];
-		snprintf(text, sizeof text, "%ld rows skipped (the first: %s)", st.skipped, st.first_problem);
-		report_damage(r, text);
+	if (!rc && name_losses(&st) != GPUMON_OK) {
+		cli_set_err(err, errlen, "out of memory");
+		rc = EXIT_OTHER;
 	}
-	return rc;
+	if (rc) {
+		gpumon_model_destroy(st.m);
+		return rc;
+	}
+	*out = st.m;
+	return EXIT_OK;
 }
 
 int report_is_sqlite(const char *path)

@@ -124,6 +124,9 @@
 		return typeof s === 'string' ? s : 'n/a';
 	}
 
+	/* The marks: the peak, the leak's start and out-of-memory from the document; alerts and events
+	 * from the page's own lists (#alerts, #events: each alert once, worded as the summary words it).
+	 * An event that is an alert or out-of-memory is marked once, as such. */
 	function collectMarks(doc) {
 		var marks = [];
 		function add(t, short, text, color, dash, row) {
@@ -139,14 +142,23 @@
 		if (oom)
 			add(oom.time, 'OOM', 'out of memory' + (typeof oom.cause === 'string' ? ' (cause: ' + oom.cause + ')' : ''),
 			    '#7a0010', [], 2);
-		arr(doc.alerts).forEach(function (a) {
-			if (obj(a))
-				add(a.time, 'alert', 'alert: ' + textOr(a.text), '#c25e00', [2, 3], 3);
+		function listed(id, each) {
+			var items = document.querySelectorAll('#' + id + ' li[data-t]');
+			for (var i = 0; i < items.length; i++) {
+				var li = items[i], kind = li.getAttribute('data-kind') || '';
+				var text = li.querySelector('.text');
+				each(Number(li.getAttribute('data-t')), kind, text ? text.textContent : '');
+			}
+		}
+		listed('alerts', function (t, kind, text) {
+			if (kind === 'oom' && oom)
+				return; /* the OOM mark says it */
+			add(t, kind === 'oom' ? 'OOM' : 'alert', (kind === 'oom' ? 'out of memory: ' : 'alert: ') + text,
+			    '#c25e00', [2, 3], 3);
 		});
-		arr(doc.events).forEach(function (e) {
-			if (obj(e))
-				add(e.time, typeof e.kind === 'string' ? e.kind : 'event',
-				    (typeof e.kind === 'string' ? e.kind + ': ' : '') + textOr(e.text), '#444', [4, 4], 4);
+		listed('events', function (t, kind, text) {
+			if (kind !== 'alert' && kind !== 'oom')
+				add(t, kind || 'event', (kind ? kind + ': ' : '') + text, '#444', [4, 4], 4);
 		});
 		return marks;
 	}
@@ -319,7 +331,10 @@
 
 	function memoryChart(where, x, ys, series, opts) {
 		var byStep = !!opts.byStep;
-		var stepped = uPlot.paths.stepped({align: 1});
+		/* NVML's figures are change-only: each value holds until the next, so the GPUs' and the
+		 * processes' lines are steps (a process that never changed is a flat line to the end);
+		 * the framework's figures are samples, joined by straight lines */
+		var paths = opts.linear ? uPlot.paths.linear() : uPlot.paths.stepped({align: 1});
 		var s = [{
 			label: byStep ? 'step' : 'time',
 			value: function (u, v) {
@@ -334,7 +349,7 @@
 				width: d.width || 1.5,
 				dash: d.dash,
 				fill: d.fill,
-				paths: stepped,
+				paths: paths,
 				spanGaps: false,
 				/* a sample with gaps on both sides draws no line: show it as a dot */
 				points: {show: true, size: 5, filter: isolated},
@@ -489,6 +504,17 @@
 		return m;
 	}
 
+	/* "pid 4242 alice python train.py", its parts left out when unknown; "the process" when the
+	 * document names no pid (a CSV's). */
+	function processName(p) {
+		var parts = [isNum(p.pid) ? 'pid ' + p.pid : 'the process'];
+		if (typeof p.user === 'string')
+			parts.push(p.user);
+		if (typeof p.command === 'string')
+			parts.push(p.command);
+		return parts.join(' ');
+	}
+
 	/* The processes of one GPU, stacked: the job's at the bottom in blues, the others above in
 	 * oranges with dashed edges; the legend shows each process's own figure. */
 	function processChart(dev, procs, marks, range) {
@@ -527,8 +553,7 @@
 			var q = procs[i], pos = q.job ? i : i - njob;
 			var hue = q.job ? 205 + (pos * 37) % 60 : 18 + (pos * 23) % 40;
 			var light = 78 - (pos % 4) * 7;
-			var label = (q.job ? 'job ' : 'other ') + (typeof q.p.label === 'string' ? q.p.label
-					: 'pid ' + (isNum(q.p.pid) ? q.p.pid : 'n/a'));
+			var label = (q.job ? 'job ' : 'other ') + processName(q.p);
 			series.push({
 				label: label,
 				stroke: 'hsl(' + hue + ',60%,' + (light - 35) + '%)',
@@ -550,9 +575,21 @@
 		return true;
 	}
 
+	/* The verdict on framework source f's segment, from the document's series, or null. */
+	function segmentVerdict(doc, f) {
+		var found = null;
+		arr(doc.series).forEach(function (v) {
+			var s = obj(v) && obj(v.series);
+			if (s && s.kind === 'framework' && s.pid === f.pid && s.device === f.device && s.segment === f.segment)
+				found = v;
+		});
+		return found;
+	}
+
 	function frameworkChart(f, marks, range, leak) {
-		var title = (typeof f.framework === 'string' ? f.framework : 'framework') + ', pid ' +
-			    (isNum(f.pid) ? f.pid : 'n/a') + (isNum(f.device) ? ', GPU ' + f.device : '') + ': the allocator';
+		var title = (typeof f.framework === 'string' ? f.framework : 'framework') + ', ' +
+			    (isNum(f.pid) ? 'pid ' + f.pid : 'the process') + (isNum(f.device) ? ', device ' + f.device : '') +
+			    (isNum(f.segment) && f.segment > 0 ? ', loop restart ' + f.segment : '') + ': the allocator';
 		var hasStep = arr(f.step).some(isNum);
 		var hasTime = cleanSeries(f.t, []).x.length > 0;
 		if (!hasTime && !hasStep)
@@ -575,7 +612,7 @@
 				chart.destroy();
 			}
 			chart = memoryChart({body: holder, info: where.info}, c.x, c.ys, lines,
-					    {marks: marks, range: range, byStep: byStep});
+					    {marks: marks, range: range, byStep: byStep, linear: true});
 			if (!byStep && timeCharts.length > 1) {
 				var other = timeCharts[0] === chart ? timeCharts[1] : timeCharts[0];
 				chart.setScale('x', {min: other.scales.x.min, max: other.scales.x.max});
@@ -598,7 +635,7 @@
 			});
 			lab.appendChild(sel);
 			p.appendChild(lab);
-			if (leak && isNum(leak.start_step))
+			if (leak && leak.verdict === 'leak' && isNum(leak.start_step))
 				p.appendChild(document.createTextNode(' (the leak starts at step ' + leak.start_step + ')'));
 			where.box.insertBefore(p, where.body);
 		}
@@ -646,7 +683,6 @@
 		var tl = obj(doc.timeline) || {};
 		var marks = collectMarks(doc);
 		var range = timeRange(doc, tl, marks);
-		var leak = obj(doc.leak);
 		var n = 0;
 
 		arr(tl.devices).forEach(function (d) {
@@ -669,7 +705,7 @@
 				n++;
 		});
 		arr(tl.framework).forEach(function (f) {
-			if (obj(f) && frameworkChart(f, marks, range, leak))
+			if (obj(f) && frameworkChart(f, marks, range, segmentVerdict(doc, f)))
 				n++;
 		});
 		if (n === 0) {

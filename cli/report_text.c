@@ -1,183 +1,235 @@
 /* SPDX-License-Identifier: MIT */
-/* report_text.c — the plain-text summary of `gpumon report`, printed from the report document so
- * that the text, JSON and HTML outputs cannot disagree. */
+/* report_text.c — the plain-text summary of `gpumon report`, worded (words.c) from the run model's
+ * document, so that the text, the JSON and the HTML page say one answer. Nothing here decides. */
 #include <string.h>
 
 #include "cli.h"
 #include "report.h"
+#include "words.h"
 
-static const char *bytes(char *buf, size_t len, const json_t *v)
+static const char *str(const json_t *o, const char *key)
 {
-	if (!json_is_number(v))
-		return "n/a";
-	double b = json_number_value(v);
-	if (b < 0) {
-		char tmp[32];
-		snprintf(buf, len, "-%s", cli_format_bytes(tmp, sizeof tmp, (uint64_t)-b));
-		return buf;
+	return json_string_value(json_object_get(o, key));
+}
+
+static int has(const json_t *o, const char *key)
+{
+	return json_is_number(json_object_get(o, key));
+}
+
+static double num(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+static const char *bytes(char *buf, size_t len, const json_t *o, const char *key)
+{
+	return words_bytes(buf, len, json_object_get(o, key));
+}
+
+static void print_source(FILE *f, const json_t *s)
+{
+	const char *type = str(s, "type"), *kind = str(s, "kind");
+	int csv = type && !strcmp(type, "csv");
+	fprintf(f, "Report of %s (%s", str(s, "path") ? str(s, "path") : "n/a", csv ? "CSV" : type ? type : "n/a");
+	if (kind && !csv)
+		fprintf(f, " of gpumon %s", kind);
+	fprintf(f, ")\n");
+	if (str(s, "command"))
+		fprintf(f, "Command:        %s\n", str(s, "command"));
+	if (str(s, "host"))
+		fprintf(f, "Host:           %s\n", str(s, "host"));
+	if (str(s, "start_utc"))
+		fprintf(f, "Started:        %s\n", str(s, "start_utc"));
+	if (has(s, "duration_s"))
+		fprintf(f, "Duration:       %.1f s\n", num(s, "duration_s"));
+	if (has(s, "exit_status"))
+		fprintf(f, "Exit status:    %lld\n", (long long)num(s, "exit_status"));
+}
+
+/* A GPU: its name and total, then what the run did on it, where the document has it. */
+static void print_device(FILE *f, const json_t *d)
+{
+	char a[32], b[32], c[32], w[640];
+	long long dev = (long long)num(d, "dev");
+	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, str(d, "name") ? str(d, "name") : "", str(d, "name") ? ", " : "",
+		bytes(a, sizeof a, d, "total_bytes"), json_is_true(json_object_get(d, "lost")) ? ", LOST" : "");
+	const json_t *peak = json_object_get(d, "peak"), *job = json_object_get(d, "job_peak");
+	if (json_is_object(peak)) {
+		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), num(peak, "time"));
+		if (json_is_object(json_object_get(peak, "owner")))
+			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(peak, "owner")));
+		fprintf(f, "\n");
 	}
-	return cli_format_bytes(buf, len, (uint64_t)b);
+	if (json_is_object(job)) {
+		fprintf(f, "  the job at most %s at %.1f s, %s on average; the others then %s\n", bytes(a, sizeof a, job, "bytes"),
+			num(job, "time"), bytes(b, sizeof b, d, "job_mean_bytes"),
+			bytes(c, sizeof c, d, "others_at_job_peak_bytes"));
+	}
+	if (json_is_object(job) && has(d, "others_peak_bytes") && num(d, "others_peak_bytes") > 0)
+		fprintf(f, "  other processes at most %s together\n", bytes(a, sizeof a, d, "others_peak_bytes"));
 }
 
-static const char *str(const json_t *o, const char *key, const char *dflt)
+/* The run's verdict, and every series judged when there are several (a restarted step counter's
+ * segments each among them). */
+static void print_leak(FILE *f, const json_t *doc)
 {
-	const char *s = json_string_value(json_object_get(o, key));
-	return s ? s : dflt;
+	char w[1024];
+	const json_t *leak = json_object_get(doc, "leak"), *all = json_object_get(doc, "series"), *v;
+	if (json_is_object(leak))
+		fprintf(f, "Leak:           %s\n", words_verdict(w, sizeof w, leak, -1));
+	else
+		fprintf(f, "Leak:           n/a (no memory series)\n");
+	size_t i;
+	if (json_array_size(all) < 2)
+		return;
+	fprintf(f, "Series judged:\n");
+	json_array_foreach(all, i, v) fprintf(f, "  %s\n", words_verdict(w, sizeof w, v, -1));
 }
 
-static double num(const json_t *o, const char *key, double dflt)
+static void print_peak(FILE *f, const json_t *p)
 {
-	json_t *v = json_object_get(o, key);
-	return json_is_number(v) ? json_number_value(v) : dflt;
+	char a[32], w[640], what[96];
+	fprintf(f, "Peak:           ");
+	if (!has(p, "bytes")) {
+		fprintf(f, "n/a (no memory figures)\n");
+		return;
+	}
+	fprintf(f, "%s of %s at %.1f s", bytes(a, sizeof a, p, "bytes"), words_peak_what(what, sizeof what, p),
+		num(p, "time"));
+	if (json_is_object(json_object_get(p, "owner")))
+		fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(p, "owner")));
+	if (json_is_object(json_object_get(p, "largest")))
+		fprintf(f, "; the largest holder then %s", words_who(w, sizeof w, json_object_get(p, "largest")));
+	fprintf(f, "\n");
 }
 
-/* ", pid N" when o names a process, "" when not (a CSV) */
-static const char *pid_text(char *buf, size_t len, const json_t *o)
+/* ", pid N", ", the process" (a CSV's), or "" when the figure names no process. */
+static const char *whose(char *buf, size_t len, const json_t *o, int csv)
 {
 	buf[0] = 0;
-	if (json_is_integer(json_object_get(o, "pid")))
-		snprintf(buf, len, ", pid %lld", (long long)num(o, "pid", -1));
+	if (has(o, "pid"))
+		snprintf(buf, len, ", pid %lld", (long long)num(o, "pid"));
+	else if (csv)
+		snprintf(buf, len, ", the process");
 	return buf;
 }
 
-static void print_owner(FILE *f, const json_t *owner)
+static void print_memory(FILE *f, const json_t *doc, int csv)
 {
-	if (!json_is_object(owner))
-		return;
-	fprintf(f, " (pid %lld", (long long)num(owner, "pid", -1));
-	if (json_is_string(json_object_get(owner, "user")))
-		fprintf(f, ", %s", str(owner, "user", ""));
-	if (json_is_string(json_object_get(owner, "command")))
-		fprintf(f, ": %.60s", str(owner, "command", ""));
-	fprintf(f, ")");
+	char a[32], b[48];
+	const json_t *fr = json_object_get(doc, "fragmentation"), *un = json_object_get(doc, "unaccounted");
+	if (json_is_object(fr))
+		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n", bytes(a, sizeof a, fr, "bytes"),
+			num(fr, "time"), whose(b, sizeof b, fr, csv));
+	else
+		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
+	if (json_is_object(un))
+		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
+			bytes(a, sizeof a, un, "bytes"), num(un, "time"), whose(b, sizeof b, un, csv));
+	else
+		fprintf(f, "Unaccounted:    n/a (needs the framework's reserved figure and the process's NVML figure)\n");
 }
 
-static void print_leak(FILE *f, const json_t *l)
+static void print_windows(FILE *f, const json_t *doc)
 {
-	char a[32];
-	const char *v = str(l, "verdict", "insufficient_data");
-	fprintf(f, "Leak:           ");
-	if (!strcmp(v, "insufficient_data")) {
-		fprintf(f, "not enough data to tell (%lld points of %s)\n", (long long)num(l, "points", 0),
-			str(l, "series", "no memory series"));
-		return;
+	char a[32], w[640];
+	size_t i;
+	const json_t *x;
+	json_array_foreach(json_object_get(doc, "windows"), i, x)
+	{
+		if (i == 0)
+			fprintf(f, "Peaks by window:\n");
+		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", num(x, "start"), num(x, "end"), bytes(a, sizeof a, x, "bytes"),
+			num(x, "time"));
+		if (json_is_object(json_object_get(x, "owner")))
+			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(x, "owner")));
+		fprintf(f, "\n");
 	}
-	if (!strcmp(v, "none")) {
-		fprintf(f, "none: the floor of %s does not keep rising (confidence %.2f)\n", str(l, "series", "?"),
-			num(l, "confidence", 0));
-		return;
-	}
-	fprintf(f, "LEAK on %s: ", str(l, "series", "?"));
-	if (num(l, "rate_bytes_per_step", -1) > 0)
-		fprintf(f, "+%s a step", bytes(a, sizeof a, json_object_get(l, "rate_bytes_per_step")));
-	else
-		fprintf(f, "+%s a second", bytes(a, sizeof a, json_object_get(l, "rate_bytes_per_second")));
-	if (num(l, "start_step", -1) >= 0)
-		fprintf(f, " from step %lld", (long long)num(l, "start_step", 0));
-	else if (num(l, "start_time", -1) >= 0)
-		fprintf(f, " from %.1f s", num(l, "start_time", 0));
-	fprintf(f, " (confidence %.2f)", num(l, "confidence", 0));
-	if (num(l, "steps_to_oom", -1) >= 0)
-		fprintf(f, "; out of memory in about %.0f more steps", num(l, "steps_to_oom", 0));
-	if (num(l, "seconds_to_oom", -1) >= 0)
-		fprintf(f, " (%.0f s)", num(l, "seconds_to_oom", 0));
-	fprintf(f, "\n");
 }
 
 static void print_oom(FILE *f, const json_t *o)
 {
-	char a[32];
-	fprintf(f, "Out of memory:  at %.1f s on GPU %lld: %s\n", num(o, "time", 0), (long long)num(o, "dev", 0),
-		str(o, "cause", "unknown"));
-	fprintf(f, "  %s\n", str(o, "diagnosis", ""));
-	if (json_is_string(json_object_get(o, "message")) && str(o, "message", "")[0])
-		fprintf(f, "  message: %.200s\n", str(o, "message", ""));
+	char a[32], w[2048];
+	fprintf(f, "Out of memory:  at %.1f s", num(o, "time"));
+	if (has(o, "dev"))
+		fprintf(f, " on GPU %lld", (long long)num(o, "dev"));
+	fprintf(f, ": %s\n  %s\n", words_cause(o), words_oom(w, sizeof w, o));
+	if (str(o, "message"))
+		fprintf(f, "  message: %.300s\n", str(o, "message"));
+	else /* the model's rule: a job that failed with its GPU full ran out of memory then */
+		fprintf(f, "  (no message was seen: the job failed with its GPU 99 %% full or more)\n");
 	size_t i;
-	json_t *h;
+	const json_t *h;
 	json_array_foreach(json_object_get(o, "holders"), i, h)
 	{
 		if (i == 0)
 			fprintf(f, "  who held what:\n");
-		fprintf(f, "    %-8lld %-10.10s %10s %-4s %.50s\n", (long long)num(h, "pid", -1), str(h, "user", "?"),
-			bytes(a, sizeof a, json_object_get(h, "bytes")),
-			json_is_true(json_object_get(h, "job")) ? "job" : "", str(h, "command", ""));
+		if (has(h, "pid"))
+			fprintf(f, "    %-11lld", (long long)num(h, "pid"));
+		else
+			fprintf(f, "    %-11s", "the process");
+		fprintf(f, " %-10.10s %10s %-4s %.60s\n", str(h, "user") ? str(h, "user") : "n/a", bytes(a, sizeof a, h, "bytes"),
+			json_is_true(json_object_get(h, "job")) ? "job" : "", str(h, "command") ? str(h, "command") : "");
 	}
-	json_t *p;
-	json_array_foreach(json_object_get(o, "last_seconds"), i, p)
+	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
 	{
 		if (i == 0)
 			fprintf(f, "  the last seconds (used):");
-		fprintf(f, " %.1fs %s", num(p, "time", 0), bytes(a, sizeof a, json_object_get(p, "used_bytes")));
+		fprintf(f, " %.1fs %s", num(h, "time"), bytes(a, sizeof a, h, "used_bytes"));
 	}
 	if (json_array_size(json_object_get(o, "last_seconds")))
 		fprintf(f, "\n");
 }
 
-void report_print_text(FILE *f, const json_t *doc)
+static void print_alerts(FILE *f, const json_t *doc)
 {
-	char a[32], b[32];
-	const json_t *s = json_object_get(doc, "source");
-	fprintf(f, "Report of %s (%s%s%s)\n", str(s, "path", "?"), str(s, "type", "?"),
-		json_is_string(json_object_get(s, "kind")) ? ", " : "", str(s, "kind", ""));
-	if (json_is_string(json_object_get(s, "command")))
-		fprintf(f, "Command:        %s\n", str(s, "command", ""));
-	if (json_is_string(json_object_get(s, "host")))
-		fprintf(f, "Host:           %s\n", str(s, "host", ""));
-	if (json_is_string(json_object_get(s, "start_utc")))
-		fprintf(f, "Started:        %s\n", str(s, "start_utc", ""));
-	if (json_is_number(json_object_get(s, "duration_s")))
-		fprintf(f, "Duration:       %.1f s\n", num(s, "duration_s", 0));
-	if (json_is_number(json_object_get(s, "exit_status")))
-		fprintf(f, "Exit status:    %lld\n", (long long)num(s, "exit_status", 0));
+	json_t *list = words_alert_list(doc), *x;
 	size_t i;
-	json_t *d;
-	json_array_foreach(json_object_get(doc, "devices"), i, d)
-	{
-		fprintf(f, "GPU %lld:          %s, %s\n", (long long)num(d, "dev", 0), str(d, "name", "n/a"),
-			bytes(a, sizeof a, json_object_get(d, "total_bytes")));
+	if (!list) {
+		fprintf(f, "Alerts:         n/a (out of memory)\n");
+		return;
 	}
-	print_leak(f, json_object_get(doc, "leak"));
-	const json_t *p = json_object_get(doc, "peak");
-	fprintf(f, "Peak:           ");
-	if (json_is_number(json_object_get(p, "bytes"))) {
-		fprintf(f, "%s (%s", bytes(a, sizeof a, json_object_get(p, "bytes")), str(p, "what", "?"));
-		if (json_is_number(json_object_get(p, "dev")))
-			fprintf(f, ", GPU %lld", (long long)num(p, "dev", 0));
-		fprintf(f, ") at %.1f s", num(p, "time", 0));
-		print_owner(f, json_object_get(p, "owner"));
-		fprintf(f, "\n");
-	} else {
-		fprintf(f, "n/a (no memory figures)\n");
-	}
-	const json_t *fr = json_object_get(doc, "fragmentation"), *un = json_object_get(doc, "unaccounted");
-	if (json_is_object(fr))
-		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n",
-			bytes(a, sizeof a, json_object_get(fr, "bytes")), num(fr, "time", 0), pid_text(b, sizeof b, fr));
-	else
-		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
-	if (json_is_object(un))
-		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
-			bytes(a, sizeof a, json_object_get(un, "bytes")), num(un, "time", 0), pid_text(b, sizeof b, un));
-	else
-		fprintf(f, "Unaccounted:    n/a (needs the framework's reserved figure and the process's NVML figure)\n");
-	json_t *w;
-	json_array_foreach(json_object_get(doc, "windows"), i, w)
+	json_array_foreach(list, i, x)
 	{
-		if (i == 0)
-			fprintf(f, "Peaks by window:\n");
-		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", num(w, "start", 0), num(w, "end", 0),
-			bytes(a, sizeof a, json_object_get(w, "peak_bytes")), num(w, "peak_time", 0));
-		print_owner(f, json_object_get(w, "owner"));
-		fprintf(f, "\n");
-	}
-	if (json_is_object(json_object_get(doc, "oom")))
-		print_oom(f, json_object_get(doc, "oom"));
-	json_array_foreach(json_object_get(doc, "alerts"), i, w)
-	{
+		const char *kind = str(x, "kind");
 		if (i == 0)
 			fprintf(f, "Alerts:\n");
-		fprintf(f, "  %.1f s: %s\n", num(w, "time", 0), str(w, "text", ""));
+		fprintf(f, "  %.1f s: ", num(x, "time"));
+		if (!strcmp(kind, "leak"))
+			fprintf(f, "leak: %s%s\n", str(x, "text"), json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
+		else if (!strcmp(kind, "oom"))
+			fprintf(f, "out of memory: %.300s\n", str(x, "text"));
+		else if (!strcmp(kind, "headroom"))
+			fprintf(f, "%s\n", str(x, "text"));
+		else
+			fprintf(f, "%.300s (given live)\n", str(x, "text"));
 	}
-	if (json_is_string(json_object_get(s, "damage")))
-		fprintf(f, "Not read:       %s\n", str(s, "damage", ""));
+	json_decref(list);
+}
+
+void report_print_text(FILE *f, const json_t *document)
+{
+	/* a CSV's stand-in pid is taken out: its process is "the process" */
+	json_t *doc = words_document(document);
+	if (!doc) {
+		fprintf(f, "(out of memory)\n");
+		return;
+	}
+	const json_t *s = json_object_get(doc, "source"), *d;
+	const char *type = str(s, "type");
+	int csv = type && !strcmp(type, "csv");
+	size_t i;
+	print_source(f, s);
+	json_array_foreach(json_object_get(doc, "devices"), i, d) print_device(f, d);
+	print_leak(f, doc);
+	print_peak(f, json_object_get(doc, "peak"));
+	print_memory(f, doc, csv);
+	print_windows(f, doc);
+	if (json_is_object(json_object_get(doc, "oom")))
+		print_oom(f, json_object_get(doc, "oom"));
+	print_alerts(f, doc);
+	if (str(s, "damage"))
+		fprintf(f, "Not read:       %s\n", str(s, "damage"));
+	json_decref(doc);
 }

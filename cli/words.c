@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -85,21 +86,25 @@ const char *words_series(char *buf, size_t len, const json_t *s)
 	if (!strcmp(kind, "framework")) {
 		add(buf, len, &at, "the framework's allocated memory");
 		const char *fw = str(s, "framework");
-		int pid = has_num(s, "pid"), seg = has_num(s, "segment") && num(s, "segment") > 0;
-		if (fw || pid || seg) {
-			add(buf, len, &at, " (");
-			if (fw && fw[0])
-				add(buf, len, &at, "%s%s", fw, pid ? ", " : "");
-			if (pid)
-				add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
-			if (seg) /* a restarted step counter: the n-th run of the loop */
-				add(buf, len, &at, "%sloop restart %lld", fw || pid ? ", " : "", (long long)num(s, "segment"));
-			add(buf, len, &at, ")");
-		}
+		int seg = has_num(s, "segment") && num(s, "segment") > 0;
+		add(buf, len, &at, " (");
+		if (fw && fw[0])
+			add(buf, len, &at, "%s, ", fw);
+		if (has_num(s, "pid"))
+			add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
+		else /* a CSV: its one process, unnamed */
+			add(buf, len, &at, "the process");
+		if (seg) /* a restarted step counter: the n-th run of the loop */
+			add(buf, len, &at, ", loop restart %lld", (long long)num(s, "segment"));
+		add(buf, len, &at, ")");
 	} else if (!strcmp(kind, "job")) {
 		add(buf, len, &at, "the job's processes on GPU %lld (NVML)", (long long)num(s, "dev"));
 	} else if (!strcmp(kind, "process")) {
-		add(buf, len, &at, "pid %lld on GPU %lld (NVML)", (long long)num(s, "pid"), (long long)num(s, "dev"));
+		if (has_num(s, "pid"))
+			add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
+		else
+			add(buf, len, &at, "the process");
+		add(buf, len, &at, " on GPU %lld (NVML)", (long long)num(s, "dev"));
 	} else if (!strcmp(kind, "device")) {
 		add(buf, len, &at, "GPU %lld's used memory (NVML)", (long long)num(s, "dev"));
 	} else {
@@ -120,7 +125,7 @@ const char *words_room(char *buf, size_t len, const json_t *v)
 	else if (!strcmp(room, "cap"))
 		snprintf(buf, len, "the cap the job set on its allocator");
 	else if (!strcmp(room, "total"))
-		snprintf(buf, len, "the GPU's total (what other processes hold is unknown)");
+		snprintf(buf, len, "the GPU's total, what other processes hold unknown");
 	else
 		snprintf(buf, len, "%s", room);
 	return buf;
@@ -272,4 +277,137 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 				    "gradient checkpointing.");
 	}
 	return buf;
+}
+
+const char *words_who(char *buf, size_t len, const json_t *who)
+{
+	size_t at = 0;
+	buf[0] = 0;
+	if (!has_num(who, "pid")) {
+		add(buf, len, &at, "the process");
+		return buf;
+	}
+	const char *user = str(who, "user"), *cmd = str(who, "command");
+	add(buf, len, &at, "pid %lld", (long long)num(who, "pid"));
+	if (user && cmd)
+		add(buf, len, &at, " (%s: %.100s)", user, cmd);
+	else if (user || cmd)
+		add(buf, len, &at, " (%.100s)", user ? user : cmd);
+	return buf;
+}
+
+const char *words_peak_what(char *buf, size_t len, const json_t *peak)
+{
+	const char *what = str(peak, "what");
+	long long dev = has_num(peak, "dev") ? (long long)num(peak, "dev") : -1;
+	if (what && !strcmp(what, "job") && dev >= 0)
+		snprintf(buf, len, "the job's processes on GPU %lld", dev);
+	else if (what && !strcmp(what, "job"))
+		snprintf(buf, len, "the job's processes");
+	else if (what && !strcmp(what, "device") && dev >= 0)
+		snprintf(buf, len, "GPU %lld's used memory", dev);
+	else if (what && !strcmp(what, "framework"))
+		snprintf(buf, len, "the framework's highest allocated");
+	else
+		snprintf(buf, len, "%s", what ? what : "n/a");
+	return buf;
+}
+
+/* Sets every member named "pid" under v to null. */
+static void unname(json_t *v)
+{
+	const char *key;
+	json_t *x;
+	size_t i;
+	if (json_is_object(v)) {
+		json_object_foreach(v, key, x)
+		{
+			if (!strcmp(key, "pid"))
+				json_object_set_new(v, key, json_null());
+			else
+				unname(x);
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, x) unname(x);
+	}
+}
+
+json_t *words_document(const json_t *doc)
+{
+	json_t *copy = json_deep_copy(doc);
+	const char *type = str(json_object_get(doc, "source"), "type");
+	if (copy && type && !strcmp(type, "csv"))
+		unname(copy);
+	return copy;
+}
+
+/* Whether an entry of alerts[] is at time t (the model marks the one an "alert" event stands for). */
+static int model_alert_at(const json_t *alerts, double t)
+{
+	size_t i;
+	const json_t *a;
+	json_array_foreach(alerts, i, a) if (has_num(a, "time") && num(a, "time") == t) return 1;
+	return 0;
+}
+
+/* Sorts by time, keeping the order of equal times (an insertion sort: a few hundred at most). */
+static void sort_by_time(json_t **items, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && num(items[j], "time") < num(items[j - 1], "time"); j--) {
+			json_t *t = items[j];
+			items[j] = items[j - 1];
+			items[j - 1] = t;
+		}
+}
+
+/* Appends {time, kind, text, live} to list; -1 when out of memory. */
+static int note(json_t *list, const json_t *time, const char *kind, const char *text, int live)
+{
+	json_t *o = json_pack("{s:O, s:s, s:s?, s:b}", "time", time ? (json_t *)time : json_null(), "kind", kind,
+			      "text", text, "live", live);
+	return o ? json_array_append_new(list, o) : -1;
+}
+
+json_t *words_alert_list(const json_t *doc)
+{
+	const json_t *alerts = json_object_get(doc, "alerts"), *x;
+	json_t *list = json_array();
+	char buf[1024];
+	size_t i;
+	int bad = !list;
+	json_array_foreach(alerts, i, x)
+	{
+		const char *kind = str(x, "kind");
+		if (!bad)
+			bad = note(list, json_object_get(x, "time"), kind && !strcmp(kind, "headroom") ? "headroom" : "leak",
+				   words_alert(buf, sizeof buf, x), json_is_true(json_object_get(x, "live")));
+	}
+	json_array_foreach(json_object_get(doc, "events"), i, x)
+	{
+		const char *kind = str(x, "kind");
+		if (bad || !kind || (strcmp(kind, "alert") && strcmp(kind, "oom")))
+			continue;
+		if (!strcmp(kind, "alert") && has_num(x, "time") && model_alert_at(alerts, num(x, "time")))
+			continue; /* the model's alert above, given live */
+		bad = note(list, json_object_get(x, "time"), kind, str(x, "text") ? str(x, "text") : kind, 1);
+	}
+	size_t n = bad ? 0 : json_array_size(list);
+	json_t **items = n ? malloc(n * sizeof *items) : NULL;
+	if (n && !items)
+		bad = 1;
+	for (i = 0; !bad && i < n; i++)
+		items[i] = json_incref(json_array_get(list, i));
+	if (!bad && n) { /* oldest first; the model's alert before an event at the same moment */
+		sort_by_time(items, n);
+		json_array_clear(list);
+		for (i = 0; i < n; i++)
+			json_array_append_new(list, items[i]);
+	}
+	free(items);
+	if (bad) {
+		json_decref(list);
+		return NULL;
+	}
+	return list;
 }

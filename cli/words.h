@@ -20,8 +20,8 @@ const char *words_duration(char *buf, size_t len, double seconds);
  * processes on GPU 0 (NVML)", "pid 4242 on GPU 1 (NVML)", "GPU 0's used memory (NVML)". */
 const char *words_series(char *buf, size_t len, const json_t *series);
 
-/* What bounds the projection: "the GPU's free memory", "--limit", "the allocator's cap", "the
- * GPU's total (other processes unknown)". */
+/* What bounds the projection: "the GPU's free memory", "the --limit set for the job", "the cap the
+ * job set on its allocator", "the GPU's total, what other processes hold unknown". */
 const char *words_room(char *buf, size_t len, const json_t *verdict);
 
 /* A verdict (the document's "leak" or an entry of "series") in one sentence: "LEAK: +4.00 MiB a step
@@ -41,5 +41,26 @@ const char *words_oom(char *buf, size_t len, const json_t *oom);
 
 /* The short name of an out-of-memory cause code ("co-tenant", ...), as the document has it. */
 const char *words_cause(const json_t *oom);
+
+/* A process as the document names it ({pid, user, command}): "pid 4242 (alice: python train.py)",
+ * its parts left out when unknown; "the process" when the pid is null (a CSV names none). */
+const char *words_who(char *buf, size_t len, const json_t *who);
+
+/* What a peak (the document's "peak") is of: "the job's processes on GPU 0", "GPU 1's used memory",
+ * "the framework's highest allocated". */
+const char *words_peak_what(char *buf, size_t len, const json_t *peak);
+
+/* The alerts of a document as a front end lists them, oldest first, as a new array of {time, kind,
+ * text, live}: each entry of "alerts" once (kind "leak" or "headroom", worded by words_alert; live:
+ * it was also given while the run went on), then each "alert" event that no entry of "alerts"
+ * stands for (kind "alert": one given live at another moment, a --limit) and each "oom" event
+ * (kind "oom"), with their own text. NULL when out of memory. */
+json_t *words_alert_list(const json_t *doc);
+
+/* A copy of the document to word. A CSV names no process: the records of its one process carry a
+ * stand-in pid (docs/report.md), so in a CSV's document every "pid" is made null, and the words say
+ * "the process" where a pid would be. Other documents are copied as they are. New reference; NULL
+ * when out of memory. */
+json_t *words_document(const json_t *doc);
 
 #endif

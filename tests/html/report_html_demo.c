@@ -8,6 +8,8 @@
 
 #include "report_html.h"
 
+const char *cli_progname = "report_html_demo";
+
 int main(int argc, char **argv)
 {
 	json_error_t jerr;
