@@ -434,3 +434,134 @@ def test_bundled_h200_recording(gpumon):
     assert doc["source"]["kind"] == "record"
     assert doc["leak"]["verdict"] == "leak" and doc["leak"]["series"]["kind"] == "process"
     assert doc["peak"]["owner"]["command"].startswith("python3 tests/gpu/trainer.py leak_cache")
+
+
+# ---- one answer: the library's document, every series judged, no made-up pid ------------------
+
+
+def library_document(path):
+    """The run model's document of a recording, made here through libgpumon itself (ctypes): the
+    same calls as gpumon.report() in Python."""
+    import ctypes
+    lib_path = None
+    out = subprocess.run(["ldd", os.path.abspath(GPUMON_BIN)], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "libgpumon" in line and "=>" in line:
+            lib_path = line.split("=>")[1].split("(")[0].strip()
+    assert lib_path and os.path.exists(lib_path), out
+    lib = ctypes.CDLL(lib_path)
+
+    class ModelConfig(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_uint), ("flags", ctypes.c_uint), ("meta", ctypes.c_void_p),
+                    ("limit_bytes", ctypes.c_uint64), ("cuda_visible_devices", ctypes.c_char_p),
+                    ("headroom_share", ctypes.c_double), ("max_processes", ctypes.c_uint),
+                    ("source", ctypes.c_char_p), ("source_type", ctypes.c_char_p)]
+
+    reader, model, text = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    assert lib.gpumon_reader_create(str(path).encode(), ctypes.byref(reader)) == 0
+    cfg = ModelConfig(ctypes.sizeof(ModelConfig), 0, None, 0, None, 0.0, 0, str(path).encode(), b"recording")
+    assert lib.gpumon_model_create(ctypes.byref(cfg), ctypes.byref(model)) == 0
+    assert lib.gpumon_model_load(model, reader) == 0
+    assert lib.gpumon_model_finish(model, ctypes.c_uint64(0), -1) == 0
+    assert lib.gpumon_model_document(model, 0, ctypes.byref(text)) == 0
+    doc = ctypes.string_at(text).decode()
+    lib.gpumon_free(text)
+    lib.gpumon_model_destroy(model)
+    lib.gpumon_reader_destroy(reader)
+    return doc
+
+
+@pytest.mark.parametrize("name", ["leak_cotenant_oom", "clean_warmup"])
+def test_json_is_the_library_document(gpumon, name):
+    """--json prints the run model's document as the library makes it, byte for byte: what
+    gpumon.report() returns in Python"""
+    path = os.path.join(EXAMPLES, name + ".gpumon")
+    r = gpumon(["report", path, "--json"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == library_document(path) + "\n"
+    # and the verdict the text states is the document's
+    doc = json.loads(r.stdout)
+    text = gpumon(["report", path]).stdout
+    verdict = {"leak": "Leak:           LEAK on", "none": "Leak:           none:"}[doc["leak"]["verdict"]]
+    assert verdict in text
+
+
+def restarted_rows():
+    """allocated of one process whose loop runs twice (its step counter restarts): a leak of 8 MiB a
+    step in the first run, none in the second"""
+    rows = []
+    for i, a in allocated_series(300, leak_per_step=8 * MiB, seed=5):
+        rows.append((1 + i * 0.1, i, a))
+    for i, a in allocated_series(300, seed=6):
+        rows.append((40 + i * 0.1, i, a))
+    return rows
+
+
+def check_two_segments(doc, text):
+    fw = [v for v in doc["series"] if v["series"]["kind"] == "framework"]
+    assert [(v["series"]["segment"], v["verdict"]) for v in fw] == [(0, "leak"), (1, "none")]
+    assert fw[0]["rate_bytes_per_step"] == pytest.approx(8 * MiB, rel=0.05)
+    # the run's verdict is the leak, and both segments are listed and judged in the text
+    assert doc["leak"]["verdict"] == "leak" and doc["leak"]["series"]["segment"] == 0
+    lines = []
+    for line in text.split("Series judged:\n")[1].splitlines():
+        if not line.startswith("  "):
+            break
+        lines.append(line)
+    framework_lines = [l for l in lines if "the framework's allocated memory" in l]
+    assert len(framework_lines) == 2, text
+    assert framework_lines[0].startswith("  LEAK on") and "loop restart" not in framework_lines[0]
+    assert framework_lines[1].startswith("  none:") and "loop restart 1" in framework_lines[1]
+
+
+def test_restarted_step_counter_two_judged_segments(gpumon, tmp_path):
+    rec = Rec(tmp_path / "twice.gpumon", exit_status=0)
+    for s, step, a in restarted_rows():
+        rec.framework(s, 100, step, a, a + GiB)
+    rec.close()
+    doc = report_json(gpumon, rec.path)
+    text = gpumon(["report", str(rec.path)]).stdout
+    check_two_segments(doc, text)
+    assert "(torch, pid 100, loop restart 1)" in text
+    # the same from a CSV
+    path = write_csv(tmp_path / "twice.csv", ["time", "step", "allocated"], restarted_rows())
+    doc = report_json(gpumon, path)
+    text = gpumon(["report", str(path)]).stdout
+    check_two_segments(doc, text)
+    assert "(the process, loop restart 1)" in text
+
+
+def test_csv_never_shows_a_pid(gpumon, tmp_path):
+    """A CSV names no process: its records carry a stand-in pid, which the text and the page word as
+    "the process", wherever the document names a process (peak owner, series, figures, timelines)"""
+    rows = [(i * 0.5, i, 5 * GiB + i * 4 * MiB, 6 * GiB + i * 4 * MiB, 6 * GiB + 700 * MiB + i * 4 * MiB,
+             8 * GiB + i * 4 * MiB, TOTAL) for i in range(300)]
+    path = write_csv(tmp_path / "p.csv", ["time", "step", "allocated", "reserved", "process_used", "device_used",
+                                          "device_total"], rows)
+    doc = report_json(gpumon, path)
+    assert doc["peak"]["what"] == "job" and doc["peak"]["owner"]["pid"] == 0
+    assert {v["series"]["kind"] for v in doc["series"]} >= {"framework", "job", "process", "device"}
+    text = gpumon(["report", str(path)]).stdout.replace(str(path), "p.csv")
+    assert "pid" not in text, text
+    assert "the rise of the process" in text and "the process on GPU 0 (NVML)" in text
+    assert "(the process)" in text
+    page = tmp_path / "p.html"
+    r = gpumon(["report", str(path), "--html", str(page)])
+    assert r.returncode == 0, r.stderr
+    raw = page.read_text()
+    start = raw.index('<script type="application/json" id="gpumon-data">')
+    embedded = json.loads(raw[raw.index(">", start) + 1:raw.index("</script>", start)])
+    pids = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            pids.extend(x for k, x in v.items() if k == "pid")
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(embedded)
+    assert pids and set(pids) == {None}
+    summary = raw[raw.index("<main>"):raw.index("</main>")].replace(str(path), "p.csv")
+    assert "pid" not in summary and "the process" in summary

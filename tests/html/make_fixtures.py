@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Writes the report documents (docs/report-html.md) that the HTML page tests render: run it from
-anywhere to regenerate tests/html/fixtures/*.json after a change of the document's format. The
-series are made by formulas (no randomness), so the files come out the same every time.
-fixtures/h200_record.json is not made here: it is what `gpumon report` makes (with its timeline)
-of examples/recordings/h200_train_leak.gpumon, a recording of a real H200."""
+"""Writes the report documents (the run model's document, format 2: docs/report.md) that the HTML
+page tests render: run it from anywhere to regenerate tests/html/fixtures/*.json after a change of
+the document's format. The series are made by formulas (no randomness), so the files come out the
+same every time. fixtures/h200_record.json is what `gpumon report --html` embeds in its page (the
+document with its timeline) for examples/recordings/h200_train_leak.gpumon, a recording of a real
+H200: made when GPUMON_BIN names a built gpumon."""
 import json
 import math
 import os
+import subprocess
+import tempfile
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 GIB = 1 << 30
@@ -21,9 +24,39 @@ def write(name, doc):
         f.write("\n")
 
 
+def series(kind, dev=None, pid=None, device=None, segment=None, framework=None):
+    return {"kind": kind, "dev": dev, "pid": pid, "device": device, "segment": segment, "framework": framework}
+
+
+def verdict(v, s, **figures):
+    """A verdict of the document: the detector's figures default to "not available"."""
+    out = {"verdict": v, "series": s, "rate_bytes_per_step": None, "rate_bytes_per_second": None,
+           "start_step": None, "start_time": None, "confidence": None, "floor_bytes": None, "points": 0,
+           "alert": False, "alert_time": None, "room": None, "room_bytes": None, "steps_to_oom": None,
+           "seconds_to_oom": None}
+    out.update(figures)
+    return out
+
+
+def who(pid, user=None, command=None):
+    return {"pid": pid, "user": user, "command": command}
+
+
+def device(dev, name, uuid, total, peak=None, job_peak=None, others_at=None, others_peak=0, job_mean=None):
+    return {"dev": dev, "name": name, "uuid": uuid, "pci_bus_id": None, "total_bytes": total, "lost": False,
+            "peak": peak, "job_peak": job_peak, "others_at_job_peak_bytes": others_at,
+            "others_peak_bytes": others_peak, "job_mean_bytes": job_mean}
+
+
+def source(path, type_, kind, command=None, host=None, start=None, duration=None, exit_status=None, damage=None,
+           records=0):
+    return {"path": path, "type": type_, "kind": kind, "command": command, "host": host, "start_utc": start,
+            "duration_s": duration, "exit_status": exit_status, "damage": damage, "records": records}
+
+
 def leak_run():
     n = 400
-    t = [round(i * 2.03, 2) for i in range(n)]  # 812 s
+    t = [round(i * 2.03, 2) for i in range(n)]  # 810 s
     step = list(range(n))
     # allocated: a steady 20 GiB until step 120, then 4 MiB more each step, with a sawtooth of
     # activations on top; max_allocated a step above; reserved in 2 GiB blocks.
@@ -43,47 +76,57 @@ def leak_run():
     dev0_used[200] = None  # a missed sample: a gap, not 0
     dev1_used = [int(5 * GIB + 2 * GIB * math.sin(i / 30)) for i in range(n)]
     peak_i = max(range(n), key=lambda i: dev0_max[i])
+    alice = who(1234, "alice", "python train.py --batch-size 64")
+    fw = series("framework", dev=0, pid=1234, device=0, segment=0, framework="torch")
+    leak = verdict("leak", fw, rate_bytes_per_step=4194304.0, rate_bytes_per_second=2066159.0, start_step=120,
+                   start_time=243.6, confidence=0.99, floor_bytes=21 * GIB, points=400, alert=True,
+                   alert_time=300.2, room="free", room_bytes=13 * GIB, steps_to_oom=3100.0, seconds_to_oom=6293.0)
+    job = verdict("leak", series("job", dev=0), rate_bytes_per_second=2100000.0, start_time=250.0, confidence=0.97,
+                  floor_bytes=23 * GIB, points=400, alert=True, alert_time=320.0, room="free", room_bytes=13 * GIB,
+                  seconds_to_oom=6400.0)
+    dev1 = verdict("none", series("device", dev=1), confidence=0.93, points=400, room="free",
+                   room_bytes=133 * GIB)
+    alert = dict(leak, time=300.2, kind="leak", live=True, dev=0, floor_bytes=20 * GIB + 400 * MIB,
+                 room_bytes=14 * GIB, steps_to_oom=3500.0, seconds_to_oom=7100.0)
+    peak = {"bytes": 80123456789, "time": 402.5, "owner": alice, "largest": None}
     return {
-        "format": 1,
-        "source": {"path": "runs/train-2026-12-02.gpumon", "type": "recording", "kind": "run",
-                   "command": "python train.py --batch-size 64", "host": "node1",
-                   "start_utc": "2026-12-02T13:00:00Z", "duration_s": 812.4, "exit_status": 0,
-                   "damage": None},
-        "devices": [{"dev": 0, "name": "NVIDIA H200", "uuid": "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51",
-                     "total_bytes": H200_TOTAL},
-                    {"dev": 1, "name": "NVIDIA H200", "uuid": "GPU-9a1b2c3d-0000-1111-2222-333344445555",
-                     "total_bytes": H200_TOTAL}],
-        "leak": {"verdict": "leak", "series": "framework allocated (pid 1234)",
-                 "rate_bytes_per_step": 4194304.0, "rate_bytes_per_second": 2066159.0,
-                 "start_step": 120, "start_time": 243.6, "confidence": 0.99,
-                 "steps_to_oom": 3100.0, "seconds_to_oom": 6293.0},
-        "peak": {"bytes": 80123456789, "time": 402.5, "what": "job", "dev": 0,
-                 "owner": {"pid": 1234, "user": "alice", "command": "python train.py --batch-size 64"}},
-        "windows": [{"start": 0.0, "end": 400.0, "peak_bytes": 60 * GIB, "peak_time": 390.0,
-                     "owner": {"pid": 1234, "user": "alice", "command": "python train.py --batch-size 64"}},
-                    {"start": 400.0, "end": 812.4, "peak_bytes": 80123456789, "peak_time": 402.5,
-                     "owner": None}],
-        "fragmentation": {"bytes": 2147483648, "time": 402.5},
-        "unaccounted": {"bytes": 524288000, "time": 402.5, "pid": 1234},
+        "format": 2,
+        "source": source("runs/train-2026-12-02.gpumon", "recording", "run", "python train.py --batch-size 64",
+                         "node1", "2026-12-02T13:00:00Z", 812.4, 0, records=2400),
+        "devices": [device(0, "NVIDIA H200", "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51", H200_TOTAL,
+                           peak=dict(peak, bytes=90 * GIB), job_peak=peak, others_at=10 * GIB,
+                           others_peak=10 * GIB + 400 * MIB, job_mean=60 * GIB),
+                    device(1, "NVIDIA H200", "GPU-9a1b2c3d-0000-1111-2222-333344445555", H200_TOTAL,
+                           peak={"bytes": 7 * GIB, "time": 95.0, "owner": alice, "largest": None})],
+        "leak": leak,
+        "series": [leak, job, dev1],
+        "peak": dict(peak, what="job", dev=0),
+        "windows": [{"bytes": 60 * GIB, "time": 390.0, "owner": alice, "largest": None, "start": 0.0, "end": 400.0},
+                    {"bytes": 80123456789, "time": 402.5, "owner": None, "largest": None, "start": 400.0,
+                     "end": 812.4}],
+        "fragmentation": {"bytes": 2147483648, "time": 402.5, "pid": 1234, "dev": None},
+        "unaccounted": {"bytes": 524288000, "time": 402.5, "pid": 1234, "dev": 0},
         "oom": None,
-        "alerts": [{"time": 300.2, "text": "leak suspected: 4 MiB a step"}],
-        "events": [{"time": 812.4, "kind": "exit", "text": "exit status 0"}],
+        "alerts": [alert],
+        "events": [{"time": 300.2, "kind": "alert", "text": "leak suspected: 4 MiB a step"},
+                   {"time": 812.4, "kind": "exit", "text": "exit status 0"}],
+        "events_dropped": 0,
         "timeline": {
             "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": dev0_used,
                          "used_max": dev0_max, "reserved": [644939776] * n},
                         {"dev": 1, "total_bytes": H200_TOTAL, "t": t, "used": dev1_used,
                          "used_max": dev1_used, "reserved": [644939776] * n}],
             "processes": [
-                {"dev": 0, "pid": 1234, "label": "1234 alice python train.py --batch-size 64", "job": True,
+                {"dev": 0, "pid": 1234, "user": "alice", "command": "python train.py --batch-size 64", "job": True,
                  "t": t, "used": job_used},
-                {"dev": 0, "pid": 1240, "label": "1240 alice python train.py (data loader)", "job": True,
+                {"dev": 0, "pid": 1240, "user": "alice", "command": "python train.py (data loader)", "job": True,
                  "t": t, "used": loader},
-                {"dev": 0, "pid": 5555, "label": "5555 bob python eval.py", "job": False,
+                {"dev": 0, "pid": 5555, "user": "bob", "command": "python eval.py", "job": False,
                  "t": t, "used": other},
-                {"dev": 1, "pid": 1234, "label": "1234 alice python train.py --batch-size 64", "job": True,
+                {"dev": 1, "pid": 1234, "user": "alice", "command": "python train.py --batch-size 64", "job": True,
                  "t": t, "used": dev1_used}],
-            "framework": [{"pid": 1234, "device": 0, "framework": "torch", "t": t, "step": step,
-                           "allocated": alloc, "reserved": reserved, "max_allocated": max_alloc}],
+            "framework": [{"pid": 1234, "device": 0, "framework": "torch", "segment": 0, "t": t,
+                           "allocated": alloc, "reserved": reserved, "max_allocated": max_alloc, "step": step}],
         },
     }, peak_i
 
@@ -94,58 +137,67 @@ def oom():
     job = [min(60 * GIB, 40 * GIB + i * 200 * MIB) for i in range(n)]
     other = [60 * GIB + ((i - 60) * 330 * MIB if i > 60 else 0) for i in range(n)]
     used = [a + b for a, b in zip(job, other)]
+    alice, bob = who(4321, "alice", "python train.py"), who(9999, "bob", "python big_eval.py")
+    none = verdict("none", series("job", dev=0), confidence=0.97, points=120, room="free", room_bytes=GIB)
     return {
-        "format": 1,
-        "source": {"path": "oom.gpumon", "type": "recording", "kind": "run", "command": "python train.py",
-                   "host": "node7", "start_utc": "2026-12-02T09:15:00Z", "duration_s": 60.1,
-                   "exit_status": 1, "damage": None},
-        "devices": [{"dev": 0, "name": "NVIDIA H200", "uuid": "GPU-04b38c5d", "total_bytes": H200_TOTAL}],
-        "leak": {"verdict": "none", "series": "job process (pid 4321, NVML)", "rate_bytes_per_step": None,
-                 "rate_bytes_per_second": None, "start_step": None, "start_time": None, "confidence": 0.97,
-                 "steps_to_oom": None, "seconds_to_oom": None},
-        "peak": {"bytes": 149264793600, "time": 59.5, "what": "device", "dev": 0, "owner": None},
+        "format": 2,
+        "source": source("oom.gpumon", "recording", "run", "python train.py", "node7", "2026-12-02T09:15:00Z", 60.1,
+                         1, records=500),
+        "devices": [device(0, "NVIDIA H200", "GPU-04b38c5d", H200_TOTAL,
+                           peak={"bytes": 149264793600, "time": 59.5, "owner": bob, "largest": None},
+                           job_peak={"bytes": 60 * GIB, "time": 50.0, "owner": alice, "largest": bob},
+                           others_at=60 * GIB, others_peak=79 * GIB, job_mean=55 * GIB)],
+        "leak": none,
+        "series": [none],
+        "peak": {"bytes": 149264793600, "time": 59.5, "owner": bob, "largest": None, "what": "device", "dev": 0},
         "windows": [],
         "fragmentation": None,
         "unaccounted": None,
-        "oom": {"time": 59.9, "dev": 0, "cause": "co-tenant",
+        "oom": {"time": 59.9, "dev": 0,
                 "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                "diagnosis": "Your job held 60.0 GiB, steady for the last 30 s; pid 9999 (bob) grew from "
-                             "60.0 GiB to 79.0 GiB in the 30 s before the failure and took the rest.",
-                "holders": [{"pid": 9999, "user": "bob", "command": "python big_eval.py", "bytes": 84840284160,
-                             "job": False},
-                            {"pid": 4321, "user": "alice", "command": "python train.py", "bytes": 64424509440,
-                             "job": True}],
+                "cause": "co-tenant", "also_leak": False, "by_early_figure": False,
+                "figures": {"total_bytes": H200_TOTAL, "used_bytes": 149264793600, "job_bytes": 60 * GIB,
+                            "others_bytes": 79 * GIB, "top_other": bob, "top_other_bytes": 84840284160,
+                            "floor_bytes": 120 * GIB, "rise_seconds": 30.0, "early_bytes": 40 * GIB,
+                            "allocated_bytes": None, "reserved_bytes": None},
+                "holders": [dict(bob, bytes=84840284160, job=False), dict(alice, bytes=64424509440, job=True)],
                 "last_seconds": [{"time": 57.0 + i * 0.5, "used_bytes": used[114 + i], "total_bytes": H200_TOTAL}
-                                 for i in range(6)]},
-        "alerts": [{"time": 45.0, "text": "GPU 0 is 95 % full"}],
+                                 for i in range(6)],
+                "signs": 1},
+        "alerts": [{"time": 45.0, "kind": "headroom", "live": False, "dev": 0, "free_bytes": 7 * GIB,
+                    "total_bytes": H200_TOTAL}],
         "events": [{"time": 59.9, "kind": "oom", "text": "CUDA out of memory (pid 4321)"},
                    {"time": 60.1, "kind": "exit", "text": "exit status 1"}],
+        "events_dropped": 0,
         "timeline": {
             "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": used, "used_max": used,
                          "reserved": [644939776] * n}],
-            "processes": [{"dev": 0, "pid": 4321, "label": "4321 alice python train.py", "job": True,
-                           "t": t, "used": job},
-                          {"dev": 0, "pid": 9999, "label": "9999 bob python big_eval.py", "job": False,
-                           "t": t, "used": other}],
+            "processes": [dict(alice, dev=0, job=True, t=t, used=job),
+                          dict(bob, dev=0, job=False, t=t, used=other)],
             "framework": []},
     }
 
 
 def csv_minimal():
+    """A CSV of the framework's allocated figure: its one process has the stand-in pid 0."""
     n = 50
+    fw = series("framework", pid=0, segment=0)
+    short = verdict("insufficient_data", fw, points=50)
     return {
-        "format": 1,
-        "source": {"path": "alloc.csv", "type": "csv", "kind": None, "command": None, "host": None,
-                   "start_utc": None, "duration_s": 49.0, "exit_status": None, "damage": None},
+        "format": 2,
+        "source": source("alloc.csv", "csv", "run", duration=49.0, records=51),
         "devices": [],
-        "leak": {"verdict": "insufficient_data", "series": "framework allocated (pid 77)",
-                 "rate_bytes_per_step": None, "rate_bytes_per_second": None, "start_step": None,
-                 "start_time": None, "confidence": None, "steps_to_oom": None, "seconds_to_oom": None},
-        "peak": {"bytes": 3 * GIB + 49 * 10 * MIB, "time": 49.0, "what": "framework", "dev": None, "owner": None},
+        "leak": short,
+        "series": [short],
+        "peak": {"bytes": 3 * GIB + 49 * 10 * MIB, "time": 49.0, "owner": who(0), "largest": None,
+                 "what": "framework", "dev": None},
         "windows": [], "fragmentation": None, "unaccounted": None, "oom": None, "alerts": [], "events": [],
+        "events_dropped": 0,
         "timeline": {"devices": [], "processes": [],
-                     "framework": [{"pid": 77, "device": None, "framework": None, "t": [float(i) for i in range(n)],
-                                    "step": [None] * n, "allocated": [3 * GIB + i * 10 * MIB for i in range(n)]}]},
+                     "framework": [{"pid": 0, "device": None, "framework": None, "segment": 0,
+                                    "t": [float(i) for i in range(n)], "allocated": [3 * GIB + i * 10 * MIB
+                                                                                     for i in range(n)],
+                                    "reserved": [None] * n, "max_allocated": [None] * n, "step": [None] * n}]},
     }
 
 
@@ -156,59 +208,68 @@ def hostile():
     n = 20
     t = [float(i) for i in range(n)]
     cmd = "python train.py --name '" + HOSTILE + "' \"quoted\" & more \u2028 \u8bad\u7ec3 \u00fc"
-    owner = {"pid": 31337, "user": "eve<b>\"'", "command": cmd}
+    owner = who(31337, "eve<b>\"'", cmd)
+    none = verdict("none", series("job", dev=0), confidence=0.9, points=20)
     return {
-        "format": 1,
-        "source": {"path": "evil</title><script>alert(3)</script>.gpumon", "type": "recording", "kind": "run",
-                   "command": cmd, "host": "<i>host</i>", "start_utc": "2026-12-02T13:00:00Z",
-                   "duration_s": 19.0, "exit_status": 0,
-                   "damage": "page 3 of table <script>alert(4)</script> is unreadable & lost"},
-        "devices": [{"dev": 0, "name": "NVIDIA <H200>", "uuid": "GPU-\"x\"", "total_bytes": H200_TOTAL}],
-        "leak": {"verdict": "none", "series": "job process (pid 31337, NVML) <!--", "rate_bytes_per_step": None,
-                 "rate_bytes_per_second": None, "start_step": None, "start_time": None, "confidence": 0.9,
-                 "steps_to_oom": None, "seconds_to_oom": None},
-        "peak": {"bytes": 5 * GIB, "time": 10.0, "what": "job", "dev": 0, "owner": owner},
-        "windows": [{"start": 0.0, "end": 19.0, "peak_bytes": 5 * GIB, "peak_time": 10.0, "owner": owner}],
+        "format": 2,
+        "source": source("evil</title><script>alert(3)</script>.gpumon", "recording", "run", cmd, "<i>host</i>",
+                         "2026-12-02T13:00:00Z", 19.0, 0,
+                         "page 3 of table <script>alert(4)</script> is unreadable & lost", 40),
+        "devices": [device(0, "NVIDIA <H200>", "GPU-\"x\"", H200_TOTAL)],
+        "leak": none,
+        "series": [none],
+        "peak": {"bytes": 5 * GIB, "time": 10.0, "owner": owner, "largest": None, "what": "job", "dev": 0},
+        "windows": [{"bytes": 5 * GIB, "time": 10.0, "owner": owner, "largest": None, "start": 0.0, "end": 19.0}],
         "fragmentation": None, "unaccounted": None,
-        "oom": {"time": 19.0, "cause": "unknown<script>", "message": HOSTILE, "diagnosis": HOSTILE + " \u2029 end",
-                "holders": [dict(owner, bytes=5 * GIB, job=True)], "last_seconds": []},
-        "alerts": [{"time": 5.0, "text": "<script>alert(2)</script>"}],
-        "events": [{"time": 19.0, "kind": "exit<b>", "text": HOSTILE}],
+        "oom": {"time": 19.0, "dev": 0, "cause": "co-tenant", "message": HOSTILE, "also_leak": False,
+                "by_early_figure": False,
+                "figures": {"total_bytes": H200_TOTAL, "used_bytes": 6 * GIB, "job_bytes": 5 * GIB,
+                            "others_bytes": GIB, "top_other": who(666, HOSTILE, HOSTILE + " \u2029 end"),
+                            "top_other_bytes": GIB, "floor_bytes": None, "rise_seconds": None,
+                            "early_bytes": None, "allocated_bytes": None, "reserved_bytes": None},
+                "holders": [dict(owner, bytes=5 * GIB, job=True)], "last_seconds": [], "signs": 1},
+        "alerts": [],
+        "events": [{"time": 5.0, "kind": "alert", "text": "<script>alert(2)</script>"},
+                   {"time": 19.0, "kind": "exit<b>", "text": HOSTILE}],
+        "events_dropped": 0,
         "timeline": {
             "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": [i * 256 * MIB for i in range(n)],
                          "used_max": [i * 256 * MIB for i in range(n)], "reserved": [0] * n}],
-            "processes": [{"dev": 0, "pid": 31337, "label": "31337 " + HOSTILE, "job": True, "t": t,
+            "processes": [{"dev": 0, "pid": 31337, "user": None, "command": HOSTILE, "job": True, "t": t,
                            "used": [i * 256 * MIB for i in range(n)]}],
-            "framework": [{"pid": 31337, "device": 0, "framework": HOSTILE, "t": [], "step": [], "allocated": [],
-                           "reserved": [], "max_allocated": []}]},
+            "framework": [{"pid": 31337, "device": 0, "framework": HOSTILE, "segment": 0, "t": [], "allocated": [],
+                           "reserved": [], "max_allocated": [], "step": []}]},
     }
 
 
 def nulls():
+    nothing = verdict(None, series(None))
+    nothing.update({k: None for k in nothing if k != "verdict"})
     return {
-        "format": 1,
-        "source": {"path": None, "type": None, "kind": None, "command": None, "host": None, "start_utc": None,
-                   "duration_s": None, "exit_status": None, "damage": None},
-        "devices": [{"dev": None, "name": None, "uuid": None, "total_bytes": None}],
-        "leak": {"verdict": None, "series": None, "rate_bytes_per_step": None, "rate_bytes_per_second": None,
-                 "start_step": None, "start_time": None, "confidence": None, "steps_to_oom": None,
-                 "seconds_to_oom": None},
-        "peak": {"bytes": None, "time": None, "what": None, "dev": None, "owner": None},
-        "windows": [{"start": None, "end": None, "peak_bytes": None, "peak_time": None, "owner": None}],
-        "fragmentation": {"bytes": None, "time": None},
-        "unaccounted": {"bytes": None, "time": None, "pid": None},
-        "oom": {"time": None, "cause": None, "diagnosis": None, "holders": [{"pid": None, "user": None,
-                "command": None, "bytes": None, "job": None}], "last_seconds": [{"time": None,
-                "used_bytes": None, "total_bytes": None}]},
-        "alerts": [{"time": None, "text": None}],
+        "format": 2,
+        "source": {k: None for k in source(None, None, None)},
+        "devices": [{"dev": None, "name": None, "uuid": None, "pci_bus_id": None, "total_bytes": None, "lost": None,
+                     "peak": None, "job_peak": None, "others_at_job_peak_bytes": None, "others_peak_bytes": None,
+                     "job_mean_bytes": None}],
+        "leak": nothing,
+        "series": [nothing],
+        "peak": {"bytes": None, "time": None, "owner": None, "largest": None, "what": None, "dev": None},
+        "windows": [{"bytes": None, "time": None, "owner": None, "largest": None, "start": None, "end": None}],
+        "fragmentation": {"bytes": None, "time": None, "pid": None, "dev": None},
+        "unaccounted": {"bytes": None, "time": None, "pid": None, "dev": None},
+        "oom": {"time": None, "dev": None, "message": None, "cause": None, "also_leak": None, "by_early_figure": None,
+                "figures": None, "holders": [{"pid": None, "user": None, "command": None, "bytes": None, "job": None}],
+                "last_seconds": [{"time": None, "used_bytes": None, "total_bytes": None}], "signs": None},
+        "alerts": [{"time": None, "kind": None, "live": None, "dev": None}],
         "events": [{"time": None, "kind": None, "text": None}],
+        "events_dropped": None,
         "timeline": {
             "devices": [{"dev": None, "total_bytes": None, "t": [0.0, 1.0, 2.0, 3.0, None],
                          "used": [None, 5 * GIB, None, 7 * GIB, 9 * GIB], "used_max": None,
                          "reserved": [None, None, None, None, None]},
                         {"dev": 1, "total_bytes": None, "t": [], "used": [], "used_max": [], "reserved": []}],
-            "processes": [{"dev": None, "pid": None, "label": None, "job": None, "t": [], "used": []}],
-            "framework": [{"pid": None, "device": None, "framework": None, "t": None, "step": None,
+            "processes": [{"dev": None, "pid": None, "user": None, "command": None, "job": None, "t": [], "used": []}],
+            "framework": [{"pid": None, "device": None, "framework": None, "segment": None, "t": None, "step": None,
                            "allocated": None, "reserved": None, "max_allocated": None}]},
     }
 
@@ -222,6 +283,20 @@ def no_timeline():
     return doc
 
 
+def h200_record(gpumon):
+    """The document `gpumon report --html` embeds for the bundled recording of a real H200."""
+    recording = os.path.join(HERE, "../../../examples/recordings/h200_train_leak.gpumon")
+    with tempfile.TemporaryDirectory() as tmp:
+        page = os.path.join(tmp, "page.html")
+        subprocess.run([gpumon, "report", os.path.abspath(recording), "--html", page], check=True,
+                       stdout=subprocess.DEVNULL)
+        raw = open(page, encoding="utf-8").read()
+    start = raw.index('<script type="application/json" id="gpumon-data">')
+    doc = json.loads(raw[raw.index(">", start) + 1:raw.index("</script>", start)])
+    doc["source"]["path"] = "examples/recordings/h200_train_leak.gpumon"
+    return doc
+
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     write("leak_run.json", leak_run()[0])
@@ -230,3 +305,5 @@ if __name__ == "__main__":
     write("hostile.json", hostile())
     write("nulls.json", nulls())
     write("no_timeline.json", no_timeline())
+    if os.environ.get("GPUMON_BIN"):
+        write("h200_record.json", h200_record(os.environ["GPUMON_BIN"]))
