@@ -515,3 +515,70 @@ def test_gpumon_report_html_errors(tmp_path):
     assert r.returncode == 2 and "overwrite" in r.stderr
     r = subprocess.run([GPUMON_BIN, "report", src, "--html", "/dev/full"], capture_output=True, text=True)
     assert r.returncode == 255 and "No space left" in r.stderr
+
+
+# Run in the page after its own scripts: for the legend entry of each process named in `labels`,
+# the columns of its chart's canvas where that process's band (its fill colour, from the legend's
+# marker) shows, as a share of the canvas width, and the leftmost and rightmost such column.
+BAND_PROBE = r"""
+(function () {
+  function rgb(s) { return (s.match(/\d+/g) || []).slice(0, 3).map(Number); }
+  setTimeout(function () {
+    var out = {};
+    Array.prototype.forEach.call(document.querySelectorAll('.uplot'), function (root) {
+      var canvas = root.querySelector('canvas'), ctx = canvas.getContext('2d');
+      var img = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+      Array.prototype.forEach.call(root.querySelectorAll('.u-legend .u-series'), function (row) {
+        var label = row.querySelector('.u-label'), marker = row.querySelector('.u-marker');
+        if (!label || !marker || !/^(job|other) /.test(label.textContent))
+          return;
+        var want = rgb(getComputedStyle(marker).backgroundColor), cols = 0, lo = -1, hi = -1;
+        for (var x = 0; x < canvas.width; x++) {
+          for (var y = 0; y < canvas.height; y++) {
+            var i = 4 * (y * canvas.width + x);
+            if (Math.abs(img[i] - want[0]) <= 2 && Math.abs(img[i + 1] - want[1]) <= 2 &&
+                Math.abs(img[i + 2] - want[2]) <= 2) {
+              cols++;
+              if (lo < 0) lo = x;
+              hi = x;
+              break;
+            }
+          }
+        }
+        out[label.textContent] = {share: cols / canvas.width, lo: lo / canvas.width, hi: hi / canvas.width};
+      });
+    });
+    var pre = document.createElement('pre');
+    pre.id = 'probe';
+    pre.textContent = JSON.stringify(out);
+    document.body.appendChild(pre);
+  }, 200);
+})();
+"""
+
+
+def test_flat_co_tenant_is_drawn(tmp_path):
+    """A process whose memory never changed has one stored point; the document holds its value to
+    the end of the run (change-only figures are step functions), and the page draws it as a band
+    across the chart, not only as a legend entry. The recording is a real H200 run next to a
+    co-tenant that held 20.6 GiB throughout (examples/traces/leak_cotenant_oom.gpumon)."""
+    src = os.path.join(EXAMPLES, "traces/leak_cotenant_oom.gpumon")
+    html_path = str(tmp_path / "cotenant.html")
+    r = subprocess.run([GPUMON_BIN, "report", src, "--html", html_path], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    raw = open(html_path, encoding="utf-8").read()
+    nonce = re.search(r'<script nonce="([0-9a-f]+)">', raw).group(1)
+    with open(html_path, "w", encoding="utf-8") as f:
+        f.write(raw.replace("</body>", '<script nonce="%s">%s</script>\n</body>' % (nonce, BAND_PROBE)))
+    r = run_chromium("file://" + html_path, tmp_path / "profile", ["--dump-dom"])
+    page = Page(r.stdout, r.stderr, html_path, None)
+    check_healthy(page)
+    bands = json.loads(page.text_of("probe"))
+    other = [v for k, v in bands.items() if k.startswith("other pid 1507 ")]
+    job = [v for k, v in bands.items() if k.startswith("job pid 1564 ")]
+    assert len(other) == 1 and len(job) == 1, bands
+    # the co-tenant's band runs from the start of the run to its end ...
+    assert other[0]["lo"] < 0.15 and other[0]["hi"] > 0.95, bands
+    assert other[0]["share"] > 0.8, bands
+    # ... as the job's band does from when it appeared (3 s into the 43.5 s run) to its end
+    assert job[0]["hi"] > 0.95 and job[0]["share"] > 0.7, bands
