@@ -20,8 +20,9 @@
 #define REPORT_CSV_T0_NS 1000000000ull
 
 /*
- * Reads a CSV of samples (docs/report.md) from f into a new run model (a run whose one process is
- * the job; model_flags: GPUMON_MODEL_* for the model's config). Rows that cannot be read are
+ * Reads a CSV of samples (docs/report.md) from f into a new run model (model_flags: GPUMON_MODEL_*
+ * for the model's config): a run whose one process is the job, or, for a CSV of a GPU's columns
+ * only, that GPU's view (meta kind "record"). Rows that cannot be read are
  * skipped and named in the document's damage. Returns 0 and sets *out (not yet finished), or an
  * exit status (cli.h) with err naming the problem: EXIT_USAGE for a file that is not a CSV of
  * samples (no `time` column, no memory column, a line over 1 MiB, empty), EXIT_OTHER for a read

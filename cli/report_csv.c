@@ -145,6 +145,12 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 	return 0;
 }
 
+/* Whether the CSV has columns of a process (the framework's figures, or NVML's for the process). */
+static int has_process(const struct csv_state *st)
+{
+	return st->col[C_ALLOC] >= 0 || st->col[C_RESERVED] >= 0 || st->col[C_MAXALLOC] >= 0 || st->col[C_PROC] >= 0;
+}
+
 /* The GPU's total from a row: declared to the model when it is new or changed. */
 static int take_total(struct csv_state *st, uint64_t total)
 {
@@ -243,7 +249,7 @@ static int row(char *line, struct csv_state *st)
 	gpumon_record rec[4];
 	memset(rec, 0, sizeof rec);
 	size_t nrec = 0;
-	if (!st->started) { /* the CSV's process is the run's job */
+	if (!st->started && has_process(st)) { /* the CSV's process is the run's job */
 		st->started = 1;
 		rec[nrec].kind = GPUMON_REC_JOB;
 		rec[nrec].t_ns = t;
@@ -255,10 +261,11 @@ static int row(char *line, struct csv_state *st)
 	return gpumon_model_add(st->m, rec, nrec);
 }
 
-/* Creates the model a CSV feeds: a run (its process is the job) starting at the CSV's time 0. */
-static int new_model(const char *path, unsigned flags, gpumon_model **out)
+/* Creates the model a CSV feeds, starting at the CSV's time 0: a run whose job is its process, or,
+ * when it has only a GPU's columns, the view of that GPU (there is no job to speak of). */
+static int new_model(const char *path, unsigned flags, int run, gpumon_model **out)
 {
-	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .start_mono_ns = REPORT_CSV_T0_NS,
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = run ? "run" : "record", .start_mono_ns = REPORT_CSV_T0_NS,
 				.exit_status = -1};
 	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
 	cfg.flags = flags;
@@ -293,8 +300,7 @@ int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_mod
 	memset(&st, 0, sizeof st);
 	*out = NULL;
 	char *line = malloc(MAX_LINE + 2);
-	if (!line || new_model(path, model_flags, &st.m) != GPUMON_OK) {
-		free(line);
+	if (!line) {
 		cli_set_err(err, errlen, "out of memory");
 		return EXIT_OTHER;
 	}
@@ -317,6 +323,11 @@ int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_mod
 		if (!have_header) {
 			if ((rc = header(t, &st, path, err, errlen)) != 0)
 				break;
+			if (new_model(path, model_flags, has_process(&st), &st.m) != GPUMON_OK) {
+				cli_set_err(err, errlen, "out of memory");
+				rc = EXIT_OTHER;
+				break;
+			}
 			have_header = 1;
 			continue;
 		}

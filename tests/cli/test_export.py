@@ -227,6 +227,7 @@ def test_help(gpumon):
     r = gpumon(["export", "--help"])
     assert r.returncode == 0
     assert r.stdout.startswith("Usage: gpumon export FILE (--csv | --jsonl)")
-    for word in ("--table", "device", "process", "framework", "events", "--output", "time_utc", "never 0"):
+    for word in ("--table", "device", "process", "framework", "events", "--output", "time_utc", "never 0",
+                 "change-only", "holds until the next row"):
         assert word in r.stdout
     assert "export" in gpumon(["--help"]).stdout

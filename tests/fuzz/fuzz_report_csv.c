@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_report_csv.c — libFuzzer target for `gpumon report`'s CSV reader and everything it feeds:
- * any bytes as a CSV file, through the model to the document with timelines, and the text output. */
+ * any bytes as a CSV file, into the run model's records, to the document with timelines, and the
+ * text output worded from it. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,26 +15,26 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	FILE *f = fmemopen((void *)data, size, "r");
 	if (!f)
 		return 0;
-	report_source src = {.path = "fuzz.csv", .type = "csv", .end_mono_ns = -1, .exit_status = -1};
-	report *r = report_create(&src);
+	gpumon_model *m = NULL;
 	char err[256];
-	if (r && report_read_csv("fuzz.csv", f, r, err, sizeof err) == 0) {
-		report_finish(r);
-		json_t *doc = report_document(r, 1);
-		if (!doc)
+	if (report_csv_model("fuzz.csv", f, GPUMON_MODEL_TIMELINES, &m, err, sizeof err) == 0) {
+		gpumon_model_finish(m, 0, -1);
+		char *text = NULL;
+		if (gpumon_model_document(m, GPUMON_DOC_TIMELINE, &text) != GPUMON_OK)
 			abort();
+		json_error_t jerr;
+		json_t *doc = json_loads(text, 0, &jerr);
+		if (!doc)
+			abort(); /* the document must be valid JSON (every string valid UTF-8) */
 		FILE *null = fopen("/dev/null", "w");
 		if (null) {
 			report_print_text(null, doc);
 			fclose(null);
 		}
-		char *s = json_dumps(doc, 0);
-		if (!s)
-			abort(); /* every string in the document must be valid UTF-8 */
-		free(s);
 		json_decref(doc);
+		gpumon_free(text);
 	}
-	report_destroy(r);
+	gpumon_model_destroy(m);
 	fclose(f);
 	return 0;
 }
