@@ -187,10 +187,14 @@ static void put_device_figures(FILE *f, const json_t *d)
 		put_time(f, job, "time");
 		fputs(", ", f);
 		put_bytes(f, d, "job_mean_bytes");
-		fputs(" on average; the other processes then ", f);
-		put_bytes(f, d, "others_at_job_peak_bytes");
-		fputs(", at most ", f);
-		put_bytes(f, d, "others_peak_bytes");
+		fputs(" on average", f);
+		double others;
+		if (jnum(d, "others_peak_bytes", &others) && others > 0) {
+			fputs("; the other processes ", f);
+			put_bytes(f, d, "others_at_job_peak_bytes");
+			fputs(" at the job's peak, at most ", f);
+			put_bytes(f, d, "others_peak_bytes");
+		}
 		fputs("</span>", f);
 	}
 }

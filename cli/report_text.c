@@ -61,13 +61,12 @@ static void print_device(FILE *f, const json_t *d)
 			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(peak, "owner")));
 		fprintf(f, "\n");
 	}
-	if (json_is_object(job)) {
-		fprintf(f, "  the job at most %s at %.1f s, %s on average; the others then %s\n", bytes(a, sizeof a, job, "bytes"),
-			num(job, "time"), bytes(b, sizeof b, d, "job_mean_bytes"),
-			bytes(c, sizeof c, d, "others_at_job_peak_bytes"));
-	}
+	if (json_is_object(job))
+		fprintf(f, "  the job at most %s at %.1f s, %s on average\n", bytes(a, sizeof a, job, "bytes"), num(job, "time"),
+			bytes(b, sizeof b, d, "job_mean_bytes"));
 	if (json_is_object(job) && has(d, "others_peak_bytes") && num(d, "others_peak_bytes") > 0)
-		fprintf(f, "  other processes at most %s together\n", bytes(a, sizeof a, d, "others_peak_bytes"));
+		fprintf(f, "  the other processes %s at the job's peak, at most %s together\n",
+			bytes(c, sizeof c, d, "others_at_job_peak_bytes"), bytes(a, sizeof a, d, "others_peak_bytes"));
 }
 
 /* The run's verdict, and every series judged when there are several (a restarted step counter's

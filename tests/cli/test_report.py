@@ -178,6 +178,15 @@ def test_not_a_csv_nor_a_recording(gpumon, tmp_path):
     db.close()
     r = gpumon(["report", str(other)])
     assert r.returncode == 255 and "not a gpumon recording" in r.stderr
+    # a recording of a newer format: the reader's message
+    newer = make_recording(tmp_path / "newer.gpumon")
+    db = sqlite3.connect(newer)
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    r = gpumon(["report", str(newer)])
+    assert r.returncode == 255 and "format version 2" in r.stderr and "newer gpumon" in r.stderr
+    assert r.stdout == ""
 
 
 def test_usage(gpumon):
@@ -569,3 +578,35 @@ def test_csv_never_shows_a_pid(gpumon, tmp_path):
     assert pids and set(pids) == {None}
     summary = raw[raw.index("<main>"):raw.index("</main>")].replace(str(path), "p.csv")
     assert "pid" not in summary and "the process" in summary
+
+
+def test_alert_given_live_listed_once(gpumon, tmp_path):
+    """The model's leak alert and the "alert" event the job's front end wrote at that moment are one
+    alert: listed once, as given live, with the run's verdict stated beside it; an alert event at
+    another moment is listed on its own"""
+    rec = Rec(tmp_path / "live.gpumon", exit_status=0)
+    times = {}
+    for i, a in allocated_series(400, leak_per_step=16 * MiB, seed=9):
+        s = 1 + i * 0.1
+        times[round(s, 6)] = rec.t(s)
+        rec.framework(s, 100, i, a, a + GiB)
+    rec.close()
+    doc = report_json(gpumon, rec.path)
+    assert [(a["kind"], a["live"]) for a in doc["alerts"]] == [("leak", False)]
+    # the moment of the model's alert, on the recording's clock (a framework sample's time)
+    t_ns = min(times.values(), key=lambda t: abs((t - rec.start) / 1e9 - doc["alerts"][0]["time"]))
+    db = sqlite3.connect(rec.path)
+    db.execute("INSERT INTO events VALUES (?, 'alert', 'leak suspected (told live)')", (t_ns,))
+    db.execute("INSERT INTO events VALUES (?, 'alert', 'over --limit')", (rec.t(35.0),))
+    db.commit()
+    db.close()
+    doc = report_json(gpumon, rec.path)
+    assert [(a["kind"], a["live"]) for a in doc["alerts"]] == [("leak", True)]
+    text = gpumon(["report", str(rec.path)]).stdout
+    alerts = text.split("Alerts:\n")[1].splitlines()
+    assert len(alerts) == 2, text
+    assert ": leak: the framework's allocated memory (torch, pid 100) rises by" in alerts[0]
+    assert alerts[0].endswith("(given live)")
+    assert alerts[1] == "  35.0 s: over --limit (given live)"
+    assert "told live" not in text
+    assert "Leak:           LEAK on the framework's allocated memory (torch, pid 100)" in text

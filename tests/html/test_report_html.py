@@ -208,8 +208,8 @@ def test_leak_run(tmp_path):
     assert page.text_of("source-duration") == "13 min 32 s"
     devices = page.text_of("devices")
     assert "GPU 1 NVIDIA H200, 140 GiB" in devices
-    assert ("the job at most 74.6 GiB at 6:42.5, 60.0 GiB on average; the other processes then 10.0 GiB, "
-            "at most 10.4 GiB") in devices
+    assert ("the job at most 74.6 GiB at 6:42.5, 60.0 GiB on average; the other processes 10.0 GiB at the job's "
+            "peak, at most 10.4 GiB") in devices
     assert page.by_id("oom") is None and page.by_id("damage") is None
     # the model's alert once, given live (the "alert" event at its moment is not listed again)
     alerts = page.text_of("alerts")
