@@ -338,11 +338,15 @@ static void put_peak(FILE *f, const json_t *peak)
 }
 
 /* A memory figure (fragmentation, unaccounted): bytes, when, whose. */
-static void put_figure(FILE *f, const json_t *fig, const char *what, int csv)
+static void put_figure(FILE *f, const json_t *fig, const char *what, int csv, const char *why)
 {
 	double v;
 	if (!jnum(fig, "bytes", &v)) {
 		put_na(f);
+		if (why) {
+			fputs(": ", f);
+			put_text(f, why);
+		}
 		return;
 	}
 	put_bytes(f, fig, "bytes");
@@ -362,10 +366,17 @@ static void put_summary(FILE *f, const json_t *doc)
 	fputs("<dl class=\"facts\" id=\"findings\">\n", f);
 	put_leak(f, doc);
 	put_peak(f, jobj(doc, "peak"));
+	const json_t *fw;
+	const char *why = NULL;
+	size_t i;
+	json_array_foreach(jarr(doc, "frameworks"), i, fw) {
+		if (!why)
+			why = words_unaccounted_why(jstr(fw, "unaccounted_why"));
+	}
 	fputs("<dt>Fragmentation</dt><dd id=\"fragmentation\">", f);
-	put_figure(f, jobj(doc, "fragmentation"), " reserved by the allocator but not allocated, at ", csv);
+	put_figure(f, jobj(doc, "fragmentation"), " reserved by the allocator but not allocated, at ", csv, NULL);
 	fputs("</dd>\n<dt>Unaccounted</dt><dd id=\"unaccounted\">", f);
-	put_figure(f, jobj(doc, "unaccounted"), " held outside the allocator (NVML - reserved), at ", csv);
+	put_figure(f, jobj(doc, "unaccounted"), " held outside the allocator (NVML - reserved), at ", csv, why);
 	fputs("</dd>\n</dl>\n", f);
 }
 

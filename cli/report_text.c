@@ -114,6 +114,20 @@ static const char *whose(char *buf, size_t len, const json_t *o, int csv)
 	return buf;
 }
 
+/* Why no framework source's memory outside its allocator is known, as the document says it. */
+static const char *why_unaccounted(const json_t *doc)
+{
+	size_t i;
+	const json_t *x;
+	json_array_foreach(json_object_get(doc, "frameworks"), i, x)
+	{
+		const char *w = words_unaccounted_why(str(x, "unaccounted_why"));
+		if (w)
+			return w;
+	}
+	return "needs the framework's reserved figure and the process's NVML figure";
+}
+
 static void print_memory(FILE *f, const json_t *doc, int csv)
 {
 	char a[32], b[48];
@@ -127,7 +141,7 @@ static void print_memory(FILE *f, const json_t *doc, int csv)
 		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
 			bytes(a, sizeof a, un, "bytes"), num(un, "time"), whose(b, sizeof b, un, csv));
 	else
-		fprintf(f, "Unaccounted:    n/a (needs the framework's reserved figure and the process's NVML figure)\n");
+		fprintf(f, "Unaccounted:    n/a (%s)\n", why_unaccounted(doc));
 }
 
 static void print_windows(FILE *f, const json_t *doc)

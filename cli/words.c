@@ -313,6 +313,23 @@ const char *words_peak_what(char *buf, size_t len, const json_t *peak)
 	return buf;
 }
 
+const char *words_unaccounted_why(const char *why)
+{
+	static const struct {
+		const char *code, *words;
+	} w[] = {
+	    {"device_unknown", "the framework did not say its device and its process is on several GPUs"},
+	    {"not_visible", "the framework's device index is not in the job's CUDA_VISIBLE_DEVICES"},
+	    {"mig", "the framework's device is a MIG instance, whose memory NVML does not list per process"},
+	    {"no_gpu", "the job's CUDA_VISIBLE_DEVICES names no GPU of the recording for the framework's device"},
+	    {"no_nvml_figure", "NVML lists no memory of the process on its GPU"},
+	};
+	for (size_t i = 0; why && i < sizeof w / sizeof w[0]; i++)
+		if (!strcmp(why, w[i].code))
+			return w[i].words;
+	return NULL;
+}
+
 /* Sets every member named "pid" under v to null. */
 static void unname(json_t *v)
 {

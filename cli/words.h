@@ -57,6 +57,11 @@ const char *words_peak_what(char *buf, size_t len, const json_t *peak);
  * (kind "oom"), with their own text. NULL when out of memory. */
 json_t *words_alert_list(const json_t *doc);
 
+/* Why the memory a framework source's process holds outside its allocator is not known (the
+ * document's frameworks[].unaccounted_why), as a clause: "NVML lists no memory of the process on
+ * its GPU"; NULL for a code it does not know or NULL. */
+const char *words_unaccounted_why(const char *why);
+
 /* A copy of the document to word. A CSV names no process: the records of its one process carry a
  * stand-in pid (docs/report.md), so in a CSV's document every "pid" is made null, and the words say
  * "the process" where a pid would be. Other documents are copied as they are. New reference; NULL

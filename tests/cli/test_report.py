@@ -535,6 +535,9 @@ def test_restarted_step_counter_two_judged_segments(gpumon, tmp_path):
     text = gpumon(["report", str(rec.path)]).stdout
     check_two_segments(doc, text)
     assert "(torch, pid 100, loop restart 1)" in text
+    # NVML never listed the process: why its memory outside the allocator is unknown, in words
+    assert [f["unaccounted_why"] for f in doc["frameworks"]] == ["no_nvml_figure"] * 2
+    assert "Unaccounted:    n/a (NVML lists no memory of the process on its GPU)" in text
     # the same from a CSV
     path = write_csv(tmp_path / "twice.csv", ["time", "step", "allocated"], restarted_rows())
     doc = report_json(gpumon, path)
