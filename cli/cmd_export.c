@@ -117,7 +117,8 @@ static int fill_framework(const gpumon_reader *rd, const gpumon_record *r, struc
 }
 
 /* Events, with the two kinds the reader gives back as the records they were written from: the
- * job's pids ("job", "pid N") and lost GPUs ("lost"), in the words their writer stores. */
+ * job's pids ("job", "pid N" or "pid N: command") and lost GPUs ("lost"), in the words their
+ * writers store. */
 static int fill_event(const gpumon_reader *rd, const gpumon_record *r, struct val *v, char *scratch, size_t len)
 {
 	(void)rd;
@@ -125,7 +126,10 @@ static int fill_event(const gpumon_reader *rd, const gpumon_record *r, struct va
 		v[0] = text(1, r->event_kind);
 		v[1] = text(1, r->event_text);
 	} else if (r->kind == GPUMON_REC_JOB) {
-		snprintf(scratch, len, "pid %u", r->process.pid);
+		if (r->process.flags & GPUMON_PROC_CMDLINE_KNOWN)
+			snprintf(scratch, len, "pid %u: %s", r->process.pid, r->process.cmdline);
+		else
+			snprintf(scratch, len, "pid %u", r->process.pid);
 		v[0] = text(1, "job");
 		v[1] = text(1, scratch);
 	} else if (r->kind == GPUMON_REC_LOST) {
@@ -365,7 +369,7 @@ static int export_rows(gpumon_reader *rd, const struct opts *o, const struct sta
 {
 	gpumon_record rec;
 	struct val v[MAX_COLS];
-	char scratch[128];
+	char scratch[640]; /* a job's pid with its command line */
 	int got, bad = 0;
 	if (o->format == FMT_CSV)
 		csv_header(f, o->table);

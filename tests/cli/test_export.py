@@ -231,3 +231,17 @@ def test_help(gpumon):
                  "change-only", "holds until the next row"):
         assert word in r.stdout
     assert "export" in gpumon(["--help"]).stdout
+
+
+def test_events_match_the_file(gpumon):
+    """Every event as the file holds it, the job's pids included (the reader gives those back as the
+    job's records; the export writes them in the words that were stored)"""
+    path = os.path.join(os.path.dirname(__file__), "../../examples/traces/leak_cotenant_oom.gpumon")
+    mono, _ = start_of(path)
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    want = [(f"{(t - mono) / 1e9:.6f}", kind, text or "")
+            for t, kind, text in db.execute("SELECT t_ns, kind, text FROM events ORDER BY t_ns, rowid")]
+    db.close()
+    got = [(r["t_s"], r["kind"], r["text"]) for r in export_csv(gpumon, path, "--table", "events")]
+    assert ("0.000449", "job", "pid 1564: the command") in got
+    assert got == want

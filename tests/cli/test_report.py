@@ -14,6 +14,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 
@@ -413,11 +414,12 @@ def test_large_csv_bounded_memory(gpumon, tmp_path):
     p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "report",
                           str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     out = p.stdout.read()
-    p.stderr.read()
+    err = p.stderr.read()
     _, status, usage = os.wait4(p.pid, 0)
     p.returncode = os.waitstatus_to_exitcode(status)
-    assert p.returncode == 0
-    assert json.loads(out)["leak"]["verdict"] == "none"
+    assert p.returncode == 0, err
+    leak = json.loads(out)["leak"]
+    assert leak["verdict"] == "none", leak
     assert usage.ru_maxrss < 40 * 1024, f"max RSS {usage.ru_maxrss} KiB"  # the file is 45 MB
 
 
@@ -496,6 +498,19 @@ def test_json_is_the_library_document(gpumon, name):
     text = gpumon(["report", path]).stdout
     verdict = {"leak": "Leak:           LEAK on", "none": "Leak:           none:"}[doc["leak"]["verdict"]]
     assert verdict in text
+
+
+def test_json_equals_python_report(gpumon):
+    """gpumon.report(path) of the Python package (built beside the program) returns the same
+    document as `gpumon report PATH --json`"""
+    package = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(GPUMON_BIN))), "python")
+    assert os.path.exists(os.path.join(package, "gpumon", "__init__.py")), \
+        "the Python package is not built beside " + GPUMON_BIN
+    path = os.path.join(EXAMPLES, "leak_cotenant_oom.gpumon")
+    py = subprocess.run([sys.executable, "-c", "import gpumon, json, sys; print(json.dumps(gpumon.report(sys.argv[1])))",
+                         path], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=package))
+    assert py.returncode == 0, py.stderr
+    assert json.loads(py.stdout) == report_json(gpumon, path)
 
 
 def restarted_rows():
