@@ -408,19 +408,26 @@ def test_large_csv_bounded_memory(gpumon, tmp_path):
         for i in range(1_000_000):
             a = 2 * GiB + (i % 97) * MiB
             f.write(f"{i * 0.001:.3f},{i},{a},{a + GiB},{a + 2 * GiB},{TOTAL}\n")
-    # the report's own peak memory (wait4's figure for this child alone; RUSAGE_CHILDREN would
-    # count every child pytest ever had)
+    # the report's own peak memory, as wait4 tells it for this child alone. A child started by a
+    # process counts that process's memory at the moment it started (Linux keeps the highest mark
+    # across fork and exec): a large pytest would count itself. So a fresh small Python starts the
+    # report and tells its figure.
+    measure = ("import os, subprocess, sys\n"
+               "out = open(sys.argv[1], 'wb')\n"
+               "p = subprocess.Popen(sys.argv[2:], stdout=out, stderr=subprocess.PIPE)\n"
+               "err = p.stderr.read()\n"
+               "_, status, usage = os.wait4(p.pid, 0)\n"
+               "print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, err.decode(errors='replace'))\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
-    p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "report",
-                          str(path), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out = p.stdout.read()
-    err = p.stderr.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    assert p.returncode == 0, err
-    leak = json.loads(out)["leak"]
+    out = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-c", measure, str(out), os.path.abspath(GPUMON_BIN), "report", str(path),
+                        "--json"], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    status, maxrss, err = r.stdout.split(" ", 2)
+    assert status == "0", err
+    leak = json.loads(out.read_text())["leak"]
     assert leak["verdict"] == "none", leak
-    assert usage.ru_maxrss < 40 * 1024, f"max RSS {usage.ru_maxrss} KiB"  # the file is 45 MB
+    assert int(maxrss) < 40 * 1024, f"max RSS {maxrss} KiB"  # the file is 45 MB
 
 
 def test_system_recording_leak_on_one_process(gpumon, tmp_path):
