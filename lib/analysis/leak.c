@@ -235,11 +235,23 @@ static void follow(gpumon_leak *l, struct wset *s, double pos, uint64_t t_ns)
 static void wset_add(gpumon_leak *l, struct wset *s, double a, double t, int64_t step, uint64_t t_ns,
 		     uint64_t bytes, int held, int judge)
 {
+	double idx = floor((a - s->origin) / s->width);
+	if (s->sliding && idx - (double)s->nw > 2 * WINDOWS) {
+		/* a gap longer than the sliding windows reach: none of them holds a point any more; start
+		   them afresh just before the point (a step function's value held over them) instead of
+		   closing empty windows one by one, which a gap of years would make endless */
+		close_window(l, s, held);
+		for (size_t i = 0; i < s->nw; i++)
+			s->w[i] = s->cur;
+		s->origin += (idx - (double)s->nw) * s->width;
+	}
 	for (;;) {
-		double idx = floor((a - s->origin) / s->width);
+		idx = floor((a - s->origin) / s->width);
 		if (idx <= (double)s->nw)
 			break;
 		close_window(l, s, held);
+		/* every close is judged, also of a window no point fell in: how often the series is fed
+		   must not change how soon suspicion counts as held */
 		if (judge)
 			follow(l, s, s->origin + (double)s->nw * s->width, t_ns);
 	}

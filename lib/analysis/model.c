@@ -311,6 +311,7 @@ static int add_job_pid(gpumon_model *m, unsigned pid)
 				d->job_top = d->job_bytes;
 				d->others_at_job_top = d->others_bytes;
 			}
+			feed_job(m, p->dev, d, p->last_t); /* as if its row had come after the pid joined */
 		}
 	}
 	return GPUMON_OK;
@@ -504,8 +505,9 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		int k = p->used_known;
 		gpumon__timeline_add(&p->line, r->t_ns, &v, &k);
 	}
-	/* a step function changes here: its series take the new value now, not at the next device row */
-	if (p->used_known && d->have) {
+	/* a step function changes here: its series take the new value now, not at the next device row
+	   (and a GPU without rows, a CSV's process column, is judged on these alone) */
+	if (p->used_known) {
 		if (feed_proc(m, r->dev, d, p, r->t_ns))
 			return GPUMON_E_NOMEM;
 		if (p->job && d->job_seen)
@@ -554,7 +556,8 @@ static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc
 {
 	if (!p->leak && !(p->leak = new_leak(GPUMON_LEAK_HELD)))
 		return GPUMON_E_NOMEM;
-	p->free_at_last = d->free;
+	if (d->have)
+		p->free_at_last = d->free;
 	/* in a job's run its processes are told about together (the job series) */
 	if (gpumon_leak_add(p->leak, -1, t, p->used) == GPUMON_OK && !p->alerted && !m->kind_run)
 		gpumon__model_check_alert(m, GPUMON_SERIES_PROCESS, (int)dev, p, NULL, &p->alerted, p->leak, t);
@@ -563,7 +566,8 @@ static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc
 
 static void feed_job(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t)
 {
-	d->job_free = d->free;
+	if (d->have)
+		d->job_free = d->free;
 	if (gpumon_leak_add(d->job_leak, -1, t, d->job_bytes) == GPUMON_OK && !d->job_alerted)
 		gpumon__model_check_alert(m, GPUMON_SERIES_JOB, (int)dev, NULL, NULL, &d->job_alerted, d->job_leak, t);
 }

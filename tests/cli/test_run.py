@@ -494,7 +494,7 @@ SERIES_CLIENT = textwrap.dedent("""
         floor = (2 << 30) + (step * (4 << 20) if leak else 0)
         # what the allocator holds after a step: the floor, plus dynamic shapes now and then
         allocated = floor + (random.randrange(0, 512) << 20 if step % 3 == 0 else 0)
-        sample = {"type": "sample", "t": time.time() + step * 0.01, "step": step, "allocated": allocated}
+        sample = {"type": "sample", "t": time.time() + step * 0.1, "step": step, "allocated": allocated}
         if len(sys.argv) > 2:  # the allocator's cap set in the code
             sample["limit"] = int(sys.argv[2])
         lines.append(json.dumps(sample))
