@@ -469,8 +469,8 @@ int gpumon__exporter_collect_init(gpumon_exporter *e)
 static int replay_tables(gpumon_exporter *e, gpumon_reader *r)
 {
 	const gpumon_run_meta *meta = gpumon_reader_meta(r);
-	gpumon_model_config c = {.size = sizeof c, .flags = GPUMON_MODEL_FORGET_GONE, .meta = meta, .source = e->replay,
-				 .source_type = "recording"};
+	/* a recording is finite: every process it holds is judged, as gpumon report judges it */
+	gpumon_model_config c = {.size = sizeof c, .meta = meta, .source = e->replay, .source_type = "recording"};
 	int st = tables(e, gpumon_reader_device_count(r), &c);
 	if (st != GPUMON_OK)
 		return st;

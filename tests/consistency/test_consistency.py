@@ -10,16 +10,14 @@ Environment (set by ctest): GPUMON_BIN, FAKE_NVML_LIB, PYTHONPATH (the built Pyt
 GPUMON_SOURCE_DIR."""
 import json
 import os
-import re
-import shutil
-import socket
 import subprocess
 import sys
 import textwrap
-import time
-import urllib.request
 
 import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import frontends as fe  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("GPUMON_SOURCE_DIR", os.path.join(HERE, "..", ".."))
@@ -127,10 +125,10 @@ SCENARIOS = {
         procs=lambda t: {COTENANT: 40 * GIB,
                          **({2: min(2 * GIB + int((t - 1) * 1.25 * GIB), TOTAL - RESERVED - 40 * GIB)} if t >= 1 else {})},
         seconds=31, rate=0, segments=[], oom=True, want="leak"),
-    # too short to tell
+    # too short to tell: 20 steps (a verdict needs 32), 6 s of NVML figures (it needs 16)
     "short_clean": dict(
         procs=lambda t: {2: 4 * GIB} if t >= 1 else {},
-        seconds=8, rate=20, segments=[(140, 3 * GIB, 0)], oom=False, want="insufficient_data"),
+        seconds=6, rate=5, segments=[(20, 3 * GIB, 0)], oom=False, want="insufficient_data"),
 }
 
 
@@ -162,36 +160,7 @@ def runs(tmp_path_factory):
     return out
 
 
-# ---- what each front end says --------------------------------------------------------------------
-
-def report_json(path):
-    r = subprocess.run([GPUMON_BIN, "report", str(path), "--json"], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def python_report(path):
-    code = "import json, sys, gpumon; print(json.dumps(gpumon.report(sys.argv[1])))"
-    r = subprocess.run([PY, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def close(a, b, rel=0.01):
-    if a is None or b is None:
-        return a is None and b is None
-    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-9)
-
-
-def same_verdict(a, b):
-    """The facts every front end must agree on: verdict, series, rate, time to out-of-memory."""
-    assert a["verdict"] == b["verdict"]
-    assert a["series"] == b["series"]
-    assert close(a["rate_bytes_per_step"], b["rate_bytes_per_step"])
-    assert close(a["rate_bytes_per_second"], b["rate_bytes_per_second"])
-    assert close(a["seconds_to_oom"], b["seconds_to_oom"])
-    assert close(a["steps_to_oom"], b["steps_to_oom"])
-
+# ---- the checks ------------------------------------------------------------------------------------
 
 def bundled():
     paths = []
@@ -202,17 +171,74 @@ def bundled():
     return paths
 
 
-# ---- the checks ------------------------------------------------------------------------------------
+def file_front_ends(path):
+    """Every front end that reads a file, held against `gpumon report --json`: the library's
+    document through Python, the exporter's verdict gauges, watch's marks."""
+    doc = fe.report_json(GPUMON_BIN, path)
+    assert fe.python_report(path) == doc, "gpumon.report() is gpumon report --json"
+    fe.check_serve(fe.serve_gauges(GPUMON_BIN, path), doc)
+    fe.check_watch(fe.watch_marks(GPUMON_BIN, path), doc)
+    return doc
+
 
 @pytest.mark.parametrize("path", bundled(), ids=os.path.basename)
-def test_bundled_report_equals_python(path):
-    """gpumon.report(path) is `gpumon report PATH --json`, whole."""
-    assert python_report(path) == report_json(path)
+def test_bundled_recordings(path):
+    file_front_ends(path)
 
 
 @needs_unshare
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_fake_runs_report_equals_python(runs, name):
-    doc = report_json(runs[name]["rec"])
-    assert python_report(runs[name]["rec"]) == doc
+def test_fake_runs(runs, name):
+    """gpumon run said, while and after the job ran, what every reader of its recording says."""
+    r = runs[name]
+    doc = file_front_ends(r["rec"])
     assert doc["leak"]["verdict"] == SCENARIOS[name]["want"], json.dumps(doc["leak"])
+    fe.check_run_summary(fe.run_summary_facts(r["summary"]), doc)
+    # the alert said while it ran is the model's, at the model's moment: listed once, given live
+    live = [l for l in r["summary"].splitlines() if l.startswith("gpumon: leak suspected: ")]
+    leak_alerts = [a for a in doc["alerts"] if a["kind"] == "leak"]
+    assert len(live) == len(leak_alerts) and all(a["live"] for a in leak_alerts), (live, leak_alerts)
+
+
+@needs_unshare
+def test_time_to_oom_next_to_a_co_tenant(runs):
+    """With a co-tenant holding 20 GiB, the time to out-of-memory is the GPU's free memory at the job's
+    last point divided by the job's rate (within 2 %), not the card minus the job."""
+    doc = fe.report_json(GPUMON_BIN, runs["fast_leak_nvml"]["rec"])
+    leak = doc["leak"]
+    assert leak["verdict"] == "leak" and leak["room"] == "free", leak
+    rate = leak["rate_bytes_per_second"]
+    assert abs(rate - 200 * MIB) <= 0.02 * 200 * MIB, rate
+    # the job at its last point: 2 GiB + 200 MiB/s since 1 s; the co-tenant 20 GiB; the reserve
+    job_end = 2 * GIB + (SCENARIOS["fast_leak_nvml"]["seconds"] - 1) * 200 * MIB
+    free = TOTAL - RESERVED - 20 * GIB - job_end
+    assert abs(leak["seconds_to_oom"] - free / rate) <= 0.02 * free / rate + 0.5, (leak, free / rate)
+    # the card minus the job would have been far more optimistic
+    assert (TOTAL - job_end) / rate > 1.2 * leak["seconds_to_oom"]
+
+
+@needs_unshare
+def test_peak_owner_is_the_rise(runs):
+    """The GPU's peak next to a flat 20 GiB co-tenant is the job's rise: its owner is the job's process,
+    and the co-tenant is named as the largest holder."""
+    doc = fe.report_json(GPUMON_BIN, runs["flat_cotenant"]["rec"])
+    dev = doc["devices"][0]["peak"]
+    assert dev["owner"]["pid"] == 2 and dev["largest"]["pid"] == COTENANT, dev
+
+
+@needs_unshare
+def test_restarted_steps_are_two_judged_segments(runs):
+    doc = fe.report_json(GPUMON_BIN, runs["restarted_steps"]["rec"])
+    segs = [s for s in doc["series"] if s["series"]["kind"] == "framework"]
+    assert sorted(s["series"]["segment"] for s in segs) == [0, 1], segs
+    by = {s["series"]["segment"]: s["verdict"] for s in segs}
+    assert by == {0: "none", 1: "leak"}, by
+    assert doc["leak"]["series"]["segment"] == 1
+
+
+@needs_unshare
+def test_oom_next_to_a_co_tenant(runs):
+    doc = fe.report_json(GPUMON_BIN, runs["oom_cotenant"]["rec"])
+    oom = doc["oom"]
+    assert oom and oom["cause"] == "co-tenant" and oom["also_leak"], oom
+    assert oom["figures"]["top_other"]["pid"] == COTENANT
