@@ -158,33 +158,10 @@ def gpumon(args, scenario_path=None, env=None, timeout=60):
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-# The run model's document for a recording (what `gpumon report --json` prints), read through the
-# library the gpumon under test runs with, in a child process.
-DOCUMENT = r"""
-import ctypes, sys
-lib = ctypes.CDLL(sys.argv[1])
-vp = ctypes.c_void_p
-for name, args in [("gpumon_reader_create", [ctypes.c_char_p, ctypes.POINTER(vp)]),
-                   ("gpumon_model_create", [vp, ctypes.POINTER(vp)]), ("gpumon_model_load", [vp, vp]),
-                   ("gpumon_model_finish", [vp, ctypes.c_uint64, ctypes.c_int]),
-                   ("gpumon_model_document", [vp, ctypes.c_uint, ctypes.POINTER(vp)])]:
-    getattr(lib, name).argtypes = args
-r, m, doc = vp(), vp(), vp()
-assert lib.gpumon_reader_create(sys.argv[2].encode(), ctypes.byref(r)) == 0
-assert lib.gpumon_model_create(None, ctypes.byref(m)) == 0
-assert lib.gpumon_model_load(m, r) == 0
-assert lib.gpumon_model_finish(m, 0, -1) == 0
-assert lib.gpumon_model_document(m, 0, ctypes.byref(doc)) == 0
-sys.stdout.write(ctypes.string_at(doc).decode())
-"""
-
-
 def model_document(path):
+    """The run model's document for a recording: gpumon report --json prints the library's document
+    (tests/cli/test_report.py holds that it is the library's, byte for byte)."""
     import json
-    import sys
-    out = subprocess.run(["ldd", GPUMON_BIN], capture_output=True, text=True).stdout
-    m = re.search(r"libgpumon\.so\S* => (\S+)", out)
-    lib = m.group(1) if m else os.path.join(os.path.dirname(os.path.dirname(GPUMON_BIN)), "libgpumon.so")
-    r = subprocess.run([sys.executable, "-c", DOCUMENT, lib, str(path)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([GPUMON_BIN, "report", str(path), "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
