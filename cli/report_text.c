@@ -7,20 +7,8 @@
 #include "report.h"
 #include "words.h"
 
-static const char *str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
 
-static int has(const json_t *o, const char *key)
-{
-	return json_is_number(json_object_get(o, key));
-}
 
-static double num(const json_t *o, const char *key)
-{
-	return json_number_value(json_object_get(o, key));
-}
 
 static const char *bytes(char *buf, size_t len, const json_t *o, const char *key)
 {
@@ -29,42 +17,42 @@ static const char *bytes(char *buf, size_t len, const json_t *o, const char *key
 
 static void print_source(FILE *f, const json_t *s)
 {
-	const char *type = str(s, "type"), *kind = str(s, "kind");
+	const char *type = doc_str(s, "type"), *kind = doc_str(s, "kind");
 	int csv = type && !strcmp(type, "csv");
-	fprintf(f, "Report of %s (%s", str(s, "path") ? str(s, "path") : "n/a", csv ? "CSV" : type ? type : "n/a");
+	fprintf(f, "Report of %s (%s", doc_str(s, "path") ? doc_str(s, "path") : "n/a", csv ? "CSV" : type ? type : "n/a");
 	if (kind && !csv)
 		fprintf(f, " of gpumon %s", kind);
 	fprintf(f, ")\n");
-	if (str(s, "command"))
-		fprintf(f, "Command:        %s\n", str(s, "command"));
-	if (str(s, "host"))
-		fprintf(f, "Host:           %s\n", str(s, "host"));
-	if (str(s, "start_utc"))
-		fprintf(f, "Started:        %s\n", str(s, "start_utc"));
-	if (has(s, "duration_s"))
-		fprintf(f, "Duration:       %.1f s\n", num(s, "duration_s"));
-	if (has(s, "exit_status"))
-		fprintf(f, "Exit status:    %lld\n", (long long)num(s, "exit_status"));
+	if (doc_str(s, "command"))
+		fprintf(f, "Command:        %s\n", doc_str(s, "command"));
+	if (doc_str(s, "host"))
+		fprintf(f, "Host:           %s\n", doc_str(s, "host"));
+	if (doc_str(s, "start_utc"))
+		fprintf(f, "Started:        %s\n", doc_str(s, "start_utc"));
+	if (doc_has_num(s, "duration_s"))
+		fprintf(f, "Duration:       %.1f s\n", doc_num(s, "duration_s"));
+	if (doc_has_num(s, "exit_status"))
+		fprintf(f, "Exit status:    %lld\n", (long long)doc_num(s, "exit_status"));
 }
 
 /* A GPU: its name and total, then what the run did on it, where the document has it. */
 static void print_device(FILE *f, const json_t *d)
 {
 	char a[32], b[32], c[32], w[640];
-	long long dev = (long long)num(d, "dev");
-	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, str(d, "name") ? str(d, "name") : "", str(d, "name") ? ", " : "",
+	long long dev = (long long)doc_num(d, "dev");
+	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, doc_str(d, "name") ? doc_str(d, "name") : "", doc_str(d, "name") ? ", " : "",
 		bytes(a, sizeof a, d, "total_bytes"), json_is_true(json_object_get(d, "lost")) ? ", LOST" : "");
 	const json_t *peak = json_object_get(d, "peak"), *job = json_object_get(d, "job_peak");
 	if (json_is_object(peak)) {
-		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), num(peak, "time"));
+		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), doc_num(peak, "time"));
 		if (json_is_object(json_object_get(peak, "owner")))
 			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(peak, "owner")));
 		fprintf(f, "\n");
 	}
 	if (json_is_object(job))
-		fprintf(f, "  the job at most %s at %.1f s, %s on average\n", bytes(a, sizeof a, job, "bytes"), num(job, "time"),
+		fprintf(f, "  the job at most %s at %.1f s, %s on average\n", bytes(a, sizeof a, job, "bytes"), doc_num(job, "time"),
 			bytes(b, sizeof b, d, "job_mean_bytes"));
-	if (json_is_object(job) && has(d, "others_peak_bytes") && num(d, "others_peak_bytes") > 0)
+	if (json_is_object(job) && doc_has_num(d, "others_peak_bytes") && doc_num(d, "others_peak_bytes") > 0)
 		fprintf(f, "  the other processes %s at the job's peak, at most %s together\n",
 			bytes(c, sizeof c, d, "others_at_job_peak_bytes"), bytes(a, sizeof a, d, "others_peak_bytes"));
 }
@@ -90,12 +78,12 @@ static void print_peak(FILE *f, const json_t *p)
 {
 	char a[32], w[640], what[96];
 	fprintf(f, "Peak:           ");
-	if (!has(p, "bytes")) {
+	if (!doc_has_num(p, "bytes")) {
 		fprintf(f, "n/a (no memory figures)\n");
 		return;
 	}
 	fprintf(f, "%s of %s at %.1f s", bytes(a, sizeof a, p, "bytes"), words_peak_what(what, sizeof what, p),
-		num(p, "time"));
+		doc_num(p, "time"));
 	if (json_is_object(json_object_get(p, "owner")))
 		fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(p, "owner")));
 	if (json_is_object(json_object_get(p, "largest")))
@@ -107,8 +95,8 @@ static void print_peak(FILE *f, const json_t *p)
 static const char *whose(char *buf, size_t len, const json_t *o, int csv)
 {
 	buf[0] = 0;
-	if (has(o, "pid"))
-		snprintf(buf, len, ", pid %lld", (long long)num(o, "pid"));
+	if (doc_has_num(o, "pid"))
+		snprintf(buf, len, ", pid %lld", (long long)doc_num(o, "pid"));
 	else if (csv)
 		snprintf(buf, len, ", the process");
 	return buf;
@@ -121,7 +109,7 @@ static const char *why_unaccounted(const json_t *doc)
 	const json_t *x;
 	json_array_foreach(json_object_get(doc, "frameworks"), i, x)
 	{
-		const char *w = words_unaccounted_why(str(x, "unaccounted_why"));
+		const char *w = words_unaccounted_why(doc_str(x, "unaccounted_why"));
 		if (w)
 			return w;
 	}
@@ -134,12 +122,12 @@ static void print_memory(FILE *f, const json_t *doc, int csv)
 	const json_t *fr = json_object_get(doc, "fragmentation"), *un = json_object_get(doc, "unaccounted");
 	if (json_is_object(fr))
 		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n", bytes(a, sizeof a, fr, "bytes"),
-			num(fr, "time"), whose(b, sizeof b, fr, csv));
+			doc_num(fr, "time"), whose(b, sizeof b, fr, csv));
 	else
 		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
 	if (json_is_object(un))
 		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
-			bytes(a, sizeof a, un, "bytes"), num(un, "time"), whose(b, sizeof b, un, csv));
+			bytes(a, sizeof a, un, "bytes"), doc_num(un, "time"), whose(b, sizeof b, un, csv));
 	else
 		fprintf(f, "Unaccounted:    n/a (%s)\n", why_unaccounted(doc));
 }
@@ -153,8 +141,8 @@ static void print_windows(FILE *f, const json_t *doc)
 	{
 		if (i == 0)
 			fprintf(f, "Peaks by window:\n");
-		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", num(x, "start"), num(x, "end"), bytes(a, sizeof a, x, "bytes"),
-			num(x, "time"));
+		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", doc_num(x, "start"), doc_num(x, "end"), bytes(a, sizeof a, x, "bytes"),
+			doc_num(x, "time"));
 		if (json_is_object(json_object_get(x, "owner")))
 			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(x, "owner")));
 		fprintf(f, "\n");
@@ -164,12 +152,12 @@ static void print_windows(FILE *f, const json_t *doc)
 static void print_oom(FILE *f, const json_t *o)
 {
 	char a[32], w[2048];
-	fprintf(f, "Out of memory:  at %.1f s", num(o, "time"));
-	if (has(o, "dev"))
-		fprintf(f, " on GPU %lld", (long long)num(o, "dev"));
+	fprintf(f, "Out of memory:  at %.1f s", doc_num(o, "time"));
+	if (doc_has_num(o, "dev"))
+		fprintf(f, " on GPU %lld", (long long)doc_num(o, "dev"));
 	fprintf(f, ": %s\n  %s\n", words_cause(o), words_oom(w, sizeof w, o));
-	if (str(o, "message"))
-		fprintf(f, "  message: %.300s\n", str(o, "message"));
+	if (doc_str(o, "message"))
+		fprintf(f, "  message: %.300s\n", doc_str(o, "message"));
 	else /* the model's rule: a job that failed with its GPU full ran out of memory then */
 		fprintf(f, "  (no message was seen: the job failed with its GPU 99 %% full or more)\n");
 	size_t i;
@@ -178,18 +166,18 @@ static void print_oom(FILE *f, const json_t *o)
 	{
 		if (i == 0)
 			fprintf(f, "  who held what:\n");
-		if (has(h, "pid"))
-			fprintf(f, "    %-11lld", (long long)num(h, "pid"));
+		if (doc_has_num(h, "pid"))
+			fprintf(f, "    %-11lld", (long long)doc_num(h, "pid"));
 		else
 			fprintf(f, "    %-11s", "the process");
-		fprintf(f, " %-10.10s %10s %-4s %.60s\n", str(h, "user") ? str(h, "user") : "n/a", bytes(a, sizeof a, h, "bytes"),
-			json_is_true(json_object_get(h, "job")) ? "job" : "", str(h, "command") ? str(h, "command") : "");
+		fprintf(f, " %-10.10s %10s %-4s %.60s\n", doc_str(h, "user") ? doc_str(h, "user") : "n/a", bytes(a, sizeof a, h, "bytes"),
+			json_is_true(json_object_get(h, "job")) ? "job" : "", doc_str(h, "command") ? doc_str(h, "command") : "");
 	}
 	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
 	{
 		if (i == 0)
 			fprintf(f, "  the last seconds (used):");
-		fprintf(f, " %.1fs %s", num(h, "time"), bytes(a, sizeof a, h, "used_bytes"));
+		fprintf(f, " %.1fs %s", doc_num(h, "time"), bytes(a, sizeof a, h, "used_bytes"));
 	}
 	if (json_array_size(json_object_get(o, "last_seconds")))
 		fprintf(f, "\n");
@@ -205,18 +193,18 @@ static void print_alerts(FILE *f, const json_t *doc)
 	}
 	json_array_foreach(list, i, x)
 	{
-		const char *kind = str(x, "kind");
+		const char *kind = doc_str(x, "kind");
 		if (i == 0)
 			fprintf(f, "Alerts:\n");
-		fprintf(f, "  %.1f s: ", num(x, "time"));
+		fprintf(f, "  %.1f s: ", doc_num(x, "time"));
 		if (!strcmp(kind, "leak"))
-			fprintf(f, "leak: %s%s\n", str(x, "text"), json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
+			fprintf(f, "leak: %s%s\n", doc_str(x, "text"), json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
 		else if (!strcmp(kind, "oom"))
-			fprintf(f, "out of memory: %.300s\n", str(x, "text"));
+			fprintf(f, "out of memory: %.300s\n", doc_str(x, "text"));
 		else if (!strcmp(kind, "headroom"))
-			fprintf(f, "%s\n", str(x, "text"));
+			fprintf(f, "%s\n", doc_str(x, "text"));
 		else
-			fprintf(f, "%.300s (given live)\n", str(x, "text"));
+			fprintf(f, "%.300s (given live)\n", doc_str(x, "text"));
 	}
 	json_decref(list);
 }
@@ -230,7 +218,7 @@ void report_print_text(FILE *f, const json_t *document)
 		return;
 	}
 	const json_t *s = json_object_get(doc, "source"), *d;
-	const char *type = str(s, "type");
+	const char *type = doc_str(s, "type");
 	int csv = type && !strcmp(type, "csv");
 	size_t i;
 	print_source(f, s);
@@ -242,7 +230,7 @@ void report_print_text(FILE *f, const json_t *document)
 	if (json_is_object(json_object_get(doc, "oom")))
 		print_oom(f, json_object_get(doc, "oom"));
 	print_alerts(f, doc);
-	if (str(s, "damage"))
-		fprintf(f, "Not read:       %s\n", str(s, "damage"));
+	if (doc_str(s, "damage"))
+		fprintf(f, "Not read:       %s\n", doc_str(s, "damage"));
 	json_decref(doc);
 }

@@ -13,20 +13,8 @@
 
 #define WIDTH 100 /* longer sentences wrap */
 
-static const char *str(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
 
-static int has_num(const json_t *o, const char *key)
-{
-	return json_is_number(json_object_get(o, key));
-}
 
-static double num(const json_t *o, const char *key)
-{
-	return json_number_value(json_object_get(o, key));
-}
 
 /* Writes text after first (the first line's indent and label), wrapped at WIDTH columns at blanks,
  * the next lines indented by cont. */
@@ -79,11 +67,11 @@ static const char *who(char *buf, size_t len, const json_t *w)
 		buf[0] = 0;
 		return buf;
 	}
-	const char *c = str(w, "command");
+	const char *c = doc_str(w, "command");
 	if (c)
-		snprintf(buf, len, "pid %lld (%s)", (long long)num(w, "pid"), short_command(c, cmd, sizeof cmd));
+		snprintf(buf, len, "pid %lld (%s)", (long long)doc_num(w, "pid"), short_command(c, cmd, sizeof cmd));
 	else
-		snprintf(buf, len, "pid %lld", (long long)num(w, "pid"));
+		snprintf(buf, len, "pid %lld", (long long)doc_num(w, "pid"));
 	return buf;
 }
 
@@ -105,12 +93,12 @@ static void print_gpu(FILE *out, const json_t *d)
 	const json_t *peak = json_object_get(d, "peak"), *jp = json_object_get(d, "job_peak");
 	if (!json_is_object(peak) && !json_is_object(jp))
 		return; /* not sampled */
-	const char *name = str(d, "name");
-	fprintf(out, "  GPU %lld %s%s%s%s:\n", (long long)num(d, "dev"), str(d, "uuid") ? str(d, "uuid") : "",
+	const char *name = doc_str(d, "name");
+	fprintf(out, "  GPU %lld %s%s%s%s:\n", (long long)doc_num(d, "dev"), doc_str(d, "uuid") ? doc_str(d, "uuid") : "",
 		name ? " (" : "", name ? name : "", name ? ")" : "");
 	if (json_is_object(jp)) {
 		fprintf(out, "    job peak %s at %.2f s (other processes held %s then)\n",
-			words_bytes(a, sizeof a, json_object_get(jp, "bytes")), num(jp, "time"),
+			words_bytes(a, sizeof a, json_object_get(jp, "bytes")), doc_num(jp, "time"),
 			words_bytes(b, sizeof b, json_object_get(d, "others_at_job_peak_bytes")));
 		print_owner(out, jp);
 		fprintf(out, "    job mean %s, other processes peak %s\n",
@@ -123,7 +111,7 @@ static void print_gpu(FILE *out, const json_t *d)
 	}
 	if (json_is_object(peak)) {
 		fprintf(out, "    GPU used peak %s at %.2f s\n", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
-			num(peak, "time"));
+			doc_num(peak, "time"));
 		print_owner(out, peak);
 	}
 }
@@ -137,17 +125,17 @@ static void print_verdicts(FILE *out, const json_t *doc, double now_s)
 	char text[1200];
 	size_t i;
 	const json_t *v;
-	const char *kind = str(json_object_get(json_object_get(doc, "leak"), "series"), "kind");
+	const char *kind = doc_str(json_object_get(json_object_get(doc, "leak"), "series"), "kind");
 	json_array_foreach(json_object_get(doc, "series"), i, v) {
-		const char *k = str(json_object_get(v, "series"), "kind");
+		const char *k = doc_str(json_object_get(v, "series"), "kind");
 		if (kind && k && !strcmp(k, kind))
 			wrap(out, "  leak: ", "    ", words_verdict(text, sizeof text, v, now_s));
 	}
 	const json_t *peak = json_object_get(doc, "peak");
-	if (json_is_object(peak) && str(peak, "what") && !strcmp(str(peak, "what"), "framework")) {
+	if (json_is_object(peak) && doc_str(peak, "what") && !strcmp(doc_str(peak, "what"), "framework")) {
 		char a[32], w[128];
 		fprintf(out, "  framework peak (allocated): %s at %.2f s", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
-			num(peak, "time"));
+			doc_num(peak, "time"));
 		if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
 			fprintf(out, ", %s", w);
 		fprintf(out, "\n");
@@ -161,17 +149,17 @@ static void print_memory(FILE *out, const json_t *doc)
 	const json_t *f = json_object_get(doc, "fragmentation"), *u = json_object_get(doc, "unaccounted");
 	if (json_is_object(f)) {
 		snprintf(line, sizeof line, "%s at %.2f s (pid %lld): memory the allocator reserved that no tensor used",
-			 words_bytes(a, sizeof a, json_object_get(f, "bytes")), num(f, "time"), (long long)num(f, "pid"));
+			 words_bytes(a, sizeof a, json_object_get(f, "bytes")), doc_num(f, "time"), (long long)doc_num(f, "pid"));
 		wrap(out, "  allocator cache, at most: ", "    ", line);
 	}
 	if (json_is_object(u)) {
 		char gpu[32] = "";
-		if (has_num(u, "dev"))
-			snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)num(u, "dev"));
+		if (doc_has_num(u, "dev"))
+			snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(u, "dev"));
 		snprintf(line, sizeof line,
 			 "%s%s (pid %lld at %.2f s): NVML's figure beyond the allocator's reserved: the CUDA context, "
 			 "libraries' workspaces, other allocators",
-			 words_bytes(a, sizeof a, json_object_get(u, "bytes")), gpu, (long long)num(u, "pid"), num(u, "time"));
+			 words_bytes(a, sizeof a, json_object_get(u, "bytes")), gpu, (long long)doc_num(u, "pid"), doc_num(u, "time"));
 		wrap(out, "  unaccounted, at most: ", "    ", line);
 	}
 }
@@ -189,13 +177,13 @@ static void print_holders(FILE *out, const json_t *oom)
 	}
 	fprintf(out, "    %8s  %-12s %9s  %-3s  %s\n", "pid", "user", "GiB", "job", "command");
 	json_array_foreach(holders, i, h) {
-		if (has_num(h, "bytes"))
-			snprintf(a, sizeof a, "%.2f", num(h, "bytes") / (1024.0 * 1024 * 1024));
+		if (doc_has_num(h, "bytes"))
+			snprintf(a, sizeof a, "%.2f", doc_num(h, "bytes") / (1024.0 * 1024 * 1024));
 		else
 			snprintf(a, sizeof a, "n/a");
-		fprintf(out, "    %8lld  %-12.12s %9s  %-3s  %s\n", (long long)num(h, "pid"), str(h, "user") ? str(h, "user") : "?",
+		fprintf(out, "    %8lld  %-12.12s %9s  %-3s  %s\n", (long long)doc_num(h, "pid"), doc_str(h, "user") ? doc_str(h, "user") : "?",
 			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
-			str(h, "command") ? short_command(str(h, "command"), cmd, sizeof cmd) : "?");
+			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?");
 	}
 }
 
@@ -209,7 +197,7 @@ static void print_last_seconds(FILE *out, const json_t *oom)
 		return;
 	line[0] = 0;
 	json_array_foreach(last, i, p) {
-		long s = lround(num(p, "time") - num(oom, "time"));
+		long s = lround(doc_num(p, "time") - doc_num(oom, "time"));
 		int n = snprintf(line + at, sizeof line - at, "%s%ld s: %s", i ? ", " : "", s,
 				 words_bytes(a, sizeof a, json_object_get(p, "used_bytes")));
 		if (n < 0 || (size_t)n >= sizeof line - at)
@@ -217,7 +205,7 @@ static void print_last_seconds(FILE *out, const json_t *oom)
 		at += (size_t)n;
 	}
 	char first[64];
-	snprintf(first, sizeof first, "    GPU %lld used, about one point a second up to then: ", (long long)num(oom, "dev"));
+	snprintf(first, sizeof first, "    GPU %lld used, about one point a second up to then: ", (long long)doc_num(oom, "dev"));
 	wrap(out, first, "      ", line);
 }
 
@@ -227,15 +215,15 @@ static void print_oom(FILE *out, const json_t *doc)
 	char text[2000], gpu[32] = "", label[64];
 	if (!json_is_object(oom))
 		return;
-	if (has_num(oom, "dev"))
-		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)num(oom, "dev"));
-	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", num(oom, "time"), gpu);
-	if (str(oom, "message"))
-		wrap(out, label, "    ", str(oom, "message"));
+	if (doc_has_num(oom, "dev"))
+		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(oom, "dev"));
+	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", doc_num(oom, "time"), gpu);
+	if (doc_str(oom, "message"))
+		wrap(out, label, "    ", doc_str(oom, "message"));
 	else
 		wrap(out, label, "    ", "no message; the GPU was full when the job failed");
-	if (num(oom, "signs") > 1)
-		fprintf(out, "    (%lld out-of-memory signs in all)\n", (long long)num(oom, "signs"));
+	if (doc_num(oom, "signs") > 1)
+		fprintf(out, "    (%lld out-of-memory signs in all)\n", (long long)doc_num(oom, "signs"));
 	const json_t *status = json_object_get(json_object_get(doc, "source"), "exit_status");
 	if (json_is_integer(status) && json_integer_value(status) == 0)
 		fprintf(out, "    the job went on and exited with status 0: it recovered\n");
@@ -245,13 +233,13 @@ static void print_oom(FILE *out, const json_t *doc)
 	size_t i;
 	const char *uuid = NULL;
 	json_array_foreach(json_object_get(doc, "devices"), i, d)
-		if (has_num(oom, "dev") && num(d, "dev") == num(oom, "dev"))
-			uuid = str(d, "uuid");
-	if (has_num(oom, "dev"))
-		fprintf(out, "    who held GPU %lld%s%s at %.2f s:\n", (long long)num(oom, "dev"), uuid ? " " : "",
-			uuid ? uuid : "", num(oom, "time"));
+		if (doc_has_num(oom, "dev") && doc_num(d, "dev") == doc_num(oom, "dev"))
+			uuid = doc_str(d, "uuid");
+	if (doc_has_num(oom, "dev"))
+		fprintf(out, "    who held GPU %lld%s%s at %.2f s:\n", (long long)doc_num(oom, "dev"), uuid ? " " : "",
+			uuid ? uuid : "", doc_num(oom, "time"));
 	else
-		fprintf(out, "    who held the GPU at %.2f s:\n", num(oom, "time"));
+		fprintf(out, "    who held the GPU at %.2f s:\n", doc_num(oom, "time"));
 	print_holders(out, oom);
 	print_last_seconds(out, oom);
 }
@@ -264,13 +252,13 @@ static void print_alerts(FILE *out, const json_t *doc)
 	size_t i;
 	const json_t *a;
 	json_array_foreach(json_object_get(doc, "alerts"), i, a) {
-		const char *kind = str(a, "kind");
+		const char *kind = doc_str(a, "kind");
 		if (kind && !strcmp(kind, "leak"))
-			fprintf(out, "  alert at %.2f s%s: leak suspected on %s\n", num(a, "time"),
+			fprintf(out, "  alert at %.2f s%s: leak suspected on %s\n", doc_num(a, "time"),
 				json_is_true(json_object_get(a, "live")) ? " (told live)" : "",
 				words_series(s, sizeof s, json_object_get(a, "series")));
 		else
-			fprintf(out, "  alert at %.2f s: %s\n", num(a, "time"), words_alert(text, sizeof text, a));
+			fprintf(out, "  alert at %.2f s: %s\n", doc_num(a, "time"), words_alert(text, sizeof text, a));
 	}
 }
 
@@ -280,7 +268,7 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 		fprintf(out, "  set %s=%s\n", f->plan->vars[i].name, f->plan->vars[i].value);
 	for (size_t i = 0; f->plan && i < f->plan->nnotes; i++)
 		wrap(out, "  note: ", "    ", f->plan->notes[i]);
-	const char *damage = str(json_object_get(doc, "source"), "damage");
+	const char *damage = doc_str(json_object_get(doc, "source"), "damage");
 	if (damage && damage[0])
 		wrap(out, "  note: ", "    ", damage);
 	if (f->dropped)
@@ -293,10 +281,10 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 {
 	const json_t *src = json_object_get(doc, "source");
-	double now_s = has_num(src, "duration_s") ? num(src, "duration_s") : -1;
+	double now_s = doc_has_num(src, "duration_s") ? doc_num(src, "duration_s") : -1;
 	fprintf(out, "\ngpumon run summary\n  recording: %s%s\n", f->path, f->rec_failed ? " (stopped early, see above)" : "");
-	if (has_num(src, "exit_status"))
-		fprintf(out, "  job exited with status %lld", (long long)num(src, "exit_status"));
+	if (doc_has_num(src, "exit_status"))
+		fprintf(out, "  job exited with status %lld", (long long)doc_num(src, "exit_status"));
 	else
 		fprintf(out, "  job's exit status unknown");
 	if (now_s >= 0)

@@ -25,17 +25,17 @@ static void add(char *buf, size_t len, size_t *at, const char *fmt, ...)
 		*at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
 }
 
-static const char *str(const json_t *o, const char *key)
+const char *doc_str(const json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(o, key));
 }
 
-static int has_num(const json_t *o, const char *key)
+int doc_has_num(const json_t *o, const char *key)
 {
 	return json_is_number(json_object_get(o, key));
 }
 
-static double num(const json_t *o, const char *key)
+double doc_num(const json_t *o, const char *key)
 {
 	return json_number_value(json_object_get(o, key));
 }
@@ -76,7 +76,7 @@ static const char *clock_text(char *buf, size_t len, double s)
 
 const char *words_series(char *buf, size_t len, const json_t *s)
 {
-	const char *kind = str(s, "kind");
+	const char *kind = doc_str(s, "kind");
 	size_t at = 0;
 	buf[0] = 0;
 	if (!kind) {
@@ -85,28 +85,28 @@ const char *words_series(char *buf, size_t len, const json_t *s)
 	}
 	if (!strcmp(kind, "framework")) {
 		add(buf, len, &at, "the framework's allocated memory");
-		const char *fw = str(s, "framework");
-		int seg = has_num(s, "segment") && num(s, "segment") > 0;
+		const char *fw = doc_str(s, "framework");
+		int seg = doc_has_num(s, "segment") && doc_num(s, "segment") > 0;
 		add(buf, len, &at, " (");
 		if (fw && fw[0])
 			add(buf, len, &at, "%s, ", fw);
-		if (has_num(s, "pid"))
-			add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
+		if (doc_has_num(s, "pid"))
+			add(buf, len, &at, "pid %lld", (long long)doc_num(s, "pid"));
 		else /* a CSV: its one process, unnamed */
 			add(buf, len, &at, "the process");
 		if (seg) /* a restarted step counter: the n-th run of the loop */
-			add(buf, len, &at, ", loop restart %lld", (long long)num(s, "segment"));
+			add(buf, len, &at, ", loop restart %lld", (long long)doc_num(s, "segment"));
 		add(buf, len, &at, ")");
 	} else if (!strcmp(kind, "job")) {
-		add(buf, len, &at, "the job's processes on GPU %lld (NVML)", (long long)num(s, "dev"));
+		add(buf, len, &at, "the job's processes on GPU %lld (NVML)", (long long)doc_num(s, "dev"));
 	} else if (!strcmp(kind, "process")) {
-		if (has_num(s, "pid"))
-			add(buf, len, &at, "pid %lld", (long long)num(s, "pid"));
+		if (doc_has_num(s, "pid"))
+			add(buf, len, &at, "pid %lld", (long long)doc_num(s, "pid"));
 		else
 			add(buf, len, &at, "the process");
-		add(buf, len, &at, " on GPU %lld (NVML)", (long long)num(s, "dev"));
+		add(buf, len, &at, " on GPU %lld (NVML)", (long long)doc_num(s, "dev"));
 	} else if (!strcmp(kind, "device")) {
-		add(buf, len, &at, "GPU %lld's used memory (NVML)", (long long)num(s, "dev"));
+		add(buf, len, &at, "GPU %lld's used memory (NVML)", (long long)doc_num(s, "dev"));
 	} else {
 		add(buf, len, &at, "%s", kind);
 	}
@@ -115,7 +115,7 @@ const char *words_series(char *buf, size_t len, const json_t *s)
 
 const char *words_room(char *buf, size_t len, const json_t *v)
 {
-	const char *room = str(v, "room");
+	const char *room = doc_str(v, "room");
 	if (!room)
 		snprintf(buf, len, "an unknown limit");
 	else if (!strcmp(room, "free"))
@@ -135,31 +135,31 @@ const char *words_room(char *buf, size_t len, const json_t *v)
 static void rate(char *buf, size_t len, size_t *at, const json_t *v, const char *sign)
 {
 	char a[32];
-	if (has_num(v, "rate_bytes_per_step") && num(v, "rate_bytes_per_step") > 0)
+	if (doc_has_num(v, "rate_bytes_per_step") && doc_num(v, "rate_bytes_per_step") > 0)
 		add(buf, len, at, "%s%s a step", sign, words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_step")));
 	else
 		add(buf, len, at, "%s%s a second", sign, words_bytes(a, sizeof a, json_object_get(v, "rate_bytes_per_second")));
-	if (has_num(v, "start_step"))
-		add(buf, len, at, " from step %lld", (long long)num(v, "start_step"));
-	else if (has_num(v, "start_time"))
-		add(buf, len, at, " from %.1f s", num(v, "start_time"));
+	if (doc_has_num(v, "start_step"))
+		add(buf, len, at, " from step %lld", (long long)doc_num(v, "start_step"));
+	else if (doc_has_num(v, "start_time"))
+		add(buf, len, at, " from %.1f s", doc_num(v, "start_time"));
 }
 
 /* "; out of memory in about 1,200 more steps (about 2 min 10 s, around 4:37 from the start)" */
 static void to_oom(char *buf, size_t len, size_t *at, const json_t *v, double now_s)
 {
 	char d[32], c[32], r[96], a[32];
-	int steps = has_num(v, "steps_to_oom"), secs = has_num(v, "seconds_to_oom");
+	int steps = doc_has_num(v, "steps_to_oom"), secs = doc_has_num(v, "seconds_to_oom");
 	if (!steps && !secs)
 		return;
 	add(buf, len, at, "; out of memory in about ");
 	if (steps)
-		add(buf, len, at, "%.0f more steps%s", num(v, "steps_to_oom"), secs ? " (" : "");
+		add(buf, len, at, "%.0f more steps%s", doc_num(v, "steps_to_oom"), secs ? " (" : "");
 	if (secs) {
-		add(buf, len, at, "%s", words_duration(d, sizeof d, num(v, "seconds_to_oom")));
+		add(buf, len, at, "%s", words_duration(d, sizeof d, doc_num(v, "seconds_to_oom")));
 		if (now_s >= 0)
 			add(buf, len, at, ", around %s from the start",
-			    clock_text(c, sizeof c, now_s + num(v, "seconds_to_oom")));
+			    clock_text(c, sizeof c, now_s + doc_num(v, "seconds_to_oom")));
 		if (steps)
 			add(buf, len, at, ")");
 	}
@@ -172,20 +172,20 @@ const char *words_verdict(char *buf, size_t len, const json_t *v, double now_s)
 	char s[160];
 	size_t at = 0;
 	buf[0] = 0;
-	const char *verdict = str(v, "verdict");
+	const char *verdict = doc_str(v, "verdict");
 	words_series(s, sizeof s, json_object_get(v, "series"));
 	if (!verdict || !strcmp(verdict, "insufficient_data")) {
-		add(buf, len, &at, "not enough data to tell (%lld points of %s)", (long long)num(v, "points"), s);
+		add(buf, len, &at, "not enough data to tell (%lld points of %s)", (long long)doc_num(v, "points"), s);
 		return buf;
 	}
 	if (!strcmp(verdict, "none")) {
-		add(buf, len, &at, "none: %s does not keep rising (confidence %.2f, %lld points)", s, num(v, "confidence"),
-		    (long long)num(v, "points"));
+		add(buf, len, &at, "none: %s does not keep rising (confidence %.2f, %lld points)", s, doc_num(v, "confidence"),
+		    (long long)doc_num(v, "points"));
 		return buf;
 	}
 	add(buf, len, &at, "LEAK on %s: ", s);
 	rate(buf, len, &at, v, "+");
-	add(buf, len, &at, " (confidence %.2f%s)", num(v, "confidence"),
+	add(buf, len, &at, " (confidence %.2f%s)", doc_num(v, "confidence"),
 	    json_is_true(json_object_get(v, "alert")) ? ", sustained" : "");
 	to_oom(buf, len, &at, v, now_s);
 	return buf;
@@ -196,22 +196,22 @@ const char *words_alert(char *buf, size_t len, const json_t *a)
 	char s[160], b[32], c[32];
 	size_t at = 0;
 	buf[0] = 0;
-	const char *kind = str(a, "kind");
+	const char *kind = doc_str(a, "kind");
 	if (kind && !strcmp(kind, "headroom")) {
-		add(buf, len, &at, "GPU %lld has %s free of %s", (long long)num(a, "dev"),
+		add(buf, len, &at, "GPU %lld has %s free of %s", (long long)doc_num(a, "dev"),
 		    words_bytes(b, sizeof b, json_object_get(a, "free_bytes")),
 		    words_bytes(c, sizeof c, json_object_get(a, "total_bytes")));
 		return buf;
 	}
 	add(buf, len, &at, "%s rises by ", words_series(s, sizeof s, json_object_get(a, "series")));
 	rate(buf, len, &at, a, "");
-	to_oom(buf, len, &at, a, has_num(a, "time") ? num(a, "time") : -1);
+	to_oom(buf, len, &at, a, doc_has_num(a, "time") ? doc_num(a, "time") : -1);
 	return buf;
 }
 
 const char *words_cause(const json_t *oom)
 {
-	const char *c = str(oom, "cause");
+	const char *c = doc_str(oom, "cause");
 	return c ? c : "unknown";
 }
 
@@ -228,15 +228,15 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 		    words_bytes(a, sizeof a, json_object_get(f, "others_bytes")), words_bytes(b, sizeof b, total));
 		const json_t *top = json_object_get(f, "top_other");
 		if (json_is_object(top)) {
-			add(buf, len, &at, ", the largest pid %lld (%s", (long long)num(top, "pid"),
+			add(buf, len, &at, ", the largest pid %lld (%s", (long long)doc_num(top, "pid"),
 			    words_bytes(c, sizeof c, json_object_get(f, "top_other_bytes")));
-			if (str(top, "user"))
-				add(buf, len, &at, ", user %s", str(top, "user"));
-			if (str(top, "command"))
-				add(buf, len, &at, ": %.120s", str(top, "command"));
+			if (doc_str(top, "user"))
+				add(buf, len, &at, ", user %s", doc_str(top, "user"));
+			if (doc_str(top, "command"))
+				add(buf, len, &at, ": %.120s", doc_str(top, "command"));
 			add(buf, len, &at, ")");
 		}
-		if (has_num(f, "job_bytes"))
+		if (doc_has_num(f, "job_bytes"))
 			add(buf, len, &at, "; the job itself held %s", words_bytes(a, sizeof a, json_object_get(f, "job_bytes")));
 		add(buf, len, &at, ". Run it on a free GPU (gpumon run --gpu auto) or ask the owner to free it.");
 		if (json_is_true(json_object_get(oom, "also_leak")))
@@ -262,14 +262,14 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 		add(buf, len, &at, "A transient peak: memory climbed from its usual %s to %s",
 		    words_bytes(a, sizeof a, json_object_get(f, "floor_bytes")),
 		    words_bytes(b, sizeof b, json_object_get(f, "used_bytes")));
-		if (has_num(f, "rise_seconds"))
-			add(buf, len, &at, " within %.1f s", num(f, "rise_seconds"));
+		if (doc_has_num(f, "rise_seconds"))
+			add(buf, len, &at, " within %.1f s", doc_num(f, "rise_seconds"));
 		add(buf, len, &at, " and ran out; the rest of the run fitted. One batch needed much more than the others "
 				    "(a long sequence, attention, evaluation): cap the batch or sequence length for the "
 				    "worst case, or use gradient checkpointing.");
 	} else {
 		add(buf, len, &at, "The job ran out of memory");
-		if (has_num(f, "used_bytes") && json_is_number(total))
+		if (doc_has_num(f, "used_bytes") && json_is_number(total))
 			add(buf, len, &at, " with %s of %s in use", words_bytes(a, sizeof a, json_object_get(f, "used_bytes")),
 			    words_bytes(b, sizeof b, total));
 		add(buf, len, &at, ", but no leak, other process, pre-allocation or sudden peak shows in the figures: the "
@@ -283,12 +283,12 @@ const char *words_who(char *buf, size_t len, const json_t *who)
 {
 	size_t at = 0;
 	buf[0] = 0;
-	if (!has_num(who, "pid")) {
+	if (!doc_has_num(who, "pid")) {
 		add(buf, len, &at, "the process");
 		return buf;
 	}
-	const char *user = str(who, "user"), *cmd = str(who, "command");
-	add(buf, len, &at, "pid %lld", (long long)num(who, "pid"));
+	const char *user = doc_str(who, "user"), *cmd = doc_str(who, "command");
+	add(buf, len, &at, "pid %lld", (long long)doc_num(who, "pid"));
 	if (user && cmd)
 		add(buf, len, &at, " (%s: %.100s)", user, cmd);
 	else if (user || cmd)
@@ -298,8 +298,8 @@ const char *words_who(char *buf, size_t len, const json_t *who)
 
 const char *words_peak_what(char *buf, size_t len, const json_t *peak)
 {
-	const char *what = str(peak, "what");
-	long long dev = has_num(peak, "dev") ? (long long)num(peak, "dev") : -1;
+	const char *what = doc_str(peak, "what");
+	long long dev = doc_has_num(peak, "dev") ? (long long)doc_num(peak, "dev") : -1;
 	if (what && !strcmp(what, "job") && dev >= 0)
 		snprintf(buf, len, "the job's processes on GPU %lld", dev);
 	else if (what && !strcmp(what, "job"))
@@ -352,7 +352,7 @@ static void unname(json_t *v)
 json_t *words_document(const json_t *doc)
 {
 	json_t *copy = json_deep_copy(doc);
-	const char *type = str(json_object_get(doc, "source"), "type");
+	const char *type = doc_str(json_object_get(doc, "source"), "type");
 	if (copy && type && !strcmp(type, "csv"))
 		unname(copy);
 	return copy;
@@ -363,7 +363,7 @@ static int model_alert_at(const json_t *alerts, double t)
 {
 	size_t i;
 	const json_t *a;
-	json_array_foreach(alerts, i, a) if (has_num(a, "time") && num(a, "time") == t) return 1;
+	json_array_foreach(alerts, i, a) if (doc_has_num(a, "time") && doc_num(a, "time") == t) return 1;
 	return 0;
 }
 
@@ -371,7 +371,7 @@ static int model_alert_at(const json_t *alerts, double t)
 static void sort_by_time(json_t **items, size_t n)
 {
 	for (size_t i = 1; i < n; i++)
-		for (size_t j = i; j > 0 && num(items[j], "time") < num(items[j - 1], "time"); j--) {
+		for (size_t j = i; j > 0 && doc_num(items[j], "time") < doc_num(items[j - 1], "time"); j--) {
 			json_t *t = items[j];
 			items[j] = items[j - 1];
 			items[j - 1] = t;
@@ -395,19 +395,19 @@ json_t *words_alert_list(const json_t *doc)
 	int bad = !list;
 	json_array_foreach(alerts, i, x)
 	{
-		const char *kind = str(x, "kind");
+		const char *kind = doc_str(x, "kind");
 		if (!bad)
 			bad = note(list, json_object_get(x, "time"), kind && !strcmp(kind, "headroom") ? "headroom" : "leak",
 				   words_alert(buf, sizeof buf, x), json_is_true(json_object_get(x, "live")));
 	}
 	json_array_foreach(json_object_get(doc, "events"), i, x)
 	{
-		const char *kind = str(x, "kind");
+		const char *kind = doc_str(x, "kind");
 		if (bad || !kind || (strcmp(kind, "alert") && strcmp(kind, "oom")))
 			continue;
-		if (!strcmp(kind, "alert") && has_num(x, "time") && model_alert_at(alerts, num(x, "time")))
+		if (!strcmp(kind, "alert") && doc_has_num(x, "time") && model_alert_at(alerts, doc_num(x, "time")))
 			continue; /* the model's alert above, given live */
-		bad = note(list, json_object_get(x, "time"), kind, str(x, "text") ? str(x, "text") : kind, 1);
+		bad = note(list, json_object_get(x, "time"), kind, doc_str(x, "text") ? doc_str(x, "text") : kind, 1);
 	}
 	size_t n = bad ? 0 : json_array_size(list);
 	json_t **items = n ? malloc(n * sizeof *items) : NULL;

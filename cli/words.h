@@ -10,6 +10,12 @@
 
 #include <jansson.h>
 
+/* Reading the document: o's string at key (NULL when absent or not a string), whether key holds a
+ * number, and that number (0 when not). */
+const char *doc_str(const json_t *o, const char *key);
+int doc_has_num(const json_t *o, const char *key);
+double doc_num(const json_t *o, const char *key);
+
 /* A byte figure ("1.50 GiB"), or "n/a" when v is not a number. */
 const char *words_bytes(char *buf, size_t len, const json_t *v);
 
