@@ -69,6 +69,7 @@ struct device {
 	gpumon_device_info info;
 	atomic_int lost;
 	atomic_int memory_v2_unusable; /* the v2 call failed once with a version/support error */
+	atomic_int memory_v2_worked;   /* the v2 call has answered: from then on v1 never stands in */
 };
 
 /* Distinct NVML functions whose failures are counted (gpumon_nvml_errors_get). */
@@ -116,7 +117,8 @@ int gpumon__nvml_load(gpumon *g);   /* dlopen + symbols + init; message on failu
 void gpumon__nvml_unload(gpumon *g);
 int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
 
-/* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. */
+/* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. Once
+ * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */
 int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
 
 /* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets

@@ -205,7 +205,9 @@ typedef struct gpumon_device_sample {
  *
  * Returns 0, or GPUMON_E_NOT_FOUND (bad dev), GPUMON_E_LOST (the GPU is lost: the device is
  * marked lost and every later call on it returns this at once), or another status when the
- * memory figures themselves cannot be read. Cost: one NVML call per field group asked for.
+ * memory figures themselves cannot be read. The v1 memory call stands in only where the v2 call
+ * never answered (a driver without it): once v2 has answered on a device, its failure is such a
+ * status, never v1's figures. Cost: one NVML call per field group asked for.
  */
 GPUMON_API int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_device_sample *out);
 
