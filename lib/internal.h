@@ -100,7 +100,19 @@ struct gpumon {
 	/* failed NVML calls by function, counted by gpumon__seterr (under err_lock) */
 	struct { char function[48]; uint64_t count; } nvml_errors[GPUMON_NVML_ERROR_FUNCTIONS];
 	unsigned n_nvml_errors;
+
+	/* threads that may call the driver after their owner let go of them (a sampler's thread left
+	   in a hung call): the handle is freed, and NVML shut down, when the last of them and
+	   gpumon_destroy are done (under hold_lock) */
+	pthread_mutex_t hold_lock;
+	unsigned holds;
+	int closing;
 };
+
+/* Keeps g alive for a thread of the library until the matching gpumon__release(). */
+void gpumon__hold(gpumon *g);
+/* Ends a hold; frees g when gpumon_destroy has been called and this was the last hold. */
+void gpumon__release(gpumon *g);
 
 /* Records a message for the calling thread and returns status (for `return seterr(...)`). */
 int gpumon__seterr(gpumon *g, int status, const char *fmt, ...)

@@ -253,7 +253,7 @@ static void test_exporter_up_down(void)
 		double up1 = p ? metric(p, "gpumon_gpu_up", "gpu=\"1\"") : -1;
 		if (phase == 0 && up1 == 0)
 			phase = 1;
-		if (phase == 1) {
+		if (phase == 1 && up1 == 0) {
 			down_reason |= metric(p, "gpumon_gpu_down_info", "gpu=\"1\"") == 1 &&
 				       strstr(p, "reason=\"not_answering\"") != NULL;
 			gpu0_while_down &= metric(p, "gpumon_gpu_up", "gpu=\"0\"") == 1 &&
