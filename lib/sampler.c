@@ -27,7 +27,7 @@
 /* A driver call on a GPU still running after this: the GPU is stale (healthy calls take
    microseconds to a few milliseconds; this leaves room for a loaded machine) */
 #define DEADLINE_NS 2000000000ull
-/* destroy waits this long for threads to finish, then leaves those still in a driver call */
+/* destroy leaves a thread whose driver call has lasted this long to finish alone */
 #define STOP_GRACE_NS 200000000ull
 
 /* Raw samples of one device, oldest overwritten first. */
@@ -458,27 +458,36 @@ static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_
 	return GPUMON_OK;
 }
 
+/* 1 while stop() waits for the thread of d (s->lock held): it has not ended, and it is not in a
+ * driver call that has lasted STOP_GRACE_NS already (one that may never return). */
+static int worth_waiting(struct devstate *d, uint64_t now)
+{
+	if (!d->started || d->exited)
+		return 0;
+	uint64_t began = atomic_load(&d->call_ns);
+	return !began || now - began < STOP_GRACE_NS;
+}
+
 /* Stops the threads and drops the owner's reference. Waits for consumers inside poll (they return
- * at once), for the watchdog, and up to STOP_GRACE_NS for the GPU threads; a thread still in a
- * driver call then is left to finish alone (it holds its own reference on s and on the handle). */
+ * at once), for the watchdog, and for each GPU thread unless it is in a driver call that has
+ * lasted STOP_GRACE_NS: such a thread is left to finish alone (it holds its own references on s
+ * and on the handle). */
 static void stop(gpumon_sampler *s)
 {
 	pthread_mutex_lock(&s->lock);
 	s->stopping = 1;
 	pthread_cond_broadcast(&s->wake);
 	pthread_cond_broadcast(&s->queued);
-	struct timespec grace = ns_to_ts(gpumon__now_ns() + STOP_GRACE_NS);
-	int waited_out = 0;
 	for (;;) {
-		unsigned running = 0;
+		uint64_t now = gpumon__now_ns();
+		int wait = s->pollers > 0;
 		for (unsigned i = 0; i < s->nds; i++)
-			running += s->ds[i].started && !s->ds[i].exited;
-		if (s->pollers == 0 && (running == 0 || waited_out))
+			wait |= worth_waiting(&s->ds[i], now);
+		if (!wait)
 			break;
-		if (s->pollers)
-			pthread_cond_wait(&s->idle, &s->lock);
-		else
-			waited_out = pthread_cond_timedwait(&s->idle, &s->lock, &grace) == ETIMEDOUT;
+		/* a thread between calls may begin one, and tells nobody: look again soon */
+		struct timespec t = ns_to_ts(now + 10000000u);
+		pthread_cond_timedwait(&s->idle, &s->lock, &t);
 	}
 	int *join = calloc(s->nds ? s->nds : 1, sizeof *join);
 	for (unsigned i = 0; i < s->nds; i++)
