@@ -3,8 +3,8 @@
 # Debian, picks the build directories, and runs things.
 #
 #   make run     install missing build dependencies, build, and show this machine's GPUs (live)
-#   make test    the same set-up, then every test: a -Werror build, then the whole suite again
-#                under ASan+UBSan (clang) with short fuzz runs
+#   make test    the same set-up, then every test: a -Werror build, the whole suite again under
+#                ASan+UBSan (clang) with short fuzz runs, the threaded tests under ThreadSanitizer
 #   make fuzz    run every fuzz target longer (FUZZ_SECONDS each, default 300)
 #   make bench   the benchmarks (on a machine with an NVIDIA GPU; see bench/README.md)
 #   make install PREFIX=/usr/local
@@ -12,6 +12,7 @@
 BUILD        ?= build
 TEST_BUILD   ?= build-test
 ASAN_BUILD   ?= build-asan
+TSAN_BUILD   ?= build-tsan
 PREFIX       ?= /usr/local
 FUZZ_SECONDS ?= 300
 ARGS         ?=
@@ -26,7 +27,7 @@ DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-pro
 # headless Chromium renders the `gpumon report --html` page in tests/html
 DEPS_TEST += chromium-headless-shell
 
-.PHONY: all build run test test-werror test-asan fuzz bench install deps deps-test clean help
+.PHONY: all build run test test-werror test-asan test-tsan fuzz bench install deps deps-test clean help
 
 all: build
 
@@ -65,7 +66,7 @@ run: build
 	@if [ -z "$(ARGS)" ] && [ -t 0 ] && [ -t 1 ]; then $(BUILD)/cli/gpumon watch; \
 	else $(BUILD)/cli/gpumon $(ARGS); fi; st=$$?; [ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
 
-test: deps-test test-werror test-asan
+test: deps-test test-werror test-asan test-tsan
 
 test-werror:
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DCMAKE_C_COMPILER=gcc
@@ -78,6 +79,13 @@ test-asan:
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
+
+# Only what the threaded tests need (ctest label "threaded", tests/CMakeLists.txt) is built.
+test-tsan:
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DGPUMON_TSAN=ON -DCMAKE_C_COMPILER=clang
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target threaded_tests
+	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest --output-on-failure -j $(JOBS) -L threaded
 
 fuzz: deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_SANITIZE=ON -DGPUMON_FUZZ=ON \
@@ -94,4 +102,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(TEST_BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(TEST_BUILD) $(ASAN_BUILD) $(TSAN_BUILD)

@@ -96,11 +96,16 @@ static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int
 {
 	size_t n = 0;
 	gpumon_sampler_poll(s, buf, BATCH, &n, timeout_ms);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (buf[i].kind == GPUMON_REC_DEVICE && buf[i].dev < ndev && buf[i].used_max_bytes > peak[buf[i].dev]) {
 			peak[buf[i].dev] = buf[i].used_max_bytes;
 			peak_t[buf[i].dev] = buf[i].used_max_t_ns;
 		}
+		/* a GPU whose driver calls hang, and its return: said as it happens (the file keeps both) */
+		if (buf[i].kind == GPUMON_REC_EVENT && buf[i].event_text &&
+		    (!strcmp(buf[i].event_kind, GPUMON_EVENT_STALE) || !strcmp(buf[i].event_kind, GPUMON_EVENT_ANSWERING)))
+			fprintf(stderr, "gpumon: %s\n", buf[i].event_text);
+	}
 	return gpumon_recording_write(r, buf, n); /* even empty: it commits what is 200 ms old */
 }
 

@@ -173,6 +173,7 @@ int gpumon_create(gpumon **out)
 	if (!g)
 		return GPUMON_E_NOMEM;
 	pthread_mutex_init(&g->err_lock, NULL);
+	pthread_mutex_init(&g->hold_lock, NULL);
 	g->open_status = GPUMON_E_DRIVER;
 	int st = GPUMON_OK;
 	if (pthread_key_create(&g->err_key, NULL) != 0)
@@ -187,10 +188,8 @@ int gpumon_create(gpumon **out)
 	return st;
 }
 
-void gpumon_destroy(gpumon *g)
+static void free_handle(gpumon *g)
 {
-	if (!g)
-		return;
 	gpumon__nvml_unload(g);
 	free(g->dev);
 	if (g->err_key_ok)
@@ -200,7 +199,38 @@ void gpumon_destroy(gpumon *g)
 		free(b);
 	}
 	pthread_mutex_destroy(&g->err_lock);
+	pthread_mutex_destroy(&g->hold_lock);
 	free(g);
+}
+
+void gpumon__hold(gpumon *g)
+{
+	pthread_mutex_lock(&g->hold_lock);
+	g->holds++;
+	pthread_mutex_unlock(&g->hold_lock);
+}
+
+void gpumon__release(gpumon *g)
+{
+	pthread_mutex_lock(&g->hold_lock);
+	int last = --g->holds == 0 && g->closing;
+	pthread_mutex_unlock(&g->hold_lock);
+	if (last)
+		free_handle(g);
+}
+
+/* A sampler's thread left in a call that never returns keeps the handle: NVML is not shut down
+ * (nor unloaded) under it, and it finds the handle when its call returns. */
+void gpumon_destroy(gpumon *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->hold_lock);
+	g->closing = 1;
+	int last = g->holds == 0;
+	pthread_mutex_unlock(&g->hold_lock);
+	if (last)
+		free_handle(g);
 }
 
 const char *gpumon_nvml_path(const gpumon *g)

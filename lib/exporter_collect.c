@@ -167,8 +167,22 @@ static void on_process(gpumon_exporter *e, const gpumon_record *r)
 	ep->have_cur = 1;
 }
 
+/* The sampler's word on a GPU whose driver calls hang: down until it answers again. A recording's
+ * events carry no GPU (a replay shows the figures as the recording left them). */
+static void on_event(gpumon_exporter *e, const gpumon_record *r)
+{
+	if (e->replaying || r->dev >= e->ngpus || !r->event_kind)
+		return;
+	if (!strcmp(r->event_kind, GPUMON_EVENT_STALE))
+		e->gpus[r->dev].stale = 1;
+	else if (!strcmp(r->event_kind, GPUMON_EVENT_ANSWERING))
+		e->gpus[r->dev].stale = 0;
+}
+
 static void on_record(gpumon_exporter *e, const gpumon_record *r)
 {
+	if (r->kind == GPUMON_REC_EVENT)
+		on_event(e, r);
 	if (r->kind == GPUMON_REC_FRAMEWORK || r->kind == GPUMON_REC_EVENT || r->kind == GPUMON_REC_JOB ||
 	    r->dev >= e->ngpus)
 		return;
@@ -358,16 +372,19 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		g->peak_bytes = eg->have_prev && (!eg->have_cur || eg->peak_prev > eg->peak_cur) ? eg->peak_prev : eg->peak_cur;
 		g->nprocs = 0;
 	}
+	size_t nshown = 0;
 	for (size_t i = 0; i < e->nprocs; i++) {
 		struct eproc *ep = &e->procs[i];
 		ep->pub.have_peak = ep->have_cur || ep->have_prev;
 		ep->pub.peak_bytes = ep->have_prev && (!ep->have_cur || ep->peak_prev > ep->peak_cur) ? ep->peak_prev : ep->peak_cur;
 		e->gpus[ep->pub.dev].nprocs++;
-		e->order[i] = &ep->pub;
+		/* a GPU that does not answer has no current process figures: kept for when it does */
+		if (!e->gpus[ep->pub.dev].stale)
+			e->order[nshown++] = &ep->pub;
 	}
-	if (e->nprocs > 1)
-		qsort(e->order, e->nprocs, sizeof *e->order, by_used_desc);
-	size_t nexp = e->nprocs < e->max_processes ? e->nprocs : e->max_processes;
+	if (nshown > 1)
+		qsort(e->order, nshown, sizeof *e->order, by_used_desc);
+	size_t nexp = nshown < e->max_processes ? nshown : e->max_processes;
 	judge(e, nexp);
 	gpumon_nvml_error_count errs[GPUMON_NVML_ERROR_FUNCTIONS];
 	size_t nerrs = e->g && !e->replaying ? gpumon_nvml_errors_get(e->g, errs, GPUMON_NVML_ERROR_FUNCTIONS) : 0;

@@ -69,6 +69,7 @@ struct device {
 	gpumon_device_info info;
 	atomic_int lost;
 	atomic_int memory_v2_unusable; /* the v2 call failed once with a version/support error */
+	atomic_int memory_v2_worked;   /* the v2 call has answered: from then on v1 never stands in */
 };
 
 /* Distinct NVML functions whose failures are counted (gpumon_nvml_errors_get). */
@@ -99,7 +100,19 @@ struct gpumon {
 	/* failed NVML calls by function, counted by gpumon__seterr (under err_lock) */
 	struct { char function[48]; uint64_t count; } nvml_errors[GPUMON_NVML_ERROR_FUNCTIONS];
 	unsigned n_nvml_errors;
+
+	/* threads that may call the driver after their owner let go of them (a sampler's thread left
+	   in a hung call): the handle is freed, and NVML shut down, when the last of them and
+	   gpumon_destroy are done (under hold_lock) */
+	pthread_mutex_t hold_lock;
+	unsigned holds;
+	int closing;
 };
+
+/* Keeps g alive for a thread of the library until the matching gpumon__release(). */
+void gpumon__hold(gpumon *g);
+/* Ends a hold; frees g when gpumon_destroy has been called and this was the last hold. */
+void gpumon__release(gpumon *g);
 
 /* Records a message for the calling thread and returns status (for `return seterr(...)`). */
 int gpumon__seterr(gpumon *g, int status, const char *fmt, ...)
@@ -116,7 +129,8 @@ int gpumon__nvml_load(gpumon *g);   /* dlopen + symbols + init; message on failu
 void gpumon__nvml_unload(gpumon *g);
 int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
 
-/* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. */
+/* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. Once
+ * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */
 int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
 
 /* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets

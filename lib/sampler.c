@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* sampler.c — the background sampler: one thread reads the chosen GPUs at absolute deadlines,
- * keeps every raw sample of the last seconds in a ring per device (the flight recorder), and
- * queues change-only records with the exact min/max of used memory between them. The queue is
- * bounded: a slow consumer costs dropped records, counted, never a late sample. */
+/* sampler.c — the background sampler: one thread per GPU reads it at absolute deadlines, keeps
+ * every raw sample of the last seconds in a ring (the flight recorder), and queues change-only
+ * records with the exact min/max of used memory between them. A GPU whose driver call hangs stalls
+ * only its own thread: a watchdog reports it stale, and the thread is left, never waited for, until
+ * the call returns. The queue is bounded: a slow consumer costs dropped records, counted, never a
+ * late sample. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +24,11 @@
 	(GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |            \
 	 GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM)
 #define MEMORY_FIELDS (GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED)
+/* A driver call on a GPU still running after this: the GPU is stale (healthy calls take
+   microseconds to a few milliseconds; this leaves room for a loaded machine) */
+#define DEADLINE_NS 2000000000ull
+/* destroy leaves a thread whose driver call has lasted this long to finish alone */
+#define STOP_GRACE_NS 200000000ull
 
 /* Raw samples of one device, oldest overwritten first. */
 struct ring {
@@ -29,7 +37,16 @@ struct ring {
 };
 
 struct devstate {
+	gpumon_sampler *s;
 	unsigned dev;
+	pthread_t thread;
+	int started;                  /* the thread was created */
+	_Atomic uint64_t call_ns;     /* a driver call began then; 0: none (cleared under s->lock) */
+	/* under s->lock */
+	int stale;                    /* reported stale; its call has not returned yet */
+	int exited;                   /* the thread is done with the sampler */
+	struct ring ring;
+	/* the thread's own */
 	int lost;
 	int have_emitted;
 	gpumon_device_sample emitted; /* the last sample queued as a record */
@@ -37,9 +54,10 @@ struct devstate {
 	/* the interval since the last record */
 	uint64_t used_min, used_max, used_max_t;
 	unsigned n;
-	struct ring ring;
 	gpumon_process *procs; /* the previous process list, by pid */
 	size_t nprocs;
+	/* texts of its "stale" and "answering" events: they live as long as the sampler */
+	char stale_text[112], answer_text[48];
 };
 
 struct gpumon_sampler {
@@ -47,25 +65,21 @@ struct gpumon_sampler {
 	gpumon_sampler_config cfg;
 	struct devstate *ds;
 	unsigned nds;
+	pthread_t watchdog;
+	int watchdog_started;
 
-	pthread_t thread;
-	int thread_started;
-	/* queue, rings and counters */
+	/* everything below: queue, rings, counters, stopping */
 	pthread_mutex_t lock;
-	pthread_cond_t queued;
+	pthread_cond_t queued; /* a record was queued, or the sampler stops (CLOCK_MONOTONIC) */
+	pthread_cond_t wake;   /* the sampler stops: sleeps end (CLOCK_MONOTONIC) */
+	pthread_cond_t idle;   /* a thread ended, or a poll returned, while stopping */
 	gpumon_record *q;
 	size_t qcap, qhead, qlen;
 	gpumon_sampler_stats st;
-	/* stopping: the thread waits on `wake` so that a stop does not wait out a period */
-	pthread_mutex_t stop_lock;
-	pthread_cond_t wake;
 	int stopping;
+	unsigned pollers; /* consumers inside gpumon_sampler_poll */
+	unsigned refs;    /* the owner, and each GPU thread still running: the last frees */
 };
-
-static uint64_t ts_to_ns(const struct timespec *t)
-{
-	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
-}
 
 static struct timespec ns_to_ts(uint64_t ns)
 {
@@ -73,9 +87,9 @@ static struct timespec ns_to_ts(uint64_t ns)
 	return t;
 }
 
-/* ---- queue ----------------------------------------------------------------------------------- */
+/* ---- queue (s->lock held) ---------------------------------------------------------------------- */
 
-/* Queues a record (lock held); counts a drop when the queue is full. */
+/* Queues a record; counts a drop when the queue is full. */
 static void push_locked(gpumon_sampler *s, const gpumon_record *r)
 {
 	if (s->qlen == s->qcap) {
@@ -88,11 +102,76 @@ static void push_locked(gpumon_sampler *s, const gpumon_record *r)
 	pthread_cond_signal(&s->queued);
 }
 
-static void push(gpumon_sampler *s, const gpumon_record *r)
+static void push_event_locked(gpumon_sampler *s, const struct devstate *d, uint64_t t, const char *kind,
+			      const char *text)
 {
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_EVENT;
+	r.dev = d->dev;
+	r.t_ns = t;
+	r.event_kind = kind;
+	r.event_text = text;
+	push_locked(s, &r);
+}
+
+static void push_lost_locked(gpumon_sampler *s, struct devstate *d, uint64_t t)
+{
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_LOST;
+	r.dev = d->dev;
+	r.t_ns = t;
+	d->lost = 1;
+	push_locked(s, &r);
+}
+
+/* ---- driver calls under a deadline ------------------------------------------------------------- */
+
+static void call_begin(struct devstate *d)
+{
+	atomic_store(&d->call_ns, gpumon__now_ns());
+}
+
+/* The call of d has returned (s->lock held): a GPU reported stale answers again. Returns 1 when the
+ * call took the deadline or longer: its answer is dropped (when it was read is not known well
+ * enough to place it among the other samples). */
+static int call_end_locked(gpumon_sampler *s, struct devstate *d)
+{
+	uint64_t now = gpumon__now_ns(), began = atomic_load(&d->call_ns);
+	atomic_store(&d->call_ns, 0);
+	if (d->stale) {
+		d->stale = 0;
+		push_event_locked(s, d, now, GPUMON_EVENT_ANSWERING, d->answer_text);
+	}
+	return now - began >= DEADLINE_NS;
+}
+
+/* The watchdog: reports each GPU whose call has passed the deadline, once per call, waking at the
+ * next deadline; it never calls the driver, so a hung GPU cannot stall it. */
+static void *watchdog_main(void *arg)
+{
+	gpumon_sampler *s = arg;
 	pthread_mutex_lock(&s->lock);
-	push_locked(s, r);
+	while (!s->stopping) {
+		uint64_t now = gpumon__now_ns(), next = now + DEADLINE_NS;
+		for (unsigned i = 0; i < s->nds; i++) {
+			struct devstate *d = &s->ds[i];
+			uint64_t began = atomic_load(&d->call_ns);
+			if (!began || d->stale || d->exited)
+				continue;
+			if (now - began >= DEADLINE_NS) {
+				d->stale = 1;
+				push_event_locked(s, d, now, GPUMON_EVENT_STALE, d->stale_text);
+			} else if (began + DEADLINE_NS < next) {
+				next = began + DEADLINE_NS;
+			}
+		}
+		struct timespec t = ns_to_ts(next);
+		pthread_cond_timedwait(&s->wake, &s->lock, &t);
+	}
 	pthread_mutex_unlock(&s->lock);
+	return NULL;
 }
 
 /* ---- device records ---------------------------------------------------------------------------- */
@@ -155,35 +234,30 @@ static void emit_device(gpumon_sampler *s, struct devstate *d, const gpumon_devi
 	d->n = 0;
 }
 
-static void emit_lost(gpumon_sampler *s, struct devstate *d, uint64_t now)
-{
-	gpumon_record r;
-	memset(&r, 0, sizeof r);
-	r.kind = GPUMON_REC_LOST;
-	r.dev = d->dev;
-	r.t_ns = now;
-	d->lost = 1;
-	push(s, &r);
-}
-
-/* One tick of one device: the memory read, the slow fields when due, the record when due. */
+/* One tick of one device: the memory read, the slow fields when due, the record when due. A read
+ * that failed, or answered after the deadline, is a missing sample. */
 static void sample_device(gpumon_sampler *s, struct devstate *d, int slow_due)
 {
 	gpumon_device_sample x;
 	unsigned want = MEMORY_FIELDS | (slow_due ? s->cfg.slow_fields : 0);
+	call_begin(d);
 	int st = gpumon_device_sample_read(s->g, d->dev, want, &x);
+	pthread_mutex_lock(&s->lock);
+	int late = call_end_locked(s, d);
 	if (st == GPUMON_E_LOST) {
-		emit_lost(s, d, gpumon__now_ns());
+		push_lost_locked(s, d, gpumon__now_ns());
+		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	pthread_mutex_lock(&s->lock);
-	s->st.samples++;
-	if (st != GPUMON_OK)
-		s->st.errors++;
-	else
-		ring_put_locked(&d->ring, &x);
+	if (!late) {
+		s->st.samples++;
+		if (st != GPUMON_OK)
+			s->st.errors++;
+		else
+			ring_put_locked(&d->ring, &x);
+	}
 	pthread_mutex_unlock(&s->lock);
-	if (st != GPUMON_OK)
+	if (st != GPUMON_OK || late)
 		return;
 
 	if (slow_due)
@@ -221,7 +295,9 @@ static void emit_process(gpumon_sampler *s, struct devstate *d, int kind, const 
 	r.dev = d->dev;
 	r.t_ns = now;
 	r.process = *p;
-	push(s, &r);
+	pthread_mutex_lock(&s->lock);
+	push_locked(s, &r);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static int process_changed(const gpumon_process *a, const gpumon_process *b)
@@ -230,21 +306,24 @@ static int process_changed(const gpumon_process *a, const gpumon_process *b)
 	return (a->flags & k) != (b->flags & k) || a->used_bytes != b->used_bytes;
 }
 
-/* Lists the device's processes and queues what appeared, changed or left since the last list. */
+/* Lists the device's processes and queues what appeared, changed or left since the last list. A
+ * list that failed or came after the deadline changes nothing. */
 static void sample_processes(gpumon_sampler *s, struct devstate *d)
 {
 	gpumon_process *list = NULL;
 	size_t n = 0;
+	call_begin(d);
 	int st = gpumon_process_list(s->g, d->dev, &list, &n);
 	uint64_t now = gpumon__now_ns();
-	if (st == GPUMON_E_LOST) {
-		emit_lost(s, d, now);
-		return;
-	}
-	if (st != GPUMON_OK) {
-		pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->lock);
+	int late = call_end_locked(s, d);
+	if (st == GPUMON_E_LOST)
+		push_lost_locked(s, d, now);
+	else if (st != GPUMON_OK)
 		s->st.errors += st != GPUMON_E_NOT_SUPPORTED;
-		pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->lock);
+	if (st != GPUMON_OK || late) {
+		gpumon_free(list);
 		return;
 	}
 	if (n > 1)
@@ -267,36 +346,50 @@ static void sample_processes(gpumon_sampler *s, struct devstate *d)
 	d->nprocs = n;
 }
 
-/* ---- the thread -------------------------------------------------------------------------------- */
+/* ---- the threads -------------------------------------------------------------------------------- */
 
 /* Sleeps until the absolute deadline (CLOCK_MONOTONIC) or a stop; returns 1 when stopping. */
 static int wait_until(gpumon_sampler *s, uint64_t deadline_ns)
 {
 	struct timespec t = ns_to_ts(deadline_ns);
-	pthread_mutex_lock(&s->stop_lock);
-	while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->stop_lock, &t) != ETIMEDOUT)
+	pthread_mutex_lock(&s->lock);
+	while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->lock, &t) != ETIMEDOUT)
 		;
 	int stopping = s->stopping;
-	pthread_mutex_unlock(&s->stop_lock);
+	pthread_mutex_unlock(&s->lock);
 	return stopping;
 }
 
-static void *sampler_main(void *arg)
+static void free_sampler(gpumon_sampler *s);
+
+/* A thread is done with s: drops its reference (the last one frees s). d may be freed on return. */
+static void thread_done(gpumon_sampler *s, struct devstate *d)
 {
-	gpumon_sampler *s = arg;
+	pthread_mutex_lock(&s->lock);
+	d->exited = 1;
+	int last = --s->refs == 0;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		free_sampler(s);
+}
+
+/* One GPU's thread: its own schedule, so that a call that hangs on it delays no other GPU. */
+static void *device_main(void *arg)
+{
+	struct devstate *d = arg;
+	gpumon_sampler *s = d->s;
+	gpumon *g = s->g;
 	uint64_t period = (uint64_t)s->cfg.period_us * 1000u;
 	uint64_t slow_period = (uint64_t)s->cfg.slow_period_us * 1000u;
 	uint64_t proc_period = s->cfg.process_period_us == UINT32_MAX ? 0 : (uint64_t)s->cfg.process_period_us * 1000u;
 	uint64_t next = gpumon__now_ns(), next_slow = next, next_proc = next;
-	for (;;) {
+	while (!d->lost) {
 		uint64_t woke = gpumon__now_ns();
 		int slow_due = woke >= next_slow, proc_due = proc_period && woke >= next_proc;
-		for (unsigned i = 0; i < s->nds; i++)
-			if (!s->ds[i].lost)
-				sample_device(s, &s->ds[i], slow_due);
-		for (unsigned i = 0; proc_due && i < s->nds; i++)
-			if (!s->ds[i].lost)
-				sample_processes(s, &s->ds[i]);
+		sample_device(s, d, slow_due);
+		if (proc_due && !d->lost)
+			sample_processes(s, d);
 		if (slow_due)
 			next_slow += slow_period * ((woke - next_slow) / slow_period + 1);
 		if (proc_due)
@@ -315,9 +408,8 @@ static void *sampler_main(void *arg)
 		if (wait_until(s, next))
 			break;
 	}
-	pthread_mutex_lock(&s->lock);
-	pthread_cond_broadcast(&s->queued); /* a consumer waiting forever learns of the stop */
-	pthread_mutex_unlock(&s->lock);
+	thread_done(s, d);
+	gpumon__release(g); /* after s: the handle may go with it */
 	return NULL;
 }
 
@@ -333,8 +425,8 @@ static void free_sampler(gpumon_sampler *s)
 	free(s->q);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->queued);
-	pthread_mutex_destroy(&s->stop_lock);
 	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->idle);
 	free(s);
 }
 
@@ -366,6 +458,127 @@ static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_
 	return GPUMON_OK;
 }
 
+/* 1 while stop() waits for the thread of d (s->lock held): it has not ended, and it is not in a
+ * driver call that has lasted STOP_GRACE_NS already (one that may never return). */
+static int worth_waiting(struct devstate *d, uint64_t now)
+{
+	if (!d->started || d->exited)
+		return 0;
+	uint64_t began = atomic_load(&d->call_ns);
+	return !began || now - began < STOP_GRACE_NS;
+}
+
+/* Stops the threads and drops the owner's reference. Waits for consumers inside poll (they return
+ * at once), for the watchdog, and for each GPU thread unless it is in a driver call that has
+ * lasted STOP_GRACE_NS: such a thread is left to finish alone (it holds its own references on s
+ * and on the handle). */
+static void stop(gpumon_sampler *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stopping = 1;
+	pthread_cond_broadcast(&s->wake);
+	pthread_cond_broadcast(&s->queued);
+	for (;;) {
+		uint64_t now = gpumon__now_ns();
+		int wait = s->pollers > 0;
+		for (unsigned i = 0; i < s->nds; i++)
+			wait |= worth_waiting(&s->ds[i], now);
+		if (!wait)
+			break;
+		/* a thread between calls may begin one, and tells nobody: look again soon */
+		struct timespec t = ns_to_ts(now + 10000000u);
+		pthread_cond_timedwait(&s->idle, &s->lock, &t);
+	}
+	int *join = calloc(s->nds ? s->nds : 1, sizeof *join);
+	for (unsigned i = 0; i < s->nds; i++)
+		if (join)
+			join[i] = s->ds[i].exited;
+	pthread_mutex_unlock(&s->lock);
+	for (unsigned i = 0; i < s->nds; i++) {
+		if (!s->ds[i].started)
+			continue;
+		if (join && join[i]) /* done: joining it takes no time */
+			pthread_join(s->ds[i].thread, NULL);
+		else
+			pthread_detach(s->ds[i].thread);
+	}
+	free(join);
+	if (s->watchdog_started)
+		pthread_join(s->watchdog, NULL);
+	pthread_mutex_lock(&s->lock);
+	int last = --s->refs == 0;
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		free_sampler(s);
+}
+
+/* Starts the watchdog and one thread per GPU (each with its references); 0 or -1. */
+static int start_threads(gpumon_sampler *s)
+{
+	if (pthread_create(&s->watchdog, NULL, watchdog_main, s) != 0)
+		return -1;
+	s->watchdog_started = 1;
+	for (unsigned i = 0; i < s->nds; i++) {
+		struct devstate *d = &s->ds[i];
+		gpumon__hold(s->g);
+		pthread_mutex_lock(&s->lock);
+		s->refs++;
+		pthread_mutex_unlock(&s->lock);
+		if (pthread_create(&d->thread, NULL, device_main, d) != 0) {
+			pthread_mutex_lock(&s->lock);
+			s->refs--;
+			pthread_mutex_unlock(&s->lock);
+			gpumon__release(s->g);
+			return -1;
+		}
+		d->started = 1;
+	}
+	return 0;
+}
+
+/* The sampler's memory and locks, before any thread runs; NULL when out of memory. */
+static gpumon_sampler *sampler_new(gpumon *g, const gpumon_sampler_config *c)
+{
+	gpumon_sampler *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* absolute deadlines on the sampling clock */
+	pthread_cond_init(&s->queued, &ca);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_cond_init(&s->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	s->g = g;
+	s->cfg = *c;
+	s->cfg.devices = NULL; /* not kept: the caller's array may go away */
+	s->refs = 1;
+	s->nds = c->devices ? c->ndevices : gpumon_device_count(g);
+	size_t ring_cap = (size_t)c->ring_seconds * 1000000u / c->period_us + 1;
+	s->qcap = c->queue_records;
+	s->q = malloc(s->qcap * sizeof *s->q);
+	s->ds = calloc(s->nds ? s->nds : 1, sizeof *s->ds);
+	int ok = s->q && s->ds;
+	for (unsigned i = 0; ok && i < s->nds; i++) {
+		struct devstate *d = &s->ds[i];
+		d->s = s;
+		d->dev = c->devices ? c->devices[i] : i;
+		d->ring.cap = ring_cap;
+		d->ring.buf = malloc(ring_cap * sizeof *d->ring.buf);
+		ok = d->ring.buf != NULL;
+		snprintf(d->stale_text, sizeof d->stale_text,
+			 "GPU %u has not answered a driver call for %u s: its samples are missing until it does",
+			 d->dev, (unsigned)(DEADLINE_NS / 1000000000u));
+		snprintf(d->answer_text, sizeof d->answer_text, "GPU %u answers again", d->dev);
+	}
+	if (!ok) {
+		free_sampler(s);
+		return NULL;
+	}
+	return s;
+}
+
 int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sampler **out)
 {
 	if (!g || !out)
@@ -377,42 +590,14 @@ int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sa
 	int st = configure(g, cfg, &c);
 	if (st != GPUMON_OK)
 		return st;
-	gpumon_sampler *s = calloc(1, sizeof *s);
+	gpumon_sampler *s = sampler_new(g, &c);
 	if (!s)
-		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the sampler");
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->queued, NULL);
-	pthread_mutex_init(&s->stop_lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* absolute deadlines on the sampling clock */
-	pthread_cond_init(&s->wake, &ca);
-	pthread_condattr_destroy(&ca);
-	s->g = g;
-	s->cfg = c;
-	s->cfg.devices = NULL; /* not kept: the caller's array may go away */
-	s->nds = c.devices ? c.ndevices : gpumon_device_count(g);
-	size_t ring_cap = (size_t)c.ring_seconds * 1000000u / c.period_us + 1;
-	s->qcap = c.queue_records;
-	s->q = malloc(s->qcap * sizeof *s->q);
-	s->ds = calloc(s->nds ? s->nds : 1, sizeof *s->ds);
-	int ok = s->q && s->ds;
-	for (unsigned i = 0; ok && i < s->nds; i++) {
-		s->ds[i].dev = c.devices ? c.devices[i] : i;
-		s->ds[i].ring.cap = ring_cap;
-		s->ds[i].ring.buf = malloc(ring_cap * sizeof *s->ds[i].ring.buf);
-		ok = s->ds[i].ring.buf != NULL;
-	}
-	if (!ok) {
-		free_sampler(s);
 		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the sampler's ring and queue");
-	}
 	s->st.started_ns = gpumon__now_ns();
-	if (pthread_create(&s->thread, NULL, sampler_main, s) != 0) {
-		free_sampler(s);
-		return gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the sampling thread");
+	if (start_threads(s) != 0) {
+		stop(s);
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the sampling threads");
 	}
-	s->thread_started = 1;
 	*out = s;
 	return GPUMON_OK;
 }
@@ -423,19 +608,14 @@ int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_
 		return GPUMON_E_INVAL;
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
+	s->pollers++;
 	if (s->qlen == 0 && timeout_ms != 0) {
-		struct timespec dl;
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl = ns_to_ts(ts_to_ns(&dl) + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
-		int stopping = 0;
-		while (s->qlen == 0 && !stopping) {
+		struct timespec dl = ns_to_ts(gpumon__now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
+		while (s->qlen == 0 && !s->stopping) {
 			int r = timeout_ms < 0 ? pthread_cond_wait(&s->queued, &s->lock)
 					       : pthread_cond_timedwait(&s->queued, &s->lock, &dl);
 			if (r == ETIMEDOUT)
 				break;
-			pthread_mutex_lock(&s->stop_lock);
-			stopping = s->stopping;
-			pthread_mutex_unlock(&s->stop_lock);
 		}
 	}
 	while (*n < cap && s->qlen > 0) {
@@ -443,6 +623,9 @@ int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_
 		s->qhead = (s->qhead + 1) % s->qcap;
 		s->qlen--;
 	}
+	/* a destroy in another thread waits for this: the lock must outlive the wait */
+	if (--s->pollers == 0 && s->stopping)
+		pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
 	return GPUMON_OK;
 }
@@ -491,20 +674,12 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 
 const char *gpumon_sampler_errmsg(const gpumon_sampler *s)
 {
-	(void)s; /* a running sampler reports nothing but counters; create's failures are on g */
+	(void)s; /* a running sampler reports nothing but counters and events; create's failures are on g */
 	return "";
 }
 
 void gpumon_sampler_destroy(gpumon_sampler *s)
 {
-	if (!s)
-		return;
-	if (s->thread_started) {
-		pthread_mutex_lock(&s->stop_lock);
-		s->stopping = 1;
-		pthread_cond_signal(&s->wake);
-		pthread_mutex_unlock(&s->stop_lock);
-		pthread_join(s->thread, NULL);
-	}
-	free_sampler(s);
+	if (s)
+		stop(s);
 }

@@ -93,7 +93,9 @@ typedef struct gpumon gpumon;
  */
 GPUMON_API int gpumon_create(gpumon **out);
 
-/* Shuts NVML down (once per handle) and frees the handle. NULL is a no-op. */
+/* Shuts NVML down (once per handle) and frees the handle. NULL is a no-op. A sampler's thread left
+ * in a driver call that has not returned (gpumon_sampler_destroy) keeps NVML and the handle's
+ * memory until that call returns; gpumon_destroy() itself returns at once. */
 GPUMON_API void gpumon_destroy(gpumon *g);
 
 /*
@@ -205,7 +207,9 @@ typedef struct gpumon_device_sample {
  *
  * Returns 0, or GPUMON_E_NOT_FOUND (bad dev), GPUMON_E_LOST (the GPU is lost: the device is
  * marked lost and every later call on it returns this at once), or another status when the
- * memory figures themselves cannot be read. Cost: one NVML call per field group asked for.
+ * memory figures themselves cannot be read. The v1 memory call stands in only where the v2 call
+ * never answered (a driver without it): once v2 has answered on a device, its failure is such a
+ * status, never v1's figures. Cost: one NVML call per field group asked for.
  */
 GPUMON_API int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_device_sample *out);
 
@@ -277,13 +281,15 @@ enum {
 	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
 	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
 	GPUMON_REC_FRAMEWORK = 5,    /* a framework sample (framework) */
-	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note", ...), event_text */
+	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note",
+					GPUMON_EVENT_STALE, ...), event_text */
 	GPUMON_REC_JOB = 7,          /* process.pid belongs to the job (a launched job's process tree) */
 };
 
 typedef struct gpumon_record {
 	int kind;                      /* GPUMON_REC_* */
-	unsigned dev;                  /* device position (DEVICE, PROCESS, PROCESS_GONE, LOST) */
+	unsigned dev;                  /* device position (DEVICE, PROCESS, PROCESS_GONE, LOST, and the
+					  sampler's EVENTs) */
 	uint64_t t_ns;                 /* CLOCK_MONOTONIC; for FRAMEWORK equal to framework.t_ns */
 	/* DEVICE: the sample, and the exact extremes of memory_used_bytes over every sample taken since
 	   the previous device record of this device (this one included); interval_samples 0: unknown */
@@ -301,15 +307,27 @@ typedef struct gpumon_record {
 } gpumon_record;
 
 /* ---------------------------------------------------------------------------------------------
- * Sampler: a background thread that samples the chosen GPUs and their processes at a fixed period
- * (absolute deadlines on CLOCK_MONOTONIC, no spinning), keeps every raw device sample of the last
- * seconds in a ring (the flight recorder), and hands change-only records to one consumer through a
- * bounded queue. A slow consumer never stalls sampling: records that do not fit are dropped and
- * counted.
- * Thread rules: one consumer thread calls the functions below while the sampling thread runs;
- * gpumon_sampler_destroy() must not race with them.
+ * Sampler: background threads, one per GPU, that sample the chosen GPUs and their processes at a
+ * fixed period (absolute deadlines on CLOCK_MONOTONIC, no spinning), keep every raw device sample of
+ * the last seconds in a ring (the flight recorder), and hand change-only records to one consumer
+ * through a bounded queue. A slow consumer never stalls sampling: records that do not fit are
+ * dropped and counted.
+ * A GPU in a bad state can block a driver call for seconds; that delays its own thread only. When a
+ * call on a GPU has not returned within 2 s, an EVENT record of kind GPUMON_EVENT_STALE is queued
+ * for it (dev set): its samples are missing from then on. When the call returns, an EVENT of kind
+ * GPUMON_EVENT_ANSWERING follows, and sampling goes on; the answer of a call that took 2 s or more
+ * is dropped. Their event_text (a sentence naming the GPU) stays valid until the sampler is
+ * destroyed.
+ * Thread rules: one consumer thread calls the functions below while the sampling threads run.
+ * gpumon_sampler_destroy() may be called from another thread while the consumer waits in
+ * gpumon_sampler_poll(): the wait ends, and destroy returns after poll has; no other call may race
+ * with destroy.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_sampler gpumon_sampler;
+
+/* event_kind of the sampler's EVENT records */
+#define GPUMON_EVENT_STALE "stale"         /* a driver call on GPU dev has not returned in 2 s */
+#define GPUMON_EVENT_ANSWERING "answering" /* GPU dev answers again */
 
 typedef struct gpumon_sampler_config {
 	unsigned size;              /* sizeof(gpumon_sampler_config) */
@@ -331,9 +349,10 @@ typedef struct gpumon_sampler_stats {
 	uint64_t samples;       /* device samples taken (all devices) */
 	uint64_t records;       /* records queued */
 	uint64_t dropped;       /* records lost because the queue was full */
-	uint64_t overruns;      /* periods missed because sampling took longer than the period */
+	uint64_t overruns;      /* periods missed because sampling took longer than the period (all
+				   devices) */
 	uint64_t errors;        /* failed driver reads (other than lost GPUs) */
-	uint64_t busy_ns;       /* time the sampling thread spent working (not sleeping) */
+	uint64_t busy_ns;       /* time the sampling threads spent working (not sleeping), summed */
 	uint64_t started_ns;    /* CLOCK_MONOTONIC at start */
 } gpumon_sampler_stats;
 
@@ -365,7 +384,10 @@ GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t sin
 /* The message of the sampler's last failure ("" none). */
 GPUMON_API const char *gpumon_sampler_errmsg(const gpumon_sampler *s);
 
-/* Stops the thread and frees the sampler; records still queued are discarded. NULL is a no-op. */
+/* Stops the threads and frees the sampler; records still queued are discarded. NULL is a no-op.
+ * A thread blocked in a driver call is waited for at most 0.2 s: it is then left to end by itself
+ * when the call returns (a GPU that hangs for good keeps it, and g's memory, until the process
+ * exits). */
 GPUMON_API void gpumon_sampler_destroy(gpumon_sampler *s);
 
 /* ---------------------------------------------------------------------------------------------

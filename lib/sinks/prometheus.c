@@ -151,7 +151,8 @@ struct gfamily {
 };
 
 static const struct gfamily gpu_families[] = {
-	{"gpumon_gpu_up", "gauge", "1 while the GPU answers, 0 once it is lost (fallen off the bus).", G_UP},
+	{"gpumon_gpu_up", "gauge",
+	 "1 while the GPU answers; 0 once it is lost (fallen off the bus), or while a driver call on it has not returned in 2 s (gpumon_gpu_down_info says which).", G_UP},
 	{"gpumon_memory_total_bytes", "gauge", "GPU memory in all, in bytes (total = reserved + used + free).", G_TOTAL},
 	{"gpumon_memory_used_bytes", "gauge", "GPU memory in use, in bytes, as nvidia-smi's memory.used.", G_USED},
 	{"gpumon_memory_free_bytes", "gauge", "GPU memory free, in bytes.", G_FREE},
@@ -174,10 +175,10 @@ static const struct gfamily gpu_families[] = {
 static int gpu_value(const struct prom_gpu *g, enum gfield f, int processes, char *buf, size_t len)
 {
 	const gpumon_device_sample *s = &g->s;
-	int live = g->up && g->have_sample;
-	unsigned p = live ? s->present : 0;
+	int up = g->up && !g->stale; /* a GPU that does not answer has no current figures */
+	unsigned p = up && g->have_sample ? s->present : 0;
 	switch (f) {
-	case G_UP: snprintf(buf, len, "%d", g->up); return 1;
+	case G_UP: snprintf(buf, len, "%d", up); return 1;
 	case G_TOTAL:
 		if (!(p & GPUMON_F_MEMORY))
 			return 0;
@@ -199,7 +200,7 @@ static int gpu_value(const struct prom_gpu *g, enum gfield f, int processes, cha
 		snprintf(buf, len, "%llu", (unsigned long long)s->memory_reserved_bytes);
 		return 1;
 	case G_PEAK:
-		if (!g->up || !g->have_peak)
+		if (!up || !g->have_peak)
 			return 0;
 		snprintf(buf, len, "%llu", (unsigned long long)g->peak_bytes);
 		return 1;
@@ -239,17 +240,33 @@ static int gpu_value(const struct prom_gpu *g, enum gfield f, int processes, cha
 		snprintf(buf, len, "%llu", (unsigned long long)s->clock_mem_mhz * 1000000ull);
 		return 1;
 	case G_OOM:
-		if (!g->up || g->oom_seconds < 0)
+		if (!up || g->oom_seconds < 0)
 			return 0;
 		snprintf(buf, len, "%.1f", g->oom_seconds);
 		return 1;
 	case G_NPROCS:
-		if (!g->up || !processes)
+		if (!up || !processes)
 			return 0;
 		snprintf(buf, len, "%u", g->nprocs);
 		return 1;
 	}
 	return 0;
+}
+
+/* Why each GPU whose gpumon_gpu_up is 0 is down; nothing while every GPU answers. */
+static void render_down(const struct prom_view *v, struct prom_buf *b)
+{
+	int header = 0;
+	for (unsigned i = 0; i < v->ngpus; i++) {
+		const struct prom_gpu *g = &v->gpus[i];
+		const char *why = !g->up ? "lost" : g->stale ? "not_answering" : NULL;
+		if (!why)
+			continue;
+		if (!header++)
+			gpumon__prom_family(b, "gpumon_gpu_down_info", "gauge",
+					    "1 for each GPU whose gpumon_gpu_up is 0; reason: lost (fallen off the bus, for good) or not_answering (a driver call on it has not returned in 2 s; back to up when it answers).");
+		gpumon__prom_printf(b, "gpumon_gpu_down_info{%s,reason=\"%s\"} 1\n", g->labels, why);
+	}
 }
 
 static void render_gpus(const struct prom_view *v, struct prom_buf *b)
@@ -265,6 +282,8 @@ static void render_gpus(const struct prom_view *v, struct prom_buf *b)
 				gpumon__prom_family(b, f->name, f->type, f->help);
 			gpumon__prom_printf(b, "%s{%s} %s\n", f->name, v->gpus[i].labels, val);
 		}
+		if (f->f == G_UP)
+			render_down(v, b);
 	}
 }
 

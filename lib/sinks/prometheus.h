@@ -35,6 +35,9 @@ void gpumon__prom_label_value(struct prom_buf *b, const char *v, size_t max_byte
 struct prom_gpu {
 	gpumon_device_info info;
 	int up;                     /* 0 once lost */
+	int stale;                  /* a driver call on it has not returned in time (the sampler's
+				       GPUMON_EVENT_STALE): it is down, its figures left out, until it
+				       answers again */
 	int have_sample;
 	gpumon_device_sample s;     /* the latest device record's sample */
 	int have_peak;

@@ -49,7 +49,7 @@ static const struct cfamily nsmi[] = {
 /* The raw value of f (bytes, percent, C, mW, MHz); 0 when absent. */
 static int raw(const struct prom_gpu *g, enum cfield f, double *x)
 {
-	unsigned p = g->up && g->have_sample ? g->s.present : 0;
+	unsigned p = g->up && !g->stale && g->have_sample ? g->s.present : 0;
 	const gpumon_device_sample *s = &g->s;
 	switch (f) {
 	case C_TOTAL: *x = (double)s->memory_total_bytes; return !!(p & GPUMON_F_MEMORY);

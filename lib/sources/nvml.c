@@ -220,6 +220,7 @@ static int enumerate_one(gpumon *g, unsigned i, struct device *d)
 	if (read_pci(api, d->handle, info->pci_bus_id))
 		info->present |= GPUMON_INFO_PCI_BUS_ID;
 	gpumon_device_sample s;
+	memset(&s, 0, sizeof s);
 	if (gpumon__nvml_memory(g, d, &s) == GPUMON_OK) {
 		info->memory_total_bytes = s.memory_total_bytes;
 		info->present |= GPUMON_INFO_MEMORY_TOTAL;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* nvml_sample.c — reading one device: the memory figures (v2 with v1 fallback), the optional
+/* nvml_sample.c — reading one device: the memory figures (v2, v1 where v2 never worked), the optional
  * activity fields, and the merged compute + graphics process list. A GPU that reports itself lost
  * is marked so here and answers GPUMON_E_LOST from then on. */
 #include <stdio.h>
@@ -53,10 +53,16 @@ int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s)
 			s->memory_used_bytes = m.used;
 			s->memory_api = GPUMON_MEMAPI_V2;
 			s->present |= GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED;
+			atomic_store_explicit(&d->memory_v2_worked, 1, memory_order_relaxed);
 			return GPUMON_OK;
 		}
 		if (is_lost_code(r))
 			return mark_lost(g, d, "nvmlDeviceGetMemoryInfo_v2");
+		/* v1 counts the driver's reserve as used: standing in for a v2 that answered before, it
+		   would put a figure that is too high (a false peak) among v2's, and drop the reserve */
+		if (atomic_load_explicit(&d->memory_v2_worked, memory_order_relaxed))
+			return gpumon__seterr(g, gpumon__status_from_nvml(r), "nvmlDeviceGetMemoryInfo_v2 on GPU %u: %s",
+					      d->info.index, gpumon__nvml_errstr(g, r));
 		/* A driver that knows the symbol but not the struct version falls back for good. */
 		if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_FUNCTION_NOT_FOUND ||
 		    r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH)

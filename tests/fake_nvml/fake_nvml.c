@@ -7,6 +7,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -280,17 +281,56 @@ static nvmlReturn_t begin(struct call *c, unsigned fn, int args_ok)
 	return NVML_SUCCESS;
 }
 
-/* A call about no GPU: begin(), then an `error` line for it. */
+/* Sleeps until `until` seconds after t0 on CLOCK_MONOTONIC (forever when it is infinite). */
+static void sleep_until(double until)
+{
+	if (!isfinite(until)) {
+		for (;;)
+			sleep(3600);
+	}
+	time_t whole = (time_t)until; /* times are below 10^12 s */
+	struct timespec at = {.tv_sec = t0.tv_sec + whole, .tv_nsec = t0.tv_nsec + (long)((until - (double)whole) * 1e9)};
+	if (at.tv_nsec >= 1000000000L) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+		;
+}
+
+/*
+ * A `hang` line for the call (lock held, session open): sleeps until its end without the lock, so
+ * that the other GPUs' calls go on, as a GPU in a bad state blocks its own calls. Then the call
+ * goes on at the new time; UNINITIALIZED when the session was shut down meanwhile.
+ */
+static nvmlReturn_t maybe_hang(struct call *c, unsigned fn, int gpu)
+{
+	double until;
+	if (!scn_hang_until(scenario, fn, gpu, c->t, &until))
+		return NVML_SUCCESS;
+	pthread_mutex_unlock(&lock);
+	sleep_until(until);
+	pthread_mutex_lock(&lock);
+	if (!init_count)
+		return NVML_ERROR_UNINITIALIZED;
+	c->t = elapsed();
+	scn_state_update(&state, scenario, c->t);
+	return NVML_SUCCESS;
+}
+
+/* A call about no GPU: begin(), a `hang` line, then an `error` line for it. */
 static nvmlReturn_t begin_sys(struct call *c, unsigned fn, int args_ok)
 {
 	int code;
 	nvmlReturn_t r = begin(c, fn, args_ok);
+	if (r == NVML_SUCCESS)
+		r = maybe_hang(c, fn, -1);
 	if (r == NVML_SUCCESS && scn_rule_code(scenario, fn, -1, c->t, &code))
 		r = (nvmlReturn_t)code;
 	return r;
 }
 
-/* A call about GPU index: bad index, then `error` lines, then a lost GPU. */
+/* A call about GPU index: bad index, then `hang` lines, `error` lines, then a lost GPU. */
 static nvmlReturn_t begin_index(struct call *c, unsigned fn, unsigned index, int args_ok)
 {
 	int code;
@@ -299,6 +339,8 @@ static nvmlReturn_t begin_index(struct call *c, unsigned fn, unsigned index, int
 		return r;
 	if (index >= scn_gpu_count(scenario))
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if ((r = maybe_hang(c, fn, (int)index)) != NVML_SUCCESS)
+		return r;
 	if (scn_rule_code(scenario, fn, (int)index, c->t, &code))
 		return (nvmlReturn_t)code;
 	c->index = index;

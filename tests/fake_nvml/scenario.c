@@ -109,8 +109,20 @@ int scn_rule_code(const struct scn *s, unsigned fn, int gpu, double t, int *code
 {
 	for (size_t i = s->nrules; i-- > 0;) {
 		const struct rule *r = &s->rule[i];
-		if (r->fn == fn && (r->gpu < 0 || r->gpu == gpu) && r->from <= t && t < r->until) {
+		if (!r->hang && r->fn == fn && (r->gpu < 0 || r->gpu == gpu) && r->from <= t && t < r->until) {
 			*code = r->code;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+int scn_hang_until(const struct scn *s, unsigned fn, int gpu, double t, double *until)
+{
+	for (size_t i = s->nrules; i-- > 0;) {
+		const struct rule *r = &s->rule[i];
+		if (r->hang && r->fn == fn && (r->gpu < 0 || r->gpu == gpu) && r->from <= t && t < r->until) {
+			*until = r->until;
 			return 1;
 		}
 	}
@@ -721,28 +733,43 @@ static int rule_option(struct parser *p, struct rule *r, char *opt)
 	return 0;
 }
 
-static int line_error(struct parser *p, char **a, size_t n)
+/* `error FUNCTION CODE ...` (hang 0) or `hang FUNCTION ...` (hang 1): the same options. */
+static int line_rule(struct parser *p, char **a, size_t n, int hang)
 {
 	char b[48];
 	struct scn *s = p->s;
-	struct rule r = {.from = 0, .until = HUGE_VAL, .gpu = -1, .fn = 0};
-	if (need_args(p, a, n, 2, 5, "error FUNCTION CODE [gpu=INDEX] [from=T] [until=T]") < 0)
+	struct rule r = {.from = 0, .until = HUGE_VAL, .gpu = -1, .fn = 0, .hang = hang};
+	if (need_args(p, a, n, hang ? 1 : 2, hang ? 4 : 5,
+		      hang ? "hang FUNCTION [gpu=INDEX] [from=T] [until=T]"
+			   : "error FUNCTION CODE [gpu=INDEX] [from=T] [until=T]") < 0)
 		return -1;
 	while (r.fn < SCN_FN_N && strcmp(a[0], fns[r.fn].name) != 0)
 		r.fn++;
-	if (r.fn == SCN_FN_N || r.fn == SCN_FN_ERROR_STRING)
+	/* the initialisation is not made to hang: a test could not even open the library */
+	if (r.fn == SCN_FN_N || r.fn == SCN_FN_ERROR_STRING ||
+	    (hang && (r.fn == SCN_FN_INIT || r.fn == SCN_FN_INIT_V2 || r.fn == SCN_FN_SHUTDOWN)))
 		return fail(p, "unknown function '%s'", shown(a[0], b));
-	if (parse_code(a[1], &r.code) < 0)
+	if (!hang && parse_code(a[1], &r.code) < 0)
 		return fail(p, "bad return code '%s'", shown(a[1], b));
-	for (size_t i = 2; i < n; i++)
+	for (size_t i = hang ? 1 : 2; i < n; i++)
 		if (rule_option(p, &r, a[i]) < 0)
 			return -1;
 	if (r.until <= r.from)
 		return fail(p, "until must be later than from");
 	if (reserve(p, (void **)&s->rule, &s->rule_cap, s->nrules + 1, sizeof r, SCN_MAX_RULES) < 0)
-		return fail(p, "more than %d error lines", SCN_MAX_RULES);
+		return fail(p, "more than %d error and hang lines", SCN_MAX_RULES);
 	s->rule[s->nrules++] = r;
 	return 0;
+}
+
+static int line_error(struct parser *p, char **a, size_t n)
+{
+	return line_rule(p, a, n, 0);
+}
+
+static int line_hang(struct parser *p, char **a, size_t n)
+{
+	return line_rule(p, a, n, 1);
 }
 
 static int line_proc_decl(struct parser *p, char **a, size_t n)
@@ -762,6 +789,7 @@ static const struct {
 	{"driver", line_driver}, {"nvml", line_nvml},     {"init_error", line_init_error},
 	{"gpu", line_gpu_decl},  {"proc", line_proc_decl}, {"procs", line_procs},
 	{"lost", line_lost_decl}, {"at", line_at},         {"error", line_error},
+	{"hang", line_hang},
 };
 
 static int is_blank(char c)

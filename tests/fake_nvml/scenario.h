@@ -13,7 +13,7 @@
 #define SCN_MAX_GPUS 4096
 #define SCN_MAX_PROCS 1000000    /* distinct (gpu, pid) pairs in the whole file */
 #define SCN_MAX_EVENTS 1000000   /* key changes from declarations and `at` lines together */
-#define SCN_MAX_RULES 100000     /* `error` lines */
+#define SCN_MAX_RULES 100000     /* `error` and `hang` lines together */
 #define SCN_MAX_TEXT (256u << 20)/* bytes of text, for all strings and for the whole file */
 
 /* Lengths of strings in the state, terminating NUL included (NVML's buffer sizes). */
@@ -139,6 +139,13 @@ int scn_init_error(const struct scn *s);
  * wins: sets *code and returns 1. Returns 0 when none matches.
  */
 int scn_rule_code(const struct scn *s, unsigned fn, int gpu, double t, int *code);
+
+/*
+ * Looks up the `hang` lines for a call of function fn made at time t (gpu as above). When one or
+ * more match, the last in the file wins: sets *until (HUGE_VAL: forever) and returns 1: the call
+ * must not return before that time. Returns 0 when none matches.
+ */
+int scn_hang_until(const struct scn *s, unsigned fn, int gpu, double t, double *until);
 
 /*
  * State at a time. gpu[0..ngpus) and proc[0..nprocs); the processes of GPU g are

@@ -22,10 +22,12 @@ struct event {
 	uint8_t kind, key;
 };
 
+/* An `error` line, or a `hang` line (hang = 1: calls block until `until`; code unused). */
 struct rule {
 	double from, until;
 	int code, gpu;
 	unsigned fn;
+	int hang;
 };
 
 /* One (gpu, pid) pair named by the file; decl_line != 0 once a declaration named it. */

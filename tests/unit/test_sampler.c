@@ -6,6 +6,8 @@
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 
@@ -154,6 +156,58 @@ static void test_queue_full_and_stop(void)
 	gpumon_destroy(g);
 }
 
+/* A consumer waiting for ever in poll while another thread destroys the sampler: the wait ends,
+ * and destroy must not free the queue's lock under the waiter. That is what ThreadSanitizer
+ * (make test-tsan) checks here; a plain build sees the wait end. */
+struct waiter {
+	gpumon_sampler *s;
+	atomic_int entered, returned;
+	int status;
+};
+
+static void *wait_forever(void *arg)
+{
+	struct waiter *w = arg;
+	gpumon_record r[4];
+	size_t n = 0;
+	gpumon_sampler_poll(w->s, r, 4, &n, 0); /* the first sample, taken at once */
+	atomic_store(&w->entered, 1);
+	w->status = gpumon_sampler_poll(w->s, r, 4, &n, -1);
+	atomic_store(&w->returned, 1);
+	return NULL;
+}
+
+static void test_destroy_while_polling(void)
+{
+	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB\n", 0);
+	int returned = 0, status_ok = 0;
+	for (int i = 0; i < 5; i++) {
+		/* nothing new for a minute: the waiter sits in poll(-1) */
+		gpumon_sampler_config c = {.size = sizeof c, .period_us = 60000000, .heartbeat_ms = 60000,
+					   .process_period_us = UINT32_MAX};
+		struct waiter w = {.s = NULL};
+		gpumon_sampler_create(g, &c, &w.s);
+		sleep_ms(20);
+		pthread_t t;
+		pthread_create(&t, NULL, wait_forever, &w);
+		while (!atomic_load(&w.entered))
+			sleep_ms(1);
+		sleep_ms(30); /* into the wait */
+		gpumon_sampler_destroy(w.s);
+		uint64_t until = now_ns() + 2000 * MS;
+		while (!atomic_load(&w.returned) && now_ns() < until)
+			sleep_ms(1);
+		if (!atomic_load(&w.returned))
+			break; /* the waiter is stuck: joining it would hang the test */
+		returned += 1;
+		pthread_join(t, NULL);
+		status_ok += w.status == GPUMON_OK;
+	}
+	is_int(returned, 5, "destroy ends the wait of a poll(-1) in another thread (5 of 5)");
+	is_int(status_ok, 5, "that poll returns 0");
+	gpumon_destroy(g);
+}
+
 static void test_bad_config(void)
 {
 	gpumon *g = open_fake("gpu 0 total=80GiB\ngpu 1 total=80GiB\n", 0);
@@ -183,6 +237,7 @@ int main(void)
 {
 	test_records();
 	test_queue_full_and_stop();
+	test_destroy_while_polling();
 	test_bad_config();
 	remove_scenario();
 	return tap_done();
