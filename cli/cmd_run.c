@@ -190,6 +190,15 @@ static void signal_job(struct run *r, int sig)
 		kill(r->child, sig);
 }
 
+/* A grace period in words: "30 s", "0.5 s", "2 min". */
+static void format_grace(char *buf, size_t len, uint64_t ns)
+{
+	if (ns >= 60000000000ull && ns % 60000000000ull == 0)
+		snprintf(buf, len, "%llu min", (unsigned long long)(ns / 60000000000ull));
+	else
+		snprintf(buf, len, "%g s", (double)ns / 1e9);
+}
+
 /* --limit's own rule: what one job process holds on all GPUs together, as NVML lists it, against
  * the limit; warned about (and acted on) once per process. */
 static void enforce(struct run *r, unsigned pid, uint64_t t)
@@ -209,9 +218,13 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 		r->warned = w;
 		w[r->nwarned++] = pid;
 	}
-	const char *act = r->o->on_exceed == EXCEED_TERM   ? "sending SIGTERM to the job"
-			  : r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
-							   : "warning only (--on-exceed warn)";
+	char act[96], grace[32];
+	format_grace(grace, sizeof grace, r->o->term_grace_ns);
+	if (r->o->on_exceed == EXCEED_TERM)
+		snprintf(act, sizeof act, "sending SIGTERM to the job (SIGKILL after %s)", grace);
+	else
+		snprintf(act, sizeof act, "%s", r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
+										: "warning only (--on-exceed warn)");
 	cli_format_bytes(a, sizeof a, total);
 	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
 	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
@@ -220,8 +233,24 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 	oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
 	if (r->o->on_exceed != EXCEED_WARN) {
 		r->acted = 1;
+		if (r->o->on_exceed == EXCEED_TERM)
+			r->term_ns = cli_now_ns();
 		signal_job(r, r->o->on_exceed == EXCEED_TERM ? SIGTERM : SIGKILL);
 	}
+}
+
+/* --on-exceed term: a job still running when the grace after SIGTERM is over gets SIGKILL, once. */
+static void escalate(struct run *r, uint64_t now)
+{
+	char grace[32];
+	if (!r->term_ns || r->escalated || r->done || now < r->term_ns + r->o->term_grace_ns)
+		return;
+	r->escalated = 1;
+	format_grace(grace, sizeof grace, r->o->term_grace_ns);
+	cli_error("run: the job is still running %s after SIGTERM: sending SIGKILL", grace);
+	event(r, now, "note", "the job is still running %s after SIGTERM: sending SIGKILL", grace);
+	refresh_tree(r); /* the processes it started since */
+	signal_job(r, SIGKILL);
 }
 
 static long find_proc(const struct run *r, unsigned dev, unsigned pid)
@@ -385,16 +414,20 @@ static char *settings_text(const struct run *r)
 		n += (size_t)snprintf(s + n, cap - n, "CUDA_VISIBLE_DEVICES=%s\n", r->cvd);
 	n += (size_t)snprintf(s + n, cap - n, "gpumon.interval_ms=%u\n", r->o->interval_ms);
 	if (r->o->alloc.limit_bytes)
-		snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
-			 (unsigned long long)r->o->alloc.limit_bytes,
-			 r->o->on_exceed == EXCEED_TERM ? "term" : r->o->on_exceed == EXCEED_KILL ? "kill" : "warn");
+		n += (size_t)snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
+				      (unsigned long long)r->o->alloc.limit_bytes,
+				      r->o->on_exceed == EXCEED_TERM   ? "term"
+				      : r->o->on_exceed == EXCEED_KILL ? "kill"
+								       : "warn");
+	if (r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM)
+		snprintf(s + n, cap - n, "gpumon.term_grace_ms=%llu\n", (unsigned long long)(r->o->term_grace_ns / 1000000));
 	return s;
 }
 
 static void loop(struct run *r, int wake)
 {
-	static const char *const names[32] = {[SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
-					      [SIGHUP] = "SIGHUP", [SIGQUIT] = "SIGQUIT"};
+	static const char *const names[32] = {[SIGINT] = "SIGINT",   [SIGTERM] = "SIGTERM", [SIGHUP] = "SIGHUP",
+					      [SIGQUIT] = "SIGQUIT", [SIGUSR1] = "SIGUSR1", [SIGUSR2] = "SIGUSR2"};
 	int wait_ms = r->o->interval_ms < 10 ? 1 : 5;
 	while (!r->done) {
 		struct pollfd p = {.fd = wake, .events = POLLIN};
@@ -413,6 +446,7 @@ static void loop(struct run *r, int wake)
 		take_oom_lines(r);
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
 			refresh_tree(r);
+		escalate(r, cli_now_ns());
 		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && !r->rec_failed) {
 			rec_check(r, gpumon_recording_commit(r->rec));
 			r->last_commit_ns = t;

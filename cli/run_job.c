@@ -19,7 +19,9 @@ static volatile sig_atomic_t job_pid;
 static int wake_fd = -1;
 static int gate_fd = -1; /* the parent's end of the pipe the forked job waits on before exec */
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/* SIGUSR1/SIGUSR2: many trainers take them as a checkpoint request; their default action would end
+   gpumon and leave the job unsupervised */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 int run_job_command_exists(const char *cmd)
@@ -303,8 +305,10 @@ int run_job_reap(pid_t job, int *status)
 
 void run_job_finish(int fd)
 {
+	/* the job is gone: a checkpoint request has no one to go to, and must not cut the recording's
+	   end short; the others stop gpumon as they would any program */
 	for (size_t i = 0; i < NFORWARDED; i++)
-		signal(forwarded[i], SIG_DFL);
+		signal(forwarded[i], forwarded[i] == SIGUSR1 || forwarded[i] == SIGUSR2 ? SIG_IGN : SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	run_job_release(0);
 	if (fd >= 0)

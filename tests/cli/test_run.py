@@ -151,6 +151,36 @@ def test_ctrl_c_reaches_the_job_once(tmp_path):
     assert "interrupts 1" in out
 
 
+def test_sigusr1_and_sigusr2_reach_the_job(tmp_path):
+    """Trainers take SIGUSR1/SIGUSR2 as checkpoint requests: sent to gpumon, they reach the job,
+    which runs on, and gpumon stays to supervise it."""
+    ready = tmp_path / "ready"
+    job = textwrap.dedent(f"""
+        import signal, sys, time
+        got = []
+        signal.signal(signal.SIGUSR1, lambda s, f: got.append("USR1"))
+        signal.signal(signal.SIGUSR2, lambda s, f: got.append("USR2"))
+        open({str(ready)!r}, "w").close()
+        end = time.time() + 15
+        while len(got) < 2 and time.time() < end:
+            time.sleep(0.01)
+        print("job got", " ".join(got), flush=True)
+        sys.exit(0 if len(got) == 2 else 9)
+    """)
+    out_file = tmp_path / "r.gpumon"
+    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(out_file), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(ready)
+    p.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGUSR2)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, (p.returncode, err)
+    assert "job got USR1 USR2" in out
+    notes = [t for (t,) in open_recording(out_file).execute("select text from events where kind = 'note'")]
+    assert "gpumon passed SIGUSR1 to the job" in notes and "gpumon passed SIGUSR2 to the job" in notes, notes
+
+
 # ---- allocator settings ------------------------------------------------------------------------
 
 def env_of(r):
@@ -264,7 +294,10 @@ def test_unwritable_output_refused_before_the_job(gpumon, tmp_path):
 
 @pytest.mark.parametrize("args", [["--fraction", "1.5"], ["--limit", "lots"], ["--on-exceed", "kill"],
                                   ["--interval", "0"], ["--framework", "mxnet"], ["--bogus"],
-                                  ["--no-prealloc", "--paddle-strategy", "naive_best_fit"], ["--max-split", "8M"]])
+                                  ["--no-prealloc", "--paddle-strategy", "naive_best_fit"], ["--max-split", "8M"],
+                                  ["--limit", "4G", "--on-exceed", "term:"], ["--limit", "4G", "--on-exceed", "term:soon"],
+                                  ["--limit", "4G", "--on-exceed", "term:-1s"], ["--limit", "4G", "--on-exceed", "kill:5s"],
+                                  ["--limit", "4G", "--on-exceed", "term:2d"]])
 def test_bad_options_are_2_before_the_job(gpumon, tmp_path, args):
     side = tmp_path / "side"
     r = run(gpumon, tmp_path, args + ["--", "touch", str(side)])
@@ -334,10 +367,23 @@ def test_quiet_has_no_summary(gpumon, tmp_path):
 
 
 def open_recording(path):
+    """The recording, read-only. Recordings are SQLite files in every build: one that is empty or
+    damaged is a failure of the run that wrote it, never a reason to skip."""
     with open(path, "rb") as f:
-        if f.read(16) != b"SQLite format 3\x00":
-            pytest.skip("the recording sink is not built in (no SQLite file)")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        head = f.read(16)
+    assert head == b"SQLite format 3\x00", f"{path} is not a recording (first bytes {head!r})"
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.execute("select count(*) from meta").fetchone()  # raises on a damaged file
+    return db
+
+
+@pytest.mark.parametrize("content", [b"", b"SQLite format 3\x00" + b"\x00" * 84, b"not a recording\n"])
+def test_an_empty_or_damaged_recording_fails_the_test(tmp_path, content):
+    """open_recording fails (never skips) on what a broken run could leave behind."""
+    bad = tmp_path / "bad.gpumon"
+    bad.write_bytes(content)
+    with pytest.raises((AssertionError, sqlite3.DatabaseError)):
+        open_recording(bad)
 
 
 def test_recording_contents(gpumon, tmp_path):
@@ -394,7 +440,7 @@ def test_full_disk_stops_the_recording_not_the_job(tmp_path):
 
     r = subprocess.run([GPUMON_BIN, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
                        capture_output=True, text=True, timeout=60, preexec_fn=small_files)
-    open_recording(out).close()  # skips when the recording sink is not built in
+    open_recording(out).close()
     assert r.returncode == 5, r.stderr
     assert "job finished" in r.stdout
     assert "recording stopped" in r.stderr and "the job keeps running" in r.stderr
@@ -481,6 +527,41 @@ def test_limit_warn_once_and_job_peak(tmp_path):
                   r"    job mean \d+\.\d+ GiB, other processes peak 1\.00 GiB\n", gpu)
     assert m and 0.0 <= float(m.group(1)) <= 0.5, gpu
     assert "    GPU used peak 6.00 GiB at " in gpu
+
+
+@needs_unshare
+def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
+    """A job that ignores SIGTERM gets SIGKILL once the grace is over (--on-exceed term:1s); the
+    escalation is said on stderr and recorded."""
+    start = time.monotonic()
+    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:1s"],
+                     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(20); "
+                     "print('not stopped')")
+    took = time.monotonic() - start
+    assert r.returncode == 128 + signal.SIGKILL, r.stderr
+    assert "not stopped" not in r.stdout
+    assert "over --limit 4.00 GiB: sending SIGTERM to the job (SIGKILL after 1 s)" in r.stderr, r.stderr
+    assert "run: the job is still running 1 s after SIGTERM: sending SIGKILL" in r.stderr, r.stderr
+    assert took < 15, took  # the job alone would have slept 20 s
+    notes = [t for (t,) in open_recording(tmp_path / "ns.gpumon").execute("select text from events where kind = 'note'")]
+    assert "the job is still running 1 s after SIGTERM: sending SIGKILL" in notes, notes
+
+
+@needs_unshare
+def test_limit_term_grace_not_used_when_the_job_ends(tmp_path):
+    """A job that ends on SIGTERM within the grace gets no SIGKILL."""
+    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:500ms"],
+                     "import signal, sys, time\n"
+                     "signal.signal(signal.SIGTERM, lambda s, f: (time.sleep(0.2), sys.exit(3)))\n"
+                     "time.sleep(20)")
+    assert r.returncode == 3, r.stderr
+    assert "SIGKILL" not in r.stderr.replace("(SIGKILL after 0.5 s)", ""), r.stderr
+
+
+def test_on_exceed_grace_in_help(gpumon):
+    r = gpumon(["run", "--help"])
+    assert r.returncode == 0
+    assert "term[:GRACE]" in r.stdout and "default 30s" in r.stdout, r.stdout
 
 
 SERIES_CLIENT = textwrap.dedent("""
