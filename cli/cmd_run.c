@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -385,6 +386,38 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 	}
 }
 
+/* Why the socket closed a connection, in words; past: as the summary says it. */
+static void refusal_reason(char *buf, size_t len, int err, int past)
+{
+	struct rlimit rl;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, "gpumon %s out of file descriptors (ulimit -n %llu)", past ? "was" : "is",
+			 (unsigned long long)rl.rlim_cur);
+	else if (err == EMFILE || err == ENFILE)
+		snprintf(buf, len, "%s out of file descriptors", err == ENFILE ? (past ? "the system was" : "the system is")
+										: (past ? "gpumon was" : "gpumon is"));
+	else
+		snprintf(buf, len, "gpumon %s out of memory", past ? "was" : "is");
+}
+
+/* A connection the socket could not keep loses what the job sends over it: said at once (once, -q
+ * or not) and in the recording; the summary counts them all. */
+static void tell_refusals(struct run *r)
+{
+	struct run_server_stats st;
+	char why[96];
+	if (!r->srv || r->refusal_told)
+		return;
+	run_server_stats_get(r->srv, &st);
+	if (!st.refused)
+		return;
+	r->refusal_told = 1;
+	refusal_reason(why, sizeof why, st.refused_errno, 0);
+	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
+		  "them)", why);
+	event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
+}
+
 /* The out-of-memory lines the stderr scanner found: `oom` events "<Framework>: <line>". */
 static void take_oom_lines(struct run *r)
 {
@@ -432,6 +465,7 @@ static void loop(struct run *r, int wake)
 	while (!r->done) {
 		struct pollfd p = {.fd = wake, .events = POLLIN};
 		int woke = r->srv ? run_server_poll(r->srv, wake, wait_ms, on_msg, r) : poll(&p, 1, wait_ms) > 0;
+		tell_refusals(r);
 		uint64_t t = cli_now_ns();
 		if (woke) {
 			unsigned sigs = run_job_wake(wake);
@@ -463,6 +497,7 @@ static void loop(struct run *r, int wake)
 		if (!memcmp(&a, &b, sizeof a) && round > 1)
 			break;
 	}
+	tell_refusals(r);
 	drain_sampler(r, 0);
 }
 
@@ -645,6 +680,16 @@ static void summarize(struct run *r, const char *path, uint64_t end_ns, const gp
 		f.unknown = st.unknown;
 	}
 	run_summary_print(stderr, doc, &f);
+	if (r->srv) { /* after the summary's last facts, where the socket's other losses are said */
+		struct run_server_stats st;
+		char why[96];
+		run_server_stats_get(r->srv, &st);
+		refusal_reason(why, sizeof why, st.refused_errno, 1);
+		if (st.refused)
+			fprintf(stderr, "  socket: %llu connection%s refused: %s; what %s sent is not in the "
+				"recording\n", (unsigned long long)st.refused, st.refused == 1 ? "" : "s", why,
+				st.refused == 1 ? "it" : "they");
+	}
 	json_decref(doc);
 }
 
@@ -675,6 +720,7 @@ int cmd_run(int argc, char **argv)
 	/* a file size limit (ulimit -f) stops the recording like a full disk, not gpumon; the job
 	   gets the default action back before exec */
 	signal(SIGXFSZ, SIG_IGN);
+	run_job_raise_fd_limit();
 	if (o.framework && !strcmp(o.framework, "auto"))
 		o.alloc.frameworks = run_job_detect(o.cmd);
 	if (!(r.g = cli_open(&rc)))

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@
 static volatile sig_atomic_t job_pid;
 static int wake_fd = -1;
 static int gate_fd = -1; /* the parent's end of the pipe the forked job waits on before exec */
+static struct rlimit job_nofile; /* the open-file limit the job gets: gpumon's own, before it was raised */
+static int nofile_raised;
 
 /* SIGUSR1/SIGUSR2: many trainers take them as a checkpoint request; their default action would end
    gpumon and leave the job unsupervised */
@@ -165,6 +168,16 @@ void run_job_env_free(char **env)
 	free(env);
 }
 
+void run_job_raise_fd_limit(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max)
+		return;
+	job_nofile = r;
+	r.rlim_cur = r.rlim_max;
+	nofile_raised = setrlimit(RLIMIT_NOFILE, &r) == 0;
+}
+
 static void wake(char c)
 {
 	if (write(wake_fd, &c, 1) < 0) {
@@ -201,6 +214,8 @@ static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const s
 		signal(forwarded[i], SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGXFSZ, SIG_DFL);
+	if (nofile_raised) /* a job that uses select(2) may need the soft limit it would have had */
+		setrlimit(RLIMIT_NOFILE, &job_nofile);
 	sigprocmask(SIG_SETMASK, old, NULL);
 	close(gate_fd);
 	do

@@ -33,6 +33,11 @@ char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nva
 		   const char *sock);
 void run_job_env_free(char **env);
 
+/* Lifts gpumon's soft open-file limit to the hard one, so that the socket can take as many of the
+ * job's connections as the system allows; the job gets the limit as it was. Call before
+ * run_job_start. */
+void run_job_raise_fd_limit(void);
+
 /*
  * Makes gpumon a subreaper (orphaned grandchildren stay below it), installs the handlers
  * (SIGCHLD wakes the loop; INT, TERM, HUP, QUIT, USR1 and USR2 sent by a process are passed to

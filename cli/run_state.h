@@ -73,6 +73,7 @@ struct run {
 	int acted;                 /* term/kill sent */
 	uint64_t term_ns;          /* when SIGTERM was sent (--on-exceed term), 0 before */
 	int escalated;             /* SIGKILL sent after the grace */
+	int refusal_told;          /* a socket connection refused: said once */
 	unsigned oom_events;       /* `oom` events emitted (at most 100) */
 	struct run_alloc_plan plan;
 	char cvd[512];             /* CUDA_VISIBLE_DEVICES as the job got it ... */

@@ -361,6 +361,119 @@ def test_socket_protocol_and_summary(gpumon, tmp_path):
     assert "socket: 2 malformed and 1 unknown messages ignored" in err
 
 
+MANY_CLIENTS = textwrap.dedent("""
+    import json, os, socket, sys
+    n = int(sys.argv[1])
+    conns, failed = [], 0
+    for i in range(n):  # all connected at once, then each speaks
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.environ["GPUMON_RUN_SOCKET"])
+        conns.append(s)
+    for i, s in enumerate(conns):
+        try:
+            s.sendall((json.dumps({"type": "marker", "text": f"client {i}"}) + "\\n").encode())
+        except OSError:
+            failed += 1
+    for s in conns:
+        s.close()
+    print("send failures", failed, flush=True)
+""")
+
+
+def test_socket_takes_every_connection(gpumon, tmp_path):
+    """300 processes connected at once (docs/run-protocol.md: any number may connect): every one
+    is read, none closed unsaid."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", MANY_CLIENTS, "300"])
+    assert r.returncode == 0, r.stderr
+    assert "send failures 0" in r.stdout, r.stdout
+    markers = [t for (t,) in open_recording(tmp_path / "rec.gpumon").execute("select text from events where kind = 'marker'")]
+    assert sorted(markers) == sorted(f"client {i}" for i in range(300)), len(markers)
+    assert "refused" not in r.stderr, r.stderr
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_gpumon_lifts_its_open_file_limit_and_the_job_keeps_its_own(tmp_path):
+    """gpumon takes its hard open-file limit as its soft one (each connection of the job is a file
+    descriptor), and the job gets the soft limit it was started with."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 512:
+        pytest.skip(f"the hard open-file limit here ({hard}) leaves nothing to lift")
+    job = textwrap.dedent("""
+        import os, resource
+        print("job", *resource.getrlimit(resource.RLIMIT_NOFILE))
+        with open(f"/proc/{os.getppid()}/limits") as f:
+            print("gpumon", next(l for l in f if l.startswith("Max open files")).split()[3])
+    """)
+    r = subprocess.run([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                       env=environment(tmp_path), capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard)))
+    assert r.returncode == 0, r.stderr
+    said = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert said["job"] == f"512 {hard}", r.stdout
+    assert said["gpumon"] == ("unlimited" if hard == resource.RLIM_INFINITY else str(hard)), r.stdout
+
+
+def test_out_of_file_descriptors_neither_spins_nor_hides_the_refusals(tmp_path):
+    """gpumon's open-file limit lowered under it while the job opens 100 connections: the
+    connections it cannot take are closed and counted (said at once and in the summary), and
+    gpumon does not spin on a listener it cannot accept from."""
+    import resource
+    go, ready, done = tmp_path / "go", tmp_path / "ready", tmp_path / "done"
+    job = textwrap.dedent(f"""
+        import json, os, socket, time
+        open({str(tmp_path / "started")!r}, "w").close()
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.01)
+        conns = []
+        for i in range(100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(1)  # a full backlog blocks connect(2)
+            try:
+                s.connect(os.environ["GPUMON_RUN_SOCKET"])
+                s.sendall((json.dumps({{"type": "marker", "text": f"client {{i}}"}}) + "\\n").encode())
+            except OSError:
+                pass
+            conns.append(s)
+        open({str(ready)!r}, "w").close()
+        end = time.time() + 20
+        while not os.path.exists({str(done)!r}) and time.time() < end:
+            time.sleep(0.01)
+    """)
+    p = subprocess.Popen([GPUMON_BIN, "run", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(tmp_path / "started")
+        resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (40, 40))
+        go.touch()
+        assert wait_for(ready)
+        time.sleep(0.3)
+        c0, w0 = cpu_seconds(p.pid), time.monotonic()
+        time.sleep(3)
+        share = (cpu_seconds(p.pid) - c0) / (time.monotonic() - w0)
+    finally:
+        done.touch()
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+    assert p.returncode == 0, err
+    # idle, gpumon run takes a few percent of a core; spinning on accept it took two thirds
+    assert share < 0.3, (share, err)
+    m = re.search(r"^gpumon: run: socket: a connection refused: gpumon is out of file descriptors", err, re.M)
+    assert m, err
+    m = re.search(r"^  socket: (\d+) connections? refused: gpumon was out of file descriptors \(ulimit -n 40\)",
+                  err, re.M)
+    assert m and 1 <= int(m.group(1)) <= 100, err
+
+
 def test_quiet_has_no_summary(gpumon, tmp_path):
     r = run(gpumon, tmp_path, ["-q", "--fraction", "0.5", "--", "true"])
     assert r.returncode == 0 and r.stderr == ""
