@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import GPUMON_BIN, FAKE_NVML_LIB, H200
+from conftest import GPUMON, FAKE_NVML_LIB, H200
 
 TWO = H200 + """\
 gpu 1 name="NVIDIA A100-SXM4-80GB" uuid=GPU-11111111-2222-3333-4444-555555555555 bus=00000000:0B:00.0 total=80GiB reserved=512MiB used=60GiB
@@ -83,7 +83,7 @@ def test_not_executable_is_126(gpumon, tmp_path):
 
 def test_stdio_passthrough(gpumon, tmp_path):
     e = environment(tmp_path)
-    r = subprocess.run([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", "sh", "-c",
+    r = subprocess.run([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", "sh", "-c",
                         "read line; echo \"out:$line\"; echo \"err:$line\" >&2"],
                        input="hello\n", env=e, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
@@ -103,7 +103,7 @@ def test_sigterm_to_gpumon_reaches_the_job(tmp_path):
         time.sleep(20)
         sys.exit(1)
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert wait_for(ready)
     p.send_signal(signal.SIGTERM)
@@ -137,7 +137,7 @@ def test_ctrl_c_reaches_the_job_once(tmp_path):
         import termios
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdin=slave, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, preexec_fn=own_terminal)
     os.close(slave)
@@ -168,7 +168,7 @@ def test_sigusr1_and_sigusr2_reach_the_job(tmp_path):
         sys.exit(0 if len(got) == 2 else 9)
     """)
     out_file = tmp_path / "r.gpumon"
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(out_file), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(out_file), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert wait_for(ready)
     p.send_signal(signal.SIGUSR1)
@@ -308,7 +308,7 @@ def test_bad_options_are_2_before_the_job(gpumon, tmp_path, args):
 
 def test_default_output_name(gpumon, tmp_path):
     e = environment(tmp_path)
-    r = subprocess.run([GPUMON_BIN, "run", "--", "true"], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    r = subprocess.run([*GPUMON, "run", "--", "true"], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     made = [p.name for p in tmp_path.iterdir() if p.name.startswith("gpumon-run-")]
     assert len(made) == 1 and made[0].endswith(".gpumon")
@@ -340,6 +340,7 @@ def said(stderr):
     return " ".join(stderr[stderr.index("gpumon run summary"):].split())
 
 
+@pytest.mark.valgrind
 def test_socket_protocol_and_summary(gpumon, tmp_path):
     scn = H200.replace("used=0 ", "used=3GiB ") + "proc 0 4194001 used=3GiB name=neighbour\n"
     r = run(gpumon, tmp_path, ["--", PY, "-c", CLIENT], scenario=scn)
@@ -380,6 +381,7 @@ MANY_CLIENTS = textwrap.dedent("""
 """)
 
 
+@pytest.mark.valgrind
 def test_socket_takes_every_connection(gpumon, tmp_path):
     """300 processes connected at once (docs/run-protocol.md: any number may connect): every one
     is read, none closed unsaid."""
@@ -411,7 +413,7 @@ def test_gpumon_lifts_its_open_file_limit_and_the_job_keeps_its_own(tmp_path):
         with open(f"/proc/{os.getppid()}/limits") as f:
             print("gpumon", next(l for l in f if l.startswith("Max open files")).split()[3])
     """)
-    r = subprocess.run([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    r = subprocess.run([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                        env=environment(tmp_path), capture_output=True, text=True, timeout=30,
                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard)))
     assert r.returncode == 0, r.stderr
@@ -446,7 +448,7 @@ def test_out_of_file_descriptors_neither_spins_nor_hides_the_refusals(tmp_path):
         while not os.path.exists({str(done)!r}) and time.time() < end:
             time.sleep(0.01)
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(tmp_path / "started")
@@ -499,6 +501,7 @@ def test_an_empty_or_damaged_recording_fails_the_test(tmp_path, content):
         open_recording(bad)
 
 
+@pytest.mark.valgrind
 def test_recording_contents(gpumon, tmp_path):
     scn = H200 + "proc 0 4194001 used=3GiB name=neighbour\n"
     r = run(gpumon, tmp_path, ["--expandable", "--interval", "5", "--", PY, "-c",
@@ -532,6 +535,29 @@ def test_recording_contents(gpumon, tmp_path):
     assert any(k == "note" and t.startswith("hello from pid") and "torch 2.11" in t for k, t in events)
 
 
+@pytest.mark.valgrind
+def test_co_tenants_that_come_and_go(gpumon, tmp_path):
+    """Co-tenants appearing and leaving while the job runs (new slots in gpumon's process table,
+    then freed): each is recorded with its memory, and the summary counts them as others."""
+    scn = H200.replace("used=0 ", "used=3GiB ") + textwrap.dedent("""\
+        proc 0 4194001 used=3GiB name=neighbour
+        at 1.5 proc 0 4194002 used=2GiB name=late
+        at 1.5 gpu 0 used=5GiB
+        at 1.6 proc 0 4194003 used=1GiB name=later
+        at 1.6 gpu 0 used=6GiB
+        at 2.2 proc 0 4194002 gone
+        at 2.2 gpu 0 used=4GiB
+        at 2.4 proc 0 4194001 gone
+        at 2.4 gpu 0 used=1GiB
+    """)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import time; time.sleep(3)"], scenario=scn)
+    assert r.returncode == 0, r.stderr
+    assert "no process of the job held memory here; other processes peak 6.00 GiB" in r.stderr, r.stderr
+    db = open_recording(tmp_path / "rec.gpumon")
+    held = dict(db.execute("select pid, max(used_bytes) from process_samples group by pid"))
+    assert held == {4194001: 3 << 30, 4194002: 2 << 30, 4194003: 1 << 30}, held
+
+
 def test_full_disk_stops_the_recording_not_the_job(tmp_path):
     """A file size limit makes writes fail as a full disk does: the recording stops with a message,
     the job runs on and its status comes back, and what was committed stays readable."""
@@ -551,7 +577,7 @@ def test_full_disk_stops_the_recording_not_the_job(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
 
-    r = subprocess.run([GPUMON_BIN, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
+    r = subprocess.run([*GPUMON, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
                        capture_output=True, text=True, timeout=60, preexec_fn=small_files)
     open_recording(out).close()
     assert r.returncode == 5, r.stderr
@@ -607,7 +633,7 @@ at 0.3 proc 0 2 used=5GiB
 
 
 def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
-    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run",
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + args + ["--", PY, "-c", job],
                           env=environment(tmp_path, scenario), capture_output=True, text=True, timeout=30)
 
@@ -642,6 +668,10 @@ def test_limit_warn_once_and_job_peak(tmp_path):
     assert "    GPU used peak 6.00 GiB at " in gpu
 
 
+# the job's process over the limit from 1 s: time for the job to set its SIGTERM handler first
+JOB_GROWS_LATER = JOB_GROWS.replace("at 0.3 proc 0 2", "at 1.0 proc 0 2")
+
+
 @needs_unshare
 def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
     """A job that ignores SIGTERM gets SIGKILL once the grace is over (--on-exceed term:1s); the
@@ -649,7 +679,7 @@ def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
     start = time.monotonic()
     r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:1s"],
                      "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(20); "
-                     "print('not stopped')")
+                     "print('not stopped')", scenario=JOB_GROWS_LATER)
     took = time.monotonic() - start
     assert r.returncode == 128 + signal.SIGKILL, r.stderr
     assert "not stopped" not in r.stdout
@@ -666,7 +696,7 @@ def test_limit_term_grace_not_used_when_the_job_ends(tmp_path):
     r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:500ms"],
                      "import signal, sys, time\n"
                      "signal.signal(signal.SIGTERM, lambda s, f: (time.sleep(0.2), sys.exit(3)))\n"
-                     "time.sleep(20)")
+                     "time.sleep(20)", scenario=JOB_GROWS_LATER)
     assert r.returncode == 3, r.stderr
     assert "SIGKILL" not in r.stderr.replace("(SIGKILL after 0.5 s)", ""), r.stderr
 
