@@ -790,7 +790,8 @@ def test_live_alert_is_the_models_alert(gpumon, tmp_path):
     assert abs((t - start) / 1e9 - float(m.group(1))) <= 0.005 + 1e-9, (t - start, m.group(1))
     assert t in {ft for (ft,) in db.execute("select t_ns from framework_samples")}
     rep = gpumon(["report", "--json", str(tmp_path / "rec.gpumon")])
-    model_alerts = [a for a in json.loads(rep.stdout).get("alerts", []) if "live" in a] if rep.returncode == 0 else []
-    if model_alerts:  # a report from the run model (format 2): the alert, told live, at the same time
-        assert len(model_alerts) == 1 and model_alerts[0]["live"] is True, model_alerts
-        assert abs(model_alerts[0]["time"] - (t - start) / 1e9) < 1e-6, model_alerts
+    assert rep.returncode == 0, rep.stderr
+    # the report reads the recording through the same run model: the alert, told live, at the same time
+    model_alerts = [a for a in json.loads(rep.stdout).get("alerts", []) if "live" in a]
+    assert len(model_alerts) == 1 and model_alerts[0]["live"] is True, model_alerts
+    assert abs(model_alerts[0]["time"] - (t - start) / 1e9) < 1e-6, model_alerts
