@@ -658,6 +658,22 @@ static int run_job(struct run *r, int wake)
 	return r->status;
 }
 
+/* The connections the socket refused, counted: a line after the summary's last facts, where the
+ * socket's other losses are said. */
+static void summary_refusals(const struct run *r)
+{
+	struct run_server_stats st;
+	char why[96];
+	if (!r->srv)
+		return;
+	run_server_stats_get(r->srv, &st);
+	if (!st.refused)
+		return;
+	refusal_reason(why, sizeof why, st.refused_errno, 1);
+	fprintf(stderr, "  socket: %llu connection%s refused: %s; what %s sent is not in the recording\n",
+		(unsigned long long)st.refused, st.refused == 1 ? "" : "s", why, st.refused == 1 ? "it" : "they");
+}
+
 /* The end: the model finishes at the end the recording stores, and its document is the summary. */
 static void summarize(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
 {
@@ -680,16 +696,7 @@ static void summarize(struct run *r, const char *path, uint64_t end_ns, const gp
 		f.unknown = st.unknown;
 	}
 	run_summary_print(stderr, doc, &f);
-	if (r->srv) { /* after the summary's last facts, where the socket's other losses are said */
-		struct run_server_stats st;
-		char why[96];
-		run_server_stats_get(r->srv, &st);
-		refusal_reason(why, sizeof why, st.refused_errno, 1);
-		if (st.refused)
-			fprintf(stderr, "  socket: %llu connection%s refused: %s; what %s sent is not in the "
-				"recording\n", (unsigned long long)st.refused, st.refused == 1 ? "" : "s", why,
-				st.refused == 1 ? "it" : "they");
-	}
+	summary_refusals(r);
 	json_decref(doc);
 }
 

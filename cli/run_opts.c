@@ -47,10 +47,14 @@ static void help(void)
 	       "for the recording.\n");
 }
 
-static int bad_value(const char *opt, const char *v, const char *want);
+static int bad_value(const char *opt, const char *v, const char *want)
+{
+	cli_error("run: %s '%s': %s", opt, v, want);
+	return EXIT_USAGE;
+}
 
-/* GRACE of --on-exceed term:GRACE: a number of seconds, or with ms, s or m; more than 0 and at
- * most a day. Returns 0 and *ns, or -1. */
+/* GRACE of --on-exceed term:GRACE: a number of seconds, or with ms, s or m; at least 1 ms and
+ * at most a day. Returns 0 and *ns, or -1. */
 static int parse_grace(const char *s, uint64_t *ns)
 {
 	char *end;
@@ -85,12 +89,6 @@ static int parse_on_exceed(struct opts *o, const char *v)
 		return bad_value("--on-exceed", v, "expected warn, kill, term or term:GRACE (such as term:30s, "
 				 "term:500ms or term:2m; at most a day)");
 	return EXIT_OK;
-}
-
-static int bad_value(const char *opt, const char *v, const char *want)
-{
-	cli_error("run: %s '%s': %s", opt, v, want);
-	return EXIT_USAGE;
 }
 
 /* One option with a value; returns 1 when argv[*i] was it, -1 after an error. */
