@@ -26,6 +26,8 @@ DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux prometheus
 # headless Chromium renders the `gpumon report --html` page in tests/html
 DEPS_TEST += chromium-headless-shell
+# gpumon run's tests that start co-tenants run again under valgrind (ctest's cli/valgrind)
+DEPS_TEST += valgrind
 
 .PHONY: all build run test test-werror test-asan test-tsan fuzz bench install deps deps-test clean help
 

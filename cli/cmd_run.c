@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -190,6 +191,15 @@ static void signal_job(struct run *r, int sig)
 		kill(r->child, sig);
 }
 
+/* A grace period in words: "30 s", "0.5 s", "2 min". */
+static void format_grace(char *buf, size_t len, uint64_t ns)
+{
+	if (ns >= 60000000000ull && ns % 60000000000ull == 0)
+		snprintf(buf, len, "%llu min", (unsigned long long)(ns / 60000000000ull));
+	else
+		snprintf(buf, len, "%g s", (double)ns / 1e9);
+}
+
 /* --limit's own rule: what one job process holds on all GPUs together, as NVML lists it, against
  * the limit; warned about (and acted on) once per process. */
 static void enforce(struct run *r, unsigned pid, uint64_t t)
@@ -209,9 +219,13 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 		r->warned = w;
 		w[r->nwarned++] = pid;
 	}
-	const char *act = r->o->on_exceed == EXCEED_TERM   ? "sending SIGTERM to the job"
-			  : r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
-							   : "warning only (--on-exceed warn)";
+	char act[96], grace[32];
+	format_grace(grace, sizeof grace, r->o->term_grace_ns);
+	if (r->o->on_exceed == EXCEED_TERM)
+		snprintf(act, sizeof act, "sending SIGTERM to the job (SIGKILL after %s)", grace);
+	else
+		snprintf(act, sizeof act, "%s", r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
+										: "warning only (--on-exceed warn)");
 	cli_format_bytes(a, sizeof a, total);
 	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
 	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
@@ -220,8 +234,24 @@ static void enforce(struct run *r, unsigned pid, uint64_t t)
 	oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
 	if (r->o->on_exceed != EXCEED_WARN) {
 		r->acted = 1;
+		if (r->o->on_exceed == EXCEED_TERM)
+			r->term_ns = cli_now_ns();
 		signal_job(r, r->o->on_exceed == EXCEED_TERM ? SIGTERM : SIGKILL);
 	}
+}
+
+/* --on-exceed term: a job still running when the grace after SIGTERM is over gets SIGKILL, once. */
+static void escalate(struct run *r, uint64_t now)
+{
+	char grace[32];
+	if (!r->term_ns || r->escalated || r->done || now < r->term_ns + r->o->term_grace_ns)
+		return;
+	r->escalated = 1;
+	format_grace(grace, sizeof grace, r->o->term_grace_ns);
+	cli_error("run: the job is still running %s after SIGTERM: sending SIGKILL", grace);
+	event(r, now, "note", "the job is still running %s after SIGTERM: sending SIGKILL", grace);
+	refresh_tree(r); /* the processes it started since */
+	signal_job(r, SIGKILL);
 }
 
 static long find_proc(const struct run *r, unsigned dev, unsigned pid)
@@ -356,6 +386,38 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 	}
 }
 
+/* Why the socket closed a connection, in words; past: as the summary says it. */
+static void refusal_reason(char *buf, size_t len, int err, int past)
+{
+	struct rlimit rl;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, "gpumon %s out of file descriptors (ulimit -n %llu)", past ? "was" : "is",
+			 (unsigned long long)rl.rlim_cur);
+	else if (err == EMFILE || err == ENFILE)
+		snprintf(buf, len, "%s out of file descriptors", err == ENFILE ? (past ? "the system was" : "the system is")
+										: (past ? "gpumon was" : "gpumon is"));
+	else
+		snprintf(buf, len, "gpumon %s out of memory", past ? "was" : "is");
+}
+
+/* A connection the socket could not keep loses what the job sends over it: said at once (once, -q
+ * or not) and in the recording; the summary counts them all. */
+static void tell_refusals(struct run *r)
+{
+	struct run_server_stats st;
+	char why[96];
+	if (!r->srv || r->refusal_told)
+		return;
+	run_server_stats_get(r->srv, &st);
+	if (!st.refused)
+		return;
+	r->refusal_told = 1;
+	refusal_reason(why, sizeof why, st.refused_errno, 0);
+	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
+		  "them)", why);
+	event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
+}
+
 /* The out-of-memory lines the stderr scanner found: `oom` events "<Framework>: <line>". */
 static void take_oom_lines(struct run *r)
 {
@@ -385,20 +447,25 @@ static char *settings_text(const struct run *r)
 		n += (size_t)snprintf(s + n, cap - n, "CUDA_VISIBLE_DEVICES=%s\n", r->cvd);
 	n += (size_t)snprintf(s + n, cap - n, "gpumon.interval_ms=%u\n", r->o->interval_ms);
 	if (r->o->alloc.limit_bytes)
-		snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
-			 (unsigned long long)r->o->alloc.limit_bytes,
-			 r->o->on_exceed == EXCEED_TERM ? "term" : r->o->on_exceed == EXCEED_KILL ? "kill" : "warn");
+		n += (size_t)snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
+				      (unsigned long long)r->o->alloc.limit_bytes,
+				      r->o->on_exceed == EXCEED_TERM   ? "term"
+				      : r->o->on_exceed == EXCEED_KILL ? "kill"
+								       : "warn");
+	if (r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM)
+		snprintf(s + n, cap - n, "gpumon.term_grace_ms=%llu\n", (unsigned long long)(r->o->term_grace_ns / 1000000));
 	return s;
 }
 
 static void loop(struct run *r, int wake)
 {
-	static const char *const names[32] = {[SIGINT] = "SIGINT", [SIGTERM] = "SIGTERM",
-					      [SIGHUP] = "SIGHUP", [SIGQUIT] = "SIGQUIT"};
+	static const char *const names[32] = {[SIGINT] = "SIGINT",   [SIGTERM] = "SIGTERM", [SIGHUP] = "SIGHUP",
+					      [SIGQUIT] = "SIGQUIT", [SIGUSR1] = "SIGUSR1", [SIGUSR2] = "SIGUSR2"};
 	int wait_ms = r->o->interval_ms < 10 ? 1 : 5;
 	while (!r->done) {
 		struct pollfd p = {.fd = wake, .events = POLLIN};
 		int woke = r->srv ? run_server_poll(r->srv, wake, wait_ms, on_msg, r) : poll(&p, 1, wait_ms) > 0;
+		tell_refusals(r);
 		uint64_t t = cli_now_ns();
 		if (woke) {
 			unsigned sigs = run_job_wake(wake);
@@ -413,6 +480,7 @@ static void loop(struct run *r, int wake)
 		take_oom_lines(r);
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
 			refresh_tree(r);
+		escalate(r, cli_now_ns());
 		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && !r->rec_failed) {
 			rec_check(r, gpumon_recording_commit(r->rec));
 			r->last_commit_ns = t;
@@ -429,6 +497,7 @@ static void loop(struct run *r, int wake)
 		if (!memcmp(&a, &b, sizeof a) && round > 1)
 			break;
 	}
+	tell_refusals(r);
 	drain_sampler(r, 0);
 }
 
@@ -589,6 +658,22 @@ static int run_job(struct run *r, int wake)
 	return r->status;
 }
 
+/* The connections the socket refused, counted: a line after the summary's last facts, where the
+ * socket's other losses are said. */
+static void summary_refusals(const struct run *r)
+{
+	struct run_server_stats st;
+	char why[96];
+	if (!r->srv)
+		return;
+	run_server_stats_get(r->srv, &st);
+	if (!st.refused)
+		return;
+	refusal_reason(why, sizeof why, st.refused_errno, 1);
+	fprintf(stderr, "  socket: %llu connection%s refused: %s; what %s sent is not in the recording\n",
+		(unsigned long long)st.refused, st.refused == 1 ? "" : "s", why, st.refused == 1 ? "it" : "they");
+}
+
 /* The end: the model finishes at the end the recording stores, and its document is the summary. */
 static void summarize(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
 {
@@ -611,6 +696,7 @@ static void summarize(struct run *r, const char *path, uint64_t end_ns, const gp
 		f.unknown = st.unknown;
 	}
 	run_summary_print(stderr, doc, &f);
+	summary_refusals(r);
 	json_decref(doc);
 }
 
@@ -641,6 +727,7 @@ int cmd_run(int argc, char **argv)
 	/* a file size limit (ulimit -f) stops the recording like a full disk, not gpumon; the job
 	   gets the default action back before exec */
 	signal(SIGXFSZ, SIG_IGN);
+	run_job_raise_fd_limit();
 	if (o.framework && !strcmp(o.framework, "auto"))
 		o.alloc.frameworks = run_job_detect(o.cmd);
 	if (!(r.g = cli_open(&rc)))

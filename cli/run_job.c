@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,8 +19,12 @@
 static volatile sig_atomic_t job_pid;
 static int wake_fd = -1;
 static int gate_fd = -1; /* the parent's end of the pipe the forked job waits on before exec */
+static struct rlimit job_nofile; /* the open-file limit the job gets: gpumon's own, before it was raised */
+static int nofile_raised;
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+/* SIGUSR1/SIGUSR2: many trainers take them as a checkpoint request; their default action would end
+   gpumon and leave the job unsupervised */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 int run_job_command_exists(const char *cmd)
@@ -163,6 +168,16 @@ void run_job_env_free(char **env)
 	free(env);
 }
 
+void run_job_raise_fd_limit(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max)
+		return;
+	job_nofile = r;
+	r.rlim_cur = r.rlim_max;
+	nofile_raised = setrlimit(RLIMIT_NOFILE, &r) == 0;
+}
+
 static void wake(char c)
 {
 	if (write(wake_fd, &c, 1) < 0) {
@@ -199,6 +214,8 @@ static void __attribute__((noreturn)) exec_child(char **cmd, char **env, const s
 		signal(forwarded[i], SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	signal(SIGXFSZ, SIG_DFL);
+	if (nofile_raised) /* a job that uses select(2) may need the soft limit it would have had */
+		setrlimit(RLIMIT_NOFILE, &job_nofile);
 	sigprocmask(SIG_SETMASK, old, NULL);
 	close(gate_fd);
 	do
@@ -303,8 +320,10 @@ int run_job_reap(pid_t job, int *status)
 
 void run_job_finish(int fd)
 {
+	/* the job is gone: a checkpoint request has no one to go to, and must not cut the recording's
+	   end short; the others stop gpumon as they would any program */
 	for (size_t i = 0; i < NFORWARDED; i++)
-		signal(forwarded[i], SIG_DFL);
+		signal(forwarded[i], forwarded[i] == SIGUSR1 || forwarded[i] == SIGUSR2 ? SIG_IGN : SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	run_job_release(0);
 	if (fd >= 0)

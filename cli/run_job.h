@@ -33,12 +33,18 @@ char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nva
 		   const char *sock);
 void run_job_env_free(char **env);
 
+/* Lifts gpumon's soft open-file limit to the hard one, so that the socket can take as many of the
+ * job's connections as the system allows; the job gets the limit as it was. Call before
+ * run_job_start. */
+void run_job_raise_fd_limit(void);
+
 /*
  * Makes gpumon a subreaper (orphaned grandchildren stay below it), installs the handlers
- * (SIGCHLD wakes the loop; INT, TERM, HUP and QUIT sent by a process are passed to the job, those
- * from the terminal are left to the job, which shares the terminal's process group), forks and
- * execs cmd with env once run_job_release(1) is called, with err_fd as its stderr when >= 0. The
- * child exits 127 (not found) or 126 (not executable) after one line on stderr when exec fails.
+ * (SIGCHLD wakes the loop; INT, TERM, HUP, QUIT, USR1 and USR2 sent by a process are passed to
+ * the job, those from the terminal are left to the job, which shares the terminal's process group),
+ * forks and execs cmd with env once run_job_release(1) is called, with err_fd as its stderr when
+ * >= 0. The child exits 127 (not found) or 126 (not executable) after one line on stderr when exec
+ * fails.
  * Returns the fd that becomes readable when something happened (pass it to run_job_wake) and sets
  * *pid; -1 when the fork failed (errno set).
  */
@@ -56,7 +62,8 @@ unsigned run_job_wake(int fd);
  */
 int run_job_reap(pid_t job, int *status);
 
-/* Restores the signal handlers and closes the pipes (a job still waiting leaves). */
+/* Restores the signal handlers (SIGUSR1 and SIGUSR2, which have no job to go to, are then ignored)
+ * and closes the pipes (a job still waiting leaves). */
 void run_job_finish(int fd);
 
 #endif

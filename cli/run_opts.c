@@ -32,7 +32,9 @@ static void help(void)
 	       "  --gpu auto|N|UUID|BUS  give the job this GPU (auto: the most free memory) through\n"
 	       "                         CUDA_VISIBLE_DEVICES; without it every GPU is sampled\n"
 	       "  --interval MS          sampling period (default 10, at least 1)\n"
-	       "  --on-exceed warn|term|kill  when a job process holds more than --limit (default warn)\n"
+	       "  --on-exceed warn|term[:GRACE]|kill  when a job process holds more than --limit (default\n"
+	       "                         warn); term sends SIGTERM, then SIGKILL if the job still runs\n"
+	       "                         GRACE later (default 30s; e.g. term:2m, term:500ms)\n"
 	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
@@ -49,6 +51,44 @@ static int bad_value(const char *opt, const char *v, const char *want)
 {
 	cli_error("run: %s '%s': %s", opt, v, want);
 	return EXIT_USAGE;
+}
+
+/* GRACE of --on-exceed term:GRACE: a number of seconds, or with ms, s or m; at least 1 ms and
+ * at most a day. Returns 0 and *ns, or -1. */
+static int parse_grace(const char *s, uint64_t *ns)
+{
+	char *end;
+	if (!(*s >= '0' && *s <= '9'))
+		return -1;
+	double v = strtod(s, &end), unit = 1e9;
+	if (!strcmp(end, "ms"))
+		unit = 1e6;
+	else if (!strcmp(end, "m"))
+		unit = 60e9;
+	else if (strcmp(end, "s") && *end)
+		return -1;
+	v *= unit;
+	if (!(v >= 1e6 && v <= 86400e9))
+		return -1;
+	*ns = (uint64_t)v;
+	return 0;
+}
+
+/* --on-exceed warn|term[:GRACE]|kill */
+static int parse_on_exceed(struct opts *o, const char *v)
+{
+	o->on_exceed_set = 1;
+	o->term_grace_ns = DEFAULT_TERM_GRACE_NS;
+	if (!strcmp(v, "warn"))
+		o->on_exceed = EXCEED_WARN;
+	else if (!strcmp(v, "kill"))
+		o->on_exceed = EXCEED_KILL;
+	else if (!strncmp(v, "term", 4) && (v[4] == 0 || (v[4] == ':' && !parse_grace(v + 5, &o->term_grace_ns))))
+		o->on_exceed = EXCEED_TERM;
+	else
+		return bad_value("--on-exceed", v, "expected warn, kill, term or term:GRACE (such as term:30s, "
+				 "term:500ms or term:2m; at most a day)");
+	return EXIT_OK;
 }
 
 /* One option with a value; returns 1 when argv[*i] was it, -1 after an error. */
@@ -90,11 +130,7 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
 			*rc = bad_value("--interval", v, "expected milliseconds, 1 to 60000");
 		o->interval_ms = (unsigned)ms;
 	} else if (OPT("--on-exceed", NULL)) {
-		o->on_exceed_set = 1;
-		if (!strcmp(v, "warn") || !strcmp(v, "term") || !strcmp(v, "kill"))
-			o->on_exceed = v[0] == 'w' ? EXCEED_WARN : v[0] == 't' ? EXCEED_TERM : EXCEED_KILL;
-		else
-			*rc = bad_value("--on-exceed", v, "expected warn, term or kill");
+		*rc = parse_on_exceed(o, v);
 	} else {
 		if (bad)
 			*rc = EXIT_USAGE;

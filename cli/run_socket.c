@@ -3,35 +3,44 @@
  * socket in a private directory, many clients at once, one JSON object per line parsed with
  * jansson. Bad input is counted and skipped; nothing a client sends can stop the run. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "run_socket.h"
 
-#define MAX_CLIENTS 256
+#define FD_HEADROOM 32       /* descriptors left to gpumon's own files: /proc scans, the recording */
+#define BUF_FIRST 4096       /* a client's buffer starts at this and grows to a line's limit */
+#define REST_NS 100000000ull /* the listener rests this long when a connection cannot even be refused */
 
 struct client {
 	int fd;
 	unsigned peer_pid;
 	int discarding; /* inside a line that was too long: skip to its newline */
-	size_t len;
-	char *buf;      /* RUN_MSG_MAX_LINE + 1 bytes */
+	size_t len, cap;
+	char *buf;      /* cap bytes, at most RUN_MSG_MAX_LINE + 1; NULL until the first read */
 };
 
 struct run_server {
 	int fd;
+	int reserve;    /* /dev/null, given up for a moment to take a connection off the backlog and close
+			   it when gpumon is out of descriptors: a listener left readable makes poll spin */
+	uint64_t rest_until_ns; /* the listener is not polled before this (monotonic ns) */
 	char dir[128];
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	struct client clients[MAX_CLIENTS];
-	size_t nclients;
+	struct client *clients;
+	size_t nclients, cap;
+	struct pollfd *pfd;     /* cap + 2 entries: the caller's fd, the listener, the clients */
 	struct run_server_stats stats;
 };
 
@@ -216,6 +225,13 @@ int run_msg_parse(const char *line, size_t len, struct run_msg *out, char *err, 
 
 /* ---- the server ---------------------------------------------------------------------------- */
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int run_server_open(struct run_server **out, char *err, size_t errlen)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
@@ -225,12 +241,14 @@ int run_server_open(struct run_server **out, char *err, size_t errlen)
 	if (!s)
 		return fail(err, errlen, "out of memory", NULL);
 	s->fd = -1;
+	s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (!tmp || !*tmp || strlen(tmp) > 80)
 		tmp = "/tmp";
 	snprintf(s->dir, sizeof s->dir, "%s/gpumon-run-XXXXXX", tmp);
 	if (!mkdtemp(s->dir)) {
 		snprintf(err, errlen, "cannot create a directory in %s: %s", tmp, strerror(errno));
-		free(s);
+		s->dir[0] = 0;
+		run_server_close(s);
 		return -1;
 	}
 	chmod(s->dir, 0700);
@@ -239,7 +257,7 @@ int run_server_open(struct run_server **out, char *err, size_t errlen)
 	memcpy(s->path + dl, "/sock", 6);
 	memcpy(a.sun_path, s->path, sizeof a.sun_path);
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->fd, 64) != 0) {
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(s->fd, SOMAXCONN) != 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", s->path, strerror(errno));
 		run_server_close(s);
 		return -1;
@@ -258,24 +276,88 @@ void run_server_stats_get(const struct run_server *s, struct run_server_stats *o
 	*out = s->stats;
 }
 
+static void refuse(struct run_server *s, int fd, int why)
+{
+	close(fd);
+	s->stats.refused++;
+	s->stats.refused_errno = why;
+}
+
+/* Whether descriptor fd leaves too few for gpumon's own files (the soft RLIMIT_NOFILE). */
+static int too_high(int fd)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+		return 0;
+	return (rlim_t)fd + FD_HEADROOM >= r.rlim_cur;
+}
+
+/* Room for one more client in the table and the poll set; 0, or -1 out of memory. */
+static int make_room(struct run_server *s)
+{
+	if (s->nclients < s->cap)
+		return 0;
+	size_t cap = s->cap ? s->cap * 2 : 16;
+	struct client *c = realloc(s->clients, cap * sizeof *c);
+	if (!c)
+		return -1;
+	s->clients = c;
+	struct pollfd *p = realloc(s->pfd, (cap + 2) * sizeof *p);
+	if (!p)
+		return -1;
+	s->pfd = p;
+	s->cap = cap;
+	return 0;
+}
+
+/* Out of descriptors: the reserve is given back for one accept, so that the connection at the head of
+ * the backlog can be taken off it and closed. Returns its fd, or -1 (the listener then rests). */
+static int accept_with_reserve(struct run_server *s)
+{
+	if (s->reserve < 0)
+		return -1;
+	close(s->reserve);
+	int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	int e = errno;
+	s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	errno = e;
+	return fd;
+}
+
+/* Takes every connection queued. One that cannot be kept (out of descriptors or memory) is closed at
+ * once and counted, never left in the backlog. */
 static void accept_all(struct run_server *s)
 {
+	if (s->reserve < 0)
+		s->reserve = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (;;) {
-		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			return; /* EAGAIN, or a client that gave up while queued */
-		char *buf = s->nclients < MAX_CLIENTS ? malloc(RUN_MSG_MAX_LINE + 1) : NULL;
-		if (!buf) {
-			s->stats.refused++;
-			close(fd);
+		int fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), why = errno;
+		if (fd < 0 && (why == EMFILE || why == ENFILE)) {
+			if ((fd = accept_with_reserve(s)) >= 0) {
+				refuse(s, fd, why);
+				continue;
+			}
+			why = errno == EAGAIN || errno == EWOULDBLOCK ? 0 : why;
+		}
+		if (fd < 0) {
+			if (why == EINTR || why == ECONNABORTED || why == EPROTO)
+				continue;
+			if (why && why != EAGAIN && why != EWOULDBLOCK) /* cannot even refuse: try again later */
+				s->rest_until_ns = now_ns() + REST_NS;
+			return;
+		}
+		if (too_high(fd)) {
+			refuse(s, fd, EMFILE);
+			continue;
+		}
+		if (make_room(s) != 0) {
+			refuse(s, fd, ENOMEM);
 			continue;
 		}
 		struct client *c = &s->clients[s->nclients++];
 		struct ucred cred;
 		socklen_t cl = sizeof cred;
-		memset(c, 0, sizeof *c);
-		c->fd = fd;
-		c->buf = buf;
+		*c = (struct client){.fd = fd};
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 && cred.pid > 0)
 			c->peer_pid = (unsigned)cred.pid;
 		s->stats.clients++;
@@ -323,11 +405,32 @@ static void take_lines(struct run_server *s, struct client *c, run_msg_fn fn, vo
 	}
 }
 
-/* Reads what a client sent; returns -1 when it has hung up. */
+/* A full buffer grows (doubling) up to a line's limit; 0, or -1 out of memory. */
+static int grow(struct client *c)
+{
+	if (c->len < c->cap)
+		return 0;
+	size_t cap = c->cap ? c->cap * 2 : BUF_FIRST;
+	if (cap > RUN_MSG_MAX_LINE + 1)
+		cap = RUN_MSG_MAX_LINE + 1;
+	char *b = realloc(c->buf, cap);
+	if (!b)
+		return -1;
+	c->buf = b;
+	c->cap = cap;
+	return 0;
+}
+
+/* Reads what a client sent; returns -1 when it has hung up (or its buffer cannot grow). */
 static int read_client(struct run_server *s, struct client *c, run_msg_fn fn, void *ctx)
 {
 	for (int rounds = 0; rounds < 16; rounds++) {
-		ssize_t r = read(c->fd, c->buf + c->len, RUN_MSG_MAX_LINE + 1 - c->len);
+		if (grow(c) != 0) {
+			s->stats.refused++; /* closed: gpumon cannot hold its line */
+			s->stats.refused_errno = ENOMEM;
+			return -1;
+		}
+		ssize_t r = read(c->fd, c->buf + c->len, c->cap - c->len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -352,21 +455,24 @@ static void drop_client(struct run_server *s, size_t i)
 
 int run_server_poll(struct run_server *s, int extra_fd, int timeout_ms, run_msg_fn fn, void *ctx)
 {
-	struct pollfd p[MAX_CLIENTS + 2];
+	struct pollfd one[2], *p = s->pfd ? s->pfd : one;
 	size_t n = 0, nc = s->nclients;
+	int resting = s->rest_until_ns && now_ns() < s->rest_until_ns;
 	p[n++] = (struct pollfd){.fd = extra_fd, .events = POLLIN};
-	p[n++] = (struct pollfd){.fd = s->fd, .events = POLLIN};
+	p[n++] = (struct pollfd){.fd = resting ? -1 : s->fd, .events = POLLIN}; /* poll skips fd -1 */
 	for (size_t i = 0; i < nc; i++)
 		p[n++] = (struct pollfd){.fd = s->clients[i].fd, .events = POLLIN};
 	if (poll(p, n, timeout_ms) <= 0)
 		return 0;
+	int extra = extra_fd >= 0 && (p[0].revents & (POLLIN | POLLHUP));
+	int listener = (p[1].revents & POLLIN) != 0;
 	/* clients first, from the last, so that dropping one does not move the others unread */
 	for (size_t i = nc; i-- > 0;)
 		if (p[2 + i].revents && read_client(s, &s->clients[i], fn, ctx) < 0)
 			drop_client(s, i);
-	if (p[1].revents & POLLIN)
-		accept_all(s);
-	return extra_fd >= 0 && (p[0].revents & (POLLIN | POLLHUP)) ? 1 : 0;
+	if (listener)
+		accept_all(s); /* may move s->pfd: p is not read after this */
+	return extra;
 }
 
 void run_server_close(struct run_server *s)
@@ -375,10 +481,15 @@ void run_server_close(struct run_server *s)
 		return;
 	while (s->nclients)
 		drop_client(s, s->nclients - 1);
+	free(s->clients);
+	free(s->pfd);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->reserve >= 0)
+		close(s->reserve);
 	if (s->path[0])
 		unlink(s->path);
-	rmdir(s->dir);
+	if (s->dir[0])
+		rmdir(s->dir);
 	free(s);
 }

@@ -62,7 +62,8 @@ struct run_server_stats {
 	uint64_t messages;  /* well-formed lines of a known type */
 	uint64_t unknown;   /* well-formed lines of an unknown type */
 	uint64_t malformed; /* lines that did not parse, or were too long */
-	uint64_t refused;   /* connections closed at once (too many clients) */
+	uint64_t refused;   /* connections gpumon closed for want of a file descriptor or memory */
+	int refused_errno;  /* why the last one was: EMFILE, ENFILE or ENOMEM */
 };
 
 /* Called for each well-formed message; peer_pid is the sender's pid from the socket (0 unknown). */
@@ -70,7 +71,10 @@ typedef void (*run_msg_fn)(void *ctx, const struct run_msg *m, unsigned peer_pid
 
 /*
  * Creates a private directory (mode 0700) under $TMPDIR or /tmp and listens on a socket in it.
- * Returns 0 and *out, or -1 with the reason in err.
+ * Any number of clients may connect, as many as gpumon's open-file limit (RLIMIT_NOFILE) allows
+ * less 32 descriptors kept for its own files; a connection beyond that, or one met when memory
+ * runs out, is closed at once and counted in stats.refused. Returns 0 and *out, or -1 with the
+ * reason in err.
  */
 int run_server_open(struct run_server **out, char *err, size_t errlen);
 

@@ -16,12 +16,16 @@
 enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 
 #define MAX_FW 64 /* reporting processes whose framework name (from hello) is kept */
+/* --on-exceed term: SIGKILL this long after SIGTERM when the job still runs (the grace that
+   Kubernetes and Slurm give by default, time enough for most checkpoints) */
+#define DEFAULT_TERM_GRACE_NS 30000000000ull
 
 struct opts {
 	struct run_alloc_opts alloc;
 	const char *framework, *out, *gpu;
 	unsigned interval_ms;
 	int on_exceed, on_exceed_set, quiet;
+	uint64_t term_grace_ns;    /* --on-exceed term:GRACE */
 	char **cmd;
 };
 
@@ -67,6 +71,9 @@ struct run {
 	unsigned *warned;          /* pids already over --limit */
 	size_t nwarned;
 	int acted;                 /* term/kill sent */
+	uint64_t term_ns;          /* when SIGTERM was sent (--on-exceed term), 0 before */
+	int escalated;             /* SIGKILL sent after the grace */
+	int refusal_told;          /* a socket connection refused: said once */
 	unsigned oom_events;       /* `oom` events emitted (at most 100) */
 	struct run_alloc_plan plan;
 	char cvd[512];             /* CUDA_VISIBLE_DEVICES as the job got it ... */

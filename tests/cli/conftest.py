@@ -5,8 +5,12 @@ Environment (set by `make test` / ctest):
   GPUMON_BIN        path of the built gpumon program
   FAKE_NVML_LIB     the fake libnvidia-ml exporting every symbol
   FAKE_NVML_V1_LIB  the fake built to export only the oldest (v1) symbols
+  GPUMON_TEST_WRAPPER  a command line every gpumon is started under (the cli/valgrind entry of
+                    ctest: valgrind with --error-exitcode=86), for the tests marked `valgrind`
 """
 import os
+import shlex
+import shutil
 import subprocess
 import textwrap
 
@@ -15,6 +19,17 @@ import pytest
 GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(os.path.dirname(__file__), "../../build/cli/gpumon"))
 FAKE_NVML_LIB = os.environ.get("FAKE_NVML_LIB", os.path.join(os.path.dirname(__file__), "../../build/tests/fake_nvml/libnvidia-ml-fake.so"))
 FAKE_NVML_V1_LIB = os.environ.get("FAKE_NVML_V1_LIB", os.path.join(os.path.dirname(__file__), "../../build/tests/fake_nvml/libnvidia-ml-fake-v1.so"))
+WRAPPER = shlex.split(os.environ.get("GPUMON_TEST_WRAPPER", ""))
+GPUMON = WRAPPER + [os.path.abspath(GPUMON_BIN)]  # the command that starts gpumon: argv[0..]
+WRAPPER_ERROR = 86  # the status the valgrind entry gives valgrind for an error it found
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "valgrind: also run with gpumon under valgrind (the cli/valgrind entry "
+                            "of ctest); a test that takes a few seconds")
+    if WRAPPER and not shutil.which(WRAPPER[0]):
+        raise pytest.UsageError(f"GPUMON_TEST_WRAPPER: {WRAPPER[0]} not found (valgrind: install the Debian "
+                                "package valgrind, as make deps-test does)")
 
 
 class Runner:
@@ -37,8 +52,10 @@ class Runner:
             e["FAKE_NVML_SCENARIO"] = str(path)
         if env:
             e.update(env)
-        return subprocess.run([os.path.abspath(GPUMON_BIN)] + list(args), env=e, capture_output=True,
-                              text=True, timeout=timeout)
+        r = subprocess.run(GPUMON + list(args), env=e, capture_output=True, text=True, timeout=timeout)
+        if WRAPPER and r.returncode == WRAPPER_ERROR:
+            pytest.fail(f"{WRAPPER[0]} found errors in gpumon {' '.join(args)}:\n{r.stderr}")
+        return r
 
 
 @pytest.fixture

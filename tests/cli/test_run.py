@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import GPUMON_BIN, FAKE_NVML_LIB, H200
+from conftest import GPUMON, FAKE_NVML_LIB, H200
 
 TWO = H200 + """\
 gpu 1 name="NVIDIA A100-SXM4-80GB" uuid=GPU-11111111-2222-3333-4444-555555555555 bus=00000000:0B:00.0 total=80GiB reserved=512MiB used=60GiB
@@ -83,7 +83,7 @@ def test_not_executable_is_126(gpumon, tmp_path):
 
 def test_stdio_passthrough(gpumon, tmp_path):
     e = environment(tmp_path)
-    r = subprocess.run([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", "sh", "-c",
+    r = subprocess.run([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", "sh", "-c",
                         "read line; echo \"out:$line\"; echo \"err:$line\" >&2"],
                        input="hello\n", env=e, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
@@ -103,7 +103,7 @@ def test_sigterm_to_gpumon_reaches_the_job(tmp_path):
         time.sleep(20)
         sys.exit(1)
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert wait_for(ready)
     p.send_signal(signal.SIGTERM)
@@ -137,7 +137,7 @@ def test_ctrl_c_reaches_the_job_once(tmp_path):
         import termios
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdin=slave, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, preexec_fn=own_terminal)
     os.close(slave)
@@ -149,6 +149,36 @@ def test_ctrl_c_reaches_the_job_once(tmp_path):
         os.close(master)
     assert p.returncode == 0, err
     assert "interrupts 1" in out
+
+
+def test_sigusr1_and_sigusr2_reach_the_job(tmp_path):
+    """Trainers take SIGUSR1/SIGUSR2 as checkpoint requests: sent to gpumon, they reach the job,
+    which runs on, and gpumon stays to supervise it."""
+    ready = tmp_path / "ready"
+    job = textwrap.dedent(f"""
+        import signal, sys, time
+        got = []
+        signal.signal(signal.SIGUSR1, lambda s, f: got.append("USR1"))
+        signal.signal(signal.SIGUSR2, lambda s, f: got.append("USR2"))
+        open({str(ready)!r}, "w").close()
+        end = time.time() + 15
+        while len(got) < 2 and time.time() < end:
+            time.sleep(0.01)
+        print("job got", " ".join(got), flush=True)
+        sys.exit(0 if len(got) == 2 else 9)
+    """)
+    out_file = tmp_path / "r.gpumon"
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(out_file), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert wait_for(ready)
+    p.send_signal(signal.SIGUSR1)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGUSR2)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, (p.returncode, err)
+    assert "job got USR1 USR2" in out
+    notes = [t for (t,) in open_recording(out_file).execute("select text from events where kind = 'note'")]
+    assert "gpumon passed SIGUSR1 to the job" in notes and "gpumon passed SIGUSR2 to the job" in notes, notes
 
 
 # ---- allocator settings ------------------------------------------------------------------------
@@ -264,7 +294,10 @@ def test_unwritable_output_refused_before_the_job(gpumon, tmp_path):
 
 @pytest.mark.parametrize("args", [["--fraction", "1.5"], ["--limit", "lots"], ["--on-exceed", "kill"],
                                   ["--interval", "0"], ["--framework", "mxnet"], ["--bogus"],
-                                  ["--no-prealloc", "--paddle-strategy", "naive_best_fit"], ["--max-split", "8M"]])
+                                  ["--no-prealloc", "--paddle-strategy", "naive_best_fit"], ["--max-split", "8M"],
+                                  ["--limit", "4G", "--on-exceed", "term:"], ["--limit", "4G", "--on-exceed", "term:soon"],
+                                  ["--limit", "4G", "--on-exceed", "term:-1s"], ["--limit", "4G", "--on-exceed", "kill:5s"],
+                                  ["--limit", "4G", "--on-exceed", "term:2d"]])
 def test_bad_options_are_2_before_the_job(gpumon, tmp_path, args):
     side = tmp_path / "side"
     r = run(gpumon, tmp_path, args + ["--", "touch", str(side)])
@@ -275,7 +308,7 @@ def test_bad_options_are_2_before_the_job(gpumon, tmp_path, args):
 
 def test_default_output_name(gpumon, tmp_path):
     e = environment(tmp_path)
-    r = subprocess.run([GPUMON_BIN, "run", "--", "true"], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    r = subprocess.run([*GPUMON, "run", "--", "true"], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     made = [p.name for p in tmp_path.iterdir() if p.name.startswith("gpumon-run-")]
     assert len(made) == 1 and made[0].endswith(".gpumon")
@@ -307,6 +340,7 @@ def said(stderr):
     return " ".join(stderr[stderr.index("gpumon run summary"):].split())
 
 
+@pytest.mark.valgrind
 def test_socket_protocol_and_summary(gpumon, tmp_path):
     scn = H200.replace("used=0 ", "used=3GiB ") + "proc 0 4194001 used=3GiB name=neighbour\n"
     r = run(gpumon, tmp_path, ["--", PY, "-c", CLIENT], scenario=scn)
@@ -328,18 +362,146 @@ def test_socket_protocol_and_summary(gpumon, tmp_path):
     assert "socket: 2 malformed and 1 unknown messages ignored" in err
 
 
+MANY_CLIENTS = textwrap.dedent("""
+    import json, os, socket, sys
+    n = int(sys.argv[1])
+    conns, failed = [], 0
+    for i in range(n):  # all connected at once, then each speaks
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(os.environ["GPUMON_RUN_SOCKET"])
+        conns.append(s)
+    for i, s in enumerate(conns):
+        try:
+            s.sendall((json.dumps({"type": "marker", "text": f"client {i}"}) + "\\n").encode())
+        except OSError:
+            failed += 1
+    for s in conns:
+        s.close()
+    print("send failures", failed, flush=True)
+""")
+
+
+@pytest.mark.valgrind
+def test_socket_takes_every_connection(gpumon, tmp_path):
+    """300 processes connected at once (docs/run-protocol.md: any number may connect): every one
+    is read, none closed unsaid."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", MANY_CLIENTS, "300"])
+    assert r.returncode == 0, r.stderr
+    assert "send failures 0" in r.stdout, r.stdout
+    markers = [t for (t,) in open_recording(tmp_path / "rec.gpumon").execute("select text from events where kind = 'marker'")]
+    assert sorted(markers) == sorted(f"client {i}" for i in range(300)), len(markers)
+    assert "refused" not in r.stderr, r.stderr
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far, from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_gpumon_lifts_its_open_file_limit_and_the_job_keeps_its_own(tmp_path):
+    """gpumon takes its hard open-file limit as its soft one (each connection of the job is a file
+    descriptor), and the job gets the soft limit it was started with."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard <= 512:
+        pytest.skip(f"the hard open-file limit here ({hard}) leaves nothing to lift")
+    job = textwrap.dedent("""
+        import os, resource
+        print("job", *resource.getrlimit(resource.RLIMIT_NOFILE))
+        with open(f"/proc/{os.getppid()}/limits") as f:
+            print("gpumon", next(l for l in f if l.startswith("Max open files")).split()[3])
+    """)
+    r = subprocess.run([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                       env=environment(tmp_path), capture_output=True, text=True, timeout=30,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard)))
+    assert r.returncode == 0, r.stderr
+    said = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert said["job"] == f"512 {hard}", r.stdout
+    assert said["gpumon"] == ("unlimited" if hard == resource.RLIM_INFINITY else str(hard)), r.stdout
+
+
+def test_out_of_file_descriptors_neither_spins_nor_hides_the_refusals(tmp_path):
+    """gpumon's open-file limit lowered under it while the job opens 100 connections: the
+    connections it cannot take are closed and counted (said at once and in the summary), and
+    gpumon does not spin on a listener it cannot accept from."""
+    import resource
+    go, ready, done = tmp_path / "go", tmp_path / "ready", tmp_path / "done"
+    job = textwrap.dedent(f"""
+        import json, os, socket, time
+        open({str(tmp_path / "started")!r}, "w").close()
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.01)
+        conns = []
+        for i in range(100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(1)  # a full backlog blocks connect(2)
+            try:
+                s.connect(os.environ["GPUMON_RUN_SOCKET"])
+                s.sendall((json.dumps({{"type": "marker", "text": f"client {{i}}"}}) + "\\n").encode())
+            except OSError:
+                pass
+            conns.append(s)
+        open({str(ready)!r}, "w").close()
+        end = time.time() + 20
+        while not os.path.exists({str(done)!r}) and time.time() < end:
+            time.sleep(0.01)
+    """)
+    p = subprocess.Popen([*GPUMON, "run", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(tmp_path / "started")
+        resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (40, 40))
+        go.touch()
+        assert wait_for(ready)
+        time.sleep(0.3)
+        c0, w0 = cpu_seconds(p.pid), time.monotonic()
+        time.sleep(3)
+        share = (cpu_seconds(p.pid) - c0) / (time.monotonic() - w0)
+    finally:
+        done.touch()
+        try:
+            out, err = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+    assert p.returncode == 0, err
+    # idle, gpumon run takes a few percent of a core; spinning on accept it took two thirds
+    assert share < 0.3, (share, err)
+    m = re.search(r"^gpumon: run: socket: a connection refused: gpumon is out of file descriptors", err, re.M)
+    assert m, err
+    m = re.search(r"^  socket: (\d+) connections? refused: gpumon was out of file descriptors \(ulimit -n 40\)",
+                  err, re.M)
+    assert m and 1 <= int(m.group(1)) <= 100, err
+
+
 def test_quiet_has_no_summary(gpumon, tmp_path):
     r = run(gpumon, tmp_path, ["-q", "--fraction", "0.5", "--", "true"])
     assert r.returncode == 0 and r.stderr == ""
 
 
 def open_recording(path):
+    """The recording, read-only. Recordings are SQLite files in every build: one that is empty or
+    damaged is a failure of the run that wrote it, never a reason to skip."""
     with open(path, "rb") as f:
-        if f.read(16) != b"SQLite format 3\x00":
-            pytest.skip("the recording sink is not built in (no SQLite file)")
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        head = f.read(16)
+    assert head == b"SQLite format 3\x00", f"{path} is not a recording (first bytes {head!r})"
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    db.execute("select count(*) from meta").fetchone()  # raises on a damaged file
+    return db
 
 
+@pytest.mark.parametrize("content", [b"", b"SQLite format 3\x00" + b"\x00" * 84, b"not a recording\n"])
+def test_an_empty_or_damaged_recording_fails_the_test(tmp_path, content):
+    """open_recording fails (never skips) on what a broken run could leave behind."""
+    bad = tmp_path / "bad.gpumon"
+    bad.write_bytes(content)
+    with pytest.raises((AssertionError, sqlite3.DatabaseError)):
+        open_recording(bad)
+
+
+@pytest.mark.valgrind
 def test_recording_contents(gpumon, tmp_path):
     scn = H200 + "proc 0 4194001 used=3GiB name=neighbour\n"
     r = run(gpumon, tmp_path, ["--expandable", "--interval", "5", "--", PY, "-c",
@@ -373,6 +535,29 @@ def test_recording_contents(gpumon, tmp_path):
     assert any(k == "note" and t.startswith("hello from pid") and "torch 2.11" in t for k, t in events)
 
 
+@pytest.mark.valgrind
+def test_co_tenants_that_come_and_go(gpumon, tmp_path):
+    """Co-tenants appearing and leaving while the job runs (new slots in gpumon's process table,
+    then freed): each is recorded with its memory, and the summary counts them as others."""
+    scn = H200.replace("used=0 ", "used=3GiB ") + textwrap.dedent("""\
+        proc 0 4194001 used=3GiB name=neighbour
+        at 1.5 proc 0 4194002 used=2GiB name=late
+        at 1.5 gpu 0 used=5GiB
+        at 1.6 proc 0 4194003 used=1GiB name=later
+        at 1.6 gpu 0 used=6GiB
+        at 2.2 proc 0 4194002 gone
+        at 2.2 gpu 0 used=4GiB
+        at 2.4 proc 0 4194001 gone
+        at 2.4 gpu 0 used=1GiB
+    """)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import time; time.sleep(3)"], scenario=scn)
+    assert r.returncode == 0, r.stderr
+    assert "no process of the job held memory here; other processes peak 6.00 GiB" in r.stderr, r.stderr
+    db = open_recording(tmp_path / "rec.gpumon")
+    held = dict(db.execute("select pid, max(used_bytes) from process_samples group by pid"))
+    assert held == {4194001: 3 << 30, 4194002: 2 << 30, 4194003: 1 << 30}, held
+
+
 def test_full_disk_stops_the_recording_not_the_job(tmp_path):
     """A file size limit makes writes fail as a full disk does: the recording stops with a message,
     the job runs on and its status comes back, and what was committed stays readable."""
@@ -392,9 +577,9 @@ def test_full_disk_stops_the_recording_not_the_job(tmp_path):
     def small_files():
         resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, resource.RLIM_INFINITY))
 
-    r = subprocess.run([GPUMON_BIN, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
+    r = subprocess.run([*GPUMON, "run", "-o", str(out), "--", PY, "-c", job], env=environment(tmp_path),
                        capture_output=True, text=True, timeout=60, preexec_fn=small_files)
-    open_recording(out).close()  # skips when the recording sink is not built in
+    open_recording(out).close()
     assert r.returncode == 5, r.stderr
     assert "job finished" in r.stdout
     assert "recording stopped" in r.stderr and "the job keeps running" in r.stderr
@@ -448,7 +633,7 @@ at 0.3 proc 0 2 used=5GiB
 
 
 def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
-    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run",
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + args + ["--", PY, "-c", job],
                           env=environment(tmp_path, scenario), capture_output=True, text=True, timeout=30)
 
@@ -481,6 +666,45 @@ def test_limit_warn_once_and_job_peak(tmp_path):
                   r"    job mean \d+\.\d+ GiB, other processes peak 1\.00 GiB\n", gpu)
     assert m and 0.0 <= float(m.group(1)) <= 0.5, gpu
     assert "    GPU used peak 6.00 GiB at " in gpu
+
+
+# the job's process over the limit from 1 s: time for the job to set its SIGTERM handler first
+JOB_GROWS_LATER = JOB_GROWS.replace("at 0.3 proc 0 2", "at 1.0 proc 0 2")
+
+
+@needs_unshare
+def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
+    """A job that ignores SIGTERM gets SIGKILL once the grace is over (--on-exceed term:1s); the
+    escalation is said on stderr and recorded."""
+    start = time.monotonic()
+    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:1s"],
+                     "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(20); "
+                     "print('not stopped')", scenario=JOB_GROWS_LATER)
+    took = time.monotonic() - start
+    assert r.returncode == 128 + signal.SIGKILL, r.stderr
+    assert "not stopped" not in r.stdout
+    assert "over --limit 4.00 GiB: sending SIGTERM to the job (SIGKILL after 1 s)" in r.stderr, r.stderr
+    assert "run: the job is still running 1 s after SIGTERM: sending SIGKILL" in r.stderr, r.stderr
+    assert took < 15, took  # the job alone would have slept 20 s
+    notes = [t for (t,) in open_recording(tmp_path / "ns.gpumon").execute("select text from events where kind = 'note'")]
+    assert "the job is still running 1 s after SIGTERM: sending SIGKILL" in notes, notes
+
+
+@needs_unshare
+def test_limit_term_grace_not_used_when_the_job_ends(tmp_path):
+    """A job that ends on SIGTERM within the grace gets no SIGKILL."""
+    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:500ms"],
+                     "import signal, sys, time\n"
+                     "signal.signal(signal.SIGTERM, lambda s, f: (time.sleep(0.2), sys.exit(3)))\n"
+                     "time.sleep(20)", scenario=JOB_GROWS_LATER)
+    assert r.returncode == 3, r.stderr
+    assert "SIGKILL" not in r.stderr.replace("(SIGKILL after 0.5 s)", ""), r.stderr
+
+
+def test_on_exceed_grace_in_help(gpumon):
+    r = gpumon(["run", "--help"])
+    assert r.returncode == 0
+    assert "term[:GRACE]" in r.stdout and "default 30s" in r.stdout, r.stdout
 
 
 SERIES_CLIENT = textwrap.dedent("""
@@ -566,7 +790,8 @@ def test_live_alert_is_the_models_alert(gpumon, tmp_path):
     assert abs((t - start) / 1e9 - float(m.group(1))) <= 0.005 + 1e-9, (t - start, m.group(1))
     assert t in {ft for (ft,) in db.execute("select t_ns from framework_samples")}
     rep = gpumon(["report", "--json", str(tmp_path / "rec.gpumon")])
-    model_alerts = [a for a in json.loads(rep.stdout).get("alerts", []) if "live" in a] if rep.returncode == 0 else []
-    if model_alerts:  # a report from the run model (format 2): the alert, told live, at the same time
-        assert len(model_alerts) == 1 and model_alerts[0]["live"] is True, model_alerts
-        assert abs(model_alerts[0]["time"] - (t - start) / 1e9) < 1e-6, model_alerts
+    assert rep.returncode == 0, rep.stderr
+    # the report reads the recording through the same run model: the alert, told live, at the same time
+    model_alerts = [a for a in json.loads(rep.stdout).get("alerts", []) if "live" in a]
+    assert len(model_alerts) == 1 and model_alerts[0]["live"] is True, model_alerts
+    assert abs(model_alerts[0]["time"] - (t - start) / 1e9) < 1e-6, model_alerts

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import GPUMON_BIN, H200
+from conftest import GPUMON, H200
 from test_run import PY, TWO, environment, needs_unshare, open_recording, run, said
 
 TOTAL = 150754820096  # the H200 of the scenarios
@@ -35,7 +35,7 @@ def run_bytes(tmp_path, job, scenario=H200, args=("-q",), **kw):
     """gpumon run ARGS -- python -c JOB with stdout and stderr captured as bytes."""
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
-    return subprocess.run([GPUMON_BIN, "run", "-o", str(tmp_path / "r.gpumon")] + list(args) + ["--", PY, "-c", job],
+    return subprocess.run([*GPUMON, "run", "-o", str(tmp_path / "r.gpumon")] + list(args) + ["--", PY, "-c", job],
                           env=environment(tmp_path, scenario), timeout=60, **kw)
 
 
@@ -93,7 +93,7 @@ def test_stderr_partial_line_passed_on_at_once(tmp_path):
             time.sleep(0.01)
         os.write(2, b"epoch 1: 100%\\n")
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     got = b""
     end = time.time() + 15
@@ -125,7 +125,7 @@ def test_stderr_and_stdout_keep_their_order(tmp_path):
 def test_job_sees_a_terminal_when_gpumon_has_one(tmp_path):
     master, slave = pty.openpty()
     job = "import os, sys; print(os.isatty(2), flush=True); os.write(2, b'to the terminal\\n')"
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     out, _ = p.communicate(timeout=30)
@@ -154,7 +154,7 @@ def test_job_terminal_follows_resizes(tmp_path):
         sys.stdin.readline()
         print(os.get_terminal_size(2), flush=True)
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     first = p.stdout.readline()
@@ -185,7 +185,7 @@ def test_job_is_told_of_a_resize_after_its_terminal_has_the_new_size(tmp_path):
             time.sleep(0.01)
         print(got[0] if got else "no SIGWINCH", flush=True)
     """)
-    p = subprocess.Popen([GPUMON_BIN, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
+    p = subprocess.Popen([*GPUMON, "run", "-q", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
                          env=environment(tmp_path), stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     assert p.stdout.readline() == b"ready\n"
@@ -267,6 +267,7 @@ def diagnosis(r, cause):
     return m.group(1)
 
 
+@pytest.mark.valgrind
 def test_forensics_co_tenant(gpumon, tmp_path):
     """Another process holds 30 % of the card when the job runs out."""
     scn = H200.replace("used=0 ", "used=60GiB ") + "proc 0 4194001 used=42GiB name=inference-server\n"
@@ -365,7 +366,7 @@ def test_killed_after_oom_keeps_its_status_and_gets_forensics(gpumon, tmp_path):
 def run_in_namespace(tmp_path, scenario, job, env=None, args=()):
     e = environment(tmp_path, scenario)
     e.update(env or {})
-    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run",
+    return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + list(args) + ["--", PY, "-c", job],
                           env=e, capture_output=True, text=True, timeout=60)
 
