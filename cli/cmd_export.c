@@ -354,8 +354,10 @@ static int json_row(FILE *f, const struct table *t, const gpumon_record *r, cons
 		  json_object_set_new(o, "time_utc", utc[0] ? json_string(utc) : json_null());
 	for (int i = 0; i < ncols(t) && !bad; i++)
 		bad = json_object_set_new(o, t->cols[i], json_value(&v[i], st)) != 0;
-	/* 15 significant digits print microsecond times as written (3600.123456, not ...0001) */
-	char *line = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+	/* 15 significant digits print microsecond times as written (3600.123456, not ...0001); ASCII, so
+	   that a command line's C1 controls are \u escapes as its C0 ones are */
+	char *line = bad ? NULL
+			 : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15));
 	json_decref(o);
 	if (!line)
 		return -1;

@@ -90,8 +90,10 @@ void watch_replay_describe(const watch_replay *r, char *buf, size_t len)
 	}
 	int system_wide = !meta->kind || !strcmp(meta->kind, "record");
 	const char *what = meta->command ? meta->command : system_wide ? "all processes (gpumon record)" : "command unknown";
-	snprintf(buf, len, "RECORDING of %s, %s: %s%s%s", meta->host && meta->host[0] ? meta->host : "an unknown host",
-		 date, what, damage[0] ? "; " : "", damage);
+	char host[256], cmd[1024], lost[1024]; /* the file's strings, escaped */
+	snprintf(buf, len, "RECORDING of %s, %s: %s%s%s",
+		 cli_safe_text(host, sizeof host, meta->host && meta->host[0] ? meta->host : "an unknown host"), date,
+		 cli_safe_text(cmd, sizeof cmd, what), damage[0] ? "; " : "", cli_safe_text(lost, sizeof lost, damage));
 }
 
 /* The play position at wall time now_ns, on the recording's clock. */

@@ -505,7 +505,9 @@ int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
 		  put(doc, "oom", oom_json(m)) || alerts_events_json(m, doc);
 	if (!bad && (flags & GPUMON_DOC_TIMELINE))
 		bad = put(doc, "timeline", timeline_json(m));
-	char *text = bad ? NULL : json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	/* ASCII: a command line's C1 controls and bidirectional overrides are \u escapes (jansson
+	   escapes C0 ones), so the text is safe to print as it is */
+	char *text = bad ? NULL : json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(doc);
 	if (!text)
 		return GPUMON_E_NOMEM;
