@@ -14,6 +14,7 @@
 #define MODEL_MAX_EVENTS 500
 #define MODEL_MAX_ALERTS 1000
 #define MODEL_MAX_DEVICES 4096
+#define MODEL_MAX_PROCESSES 8192 /* with GPUMON_MAX_BYTES each, a GPU's sum stays below 2^63 */
 #define MODEL_EARLY_NS (5ull * 1000000000ull)   /* "the job's first seconds" */
 #define MODEL_OOM_WINDOW_NS (10ull * 1000000000ull)
 #define MODEL_PEAK_WINDOW_NS (60ull * 1000000000ull)
@@ -121,6 +122,8 @@ struct gpumon_model {
 	uint64_t first_t, last_t, end_t;
 	int exit_status, finished;
 	uint64_t records, refused;
+	uint64_t out_of_range;      /* records left out for a byte figure above GPUMON_MAX_BYTES ... */
+	char out_of_range_first[128]; /* ... and the first of them, described */
 	char *damage;
 	char msg[256];
 };

@@ -122,6 +122,27 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 			 "command", jstr_or_null(best ? best->command : NULL));
 }
 
+/* source.damage: what the model was told was lost, and the records it left out itself for a
+ * figure out of range; null when nothing was lost. */
+static json_t *damage_json(const gpumon_model *m)
+{
+	if (!m->out_of_range)
+		return jstr(m->damage);
+	char note[256];
+	snprintf(note, sizeof note, "%llu record%s with a byte figure of 1 PiB or more left out (the first: %s)",
+		 (unsigned long long)m->out_of_range, m->out_of_range == 1 ? "" : "s", m->out_of_range_first);
+	if (!m->damage)
+		return jstr(note);
+	size_t n = strlen(m->damage) + strlen(note) + 3;
+	char *all = malloc(n);
+	if (!all)
+		return NULL;
+	snprintf(all, n, "%s; %s", m->damage, note);
+	json_t *j = jstr(all);
+	free(all);
+	return j;
+}
+
 static json_t *source_json(const gpumon_model *m)
 {
 	json_t *s = json_object();
@@ -137,7 +158,7 @@ static json_t *source_json(const gpumon_model *m)
 	    put(s, "kind", jstr_or_null(m->meta.kind)) || put(s, "command", jstr(m->meta.command)) ||
 	    put(s, "host", jstr_or_null(m->meta.host)) || put(s, "start_utc", utc[0] ? json_string(utc) : json_null()) ||
 	    put(s, "duration_s", num_or_null(m->records > 0, gpumon__model_seconds(m, end))) ||
-	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", jstr(m->damage)) ||
+	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", damage_json(m)) ||
 	    put(s, "records", u64(m->records))) {
 		json_decref(s);
 		return NULL;

@@ -48,6 +48,8 @@ struct cursor {
 	int lost_end;     /* the rest of the table was unreadable */
 	int resumed;      /* no row read since the last skip over damage */
 	int resumes;
+	int64_t out_of_range;  /* rows left out for a figure out of range (a hand edit) ... */
+	char first_bad[96];    /* ... and the first of them: "row 17, used_bytes = -1" */
 };
 
 struct gpumon_reader {
@@ -67,7 +69,7 @@ struct gpumon_reader {
 	size_t nsources;
 	char *kind_buf, *text_buf; /* copies for the event record handed out */
 	int failed;
-	char damage[512];
+	char damage[2048];   /* what was lost, a sentence for each table at most */
 	char msg[512];
 };
 
@@ -142,6 +144,8 @@ static void copy_text(char *dst, size_t len, const unsigned char *t)
 	snprintf(dst, len, "%s", t ? (const char *)t : "");
 }
 
+static int col_bytes(sqlite3_stmt *s, int i, uint64_t *v);
+
 static int read_devices(gpumon_reader *r)
 {
 	sqlite3_stmt *s = NULL;
@@ -175,9 +179,14 @@ static int read_devices(gpumon_reader *r)
 		copy_text(d->pci_bus_id, sizeof d->pci_bus_id, sqlite3_column_text(s, 3));
 		d->present = (d->uuid[0] ? GPUMON_INFO_UUID : 0) | (d->name[0] ? GPUMON_INFO_NAME : 0) |
 			     (d->pci_bus_id[0] ? GPUMON_INFO_PCI_BUS_ID : 0);
-		if (sqlite3_column_type(s, 4) == SQLITE_INTEGER && sqlite3_column_int64(s, 4) > 0) {
-			d->memory_total_bytes = (uint64_t)sqlite3_column_int64(s, 4);
+		uint64_t total = 0;
+		int k = col_bytes(s, 4, &total);
+		if (k > 0 && total > 0) {
+			d->memory_total_bytes = total;
 			d->present |= GPUMON_INFO_MEMORY_TOTAL;
+		} else if (k < 0) {
+			add_damage(r, "GPU %u's total memory left out: %.40s is outside 0..1 PiB", r->ndevices,
+				   (const char *)sqlite3_column_text(s, 4));
 		}
 		int lost = sqlite3_column_type(s, 5) == SQLITE_INTEGER;
 		r->lost_t_ns[r->ndevices] = lost ? sqlite3_column_int64(s, 5) : INT64_MIN;
@@ -254,8 +263,10 @@ static void read_meta(gpumon_reader *r)
 		m->job_pid = (unsigned)v;
 	if (meta_int(r, "exit_status", &v) && v >= 0 && v <= 255)
 		m->exit_status = (int)v;
-	if (meta_int(r, "limit_bytes", &v) && v > 0)
+	if (meta_int(r, "limit_bytes", &v) && v > 0 && (uint64_t)v <= GPUMON_MAX_BYTES)
 		m->limit_bytes = (uint64_t)v;
+	else if (meta_int(r, "limit_bytes", &v) && v > 0)
+		add_damage(r, "the job's limit left out: %" PRId64 " bytes is outside 0..1 PiB", v);
 	m->kind = r->kind = meta_text(r, "kind");
 	m->command = r->command = meta_text(r, "command");
 	m->settings = r->settings = meta_text(r, "settings");
@@ -283,6 +294,30 @@ static int col_u64(sqlite3_stmt *s, int i, uint64_t *v)
 		return 0;
 	*v = (uint64_t)sqlite3_column_int64(s, i);
 	return 1;
+}
+
+/* A byte column: 1 with *v when it holds a figure gpumon takes (an integer from 0 to
+ * GPUMON_MAX_BYTES, just under 1 PiB), 0 when it is NULL (not known), -1 when it holds anything else: a hand edit,
+ * which the caller refuses with the row. */
+static int col_bytes(sqlite3_stmt *s, int i, uint64_t *v)
+{
+	if (sqlite3_column_type(s, i) == SQLITE_NULL)
+		return 0;
+	if (!col_known(s, i) || sqlite3_column_int64(s, i) < 0 || (uint64_t)sqlite3_column_int64(s, i) > GPUMON_MAX_BYTES)
+		return -1;
+	*v = (uint64_t)sqlite3_column_int64(s, i);
+	return 1;
+}
+
+/* Notes the row of c that holds column i (named name) out of range; returns -1 for the fill. */
+static int refuse_row(struct cursor *c, sqlite3_stmt *s, int i, const char *name)
+{
+	if (!c->out_of_range++) {
+		const unsigned char *t = sqlite3_column_text(s, i); /* the value as SQLite prints it */
+		snprintf(c->first_bad, sizeof c->first_bad, "row %lld, %s = %.40s", (long long)sqlite3_column_int64(s, 0),
+			 name, t ? (const char *)t : "?");
+	}
+	return -1;
 }
 
 static int col_u32(sqlite3_stmt *s, int i, unsigned *v)
@@ -502,24 +537,32 @@ static void opt32(sqlite3_stmt *s, int i, unsigned *v, unsigned *present, unsign
 		*present |= bit;
 }
 
-/* Columns: 0 rowid, then REC_DEVICE_COLUMNS from 1. */
-static int fill_device(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
+/* Columns: 0 rowid, then REC_DEVICE_COLUMNS from 1. Returns 1, 0 for a row that names no GPU of
+ * the file, -1 for one with a byte figure out of range (counted in c). */
+static int fill_device(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpumon_record *o)
 {
+	static const char *const names[] = {[4] = "used_bytes", [5] = "free_bytes", [6] = "reserved_bytes",
+					    [7] = "total_bytes", [8] = "used_min_bytes", [9] = "used_max_bytes"};
 	gpumon_device_sample *d = &o->sample;
 	unsigned p = 0, api = 0;
+	int k[10] = {0};
+	uint64_t mn = 0, mx = 0, mt;
+	uint64_t *at[10] = {[4] = &d->memory_used_bytes, [5] = &d->memory_free_bytes, [6] = &d->memory_reserved_bytes,
+			    [7] = &d->memory_total_bytes, [8] = &mn, [9] = &mx};
 	if (!col_u32(s, 2, &o->dev) || o->dev >= r->ndevices)
 		return 0;
+	for (int i = 4; i <= 9; i++)
+		if ((k[i] = col_bytes(s, i, at[i])) < 0)
+			return refuse_row(c, s, i, names[i]);
 	o->kind = GPUMON_REC_DEVICE;
-	if (col_u64(s, 4, &d->memory_used_bytes) && col_u64(s, 5, &d->memory_free_bytes) &&
-	    col_u64(s, 7, &d->memory_total_bytes))
+	if (k[4] && k[5] && k[7])
 		p |= GPUMON_F_MEMORY;
-	opt64(s, 6, &d->memory_reserved_bytes, &p, GPUMON_F_MEM_RESERVED);
+	if (k[6])
+		p |= GPUMON_F_MEM_RESERVED;
 	if (col_u32(s, 3, &api) && api <= GPUMON_MEMAPI_V2)
 		d->memory_api = api;
-	uint64_t mn, mx, mt;
 	unsigned n;
-	if ((p & GPUMON_F_MEMORY) && col_u64(s, 8, &mn) && col_u64(s, 9, &mx) && col_u64(s, 10, &mt) &&
-	    col_u32(s, 11, &n) && n > 0) {
+	if ((p & GPUMON_F_MEMORY) && k[8] && k[9] && col_u64(s, 10, &mt) && col_u32(s, 11, &n) && n > 0) {
 		o->used_min_bytes = mn;
 		o->used_max_bytes = mx;
 		o->used_max_t_ns = mt;
@@ -568,26 +611,38 @@ static void fill_process_info(gpumon_process *p, const struct proc *a)
 		p->flags &= ~(unsigned)GPUMON_PROC_PPID_KNOWN;
 }
 
-/* Columns: 0 rowid, 1 t_ns, 2 dev, 3 pid, 4 used_bytes, 5 gone. */
-static int fill_process(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
+/* Columns: 0 rowid, 1 t_ns, 2 dev, 3 pid, 4 used_bytes, 5 gone. Returns as fill_device. */
+static int fill_process(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpumon_record *o)
 {
 	gpumon_process *p = &o->process;
+	uint64_t used = 0;
 	if (!col_u32(s, 2, &o->dev) || o->dev >= r->ndevices || !col_u32(s, 3, &p->pid))
 		return 0;
-	int gone = sqlite3_column_int(s, 5) != 0;
+	int gone = sqlite3_column_int(s, 5) != 0, known = gone ? 0 : col_bytes(s, 4, &used);
+	if (known < 0)
+		return refuse_row(c, s, 4, "used_bytes");
 	o->kind = gone ? GPUMON_REC_PROCESS_GONE : GPUMON_REC_PROCESS;
 	const struct proc *a = find_proc(r, o->dev, p->pid, (int64_t)o->t_ns);
 	if (a)
 		fill_process_info(p, a);
-	if (!gone && col_u64(s, 4, &p->used_bytes))
+	if (known) {
+		p->used_bytes = used;
 		p->flags |= GPUMON_PROC_USED_KNOWN;
+	}
 	return 1;
 }
 
-/* Columns: 0 rowid, 1 t_ns, 2 source, 3 step, 4 allocated, 5 reserved, 6 max_allocated[, 7 limit]. */
-static int fill_framework(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
+/* Columns: 0 rowid, 1 t_ns, 2 source, 3 step, 4 allocated, 5 reserved, 6 max_allocated[, 7 limit].
+ * Returns as fill_device. */
+static int fill_framework(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpumon_record *o)
 {
+	static const char *const names[] = {"allocated_bytes", "reserved_bytes", "max_allocated_bytes", "limit_bytes"};
 	gpumon_framework_sample *f = &o->framework;
+	uint64_t v[4] = {0};
+	int k[4] = {0};
+	for (int i = 0; i < 4 && 4 + i < sqlite3_column_count(s); i++)
+		if ((k[i] = col_bytes(s, 4 + i, &v[i])) < 0)
+			return refuse_row(c, s, 4 + i, names[i]);
 	int64_t id = sqlite3_column_int64(s, 2);
 	const struct source *src = NULL;
 	for (size_t i = 0; i < r->nsources && !src; i++)
@@ -602,11 +657,10 @@ static int fill_framework(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	memcpy(f->framework, src->framework, sizeof f->framework);
 	uint64_t step;
 	f->step = col_u64(s, 3, &step) && step <= INT64_MAX ? (int64_t)step : -1;
-	f->allocated_known = col_u64(s, 4, &f->allocated_bytes);
-	f->reserved_known = col_u64(s, 5, &f->reserved_bytes);
-	f->max_allocated_known = col_u64(s, 6, &f->max_allocated_bytes);
-	if (sqlite3_column_count(s) > 7)
-		col_u64(s, 7, &f->limit_bytes);
+	f->allocated_known = k[0], f->allocated_bytes = v[0];
+	f->reserved_known = k[1], f->reserved_bytes = v[1];
+	f->max_allocated_known = k[2], f->max_allocated_bytes = v[2];
+	f->limit_bytes = v[3];
 	return 1;
 }
 
@@ -661,8 +715,12 @@ static void note_losses(gpumon_reader *r)
 			add_damage(r, "table %s is unreadable after row %" PRId64, c->table, c->last_rowid);
 		else if (c->lost_end)
 			add_damage(r, "table %s is unreadable", c->table);
+		if (c->out_of_range)
+			add_damage(r, "%" PRId64 " row%s of table %s left out for a byte figure outside 0..1 PiB (the first: %s)",
+				   c->out_of_range, c->out_of_range == 1 ? "" : "s", c->table, c->first_bad);
 		c->lost = 0;
 		c->lost_end = 0;
+		c->out_of_range = 0;
 	}
 }
 
@@ -695,14 +753,14 @@ int gpumon_reader_next(gpumon_reader *r, gpumon_record *out)
 		out->t_ns = (uint64_t)t;
 		int ok;
 		switch (best - r->c) {
-		case C_DEVICE: ok = fill_device(r, best->st, out); break;
-		case C_PROCESS: ok = fill_process(r, best->st, out); break;
-		case C_FRAMEWORK: ok = fill_framework(r, best->st, out); break;
+		case C_DEVICE: ok = fill_device(r, best, best->st, out); break;
+		case C_PROCESS: ok = fill_process(r, best, best->st, out); break;
+		case C_FRAMEWORK: ok = fill_framework(r, best, best->st, out); break;
 		default: ok = fill_event(r, best->st, out); break;
 		}
 		cursor_advance(r, best);
-		if (!ok)
-			continue; /* a row that names nothing we know (damage, a hand edit): skipped */
+		if (ok <= 0)
+			continue; /* a row that names nothing we know (damage, a hand edit), or one refused: skipped */
 		if (!r->meta_start && !r->meta.start_mono_ns)
 			r->meta.start_mono_ns = out->t_ns; /* no start time in meta: count from the first record */
 		return 1;

@@ -188,3 +188,110 @@ def test_watch_batch_escapes_live_and_replayed(tmp_path, evil):
     assert r.returncode == 0, r.stderr
     no_raw_controls(r.stdout)
     assert "python train.py \\x1b[2J" in r.stdout.decode()
+
+
+# ---- figures out of range -------------------------------------------------------------------------
+
+def no_wrapped_figures(text):
+    """No figure of the text is negative or beyond what a GPU holds (a wrapped sum shows as one)."""
+    text = re.sub(r"(0\.\.1 PiB|1 PiB or more)", "", text)  # where the messages name the limit
+    assert not re.search(r"-\d[\d.]* (B|KiB|MiB|GiB|TiB|PiB)", text), text
+    assert not re.search(r"\d (PiB|EiB)", text), text
+
+
+def test_csv_byte_counts_of_2_63_and_2_64_are_refused_and_named(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text("time,allocated,reserved,device_used,device_total\n"
+                    "0,1000,2000,4000,80000\n"
+                    "1,9223372036854775808,2000,4000,80000\n"   # 2^63: a signed int64 wraps at it
+                    "2,18446744073709551615,2000,4000,80000\n"  # 2^64 - 1
+                    "3,1500,2000,9223372036854775808,80000\n"
+                    "4,1500,2000,5000,80000\n")
+    r = gpumon_bytes(tmp_path, ["report", str(path), "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source"]["damage"] == ("3 rows skipped (the first: line 3: 9223372036854775808 in column "
+                                       "allocated is out of range (1 PiB or more))"), doc["source"]["damage"]
+    assert doc["peak"]["bytes"] == 5000 and doc["fragmentation"]["bytes"] == 1000
+    r = gpumon_bytes(tmp_path, ["report", str(path)])
+    assert r.returncode == 0, r.stderr
+    text = r.stdout.decode()
+    no_wrapped_figures(text)
+    assert "Not read:       3 rows skipped (the first: line 3:" in text
+
+
+INT64_MAX = (1 << 63) - 1
+
+
+def extreme_recording(path):
+    """A run whose recording was then edited by hand with the sqlite3 module: integers at the ends of
+    SQLite's range where byte figures and times belong."""
+    rec = Rec(path, exit_status=1)
+    for i in range(60):
+        s = 1 + i * 0.1
+        rec.process(s, 100, 10 * GiB + i * MiB, job=True)
+        rec.process(s, 200, 5 * GiB, user="bob", command="python other.py")
+        rec.framework(s, 100, i, 4 * GiB + i * MiB, 6 * GiB)
+        rec.device(s, 16 * GiB + i * MiB)
+    rec.event(6.5, "oom", "CUDA out of memory")
+    db = rec.db
+    db.execute("UPDATE process_samples SET used_bytes = ? WHERE pid = 200", (INT64_MAX,))
+    db.execute("UPDATE process_samples SET used_bytes = ? WHERE pid = 100 AND rowid % 7 = 0", (-(1 << 63),))
+    db.execute("UPDATE framework_samples SET allocated_bytes = -1 WHERE rowid % 5 = 0")
+    db.execute("UPDATE framework_samples SET max_allocated_bytes = ? WHERE rowid % 11 = 0", (1 << 62,))
+    db.execute("UPDATE device_samples SET used_bytes = ?, used_max_bytes = ? WHERE rowid % 13 = 0", (1 << 62, INT64_MAX))
+    db.execute("UPDATE devices SET memory_total_bytes = ?", (INT64_MAX,))
+    db.execute("UPDATE device_samples SET t_ns = ? WHERE rowid = (SELECT max(rowid) FROM device_samples)", (INT64_MAX,))
+    for key in ("start_wall_ns", "end_mono_ns"):
+        db.execute("UPDATE meta SET value = ? WHERE key = ?", (INT64_MAX, key))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('limit_bytes', ?)", (INT64_MAX,))
+    return rec.close()
+
+
+def test_recording_with_extreme_values_is_refused_row_by_row(tmp_path):
+    path = extreme_recording(tmp_path / "edited.gpumon")
+    r = gpumon_bytes(tmp_path, ["report", str(path), "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    damage = doc["source"]["damage"]
+    # each table names how many rows were left out, and the first of them
+    assert re.search(r"69 rows of table process_samples left out for a byte figure outside 0\.\.1 PiB "
+                     r"\(the first: row \d+, used_bytes = 9223372036854775807\)", damage), damage
+    assert re.search(r"\d+ rows of table framework_samples left out for .*\(the first: row 5, allocated_bytes = -1\)",
+                     damage), damage
+    assert re.search(r"\d+ rows of table device_samples left out for .*\(the first: row 13, used_bytes = "
+                     r"4611686018427387904\)", damage), damage
+    assert "GPU 0's total memory left out: 9223372036854775807 is outside 0..1 PiB" in damage, damage
+    assert "the job's limit left out: 9223372036854775807 bytes is outside 0..1 PiB" in damage, damage
+
+    def figures(v, key=""):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                yield from figures(x, k)
+        elif isinstance(v, list):
+            for x in v:
+                yield from figures(x, key)
+        elif key.endswith("bytes") and isinstance(v, (int, float)):
+            yield key, v
+    bad = [(k, v) for k, v in figures(doc) if not 0 <= v < 1 << 50]
+    assert not bad, bad
+    for args in (["report", str(path)], ["report", str(path), "--html", str(tmp_path / "r.html")]):
+        r = gpumon_bytes(tmp_path, args)
+        assert r.returncode == 0, r.stderr
+        no_wrapped_figures(r.stdout.decode())
+    r = gpumon_bytes(tmp_path, ["watch", "--replay", str(path), "--speed", "0", "--batch", "-n", "2"])
+    assert r.returncode == 0, r.stderr
+    no_wrapped_figures(r.stdout.decode())
+
+
+@pytest.mark.parametrize("table", ["device", "process", "framework", "events"])
+def test_export_of_extreme_values_never_wraps(tmp_path, table):
+    path = extreme_recording(tmp_path / "edited.gpumon")
+    for fmt in ("--csv", "--jsonl"):
+        r = gpumon_bytes(tmp_path, ["export", str(path), fmt, "-t", table])
+        assert r.returncode == 0, r.stderr
+        out = r.stdout.decode()
+        assert not re.search(r"(^|[,:])-\d", out, re.M), out[:2000]  # no negative figure or time
+        assert "2262-" not in out and "1677-" not in out  # no wrapped date at either end of int64
+        if table in ("device", "process", "framework"):
+            assert "left out for a byte figure outside 0..1 PiB" in r.stderr.decode(), r.stderr
