@@ -274,6 +274,10 @@ static void put_source(FILE *f, const json_t *doc)
 		}
 		if (json_is_true(json_object_get(d, "lost")))
 			fputs(" <strong class=\"bad\">lost</strong>", f);
+		if (json_is_true(json_object_get(d, "lost")) && json_is_number(json_object_get(d, "lost_time"))) {
+			fputs(" at ", f);
+			put_time(f, d, "lost_time");
+		}
 		put_device_figures(f, d);
 	}
 	fputs("</dd>\n</dl>\n", f);

@@ -51,9 +51,14 @@ static void print_device(FILE *f, const json_t *d)
 {
 	char a[32], b[32], c[32], w[640], name[SAFE_MAX];
 	long long dev = (long long)doc_num(d, "dev");
+	int lost = json_is_true(json_object_get(d, "lost"));
 	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, doc_str(d, "name") ? safe_str(name, 95, d, "name") : "",
-		doc_str(d, "name") ? ", " : "", bytes(a, sizeof a, d, "total_bytes"),
-		json_is_true(json_object_get(d, "lost")) ? ", LOST" : "");
+		doc_str(d, "name") ? ", " : "", bytes(a, sizeof a, d, "total_bytes"), lost ? ", LOST" : "");
+	if (lost && doc_has_num(d, "lost_time"))
+		fprintf(f, "  lost at %.1f s: it fell off the bus or needs a reset; nothing of it was read after that\n",
+			doc_num(d, "lost_time"));
+	else if (lost)
+		fprintf(f, "  lost: it fell off the bus or needs a reset; nothing of it was read after that\n");
 	const json_t *peak = json_object_get(d, "peak"), *job = json_object_get(d, "job_peak");
 	if (json_is_object(peak)) {
 		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), doc_num(peak, "time"));

@@ -650,6 +650,8 @@ static void on_lost(gpumon_model *m, const gpumon_record *r)
 	struct mdev *d = gpumon__model_dev(m, r->dev);
 	if (!d)
 		return;
+	if (!d->lost_t)
+		d->lost_t = r->t_ns;
 	d->lost = 1;
 	d->info.lost = 1;
 	for (size_t i = 0; i < m->nprocs; i++) {

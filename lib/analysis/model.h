@@ -31,6 +31,7 @@ struct mdev {
 	uint64_t total, used, free, reserved, last_t;
 	int reserved_known;
 	int lost;
+	uint64_t lost_t;            /* when a record said it was lost; 0 unknown */
 	gpumon_leak *leak;          /* used (the interval minimum), a step function */
 	gpumon_peaks *peaks;        /* used_max: owner = largest rise, largest holder */
 	uint64_t floor;             /* the latest row's interval minimum (the device series' value) */

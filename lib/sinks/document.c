@@ -194,10 +194,11 @@ static json_t *devices_json(const gpumon_model *m)
 		if (!x->seen)
 			continue;
 		uint64_t total = gpumon__model_total(m, (int)d);
-		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b}", "dev", (int)d, "name",
+		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o}", "dev", (int)d, "name",
 				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
 				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
-				      "lost", x->lost || x->info.lost);
+				      "lost", x->lost || x->info.lost, "lost_time",
+				      num_or_null(x->lost_t > 0, gpumon__model_seconds(m, x->lost_t)));
 		if (!o || json_array_append_new(a, o) || device_peaks(m, x, o)) {
 			json_decref(a);
 			return NULL;
