@@ -675,8 +675,15 @@ static int write_page(FILE *out, const json_t *doc, char *err, size_t errlen)
 	fputs("<section id=\"timelines\">\n<h2>Timelines</h2>\n"
 	      "<p class=\"hint\">Times are minutes:seconds since the start. Drag across a chart to zoom in, "
 	      "turn the mouse wheel to zoom, shift-drag to pan, double-click to see everything again; "
-	      "all charts follow. Hover for values; click a legend entry to hide that line.</p>\n"
-	      "<div id=\"charts\"></div>\n"
+	      "all charts follow. Hover for values; click a legend entry to hide that line.</p>\n",
+	      out);
+	/* the document carries the timelines of the largest processes only: the rest is said */
+	json_t *left = json_object_get(jobj(doc, "timeline"), "processes_left_out");
+	if (json_integer_value(left) > 0)
+		put(out, "<p class=\"warn\" id=\"processes-left-out\">%lld more processes held memory than are drawn "
+			 "here: the charts show the %zu with the highest peaks.</p>\n",
+		    (long long)json_integer_value(left), json_array_size(json_object_get(jobj(doc, "timeline"), "processes")));
+	fputs("<div id=\"charts\"></div>\n"
 	      "<noscript><p class=\"warn\">The timelines are drawn by JavaScript, which is "
 	      "off.</p></noscript>\n"
 	      "</section>\n</main>\n",

@@ -124,6 +124,9 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 
 /* source.damage: what the model was told was lost, and the records it left out itself for a
  * figure out of range; null when nothing was lost. */
+/* Processes whose timeline the document carries: the largest (a page draws each of them). */
+#define TIMELINE_PROCESSES 64
+
 static json_t *damage_json(const gpumon_model *m)
 {
 	if (!m->out_of_range)
@@ -476,8 +479,15 @@ static json_t *timeline_json(const gpumon_model *m)
 		if (!o || json_array_append_new(devs, o) || line_json(m, &x->line, dev_names, end, o))
 			return json_decref(t), NULL;
 	}
-	/* the 64 processes with the highest peaks, job processes first among equals */
-	size_t n = m->nprocs, take = n < 64 ? n : 64;
+	/* the 64 processes with the highest peaks, job processes first among equals; how many more had
+	   a timeline is said (processes_left_out), so that a page drawing these knows what it misses */
+	size_t n = m->nprocs, take = n < TIMELINE_PROCESSES ? n : TIMELINE_PROCESSES, with_line = 0;
+	for (size_t i = 0; i < n; i++)
+		with_line += m->procs[i].line.n > 0;
+	if (put(t, "processes_left_out", json_integer(with_line > take ? (json_int_t)(with_line - take) : 0))) {
+		json_decref(t);
+		return NULL;
+	}
 	char *taken = calloc(n ? n : 1, 1);
 	for (size_t k = 0; taken && k < take; k++) {
 		size_t best = n;
