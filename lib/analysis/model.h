@@ -157,6 +157,10 @@ int gpumon__model_push_alert(gpumon_model *m, const gpumon_alert *a);
  * largest holder; job_only limits the first to the job's processes. */
 void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int64_t *owner, int64_t *largest);
 
+/* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
+ * the document names it), 0 when the model may take it. */
+int gpumon__model_refuse(gpumon_model *m, const gpumon_record *r);
+
 /* model_oom.c */
 void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text);
 void gpumon__model_oom_finish(gpumon_model *m);
