@@ -80,6 +80,22 @@ int cli_read_cmdline(long pid, char *buf, size_t len);
  * array is left as it was). */
 int cli_grow(void **array, size_t *cap, size_t used, size_t size, size_t first);
 
+/*
+ * Text that another process chose (its command line, name or user; a recording's or a job's
+ * strings) made safe to print on a terminal, into buf (len bytes, NUL-terminated; s NULL: ""):
+ * every control character (C0, DEL, C1), every byte that is not part of valid UTF-8 and the
+ * Unicode bidirectional overrides are written as escapes ("\n", "\r", "\t", "\x1b", "\u202e"),
+ * so that none of it can move the cursor, retitle the window or clear the screen. Everything else
+ * is kept as it is. Truncated at a whole character or escape. Returns buf. Every place that prints
+ * such text goes through this function.
+ */
+const char *cli_safe_text(char *buf, size_t len, const char *s);
+
+/* cli_safe_text's text as one CSV field of `gpumon query`: in double quotes (a quote doubled, as
+ * RFC 4180 has it) when it holds a comma or a quote or begins or ends with a blank, so that a
+ * reader splitting on commas still sees one row of the same columns. Returns buf. */
+const char *cli_csv_field(char *buf, size_t len, const char *s);
+
 /* "1.5 GiB", "512 MiB", ... into buf (IEC units, 3 significant digits). */
 const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes);
 

@@ -304,12 +304,15 @@ static void csv_header(FILE *f, const struct table *t)
 	fputc('\n', f);
 }
 
-/* "2025-05-01T12:34:56.123456Z" at t_ns, or "" when the recording's wall clock is unknown. */
+/* "2025-05-01T12:34:56.123456Z" at t_ns, or "" when the recording's wall clock is unknown or the
+ * time is beyond any date (a hand-edited start or time: never a wrapped date). */
 static const char *utc_of(char *buf, size_t len, const struct start *st, uint64_t t_ns)
 {
-	if (!st->wall_ns)
+	int64_t since, wall;
+	if (!st->wall_ns || t_ns > INT64_MAX || __builtin_sub_overflow((int64_t)t_ns, st->mono_ns, &since) ||
+	    __builtin_add_overflow(st->wall_ns, since, &wall))
 		return buf[0] = 0, buf;
-	return format_utc(buf, len, st->wall_ns + ((int64_t)t_ns - st->mono_ns));
+	return format_utc(buf, len, wall);
 }
 
 static void csv_row(FILE *f, const struct table *t, const gpumon_record *r, const struct val *v, const struct start *st)
@@ -354,8 +357,10 @@ static int json_row(FILE *f, const struct table *t, const gpumon_record *r, cons
 		  json_object_set_new(o, "time_utc", utc[0] ? json_string(utc) : json_null());
 	for (int i = 0; i < ncols(t) && !bad; i++)
 		bad = json_object_set_new(o, t->cols[i], json_value(&v[i], st)) != 0;
-	/* 15 significant digits print microsecond times as written (3600.123456, not ...0001) */
-	char *line = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
+	/* 15 significant digits print microsecond times as written (3600.123456, not ...0001); ASCII, so
+	   that a command line's C1 controls are \u escapes as its C0 ones are */
+	char *line = bad ? NULL
+			 : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15));
 	json_decref(o);
 	if (!line)
 		return -1;
@@ -386,11 +391,20 @@ static int export_rows(gpumon_reader *rd, const struct opts *o, const struct sta
 			  o->file);
 		return EXIT_OTHER;
 	}
+	const char *damage = gpumon_reader_damage(rd);
+	char *said = malloc(strlen(damage) * 4 + 1); /* the damage quotes the file's values: escaped */
+	if (said)
+		cli_safe_text(said, strlen(damage) * 4 + 1, damage);
 	if (got < 0) {
-		const char *damage = gpumon_reader_damage(rd);
-		cli_error("export: reading %s: %s", o->file, damage[0] ? damage : gpumon_reader_errmsg(rd));
+		cli_error("export: reading %s: %s", o->file, damage[0] && said ? said : gpumon_reader_errmsg(rd));
+		free(said);
 		return EXIT_OTHER;
 	}
+	/* what could be read is written; what could not is said, as gpumon report says it */
+	if (damage[0])
+		cli_error("export: %s: not everything could be read, the rest is written: %s", o->file,
+			  said ? said : "out of memory");
+	free(said);
 	return EXIT_OK;
 }
 

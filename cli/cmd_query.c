@@ -19,11 +19,12 @@
 #define USAGE_HINT "Run 'gpumon query --help' for usage."
 #define FIELDS_HINT "Run 'gpumon query --help' for the list of fields."
 
-/* Most bytes one CSV value or header takes (the longest is a 256-byte process name). */
-#define VALUE_MAX 512
+/* Most bytes one CSV value or header takes: a 256-byte process name with every byte escaped. */
+#define VALUE_MAX 2048
 
-/* One JSON document per line; %.15g prints 127.79 W as 127.79, not 127.79000000000001. */
-#define JSON_FLAGS (JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+/* One JSON document per line; %.15g prints 127.79 W as 127.79, not 127.79000000000001. ASCII: a
+ * process name's C1 controls (U+0080..U+009F) are \u escapes, as jansson writes C0 ones. */
+#define JSON_FLAGS (JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(15))
 
 /* What the command line asks for. */
 struct options {
@@ -105,7 +106,9 @@ static void help(FILE *f)
 	help_fields(f, QF_TABLE_APPS);
 	fputs("\n"
 	      "Formats:\n"
-	      "  csv       a header line, then one line per GPU or process, values separated by \", \"\n"
+	      "  csv       a header line, then one line per GPU or process, values separated by \", \";\n"
+	      "            text with a comma, a quote or a blank at an end is in double quotes (a quote\n"
+	      "            doubled), and control characters in names are escaped (\\n, \\x1b)\n"
 	      "  noheader  leave out the header line\n"
 	      "  nounits   leave the units out of the values (\"143771\", not \"143771 MiB\"); the header keeps them\n"
 	      "  json      one JSON document per query (one per line when looping):\n"
@@ -329,7 +332,11 @@ static void csv_row(const struct qf_list *l, const struct qf_ctx *c, int nounits
 		qf_value_get(f, c, &v);
 		if (i)
 			fputs(", ", stdout);
-		fputs(qf_csv_value(f, &v, nounits, buf, sizeof buf), stdout);
+		/* text can come from another process (its name): escaped and quoted, one row stays one row */
+		if (v.kind == QV_TEXT)
+			fputs(cli_csv_field(buf, sizeof buf, v.text), stdout);
+		else
+			fputs(qf_csv_value(f, &v, nounits, buf, sizeof buf), stdout);
 	}
 	putchar('\n');
 }

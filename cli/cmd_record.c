@@ -90,23 +90,51 @@ static int parse(int argc, char **argv, struct opts *o)
 	return EXIT_OK;
 }
 
-/* Moves queued records into the file; returns the status of the first failed write. */
-static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int timeout_ms, uint64_t *peak,
-		 uint64_t *peak_t, unsigned ndev)
+/* What the summary says of each GPU: its peak, and when it was lost (0: it was not). */
+struct seen {
+	uint64_t *peak, *peak_t, *lost_t;
+	unsigned ndev;
+	uint64_t started_ns;
+};
+
+/* Says a GPU's loss the moment its record comes: the recording goes on with the others. */
+static void note_lost(struct seen *v, const gpumon_record *rec)
+{
+	if (rec->dev >= v->ndev || v->lost_t[rec->dev])
+		return;
+	v->lost_t[rec->dev] = rec->t_ns ? rec->t_ns : 1;
+	cli_error("GPU %u is lost at %.1f s: it fell off the bus or needs a reset; the recording goes on with "
+		  "the other GPUs",
+		  rec->dev, rec->t_ns > v->started_ns ? (double)(rec->t_ns - v->started_ns) / 1e9 : 0.0);
+}
+
+/* Moves queued records into the file. A failed write is said at once, with the file's reason (into
+ * why, for the summary); returns its status. */
+static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int timeout_ms, struct seen *v,
+		 char *why, size_t whylen)
 {
 	size_t n = 0;
 	gpumon_sampler_poll(s, buf, BATCH, &n, timeout_ms);
 	for (size_t i = 0; i < n; i++) {
-		if (buf[i].kind == GPUMON_REC_DEVICE && buf[i].dev < ndev && buf[i].used_max_bytes > peak[buf[i].dev]) {
-			peak[buf[i].dev] = buf[i].used_max_bytes;
-			peak_t[buf[i].dev] = buf[i].used_max_t_ns;
-		}
-		/* a GPU whose driver calls hang, and its return: said as it happens (the file keeps both) */
-		if (buf[i].kind == GPUMON_REC_EVENT && buf[i].event_text &&
-		    (!strcmp(buf[i].event_kind, GPUMON_EVENT_STALE) || !strcmp(buf[i].event_kind, GPUMON_EVENT_ANSWERING)))
+		unsigned d = buf[i].dev;
+		if (buf[i].kind == GPUMON_REC_DEVICE && d < v->ndev && buf[i].used_max_bytes > v->peak[d]) {
+			v->peak[d] = buf[i].used_max_bytes;
+			v->peak_t[d] = buf[i].used_max_t_ns;
+		} else if (buf[i].kind == GPUMON_REC_LOST) {
+			note_lost(v, &buf[i]);
+		} else if (buf[i].kind == GPUMON_REC_EVENT && buf[i].event_text &&
+			   (!strcmp(buf[i].event_kind, GPUMON_EVENT_STALE) ||
+			    !strcmp(buf[i].event_kind, GPUMON_EVENT_ANSWERING))) {
+			/* a GPU whose driver calls hang, and its return: said as it happens (the file keeps both) */
 			fprintf(stderr, "gpumon: %s\n", buf[i].event_text);
+		}
 	}
-	return gpumon_recording_write(r, buf, n); /* even empty: it commits what is 200 ms old */
+	int st = gpumon_recording_write(r, buf, n); /* even empty: it commits what is 200 ms old */
+	if (st != GPUMON_OK) {
+		snprintf(why, whylen, "%s", gpumon_recording_errmsg(r)[0] ? gpumon_recording_errmsg(r) : gpumon_strerror(st));
+		cli_error("%s; recording stopped, what was written stays readable", why);
+	}
+	return st;
 }
 
 static void default_name(char *buf, size_t len)
@@ -116,23 +144,27 @@ static void default_name(char *buf, size_t len)
 	strftime(buf, len, "gpumon-record-%Y%m%d-%H%M%S.gpumon", localtime_r(&now, &tm));
 }
 
-static void summary(gpumon *g, const char *path, gpumon_sampler_stats *st, const uint64_t *peak,
-		    const uint64_t *peak_t, const unsigned *sel, unsigned count, int write_failed)
+/* The last lines: the file, how long, what was lost (records, a GPU, the end of the recording) and
+ * each GPU's peak. why: the reason the recording stopped early, "" when it did not. */
+static void summary(const char *path, gpumon_sampler_stats *st, const struct seen *v, const unsigned *sel,
+		    unsigned count, const char *why)
 {
 	double secs = (double)(cli_now_ns() - st->started_ns) / 1e9;
-	fprintf(stderr, "gpumon: recording %s%s: %.1f s, %llu samples, %llu records", path,
-		write_failed ? " (stopped early: see above)" : "", secs, (unsigned long long)st->samples,
+	fprintf(stderr, "gpumon: recording %s%s%s%s: %.1f s, %llu samples, %llu records", path,
+		why[0] ? " (stopped early: " : "", why, why[0] ? ")" : "", secs, (unsigned long long)st->samples,
 		(unsigned long long)st->records);
 	if (st->dropped)
 		fprintf(stderr, ", %llu records DROPPED (the disk was too slow)", (unsigned long long)st->dropped);
 	fputc('\n', stderr);
 	for (unsigned k = 0; k < count; k++) {
-		gpumon_device_info d;
 		char b[32];
-		gpumon_device_info_get(g, sel[k], &d);
-		if (peak_t[sel[k]])
-			fprintf(stderr, "  GPU %u peak %s at %.3f s\n", sel[k], cli_format_bytes(b, sizeof b, peak[sel[k]]),
-				(double)(peak_t[sel[k]] - st->started_ns) / 1e9);
+		unsigned d = sel[k];
+		if (v->peak_t[d])
+			fprintf(stderr, "  GPU %u peak %s at %.3f s\n", d, cli_format_bytes(b, sizeof b, v->peak[d]),
+				(double)(v->peak_t[d] - st->started_ns) / 1e9);
+		if (v->lost_t[d])
+			fprintf(stderr, "  GPU %u LOST at %.3f s: nothing of it was recorded after that\n", d,
+				v->lost_t[d] > st->started_ns ? (double)(v->lost_t[d] - st->started_ns) / 1e9 : 0.0);
 	}
 }
 
@@ -147,13 +179,14 @@ int cmd_record(int argc, char **argv)
 		return rc;
 	unsigned n = gpumon_device_count(g), count = 0;
 	unsigned *sel = calloc(n ? n : 1, sizeof *sel);
-	uint64_t *peak = calloc(n ? n : 1, sizeof *peak), *peak_t = calloc(n ? n : 1, sizeof *peak_t);
+	struct seen seen = {calloc(n ? n : 1, sizeof(uint64_t)), calloc(n ? n : 1, sizeof(uint64_t)),
+			    calloc(n ? n : 1, sizeof(uint64_t)), n, 0};
 	gpumon_record *buf = malloc(BATCH * sizeof *buf);
 	gpumon_recording *r = NULL;
 	gpumon_sampler *s = NULL;
-	char name[64];
+	char name[64], why[512] = "";
 	const char *path = o.out;
-	if (!sel || !peak || !peak_t || !buf) {
+	if (!sel || !seen.peak || !seen.peak_t || !seen.lost_t || !buf) {
 		cli_error("out of memory");
 		rc = EXIT_OTHER;
 		goto out;
@@ -165,6 +198,7 @@ int cmd_record(int argc, char **argv)
 		default_name(name, sizeof name);
 		path = name;
 	}
+	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a full disk: an error, not death */
 	gpumon_run_meta info = {.size = sizeof info, .kind = "record"};
 	int st = gpumon_recording_create(g, path, &info, &r);
 	if (st != GPUMON_OK) {
@@ -181,21 +215,17 @@ int cmd_record(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	signal(SIGXFSZ, SIG_IGN); /* a file-size limit is a full disk: an error, not death */
 	fprintf(stderr, "gpumon: recording %u GPU%s every %u ms into %s%s\n", count, count == 1 ? "" : "s",
 		o.interval_ms, path, o.duration_s > 0 ? "" : " (Ctrl-C to stop)");
+	gpumon_sampler_stats ss;
+	gpumon_sampler_stats_get(s, &ss);
+	seen.started_ns = ss.started_ns;
 	uint64_t end = o.duration_s > 0 ? cli_now_ns() + (uint64_t)(o.duration_s * 1e9) : 0;
 	int write_failed = 0;
-	while (!stop_signal && (!end || cli_now_ns() < end)) {
-		if (drain(s, r, buf, DRAIN_MS, peak, peak_t, n) != GPUMON_OK) {
-			cli_error("%s; recording stopped, what was written stays readable", gpumon_recording_errmsg(r));
-			write_failed = 1;
-			break;
-		}
-	}
-	if (!write_failed && drain(s, r, buf, 0, peak, peak_t, n) != GPUMON_OK) /* what is queued now */
-		write_failed = 1;
-	gpumon_sampler_stats ss;
+	while (!stop_signal && (!end || cli_now_ns() < end) && !write_failed)
+		write_failed = drain(s, r, buf, DRAIN_MS, &seen, why, sizeof why) != GPUMON_OK;
+	if (!write_failed) /* what is queued now */
+		write_failed = drain(s, r, buf, 0, &seen, why, sizeof why) != GPUMON_OK;
 	gpumon_sampler_stats_get(s, &ss);
 	gpumon_sampler_destroy(s);
 	s = NULL;
@@ -206,18 +236,21 @@ int cmd_record(int argc, char **argv)
 		cli_record_event(r, cli_now_ns(), "note", text);
 	}
 	st = gpumon_recording_finish(r, -1);
+	if (st != GPUMON_OK && !write_failed) { /* the last rows and the end time could not be written */
+		snprintf(why, sizeof why, "%s", gpumon_recording_errmsg(r)[0] ? gpumon_recording_errmsg(r) : gpumon_strerror(st));
+		cli_error("closing the %s; what was written before stays readable", why);
+	}
 	gpumon_recording_destroy(r);
 	r = NULL;
-	if (st != GPUMON_OK && !write_failed)
-		cli_error("closing the recording %s: %s", path, gpumon_strerror(st));
-	summary(g, path, &ss, peak, peak_t, sel, count, write_failed);
+	summary(path, &ss, &seen, sel, count, why);
 	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : EXIT_OK;
 out:
 	gpumon_sampler_destroy(s);
 	gpumon_recording_destroy(r);
 	free(buf);
-	free(peak);
-	free(peak_t);
+	free(seen.peak);
+	free(seen.peak_t);
+	free(seen.lost_t);
 	free(sel);
 	gpumon_destroy(g);
 	return rc;

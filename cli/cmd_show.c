@@ -157,11 +157,12 @@ static void print_processes(gpumon *g, const unsigned *sel, unsigned count)
 	printf("  GPU      PID  USER          MEMORY  COMMAND\n");
 	for (long i = 0; i < n; i++) {
 		const gpumon_process *p = &rows[i].p;
-		char mem[32];
-		const char *user = (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "n/a";
-		const char *cmd = (p->flags & GPUMON_PROC_CMDLINE_KNOWN) ? p->cmdline
-				  : (p->flags & GPUMON_PROC_FOREIGN) ? "(not in this PID namespace: container?)"
-				  : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "n/a";
+		char mem[32], user[sizeof p->user * 4], cmd[sizeof p->cmdline * 4];
+		/* another user's text: shown with its control characters escaped */
+		cli_safe_text(user, sizeof user, (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "n/a");
+		cli_safe_text(cmd, sizeof cmd, (p->flags & GPUMON_PROC_CMDLINE_KNOWN) ? p->cmdline
+					       : (p->flags & GPUMON_PROC_FOREIGN) ? "(not in this PID namespace: container?)"
+					       : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "n/a");
 		if (p->flags & GPUMON_PROC_USED_KNOWN)
 			cli_format_bytes(mem, sizeof mem, p->used_bytes);
 		else

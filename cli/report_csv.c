@@ -125,7 +125,9 @@ static int header(char *line, struct csv_state *st, const char *path, char *err,
 		char names[240] = "";
 		size_t used = 0;
 		for (int i = 0; i < n && used < sizeof names; i++) {
-			int k = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", trim(f[i]));
+			char shown[100]; /* the file's text, as it can be printed */
+			int k = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+					 cli_safe_text(shown, sizeof shown, trim(f[i])));
 			used += k > 0 ? (size_t)k : 0;
 		}
 		cli_set_err(err, errlen, "%s: the CSV header has no `time` column (seconds); it names: %s", path,
@@ -218,10 +220,17 @@ static int row(char *line, struct csv_state *st)
 		if (st->col[c] < 0 || st->col[c] >= n)
 			continue;
 		char *s = trim(f[st->col[c]]);
+		char shown[161]; /* the field as it can be printed: a CSV may hold any bytes */
 		int k = parse_num(s, &v[c]);
-		if (k < 0 || (k && c != C_STEP && v[c] < 0) || (k && v[c] > 1.8e19)) {
-			skip(st, "line %ld: '%.40s' is not a %s in column %s", st->line, s,
+		if (k < 0 || (k && c != C_STEP && v[c] < 0)) {
+			skip(st, "line %ld: '%s' is not a %s in column %s", st->line, cli_safe_text(shown, 41, s),
 			     c == C_TIME ? "time in seconds" : c == C_STEP ? "step number" : "byte count", col_names[c]);
+			return 0;
+		}
+		/* a byte count beyond what any GPU holds (2^63 would wrap in a signed sum): refused, named */
+		if (k && c > C_STEP && v[c] > (double)GPUMON_MAX_BYTES) {
+			skip(st, "line %ld: %s in column %s is out of range (1 PiB or more)", st->line,
+			     cli_safe_text(shown, 41, s), col_names[c]);
 			return 0;
 		}
 		known[c] = k;

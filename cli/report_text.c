@@ -1,14 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* report_text.c — the plain-text summary of `gpumon report`, worded (words.c) from the run model's
- * document, so that the text, the JSON and the HTML page say one answer. Nothing here decides. */
+ * document, so that the text, the JSON and the HTML page say one answer. Nothing here decides.
+ * Every string of the file (commands, users, names, messages) is printed escaped (cli_safe_text). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "report.h"
 #include "words.h"
 
+/* Escaped text of a file: room for 600 bytes each written as an escape. */
+#define SAFE_MAX 2400
 
-
+/* o's string at key, escaped and cut to max bytes (at most SAFE_MAX - 1), or NULL. */
+static const char *safe_str(char *buf, size_t max, const json_t *o, const char *key)
+{
+	const char *s = doc_str(o, key);
+	return s ? cli_safe_text(buf, max + 1 < SAFE_MAX ? max + 1 : SAFE_MAX, s) : NULL;
+}
 
 static const char *bytes(char *buf, size_t len, const json_t *o, const char *key)
 {
@@ -17,18 +26,20 @@ static const char *bytes(char *buf, size_t len, const json_t *o, const char *key
 
 static void print_source(FILE *f, const json_t *s)
 {
-	const char *type = doc_str(s, "type"), *kind = doc_str(s, "kind");
+	char a[SAFE_MAX], b[SAFE_MAX], c[SAFE_MAX];
+	const char *type = safe_str(a, 40, s, "type"), *kind = safe_str(b, 40, s, "kind");
 	int csv = type && !strcmp(type, "csv");
-	fprintf(f, "Report of %s (%s", doc_str(s, "path") ? doc_str(s, "path") : "n/a", csv ? "CSV" : type ? type : "n/a");
+	fprintf(f, "Report of %s (%s", doc_str(s, "path") ? safe_str(c, SAFE_MAX, s, "path") : "n/a",
+		csv ? "CSV" : type ? type : "n/a");
 	if (kind && !csv)
 		fprintf(f, " of gpumon %s", kind);
 	fprintf(f, ")\n");
 	if (doc_str(s, "command"))
-		fprintf(f, "Command:        %s\n", doc_str(s, "command"));
+		fprintf(f, "Command:        %s\n", safe_str(a, SAFE_MAX, s, "command"));
 	if (doc_str(s, "host"))
-		fprintf(f, "Host:           %s\n", doc_str(s, "host"));
+		fprintf(f, "Host:           %s\n", safe_str(a, 255, s, "host"));
 	if (doc_str(s, "start_utc"))
-		fprintf(f, "Started:        %s\n", doc_str(s, "start_utc"));
+		fprintf(f, "Started:        %s\n", safe_str(a, 40, s, "start_utc"));
 	if (doc_has_num(s, "duration_s"))
 		fprintf(f, "Duration:       %.1f s\n", doc_num(s, "duration_s"));
 	if (doc_has_num(s, "exit_status"))
@@ -38,10 +49,16 @@ static void print_source(FILE *f, const json_t *s)
 /* A GPU: its name and total, then what the run did on it, where the document has it. */
 static void print_device(FILE *f, const json_t *d)
 {
-	char a[32], b[32], c[32], w[640];
+	char a[32], b[32], c[32], w[640], name[SAFE_MAX];
 	long long dev = (long long)doc_num(d, "dev");
-	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, doc_str(d, "name") ? doc_str(d, "name") : "", doc_str(d, "name") ? ", " : "",
-		bytes(a, sizeof a, d, "total_bytes"), json_is_true(json_object_get(d, "lost")) ? ", LOST" : "");
+	int lost = json_is_true(json_object_get(d, "lost"));
+	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, doc_str(d, "name") ? safe_str(name, 95, d, "name") : "",
+		doc_str(d, "name") ? ", " : "", bytes(a, sizeof a, d, "total_bytes"), lost ? ", LOST" : "");
+	if (lost && doc_has_num(d, "lost_time"))
+		fprintf(f, "  lost at %.1f s: it fell off the bus or needs a reset; nothing of it was read after that\n",
+			doc_num(d, "lost_time"));
+	else if (lost)
+		fprintf(f, "  lost: it fell off the bus or needs a reset; nothing of it was read after that\n");
 	const json_t *peak = json_object_get(d, "peak"), *job = json_object_get(d, "job_peak");
 	if (json_is_object(peak)) {
 		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), doc_num(peak, "time"));
@@ -151,13 +168,13 @@ static void print_windows(FILE *f, const json_t *doc)
 
 static void print_oom(FILE *f, const json_t *o)
 {
-	char a[32], w[2048];
+	char a[32], w[2048], u[SAFE_MAX], c[SAFE_MAX];
 	fprintf(f, "Out of memory:  at %.1f s", doc_num(o, "time"));
 	if (doc_has_num(o, "dev"))
 		fprintf(f, " on GPU %lld", (long long)doc_num(o, "dev"));
 	fprintf(f, ": %s\n  %s\n", words_cause(o), words_oom(w, sizeof w, o));
 	if (doc_str(o, "message"))
-		fprintf(f, "  message: %.300s\n", doc_str(o, "message"));
+		fprintf(f, "  message: %s\n", safe_str(c, 300, o, "message"));
 	else /* the model's rule: a job that failed with its GPU full ran out of memory then */
 		fprintf(f, "  (no message was seen: the job failed with its GPU 99 %% full or more)\n");
 	size_t i;
@@ -170,8 +187,9 @@ static void print_oom(FILE *f, const json_t *o)
 			fprintf(f, "    %-11lld", (long long)doc_num(h, "pid"));
 		else
 			fprintf(f, "    %-11s", "the process");
-		fprintf(f, " %-10.10s %10s %-4s %.60s\n", doc_str(h, "user") ? doc_str(h, "user") : "n/a", bytes(a, sizeof a, h, "bytes"),
-			json_is_true(json_object_get(h, "job")) ? "job" : "", doc_str(h, "command") ? doc_str(h, "command") : "");
+		fprintf(f, " %-10s %10s %-4s %s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
+			bytes(a, sizeof a, h, "bytes"), json_is_true(json_object_get(h, "job")) ? "job" : "",
+			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "");
 	}
 	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
 	{
@@ -186,6 +204,7 @@ static void print_oom(FILE *f, const json_t *o)
 static void print_alerts(FILE *f, const json_t *doc)
 {
 	json_t *list = words_alert_list(doc), *x;
+	char t[SAFE_MAX];
 	size_t i;
 	if (!list) {
 		fprintf(f, "Alerts:         n/a (out of memory)\n");
@@ -197,14 +216,16 @@ static void print_alerts(FILE *f, const json_t *doc)
 		if (i == 0)
 			fprintf(f, "Alerts:\n");
 		fprintf(f, "  %.1f s: ", doc_num(x, "time"));
+		/* the texts of "oom" and "alert" events are the file's: a job's message, escaped */
 		if (!strcmp(kind, "leak"))
-			fprintf(f, "leak: %s%s\n", doc_str(x, "text"), json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
+			fprintf(f, "leak: %s%s\n", safe_str(t, SAFE_MAX, x, "text"),
+				json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
 		else if (!strcmp(kind, "oom"))
-			fprintf(f, "out of memory: %.300s\n", doc_str(x, "text"));
+			fprintf(f, "out of memory: %s\n", safe_str(t, 300, x, "text"));
 		else if (!strcmp(kind, "headroom"))
-			fprintf(f, "%s\n", doc_str(x, "text"));
+			fprintf(f, "%s\n", safe_str(t, SAFE_MAX, x, "text"));
 		else
-			fprintf(f, "%.300s (given live)\n", doc_str(x, "text"));
+			fprintf(f, "%s (given live)\n", safe_str(t, 300, x, "text"));
 	}
 	json_decref(list);
 }
@@ -230,7 +251,11 @@ void report_print_text(FILE *f, const json_t *document)
 	if (json_is_object(json_object_get(doc, "oom")))
 		print_oom(f, json_object_get(doc, "oom"));
 	print_alerts(f, doc);
-	if (doc_str(s, "damage"))
-		fprintf(f, "Not read:       %s\n", doc_str(s, "damage"));
+	if (doc_str(s, "damage")) { /* it quotes what could not be read */
+		char *t = malloc(strlen(doc_str(s, "damage")) * 4 + 1);
+		fprintf(f, "Not read:       %s\n", t ? cli_safe_text(t, strlen(doc_str(s, "damage")) * 4 + 1, doc_str(s, "damage"))
+						       : "(out of memory)");
+		free(t);
+	}
 	json_decref(doc);
 }

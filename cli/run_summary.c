@@ -45,17 +45,16 @@ static void wrap(FILE *out, const char *first, const char *cont, const char *tex
 	}
 }
 
-/* A command line on one short line: control characters as blanks, at most 60 bytes. */
+/* A command line on one short line: control characters escaped (cli_safe_text), at most 60 bytes
+ * and "..." when it was longer. */
 static const char *short_command(const char *cmd, char *buf, size_t len)
 {
-	size_t i, max = len > 64 ? 60 : len - 1;
-	for (i = 0; cmd[i] && i < max; i++)
-		buf[i] = (unsigned char)cmd[i] < 0x20 || cmd[i] == 0x7f ? ' ' : cmd[i];
-	while (cmd[i] && i > 0 && ((unsigned char)cmd[i] & 0xC0) == 0x80)
-		i--; /* not in the middle of a UTF-8 character */
-	buf[i] = 0;
-	if (cmd[i] && i + 4 < len)
-		memcpy(buf + i, "...", 4);
+	char whole[64];
+	size_t max = len > 64 ? 61 : len;
+	cli_safe_text(whole, sizeof whole, cmd);
+	cli_safe_text(buf, max, whole);
+	if (strlen(whole) > strlen(buf) && strlen(buf) + 4 <= len)
+		memcpy(buf + strlen(buf), "...", 4);
 	return buf;
 }
 
@@ -168,7 +167,7 @@ static void print_memory(FILE *out, const json_t *doc)
 
 static void print_holders(FILE *out, const json_t *oom)
 {
-	char a[32], cmd[72];
+	char a[32], cmd[72], user[16];
 	size_t i;
 	const json_t *h, *holders = json_object_get(oom, "holders");
 	if (!json_array_size(holders)) {
@@ -181,7 +180,8 @@ static void print_holders(FILE *out, const json_t *oom)
 			snprintf(a, sizeof a, "%.2f", doc_num(h, "bytes") / (1024.0 * 1024 * 1024));
 		else
 			snprintf(a, sizeof a, "n/a");
-		fprintf(out, "    %8lld  %-12.12s %9s  %-3s  %s\n", (long long)doc_num(h, "pid"), doc_str(h, "user") ? doc_str(h, "user") : "?",
+		fprintf(out, "    %8lld  %-12s %9s  %-3s  %s\n", (long long)doc_num(h, "pid"),
+			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "?",
 			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
 			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?");
 	}
@@ -218,8 +218,8 @@ static void print_oom(FILE *out, const json_t *doc)
 	if (doc_has_num(oom, "dev"))
 		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(oom, "dev"));
 	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", doc_num(oom, "time"), gpu);
-	if (doc_str(oom, "message"))
-		wrap(out, label, "    ", doc_str(oom, "message"));
+	if (doc_str(oom, "message")) /* the job's own line, escapes and all: shown escaped */
+		wrap(out, label, "    ", cli_safe_text(text, sizeof text, doc_str(oom, "message")));
 	else
 		wrap(out, label, "    ", "no message; the GPU was full when the job failed");
 	if (doc_num(oom, "signs") > 1)
@@ -269,8 +269,9 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 	for (size_t i = 0; f->plan && i < f->plan->nnotes; i++)
 		wrap(out, "  note: ", "    ", f->plan->notes[i]);
 	const char *damage = doc_str(json_object_get(doc, "source"), "damage");
+	char safe[2048];
 	if (damage && damage[0])
-		wrap(out, "  note: ", "    ", damage);
+		wrap(out, "  note: ", "    ", cli_safe_text(safe, sizeof safe, damage));
 	if (f->dropped)
 		fprintf(out, "  dropped records: %llu (the recording misses some samples)\n", (unsigned long long)f->dropped);
 	if (f->have_socket && (f->malformed || f->unknown))

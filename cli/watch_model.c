@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "watch.h"
 
 #define POINTS 128                /* recent figures of a process, at least 1 s apart */
@@ -72,6 +73,8 @@ void watch_model_set_info(watch_model *m, unsigned dev, const gpumon_device_info
 {
 	if (dev < m->ngpu) {
 		m->g[dev].info = *info;
+		/* a recording's name may have been written by anyone: shown escaped */
+		cli_safe_text(m->g[dev].info.name, sizeof m->g[dev].info.name, info->name);
 		m->g[dev].lost = m->g[dev].lost || info->lost;
 	}
 }
@@ -283,12 +286,13 @@ int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_
 		o->used_bytes = p->p.used_bytes;
 		o->change_known = proc_change(p, m->now_ns, &o->change_bytes_per_min);
 		judged(judge, o);
+		/* another user's text: what the screen and the batch text show, escaped */
 		if (p->p.flags & GPUMON_PROC_USER_KNOWN)
-			snprintf(o->user, sizeof o->user, "%s", p->p.user);
+			cli_safe_text(o->user, sizeof o->user, p->p.user);
 		if ((p->p.flags & GPUMON_PROC_CMDLINE_KNOWN) && p->p.cmdline[0])
-			snprintf(o->command, sizeof o->command, "%s", p->p.cmdline);
+			cli_safe_text(o->command, sizeof o->command, p->p.cmdline);
 		else if (p->p.flags & GPUMON_PROC_NAME_KNOWN)
-			snprintf(o->command, sizeof o->command, "%s", p->p.name);
+			cli_safe_text(o->command, sizeof o->command, p->p.name);
 	}
 	return GPUMON_OK;
 }

@@ -90,8 +90,10 @@ void watch_replay_describe(const watch_replay *r, char *buf, size_t len)
 	}
 	int system_wide = !meta->kind || !strcmp(meta->kind, "record");
 	const char *what = meta->command ? meta->command : system_wide ? "all processes (gpumon record)" : "command unknown";
-	snprintf(buf, len, "RECORDING of %s, %s: %s%s%s", meta->host && meta->host[0] ? meta->host : "an unknown host",
-		 date, what, damage[0] ? "; " : "", damage);
+	char host[256], cmd[1024], lost[1024]; /* the file's strings, escaped */
+	snprintf(buf, len, "RECORDING of %s, %s: %s%s%s",
+		 cli_safe_text(host, sizeof host, meta->host && meta->host[0] ? meta->host : "an unknown host"), date,
+		 cli_safe_text(cmd, sizeof cmd, what), damage[0] ? "; " : "", cli_safe_text(lost, sizeof lost, damage));
 }
 
 /* The play position at wall time now_ns, on the recording's clock. */
@@ -179,16 +181,17 @@ double watch_replay_speed(const watch_replay *r)
 
 static void mmss(char *buf, size_t len, double s)
 {
-	unsigned t = s > 0 ? (unsigned)s : 0;
+	/* a hand-edited end can lie centuries away: hours then, and never a cast past the type */
+	unsigned long long t = s > 0 ? (s < 1e15 ? (unsigned long long)s : 1000000000000000ull) : 0;
 	if (t >= 3600)
-		snprintf(buf, len, "%u:%02u:%02u", t / 3600, t / 60 % 60, t % 60);
+		snprintf(buf, len, "%llu:%02llu:%02llu", t / 3600, t / 60 % 60, t % 60);
 	else
-		snprintf(buf, len, "%02u:%02u", t / 60, t % 60);
+		snprintf(buf, len, "%02llu:%02llu", t / 60, t % 60);
 }
 
 void watch_replay_position(const watch_replay *r, char *buf, size_t len)
 {
-	char a[16], b[16] = "?";
+	char a[32], b[32] = "?";
 	uint64_t pos = wall_to_rec(r, cli_now_ns());
 	if (r->end_known && pos > r->end_t_ns)
 		pos = r->end_t_ns;

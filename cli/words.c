@@ -88,8 +88,9 @@ const char *words_series(char *buf, size_t len, const json_t *s)
 		const char *fw = doc_str(s, "framework");
 		int seg = doc_has_num(s, "segment") && doc_num(s, "segment") > 0;
 		add(buf, len, &at, " (");
+		char safe[64]; /* the name the job's process gave itself */
 		if (fw && fw[0])
-			add(buf, len, &at, "%s, ", fw);
+			add(buf, len, &at, "%s, ", cli_safe_text(safe, sizeof safe, fw));
 		if (doc_has_num(s, "pid"))
 			add(buf, len, &at, "pid %lld", (long long)doc_num(s, "pid"));
 		else /* a CSV: its one process, unnamed */
@@ -230,10 +231,11 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 		if (json_is_object(top)) {
 			add(buf, len, &at, ", the largest pid %lld (%s", (long long)doc_num(top, "pid"),
 			    words_bytes(c, sizeof c, json_object_get(f, "top_other_bytes")));
+			char safe[121]; /* another user's text, escaped and cut to 120 bytes */
 			if (doc_str(top, "user"))
-				add(buf, len, &at, ", user %s", doc_str(top, "user"));
+				add(buf, len, &at, ", user %s", cli_safe_text(safe, sizeof safe, doc_str(top, "user")));
 			if (doc_str(top, "command"))
-				add(buf, len, &at, ": %.120s", doc_str(top, "command"));
+				add(buf, len, &at, ": %s", cli_safe_text(safe, sizeof safe, doc_str(top, "command")));
 			add(buf, len, &at, ")");
 		}
 		if (doc_has_num(f, "job_bytes"))
@@ -288,11 +290,12 @@ const char *words_who(char *buf, size_t len, const json_t *who)
 		return buf;
 	}
 	const char *user = doc_str(who, "user"), *cmd = doc_str(who, "command");
+	char u[101], c[101]; /* another user's text, escaped and cut to 100 bytes */
 	add(buf, len, &at, "pid %lld", (long long)doc_num(who, "pid"));
 	if (user && cmd)
-		add(buf, len, &at, " (%s: %.100s)", user, cmd);
+		add(buf, len, &at, " (%s: %s)", cli_safe_text(u, sizeof u, user), cli_safe_text(c, sizeof c, cmd));
 	else if (user || cmd)
-		add(buf, len, &at, " (%.100s)", user ? user : cmd);
+		add(buf, len, &at, " (%s)", cli_safe_text(c, sizeof c, user ? user : cmd));
 	return buf;
 }
 

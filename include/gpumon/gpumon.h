@@ -672,6 +672,12 @@ GPUMON_API size_t gpumon_oom_message_longest(void);
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_model gpumon_model;
 
+/* The largest byte figure gpumon takes as GPU memory: just under 1 PiB (2^50), some thousand
+ * times the largest GPU of today. Anything larger (a hand-edited file, a figure a job made up) is
+ * refused where it is read, with a message naming it, and never reaches a sum: the model's sums of
+ * at most 8192 processes then fit in a signed 64-bit integer. */
+#define GPUMON_MAX_BYTES ((1ull << 50) - 1)
+
 /* Bits of gpumon_model_config.flags */
 enum {
 	GPUMON_MODEL_TIMELINES = 1u << 0,   /* keep reduced timelines for the document (reports, charts) */
@@ -690,7 +696,8 @@ typedef struct gpumon_model_config {
 					     NULL: meta's settings, else indexes are NVML's */
 	double headroom_share;          /* alert when a GPU's free memory falls below this share of its
 					   total (0..1); 0 = no headroom alerts */
-	unsigned max_processes;         /* process summaries kept (the oldest gone go first); 0 = 4096 */
+	unsigned max_processes;         /* process summaries kept (the oldest gone go first); 0 = 4096,
+					   at most 8192 (more are taken as 8192) */
 	const char *source;             /* what was read, for the document ("run.gpumon"); NULL none */
 	const char *source_type;        /* "recording", "csv", "live"; NULL = "live" */
 } gpumon_model_config;
@@ -707,9 +714,11 @@ GPUMON_API int gpumon_model_device(gpumon_model *m, const gpumon_device_info *in
 
 /*
  * Feeds records of any kind, in time order (a record a little out of order across devices is
- * taken; one that goes back within a series is counted and skipped). Returns 0 or GPUMON_E_NOMEM
- * (the model then misses that record; what it knew stays). Events the model reads: "oom" (the
- * moment the job ran out of memory; text = the message), "alert" (an alert given live).
+ * taken; one that goes back within a series is counted and skipped). A record with a byte figure
+ * above GPUMON_MAX_BYTES is left out, counted and named in the document's source.damage. Returns 0
+ * or GPUMON_E_NOMEM (the model then misses that record; what it knew stays). Events the model
+ * reads: "oom" (the moment the job ran out of memory; text = the message), "alert" (an alert given
+ * live).
  */
 GPUMON_API int gpumon_model_add(gpumon_model *m, const gpumon_record *recs, size_t n);
 

@@ -107,6 +107,8 @@ int gpumon_model_create(const gpumon_model_config *cfg, gpumon_model **out)
 	m->cfg.meta = NULL;
 	if (!m->cfg.max_processes)
 		m->cfg.max_processes = DEFAULT_MAX_PROCESSES;
+	if (m->cfg.max_processes > MODEL_MAX_PROCESSES) /* the sums of a GPU's processes fit in 63 bits */
+		m->cfg.max_processes = MODEL_MAX_PROCESSES;
 	m->exit_status = -1;
 	int st = GPUMON_OK;
 	if (m->cfg.cuda_visible_devices && !(m->cvd = strdup(m->cfg.cuda_visible_devices)))
@@ -648,6 +650,8 @@ static void on_lost(gpumon_model *m, const gpumon_record *r)
 	struct mdev *d = gpumon__model_dev(m, r->dev);
 	if (!d)
 		return;
+	if (!d->lost_t)
+		d->lost_t = r->t_ns;
 	d->lost = 1;
 	d->info.lost = 1;
 	for (size_t i = 0; i < m->nprocs; i++) {
@@ -842,6 +846,8 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 
 static int add_one(gpumon_model *m, const gpumon_record *r)
 {
+	if (gpumon__model_refuse(m, r)) /* not GPU memory: left out before it reaches a sum, and said */
+		return GPUMON_OK;
 	if (!m->records++)
 		m->first_t = r->t_ns;
 	if (!m->meta.start_mono_ns)

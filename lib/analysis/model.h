@@ -14,6 +14,7 @@
 #define MODEL_MAX_EVENTS 500
 #define MODEL_MAX_ALERTS 1000
 #define MODEL_MAX_DEVICES 4096
+#define MODEL_MAX_PROCESSES 8192 /* with GPUMON_MAX_BYTES each, a GPU's sum stays below 2^63 */
 #define MODEL_EARLY_NS (5ull * 1000000000ull)   /* "the job's first seconds" */
 #define MODEL_OOM_WINDOW_NS (10ull * 1000000000ull)
 #define MODEL_PEAK_WINDOW_NS (60ull * 1000000000ull)
@@ -30,6 +31,7 @@ struct mdev {
 	uint64_t total, used, free, reserved, last_t;
 	int reserved_known;
 	int lost;
+	uint64_t lost_t;            /* when a record said it was lost; 0 unknown */
 	gpumon_leak *leak;          /* used (the interval minimum), a step function */
 	gpumon_peaks *peaks;        /* used_max: owner = largest rise, largest holder */
 	uint64_t floor;             /* the latest row's interval minimum (the device series' value) */
@@ -121,6 +123,8 @@ struct gpumon_model {
 	uint64_t first_t, last_t, end_t;
 	int exit_status, finished;
 	uint64_t records, refused;
+	uint64_t out_of_range;      /* records left out for a byte figure above GPUMON_MAX_BYTES ... */
+	char out_of_range_first[128]; /* ... and the first of them, described */
 	char *damage;
 	char msg[256];
 };
@@ -152,6 +156,10 @@ int gpumon__model_push_alert(gpumon_model *m, const gpumon_alert *a);
 /* The owner of a rise on dev now: the process whose figure rose most since the reference, and the
  * largest holder; job_only limits the first to the job's processes. */
 void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int64_t *owner, int64_t *largest);
+
+/* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
+ * the document names it), 0 when the model may take it. */
+int gpumon__model_refuse(gpumon_model *m, const gpumon_record *r);
 
 /* model_oom.c */
 void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text);

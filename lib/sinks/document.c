@@ -122,6 +122,30 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 			 "command", jstr_or_null(best ? best->command : NULL));
 }
 
+/* source.damage: what the model was told was lost, and the records it left out itself for a
+ * figure out of range; null when nothing was lost. */
+/* Processes whose timeline the document carries: the largest (a page draws each of them). */
+#define TIMELINE_PROCESSES 64
+
+static json_t *damage_json(const gpumon_model *m)
+{
+	if (!m->out_of_range)
+		return jstr(m->damage);
+	char note[256];
+	snprintf(note, sizeof note, "%llu record%s with a byte figure of 1 PiB or more left out (the first: %s)",
+		 (unsigned long long)m->out_of_range, m->out_of_range == 1 ? "" : "s", m->out_of_range_first);
+	if (!m->damage)
+		return jstr(note);
+	size_t n = strlen(m->damage) + strlen(note) + 3;
+	char *all = malloc(n);
+	if (!all)
+		return NULL;
+	snprintf(all, n, "%s; %s", m->damage, note);
+	json_t *j = jstr(all);
+	free(all);
+	return j;
+}
+
 static json_t *source_json(const gpumon_model *m)
 {
 	json_t *s = json_object();
@@ -137,7 +161,7 @@ static json_t *source_json(const gpumon_model *m)
 	    put(s, "kind", jstr_or_null(m->meta.kind)) || put(s, "command", jstr(m->meta.command)) ||
 	    put(s, "host", jstr_or_null(m->meta.host)) || put(s, "start_utc", utc[0] ? json_string(utc) : json_null()) ||
 	    put(s, "duration_s", num_or_null(m->records > 0, gpumon__model_seconds(m, end))) ||
-	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", jstr(m->damage)) ||
+	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", damage_json(m)) ||
 	    put(s, "records", u64(m->records))) {
 		json_decref(s);
 		return NULL;
@@ -173,10 +197,11 @@ static json_t *devices_json(const gpumon_model *m)
 		if (!x->seen)
 			continue;
 		uint64_t total = gpumon__model_total(m, (int)d);
-		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b}", "dev", (int)d, "name",
+		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o}", "dev", (int)d, "name",
 				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
 				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
-				      "lost", x->lost || x->info.lost);
+				      "lost", x->lost || x->info.lost, "lost_time",
+				      num_or_null(x->lost_t > 0, gpumon__model_seconds(m, x->lost_t)));
 		if (!o || json_array_append_new(a, o) || device_peaks(m, x, o)) {
 			json_decref(a);
 			return NULL;
@@ -454,8 +479,15 @@ static json_t *timeline_json(const gpumon_model *m)
 		if (!o || json_array_append_new(devs, o) || line_json(m, &x->line, dev_names, end, o))
 			return json_decref(t), NULL;
 	}
-	/* the 64 processes with the highest peaks, job processes first among equals */
-	size_t n = m->nprocs, take = n < 64 ? n : 64;
+	/* the 64 processes with the highest peaks, job processes first among equals; how many more had
+	   a timeline is said (processes_left_out), so that a page drawing these knows what it misses */
+	size_t n = m->nprocs, take = n < TIMELINE_PROCESSES ? n : TIMELINE_PROCESSES, with_line = 0;
+	for (size_t i = 0; i < n; i++)
+		with_line += m->procs[i].line.n > 0;
+	if (put(t, "processes_left_out", json_integer(with_line > take ? (json_int_t)(with_line - take) : 0))) {
+		json_decref(t);
+		return NULL;
+	}
 	char *taken = calloc(n ? n : 1, 1);
 	for (size_t k = 0; taken && k < take; k++) {
 		size_t best = n;
@@ -505,7 +537,9 @@ int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
 		  put(doc, "oom", oom_json(m)) || alerts_events_json(m, doc);
 	if (!bad && (flags & GPUMON_DOC_TIMELINE))
 		bad = put(doc, "timeline", timeline_json(m));
-	char *text = bad ? NULL : json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	/* ASCII: a command line's C1 controls and bidirectional overrides are \u escapes (jansson
+	   escapes C0 ones), so the text is safe to print as it is */
+	char *text = bad ? NULL : json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
 	json_decref(doc);
 	if (!text)
 		return GPUMON_E_NOMEM;

@@ -174,6 +174,29 @@ def test_killed_writer(gpumon, tmp_path):
     assert len(export_csv(gpumon, path)) == 3
 
 
+@pytest.mark.parametrize("percent", [20, 45, 66, 90])
+def test_truncated_recording_exports_what_report_reads(gpumon, tmp_path, percent):
+    """A file cut short: every row the reader gives is written (as many as gpumon report takes in), and
+    what could not be read is said on stderr, in the report's words; the exit status is 0."""
+    from test_report import big_recording  # test_report imports this module: imported when run
+    whole = big_recording(tmp_path / "whole.gpumon", 20000)
+    cut = tmp_path / "cut.gpumon"
+    data = whole.read_bytes()
+    cut.write_bytes(data[: len(data) * percent // 100])
+    r = gpumon(["report", str(cut), "--json"])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source"]["damage"] and doc["source"]["records"] > 0
+    rows = 0
+    for table in ("device", "framework"):
+        r = gpumon(["export", str(cut), "--csv", "--table", table])
+        assert r.returncode == 0, r.stderr
+        rows += len(r.stdout.splitlines()) - 1
+        assert r.stderr == (f"gpumon: export: {cut}: not everything could be read, the rest is written: "
+                            f"{doc['source']['damage']}\n"), r.stderr
+    assert rows == doc["source"]["records"]
+
+
 def test_not_a_recording(gpumon, tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello\n" * 100)

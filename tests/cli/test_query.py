@@ -588,11 +588,12 @@ def test_loop_csv_both_tables_headers_once(tmp_path):
 
 
 def test_process_name_not_utf8(tmp_path):
-    """CSV passes a name's bytes through as they are; JSON stays valid: bytes that are not UTF-8 become '?'."""
+    """CSV keeps a name's UTF-8 and shows a byte that is not UTF-8 escaped (as a terminal could take it
+    for a control); JSON stays valid: bytes that are not UTF-8 become '?'."""
     scn = (H200.encode() + f'proc 0 {PID} used=1MiB name="caf'.encode() + b'\xc3\xa9\xff"\n')
     p = start(["--query-compute-apps=pid,process_name", "--format=csv,noheader"], scn, tmp_path, text=False)
     out, err = p.communicate(timeout=10)
-    assert p.returncode == 0 and out == f"{PID}, caf".encode() + b"\xc3\xa9\xff\n"
+    assert p.returncode == 0 and out == f"{PID}, caf".encode() + b"\xc3\xa9\\xff\n"
     p = start(["--query-compute-apps=process_name", "--format=json"], scn, tmp_path, text=False)
     out, err = p.communicate(timeout=10)
     assert p.returncode == 0

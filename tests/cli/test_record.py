@@ -123,9 +123,50 @@ def test_full_disk_stops_with_a_message(tmp_path):
     _, se = p.communicate(timeout=30)
     assert p.returncode == 255, se
     assert "recording stopped, what was written stays readable" in se
+    # the last line says why by itself: whichever write failed (the loop's, the last drain's or the
+    # closing one), the reason is in the summary, never "see above"
+    summary = next(l for l in se.splitlines() if l.startswith(f"gpumon: recording {out} ("))
+    assert re.match(rf"gpumon: recording {re.escape(str(out))} \(stopped early: recording {re.escape(str(out))}: "
+                    r"\w[^)]*\): ", summary), summary
     db = sqlite3.connect(out)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert db.execute("SELECT count(*) FROM device_samples").fetchone()[0] > 10
+
+
+def test_file_size_limit_at_the_start_is_an_error_not_a_signal(tmp_path):
+    """A limit reached while the file is created: a message and status 255, not death by SIGXFSZ."""
+    def tiny_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+    out = tmp_path / "t.gpumon"
+    p = start(tmp_path, ["-o", str(out), "--duration", "0.5"], preexec_fn=tiny_files)
+    _, se = p.communicate(timeout=20)
+    assert p.returncode == 255, (p.returncode, se)
+    assert str(out) in se and "File too large" in se, se
+
+
+LOST = """\
+gpu 0 name="NVIDIA H200" total=140GiB used=1GiB
+gpu 1 name="NVIDIA H200" total=140GiB used=2GiB
+at 0.5 lost 1
+"""
+
+
+def test_gpu_lost_mid_record_is_said(tmp_path):
+    """record says the loss when it comes and in its summary; report's text says it with its time."""
+    out = tmp_path / "l.gpumon"
+    p = start(tmp_path, ["-o", str(out), "--duration", "1.5"], scenario=LOST)
+    _, se = p.communicate(timeout=20)
+    assert p.returncode == 0, se
+    said = re.search(r"gpumon: GPU 1 is lost at (\d+\.\d) s: it fell off the bus or needs a reset; the recording "
+                     r"goes on with the other GPUs\n", se)
+    assert said and 0.2 <= float(said.group(1)) <= 0.8, se
+    assert se.index("GPU 1 is lost") < se.index(f"gpumon: recording {out}:")  # when it came, before the end
+    assert re.search(r"\n  GPU 1 LOST at 0\.\d+ s: nothing of it was recorded after that\n", se), se
+    assert "GPU 0 LOST" not in se
+    r = subprocess.run([os.path.abspath(GPUMON_BIN), "report", str(out)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^GPU 1: .*, LOST\n  lost at 0\.\d s: it fell off the bus or needs a reset", r.stdout, re.M), r.stdout
+    assert not re.search(r"^GPU 0: .*LOST", r.stdout, re.M), r.stdout
 
 
 def test_existing_file_untouched(tmp_path):

@@ -7,6 +7,8 @@ in bounded memory.
 Recordings are made from a template written by the library itself (`test_recording PATH`, see
 test_export.py), emptied and refilled here with known rows, so the schema is the library's.
 """
+import csv
+import io
 import json
 import os
 import random
@@ -643,3 +645,44 @@ def test_alert_given_live_listed_once(gpumon, tmp_path):
     assert alerts[1] == "  35.0 s: over --limit (given live)"
     assert "told live" not in text
     assert "Leak:           LEAK on the framework's allocated memory (torch, pid 100)" in text
+
+
+def test_seventy_gpus_sources_and_processes_all_counted(gpumon, tmp_path):
+    """Nothing past a 64th is dropped unsaid: 70 GPUs and 70 framework sources are all reported,
+    exported and replayed; of 70 processes the page draws the 64 largest and says 6 more held memory."""
+    rec = Rec(tmp_path / "many.gpumon", exit_status=0)
+    n = 70
+    for d in range(1, n):
+        rec.db.execute("INSERT INTO devices VALUES (?, ?, 'NVIDIA H200', ?, ?, NULL)",
+                       (d, f"GPU-{d:08x}-0000-0000-0000-000000000000", f"00000000:{d:02X}:00.0", TOTAL))
+    for i in range(10):
+        s = 1 + i * 0.5
+        for d in range(n):
+            rec.db.execute("INSERT INTO device_samples (t_ns, dev, memory_api, used_bytes, free_bytes, total_bytes,"
+                           " used_min_bytes, used_max_bytes, used_max_t_ns, samples) VALUES (?, ?, 2, ?, ?, ?, ?, ?, ?, 1)",
+                           (rec.t(s), d, (d + 1) * GiB, TOTAL - (d + 1) * GiB, TOTAL, (d + 1) * GiB, (d + 1) * GiB,
+                            rec.t(s)))
+        for p in range(n):
+            rec.framework(s, 1000 + p, i, GiB + p * MiB, 2 * GiB)
+            rec.process(s, 1000 + p, (p + 1) * MiB, job=True)
+    path = rec.close()
+    r = gpumon(["report", str(path), "--json", "--html", str(tmp_path / "many.html")])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [d["dev"] for d in doc["devices"]] == list(range(n))
+    assert sorted(f["pid"] for f in doc["frameworks"]) == [1000 + p for p in range(n)]
+    assert doc["source"]["damage"] is None
+    page = (tmp_path / "many.html").read_text()
+    m = re.search(r'<script type="application/json" id="gpumon-data">(.*?)</script>', page, re.S)
+    timeline = json.loads(m.group(1))["timeline"]
+    assert len(timeline["devices"]) == n and len(timeline["framework"]) == n
+    assert len(timeline["processes"]) == 64 and timeline["processes_left_out"] == n - 64
+    assert {p["pid"] for p in timeline["processes"]} == {1000 + p for p in range(n - 64, n)}  # the largest
+    assert "6 more processes held memory than are drawn here: the charts show the 64 with the highest peaks" in page
+    for table, key in (("device", "dev"), ("framework", "pid"), ("process", "pid")):
+        r = gpumon(["export", str(path), "--csv", "--table", table])
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert len({row[key] for row in csv.DictReader(io.StringIO(r.stdout))}) == n, table
+    r = gpumon(["watch", "--replay", str(path), "--speed", "0", "--batch", "-n", "1"])
+    assert r.returncode == 0, r.stderr
+    assert len(re.findall(r"^GPU \d+ ", r.stdout, re.M)) == n

@@ -423,6 +423,43 @@ static void test_bounded(void)
 	done();
 }
 
+/* Figures beyond GPUMON_MAX_BYTES (a job's made-up sample, a hand-edited file): left out before any
+ * sum, counted and named; the sums of the largest figures taken stay below 2^63. */
+static void test_out_of_range(void)
+{
+	model_new(100, 0, 0, 0, 0);
+	put(job_rec(T0, 100));
+	for (unsigned i = 0; i < 20; i++) {
+		uint64_t t = T0 + i * S;
+		proc(0, t, 100, 10 * GiB);
+		proc(0, t + 1, 200, i == 5 ? (1ull << 63) : 2 * GiB); /* 2^63: a signed sum wraps at it */
+		dev_row(0, t + 2, 12 * GiB);
+		fw(t + 3, 100, i, i == 7 ? UINT64_MAX : 4 * GiB, 6 * GiB, 0);
+	}
+	json_t *d = document(0);
+	const char *damage = json_string_value(at(d, "source.damage"));
+	ok(damage && strstr(damage, "2 records with a byte figure of 1 PiB or more left out (the first: pid 200 on GPU 0 at "
+				    "5.000 s: used 9223372036854775808 bytes)"),
+	   "refused and named: %s", damage ? damage : "(null)");
+	json_int_t others = json_integer_value(at(json_array_get(at(d, "devices"), 0), "others_peak_bytes"));
+	ok(others == 2 * (json_int_t)GiB, "the co-tenant's figure never took the made-up one (%lld)", (long long)others);
+	json_decref(d);
+	done();
+
+	/* the most processes the model keeps, each at the most it takes: the GPU's sum fits */
+	model_new(0, 0, 0, 100000, 0);
+	for (unsigned i = 0; i < 9000; i++)
+		proc(0, T0 + i, 10000 + i, GPUMON_MAX_BYTES);
+	d = document(0);
+	others = json_integer_value(at(json_array_get(at(d, "devices"), 0), "others_peak_bytes"));
+	ok(others == (json_int_t)(8192 * GPUMON_MAX_BYTES), "8192 processes kept at most, their sum exact: %lld",
+	   (long long)others);
+	damage = json_string_value(at(d, "source.damage"));
+	ok(damage && strstr(damage, "more processes"), "the rest said: %s", damage ? damage : "(null)");
+	json_decref(d);
+	done();
+}
+
 /* ---- a job that ends ---------------------------------------------------------------------------------- */
 
 /* The job leaks, then its processes leave while rows keep coming: its series ends with it. */
@@ -539,6 +576,7 @@ int main(void)
 	test_oom_full_card();
 	test_alerts();
 	test_bounded();
+	test_out_of_range();
 	test_job_ended();
 	test_machine_gpu_oom();
 	test_device_mapping();

@@ -563,6 +563,88 @@ static void test_refused(void)
 	is_int(gpumon_reader_next(NULL, &rec), GPUMON_E_INVAL, "next(NULL)");
 }
 
+/* ---- out of memory: said as such, never as damage ------------------------------------------------- */
+
+/* SQLite's allocator, with a budget: after `budget` more allocations every one fails. */
+static sqlite3_mem_methods real_mem;
+static long budget = -1; /* < 0: no limit */
+
+/* Whether this allocation fails: once the budget is spent, every one does. */
+static int spent(void)
+{
+	if (budget < 0)
+		return 0;
+	if (budget == 0)
+		return 1;
+	budget--;
+	return 0;
+}
+
+static void *failing_malloc(int n)
+{
+	return spent() ? NULL : real_mem.xMalloc(n);
+}
+
+static void *failing_realloc(void *p, int n)
+{
+	return spent() ? NULL : real_mem.xRealloc(p, n);
+}
+
+/* Reads path with SQLite out of memory after `after` allocations. Returns the walk's outcome: the
+ * status that ended it (0 at its end), with the damage named and the message. */
+static int read_starved(const char *path, long after, char *damage, size_t dlen, char *msg, size_t mlen)
+{
+	gpumon_reader *r = NULL;
+	gpumon_record rec;
+	budget = after;
+	int st = gpumon_reader_create(path, &r);
+	if (st == GPUMON_OK)
+		while ((st = gpumon_reader_next(r, &rec)) > 0)
+			;
+	budget = -1;
+	snprintf(damage, dlen, "%s", gpumon_reader_damage(r));
+	snprintf(msg, mlen, "%s", gpumon_reader_errmsg(r));
+	gpumon_reader_destroy(r);
+	return st;
+}
+
+static void test_out_of_memory(void)
+{
+	const char *path = tmp_path("starved.gpumon");
+	gpumon_record want[32];
+	size_t n = every_kind(now_ns(), want);
+	write_file(path, NULL, want, n, 0);
+	sqlite3_shutdown(); /* the allocator can only be changed while SQLite is not initialised */
+	sqlite3_config(SQLITE_CONFIG_GETMALLOC, &real_mem);
+	sqlite3_mem_methods m = real_mem;
+	m.xMalloc = failing_malloc;
+	m.xRealloc = failing_realloc;
+	if (sqlite3_config(SQLITE_CONFIG_MALLOC, &m) != SQLITE_OK || sqlite3_initialize() != SQLITE_OK) {
+		ok(0, "SQLite's allocator could not be replaced");
+		return;
+	}
+	/* every allocation point in turn fails: the reader says out of memory, or reads it all, and
+	   never calls an intact file damaged or failing */
+	int whole = 0, starved = 0, wrong = 0;
+	char damage[1024], msg[256], first_wrong[1400] = "";
+	for (long after = 0; after < 5000 && !whole; after++) {
+		int st = read_starved(path, after, damage, sizeof damage, msg, sizeof msg);
+		if (st == GPUMON_OK && !damage[0])
+			whole = 1;
+		else if (st == GPUMON_E_NOMEM && strstr(msg, "out of memory") && !damage[0])
+			starved++;
+		else if (!wrong++)
+			snprintf(first_wrong, sizeof first_wrong, "after %ld allocations: status %d, \"%s\", damage \"%s\"",
+				 after, st, msg, damage);
+	}
+	ok(whole, "with enough memory the file reads whole");
+	ok(starved > 10, "short of memory at %d points: each said \"out of memory\"", starved);
+	ok(!wrong, "never taken for damage or a failing file (%d times; the first %s)", wrong, first_wrong);
+	sqlite3_shutdown();
+	sqlite3_config(SQLITE_CONFIG_MALLOC, &real_mem);
+	sqlite3_initialize();
+}
+
 int main(void)
 {
 	make_tmpdir("reader");
@@ -576,6 +658,7 @@ int main(void)
 	test_no_start();
 	test_damaged();
 	test_refused();
+	test_out_of_memory();
 	remove_dir(tmpdir);
 	remove_scenario();
 	return tap_done();
