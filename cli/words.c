@@ -244,9 +244,10 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 		if (json_is_true(json_object_get(oom, "also_leak")))
 			add(buf, len, &at, " The job's own memory was also rising steadily (a leak is suspected).");
 	} else if (!strcmp(cause, "leak")) {
-		add(buf, len, &at, "A leak: the job's memory floor kept rising until no room was left (on the card, or under a cap the job set). Look for tensors "
-				    "kept from one step to the next: a loss summed without .item(), outputs appended to a "
-				    "list, a graph kept alive by a stored tensor.");
+		add(buf, len, &at, "A leak: the job's memory floor kept rising until no room was left (on the card, "
+				    "or under a cap the job set). Look for tensors kept from one step to the next: a "
+				    "loss summed without .item(), outputs appended to a list, a graph kept alive by a "
+				    "stored tensor.");
 	} else if (!strcmp(cause, "pre-allocation")) {
 		if (json_is_true(json_object_get(oom, "by_early_figure")))
 			add(buf, len, &at, "The job took %s of the %s card in its first seconds: an allocator that "
