@@ -444,7 +444,8 @@ def test_help(gpumon):
     r = gpumon(["serve", "--help"])
     assert r.returncode == 0
     for opt in ("--listen", "--interval", "--processes", "--compat", "--tls-cert", "--basic-auth-file",
-                "--insecure-listen", "--max-connections", "--timeout", "--peak-window", "--replay FILE", "19400"):
+                "--insecure-listen", "--max-connections", "--max-connections-per-ip", "--timeout", "--keepalive",
+                "--peak-window", "--replay FILE", "19400"):
         assert opt in r.stdout
 
 
@@ -456,6 +457,9 @@ def test_help(gpumon):
     (["--listen", "127.0.0.1:99999"], "port above 65535"),
     (["--tls-cert", "/x"], "--tls-cert and --tls-key go together"),
     (["--bogus"], "unknown option '--bogus'"),
+    (["--max-connections-per-ip", "0"], "--max-connections-per-ip '0'"),
+    (["--keepalive", "-1"], "--keepalive '-1'"),
+    (["--timeout", "0"], "--timeout '0'"),
 ])
 def test_bad_options(gpumon, args, msg):
     from conftest import H200
@@ -780,5 +784,6 @@ def test_man_page_documents_serve():
                           env={"PATH": os.environ["PATH"], "GROFF_NO_SGR": "1"}).stdout
     text = " ".join(re.sub(r".\x08", "", text).replace("\u2010\n", "").split())
     for word in ["gpumon serve", "--listen", "--insecure-listen", "--basic-auth-file", "--compat", "19400",
-                 "--peak-window", "/healthz", "--replay"]:
+                 "--peak-window", "/healthz", "--replay", "--max-connections", "--max-connections-per-ip", "--timeout",
+                 "--keepalive"]:
         assert word in text, word
