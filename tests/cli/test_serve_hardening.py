@@ -143,6 +143,11 @@ def scrape(s, timeout=10):
     return time.monotonic() - t0, err
 
 
+def cpu_seconds(s):
+    f = open(f"/proc/{s.p.pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
 def closed_total(s, reason):
     m = parse(s.metrics())
     return one(m, "gpumon_exporter_connections_closed_total", reason=reason)
@@ -166,6 +171,7 @@ def test_slowloris_at_a_full_table(serve, many_files):
         # 15 scrapes over ~20 s, which outlast the attackers' first connections (the head deadline),
         # each with Prometheus's default timeout of 10 s: all answered
         times = []
+        t0, cpu0, reopened0 = time.monotonic(), cpu_seconds(s), attack.closed_by_server
         for _ in range(15):
             took, err = scrape(s)
             assert err is None, f"scrape {len(times) + 1} of 15 failed after {took:.1f} s: {err}; before it: {times}"
@@ -173,13 +179,17 @@ def test_slowloris_at_a_full_table(serve, many_files):
             time.sleep(1.0)
         assert sorted(times)[len(times) // 2] < 1.0, times
         assert attack.closed_by_server > 0
+        took = time.monotonic() - t0
+        # the figures BENCHMARKS.md quotes (pytest -s shows them)
+        print(f"\nslow-loris: {len(slots)} attackers; scrapes answered {len(times)}/15, p50 "
+              f"{sorted(times)[7] * 1000:.1f} ms, max {max(times) * 1000:.1f} ms; gpumon serve used "
+              f"{(cpu_seconds(s) - cpu0) / took * 100:.0f} % of a core; the attackers reopened "
+              f"{(attack.closed_by_server - reopened0) / took:.0f} connections a second")
     finally:
         attack.close()
     # what it did is counted
     assert closed_total(s, "full") > 0
     assert closed_total(s, "per_address") > 0
-    print("scrapes (s):", times, "attackers closed by the server:", attack.closed_by_server,
-          "cpu (s):", open(f"/proc/{s.p.pid}/stat").read().split()[13:15])
 
 
 def test_head_deadline_is_not_reset_by_each_byte(serve):
