@@ -3,8 +3,8 @@
 from several loopback addresses) that drip a byte of an endless request head every few seconds, or
 send nothing, and reconnect whenever they are closed, against a real `gpumon serve` on the fake
 NVML, while a scraper with Prometheus's 10 s timeout must still be answered. Also the limits one
-at a time: the deadline for a whole request head, the per-address cap, room kept in a full
-table."""
+at a time: the deadline for a whole request head (on a kept-alive connection, and behind TLS
+without credentials), the per-address cap, room kept in a full table."""
 import os
 import re
 import resource
@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from test_serve import Server, one, parse
+from test_serve import Server, one, parse, tls_files  # noqa: F401 (a fixture)
 
 HEAD = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "
 
@@ -312,3 +312,33 @@ def test_full_table_closes_the_longest_waiting(serve):
     for c in idle:
         c.close()
     assert closed_total(s, "full") >= 1
+
+
+def test_tls_listener_deadline_needs_no_credentials(serve, tls_files):
+    # basic auth is checked once a request head is in: on an exposed TLS listener, anyone can finish
+    # the handshake and drip a head without credentials. The deadline closes them on time too.
+    import ssl
+    cert, key, auth = tls_files
+    s = serve("--listen", "0.0.0.0:0", "--tls-cert", cert, "--tls-key", key, "--basic-auth-file", auth,
+              "--timeout", "2")
+    ctx = ssl.create_default_context(cafile=cert)
+    ctx.check_hostname = False
+    c = ctx.wrap_socket(socket.create_connection(("127.0.0.1", s.port), timeout=10))
+    c.sendall(HEAD)
+    t0 = time.monotonic()
+    closed_after = None
+    c.settimeout(0.25)
+    while time.monotonic() - t0 < 8:  # a byte every 0.25 s
+        try:
+            c.sendall(b"X")
+            if c.recv(100) == b"":
+                closed_after = time.monotonic() - t0
+                break
+        except socket.timeout:
+            continue
+        except (OSError, ssl.SSLError):
+            closed_after = time.monotonic() - t0
+            break
+    c.close()
+    assert closed_after is not None, "a TLS client dripping a request head kept its connection for 8 s"
+    assert 1.0 <= closed_after <= 5, closed_after
