@@ -26,12 +26,12 @@ struct conn {
 	struct conn *prev, *next;   /* in waiting or busy, oldest phase first */
 	struct conn *hprev, *hnext; /* in its address's bucket */
 	struct MHD_Connection *mc;
-	uint64_t since_ns;          /* when the phase began */
+	uint64_t since_ns; /* when the phase began */
 	int fd;
 	enum phase phase;
-	int closing;                /* shut down by the guard: out of the lists, waits for libmicrohttpd */
+	int closing; /* shut down by the guard: out of the lists, waits for libmicrohttpd */
 	unsigned hash;
-	unsigned char addr[17];     /* the address (an IPv6 one's /64) and its family: what the cap counts */
+	unsigned char addr[17]; /* the address (an IPv6 one's /64) and its family: what the cap counts */
 };
 
 struct list {
@@ -48,9 +48,9 @@ struct guard {
 	struct list waiting; /* NEW and KEPT: these may be closed to make room */
 	struct list busy;    /* BUSY: a request being answered, never closed to make room */
 	struct conn **buckets;
-	unsigned mask;       /* number of buckets - 1, a power of two less one */
-	unsigned held;       /* connections libmicrohttpd holds, closing ones included */
-	unsigned closing;    /* of which shut down by the guard (or refused), not yet freed */
+	unsigned mask;	  /* number of buckets - 1, a power of two less one */
+	unsigned held;	  /* connections libmicrohttpd holds, closing ones included */
+	unsigned closing; /* of which shut down by the guard (or refused), not yet freed */
 	atomic_ullong closed[GUARD_NREASONS];
 	int serving;
 	char start_msg[200];
@@ -313,7 +313,8 @@ void gpumon__guard_request(struct guard *g, struct MHD_Connection *mc)
 	pthread_mutex_unlock(&g->lock);
 }
 
-void gpumon__guard_completed(void *cls, struct MHD_Connection *mc, void **req_cls, enum MHD_RequestTerminationCode toe)
+void gpumon__guard_completed(void *cls, struct MHD_Connection *mc, void **req_cls,
+			     enum MHD_RequestTerminationCode toe)
 {
 	struct guard *g = cls;
 	(void)req_cls;
@@ -345,8 +346,10 @@ static void refuse_bad_heads(struct guard *g)
 			continue;
 		char msg[256];
 		int n = snprintf(msg, sizeof msg,
-				 "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n"
-				 "Content-Length: %zu\r\n\r\n%s", sizeof body - 1, body);
+				 "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: text/plain; "
+				 "charset=utf-8\r\n"
+				 "Content-Length: %zu\r\n\r\n%s",
+				 sizeof body - 1, body);
 		if (!g->l.tls && n > 0 && (size_t)n < sizeof msg) /* under TLS, only a close can be said */
 			(void)!send(c->fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		close_conn(g, c, -1);

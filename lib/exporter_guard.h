@@ -14,10 +14,10 @@ typedef __typeof__(MHD_get_connection_info) mhd_conn_info_fn;
 
 struct guard_limits {
 	unsigned max_connections; /* libmicrohttpd's table */
-	unsigned per_address;     /* connections from one address (one /64 for IPv6) */
-	unsigned head_ms;         /* a request head must arrive whole within this, and a response be taken */
-	unsigned keepalive_ms;    /* a kept-alive connection's next request head, from the previous response */
-	int tls;                  /* the sockets carry TLS: nothing can be written to them outside it */
+	unsigned per_address;	  /* connections from one address (one /64 for IPv6) */
+	unsigned head_ms;	  /* a request head must arrive whole within this, and a response be taken */
+	unsigned keepalive_ms; /* a kept-alive connection's next request head, from the previous response */
+	int tls;	       /* the sockets carry TLS: nothing can be written to them outside it */
 };
 
 /* Why connections were closed by the guard, counted for the page. */
@@ -25,7 +25,7 @@ enum guard_reason { GUARD_TIMEOUT, GUARD_FULL, GUARD_PER_ADDRESS, GUARD_NREASONS
 
 struct guard_counts {
 	unsigned long long closed[GUARD_NREASONS];
-	unsigned open;            /* connections held now */
+	unsigned open; /* connections held now */
 };
 
 struct guard;
@@ -49,7 +49,8 @@ void gpumon__guard_counts(struct guard *g, struct guard_counts *out);
  * MHD_OPTION_NOTIFY_COMPLETED and MHD_OPTION_EXTERNAL_LOGGER. */
 void gpumon__guard_notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 				     enum MHD_ConnectionNotificationCode code);
-void gpumon__guard_completed(void *cls, struct MHD_Connection *c, void **req_cls, enum MHD_RequestTerminationCode toe);
+void gpumon__guard_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+			     enum MHD_RequestTerminationCode toe);
 void gpumon__guard_log(void *cls, const char *fmt, va_list ap);
 
 #endif
