@@ -751,7 +751,7 @@ enum {
 	GPUMON_ROOM_FREE = 1,   /* the GPU's free memory now (co-tenants at their level, the driver's
 				   reserve taken out) */
 	GPUMON_ROOM_LIMIT = 2,  /* the ceiling set for the job (config limit_bytes) */
-	GPUMON_ROOM_CAP = 3,    /* the allocator's cap the framework reported */
+	GPUMON_ROOM_CAP = 3,    /* the allocator's cap the framework reported (room: cap - allocated) */
 	GPUMON_ROOM_TOTAL = 4,  /* only the GPU's total is known (a CSV): total - the figure */
 };
 
