@@ -143,8 +143,9 @@ def test_minus_one_is_not_a_figure(scenario, growing, monkeypatch):
 def test_bytes_reserved_when_there_is_no_pool(scenario, growing, monkeypatch):
     scenario(h200())
     dev = growing.local_devices()[0]
-    monkeypatch.setattr(type(dev), "memory_stats", lambda self: {"bytes_in_use": 5 * MIB, "peak_bytes_in_use": 6 * MIB,
-                                                                  "bytes_reserved": 8 * MIB, "peak_bytes_reserved": 9 * MIB})
+    stats = {"bytes_in_use": 5 * MIB, "peak_bytes_in_use": 6 * MIB, "bytes_reserved": 8 * MIB,
+             "peak_bytes_reserved": 9 * MIB}
+    monkeypatch.setattr(type(dev), "memory_stats", lambda self: stats)
     with gpumon.GPUMonitor(framework="jax", interval=1, logger=False) as mon:
         s = mon.sample()
     assert (s.allocated, s.peak, s.reserved, s.max_reserved, s.cap) == (5 * MIB, 6 * MIB, 8 * MIB, 9 * MIB, None)
@@ -396,7 +397,8 @@ print("job done", os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE"), os.environ.ge
 """
 
 
-@pytest.mark.parametrize("flags, prealloc, fraction", [([], None, None), (["--no-prealloc", "--fraction", "0.5"], "false", "0.500")])
+@pytest.mark.parametrize("flags, prealloc, fraction", [([], None, None),
+                                                      (["--no-prealloc", "--fraction", "0.5"], "false", "0.500")])
 def test_a_jax_job_under_gpumon_run(tmp_path, flags, prealloc, fraction):
     """gpumon run's JAX variables reach the job, its monitor finds jax by itself, and the recording
     and the summary name jax with its figures and limit."""
@@ -414,7 +416,8 @@ def test_a_jax_job_under_gpumon_run(tmp_path, flags, prealloc, fraction):
     db = sqlite3.connect(rec)
     assert db.execute("SELECT framework, device FROM framework_sources").fetchall() == [("jax", 0)]
     limit = int((0.5 if fraction else 0.75) * TOTAL)
-    rows = db.execute("SELECT allocated_bytes, reserved_bytes, limit_bytes FROM framework_samples ORDER BY t_ns").fetchall()
+    rows = db.execute("SELECT allocated_bytes, reserved_bytes, limit_bytes FROM framework_samples "
+                      "ORDER BY t_ns").fetchall()
     assert rows[-1][0] == 532 * MIB and rows[-1][2] == limit
     # pre-allocated: the pool is the whole limit; growing: what the arrays hold, in 2 MiB steps
     assert rows[-1][1] == (532 * MIB if prealloc else limit)
