@@ -235,6 +235,13 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
+def _cuda_index(dev: Any) -> int:
+    """CUDA's index of a jax GPU (the model's and NVML's mapping use CUDA order): its local hardware
+    id, which equals its jax id except in a multi-process run (there the ids count across processes)."""
+    hw = getattr(dev, "local_hardware_id", None)
+    return int(hw) if isinstance(hw, int) and hw >= 0 else int(dev.id)
+
+
 class JaxAdapter(Adapter):
     """JAX through Device.memory_stats(), XLA's allocator statistics: allocated = bytes_in_use,
     peak = peak_bytes_in_use, reserved = pool_bytes (what the BFC allocator took from the driver;
@@ -259,10 +266,7 @@ class JaxAdapter(Adapter):
                              "devices (a jax without CUDA support, e.g. not installed as jax[cuda12], or "
                              "JAX_PLATFORMS set to cpu)")
         self._dev = self._pick(jax, gpus, device)
-        # CUDA's index of the device (the model's and NVML's mapping use CUDA order): its local
-        # hardware id, which equals its jax id except in a multi-process run
-        hw = getattr(self._dev, "local_hardware_id", None)
-        self.device = int(hw) if isinstance(hw, int) and hw >= 0 else int(self._dev.id)
+        self.device = _cuda_index(self._dev)
         self._limit: Optional[int] = None
 
     @staticmethod
@@ -284,13 +288,14 @@ class JaxAdapter(Adapter):
             raise ValueError(f"device {device!r} is not one of this process's JAX GPUs {gpus!r}")
         if d is None:
             return gpus[0]
-        for g in gpus:
-            hw = getattr(g, "local_hardware_id", None)
-            if (hw if isinstance(hw, int) and hw >= 0 else g.id) == d:
-                return g
-        ids = ", ".join(str(g.id) for g in gpus)
+        cuda = [_cuda_index(g) for g in gpus]
+        if d in cuda:
+            return gpus[cuda.index(d)]
+        ids = [g.id for g in gpus]
         raise ValueError(f"device {d} is out of range: JAX sees {len(gpus)} GPU" + ("" if len(gpus) == 1 else "s")
-                         + f" in this process ({ids})")
+                         + f" in this process (CUDA's {', '.join(map(str, cuda))}"
+                         + (f"; jax ids {', '.join(map(str, ids))}: pass the jax Device to name one by its id)"
+                            if ids != cuda else ")"))
 
     def read(self) -> Figures:
         st = self._dev.memory_stats()  # None on a backend without statistics (the platform allocator)

@@ -57,7 +57,8 @@ class Sample:
     step, time (Unix seconds), t_ns (CLOCK_MONOTONIC ns), framework, device (the framework's
     index); allocated / peak / reserved / max_reserved (the framework's allocator; peak is the
     run's peak, kept across section() resets); cap (the allocator's cap: set in the code with
-    torch.cuda.set_per_process_memory_fraction, or JAX's limit); process (this process on the GPU, from NVML);
+    torch.cuda.set_per_process_memory_fraction, or JAX's limit); process (this process on the
+    GPU, from NVML);
     device_used / device_reserved (by the driver) / device_free / device_total; util_gpu (%);
     unaccounted = process - reserved (CUDA context, library workspaces, other allocators).
     """

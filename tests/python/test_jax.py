@@ -284,7 +284,7 @@ def test_default_device_is_the_first_or_jaxs_default(scenario, jax):
 def test_device_out_of_range(scenario, jax, form):
     two_gpus(scenario)
     jax._fake.reset(2)
-    with pytest.raises(ValueError, match=r"out of range: JAX sees 2 GPUs in this process \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"out of range: JAX sees 2 GPUs in this process \(CUDA's 0, 1\)$"):
         gpumon.GPUMonitor(device=form, framework="jax", logger=False)
 
 
@@ -316,7 +316,8 @@ def test_multi_process_ids_map_by_local_hardware_id(scenario, jax, monkeypatch):
         assert mon.device == 0 and mon.nvml_index == 1
     with gpumon.GPUMonitor(device=jax.local_devices()[1], framework="jax", logger=False) as mon:
         assert mon.device == 1 and mon.nvml_index == 0
-    with pytest.raises(ValueError, match=r"out of range: JAX sees 2 GPUs in this process \(4, 5\)"):
+    with pytest.raises(ValueError, match=r"out of range: JAX sees 2 GPUs in this process \(CUDA's 0, 1; "
+                                         r"jax ids 4, 5: pass the jax Device to name one by its id\)"):
         gpumon.GPUMonitor(device=4, framework="jax", logger=False)
 
 
