@@ -6,7 +6,6 @@ a typed event holding the model's figures), the projection of out-of-memory as a
 headroom threshold."""
 import inspect
 import logging
-import os
 import random
 import subprocess
 import sys

@@ -14,7 +14,7 @@ import warnings
 
 import pytest
 
-from conftest import GIB, MIB, ROOT, TOTAL, Clock, child_env, h200
+from conftest import GIB, MIB, ROOT, Clock, child_env, h200
 
 import gpumon
 from gpumon._sinks import TB_TAGS
