@@ -57,10 +57,13 @@ def run_lightning(kind, out):
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
+    import torch.utils.data
     try:
         import lightning.pytorch as L
+        from lightning.pytorch.loggers import CSVLogger, Logger
     except ImportError:
         import pytorch_lightning as L
+        from pytorch_lightning.loggers import CSVLogger, Logger
     from gpumon.lightning import GPUMonitorCallback
 
     torch.manual_seed(0)
@@ -95,7 +98,7 @@ def run_lightning(kind, out):
             self.allocated[trainer.global_step] = torch.cuda.memory_allocated()
             time.sleep(STEP_S)
 
-    class Keep(L.loggers.Logger):
+    class Keep(Logger):
         """What the Trainer's loggers are given."""
 
         def __init__(self):
@@ -123,7 +126,7 @@ def run_lightning(kind, out):
     cb = GPUMonitorCallback(every_n_steps=1, on_alert=events.append, adjust=(kind == "leak"),
                             checkpoint_dir=os.path.join(out, f"lightning-{kind}-ckpt"))
     probe, keep = Probe(), Keep()
-    csv = L.loggers.CSVLogger(os.path.join(out, f"lightning-{kind}-csv"))
+    csv = CSVLogger(os.path.join(out, f"lightning-{kind}-csv"))
     trainer = L.Trainer(max_steps=STEPS, accelerator="gpu", devices=1, logger=[keep, csv], callbacks=[cb, probe],
                         log_every_n_steps=10, enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, default_root_dir=out)
@@ -140,6 +143,7 @@ def run_lightning(kind, out):
 
 def run_hf(kind, out):
     import torch
+    import torch.utils.data
     import transformers
     from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
     from gpumon.hf import GPUMonitorCallback

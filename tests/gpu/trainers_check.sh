@@ -35,6 +35,10 @@ export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 # the runs' own warnings are theirs; the check counts gpumon's lines
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
+if [ "$(left)" -lt 70 ]; then  # the runs take about a minute
+	echo "FAIL build: $(($(date +%s) - start)) s, too little time left for the runs" | tee -a "$OUT/trainers_check.txt"
+	exit 1
+fi
 tmp=$(mktemp -d)
 runs_s=$(($(left) - 10))
 timeout "$(left)" "$PY" tests/gpu/trainers_check.py --out "$tmp" --deadline-s "$runs_s" "$@" 2>&1 | tail -n 40
