@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Under `gpumon run`: the monitor inside the job reports to the launcher's socket, and the one
-recording holds the framework samples and step markers next to the NVML samples."""
+recording holds the framework samples and step markers next to the NVML samples; a leak alert is
+one line on stderr, the launcher's, and a headroom alert (which the launcher does not print) the
+monitor's."""
 import os
 import sqlite3
 import subprocess
