@@ -11,6 +11,8 @@ sees it (NVML), in one place, with early leak alerts.
 Also: gpumon.report(path) (a recording's report, as `gpumon report PATH --json`),
 gpumon.log_memory(step), gpumon.get_gpu_info(device_id=0), gpumon.limit_pool(...),
 gpumon.suggest_batch_size(points). help(gpumon.GPUMonitor) describes every argument.
+Trainers: gpumon.lightning.GPUMonitorCallback (PyTorch Lightning) and gpumon.hf.GPUMonitorCallback
+(Hugging Face Trainer), imported on their own so that `import gpumon` imports neither.
 """
 import json as _json
 import os as _os
@@ -18,12 +20,13 @@ from typing import Any, Dict
 
 from ._gpumon import Error, version as _libversion
 from ._gpumon import report as _report_text
+from ._events import AlertEvent
 from ._tools import get_gpu_info, limit_pool, log_memory, suggest_batch_size
 from .monitor import (GPUMonitor, GpumonWarning, HeadroomWarning, LeakWarning, Sample, Section,
                       SinkWarning)
 
 __version__ = _libversion()
-__all__ = ["GPUMonitor", "Sample", "Section", "Error", "GpumonWarning", "LeakWarning", "HeadroomWarning",
+__all__ = ["GPUMonitor", "Sample", "Section", "AlertEvent", "Error", "GpumonWarning", "LeakWarning", "HeadroomWarning",
            "SinkWarning", "report", "log_memory", "get_gpu_info", "limit_pool", "suggest_batch_size"]
 
 

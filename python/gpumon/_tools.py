@@ -195,32 +195,43 @@ def _nvml_total() -> Optional[int]:
 # ---- suggest_batch_size --------------------------------------------------------------------------
 
 def suggest_batch_size(points: Sequence[Tuple[int, int]], limit_bytes: Optional[int] = None, margin: float = 0.10,
-                       multiple_of: int = 1, device: Any = None, framework: str = "auto") -> int:
+                       multiple_of: int = 1, device: Any = None, framework: str = "auto",
+                       fixed_bytes: Optional[int] = None) -> int:
     """The largest batch size whose peak fits the memory available, with a margin.
 
     points: two or more measured (batch size, peak allocated bytes), e.g. from
     GPUMonitor.summary()["peak_allocated_bytes"] or section() peaks at two batch sizes. The peak
-    is modelled as fixed + per_sample * batch (least squares). limit_bytes: what the allocator
+    is modelled as fixed + per_sample * batch (least squares); fixed_bytes, when known (what stays
+    allocated between steps: weights, gradients, optimizer state), is taken as the fixed part, and
+    then one point is enough (a run at one batch size). limit_bytes: what the allocator
     may reach; None = the GPU's free memory now plus what the framework has reserved (its cached
     blocks are reusable), from NVML and the framework. margin: share of limit_bytes kept free
     (fragmentation, workspaces). Returns a multiple of multiple_of (at least 0). ValueError when
-    the points do not let a size be computed (fewer than 2 distinct sizes, or a peak that does
-    not grow with the batch)."""
+    the points do not let a size be computed (fewer than 2 distinct sizes without fixed_bytes, or
+    a peak that does not grow with the batch)."""
     pts = [(int(b), int(p)) for b, p in points]
-    if len({b for b, _ in pts}) < 2:
-        raise ValueError("suggest_batch_size needs measured peaks at two or more different batch sizes")
+    if not pts or (fixed_bytes is None and len({b for b, _ in pts}) < 2):
+        raise ValueError("suggest_batch_size needs measured peaks at two or more different batch sizes "
+                         "(or one, with fixed_bytes)")
     if any(b <= 0 or p < 0 for b, p in pts):
         raise ValueError("batch sizes must be positive and peaks non-negative")
+    if fixed_bytes is not None and (isinstance(fixed_bytes, bool) or not isinstance(fixed_bytes, int)
+                                    or fixed_bytes < 0):
+        raise ValueError(f"fixed_bytes must be None or a whole number of bytes >= 0, got {fixed_bytes!r}")
     if not 0 <= margin < 1:
         raise ValueError(f"margin must be in [0, 1), got {margin!r}")
     if multiple_of < 1:
         raise ValueError(f"multiple_of must be at least 1, got {multiple_of!r}")
-    n = len(pts)
-    mb = sum(b for b, _ in pts) / n
-    mp = sum(p for _, p in pts) / n
-    sbb = sum((b - mb) ** 2 for b, _ in pts)
-    per = sum((b - mb) * (p - mp) for b, p in pts) / sbb
-    fixed = mp - per * mb
+    if fixed_bytes is not None:  # least squares through (0, fixed_bytes)
+        fixed = fixed_bytes
+        per = sum(b * (p - fixed) for b, p in pts) / sum(b * b for b, _ in pts)
+    else:
+        n = len(pts)
+        mb = sum(b for b, _ in pts) / n
+        mp = sum(p for _, p in pts) / n
+        sbb = sum((b - mb) ** 2 for b, _ in pts)
+        per = sum((b - mb) * (p - mp) for b, p in pts) / sbb
+        fixed = mp - per * mb
     if per <= 0:
         raise ValueError("the measured peak does not grow with the batch size: cannot extrapolate")
     if limit_bytes is None:

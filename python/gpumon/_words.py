@@ -79,6 +79,12 @@ def leak_alert(a: Dict[str, Any], gpu: Any) -> str:
     return f"gpumon: memory leak suspected on GPU {gpu}: {series(a.get('series'))} {rate(a)}{to_oom(a)}"
 
 
+def oom_projected(v: Dict[str, Any], gpu: Any, within: int) -> str:
+    """The model's projection of out-of-memory, once it came within the steps the user gave."""
+    return (f"gpumon: out of memory projected on GPU {gpu} within {within:,} steps: {series(v.get('series'))} "
+            f"{rate(v)}{to_oom(v)}")
+
+
 def headroom_alert(a: Dict[str, Any], gpu: Any, share: float, step: Any) -> str:
     """A headroom alert: the GPU's free and total memory, and the share the monitor was given."""
     return (f"gpumon: GPU {gpu} has {human(a.get('free_bytes'))} free of {human(a.get('total_bytes'))}, "

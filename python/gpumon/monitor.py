@@ -16,6 +16,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional
 
 from . import _gpumon, _words
+from ._events import AlertEvent, from_alert
 from ._frameworks import Adapter, make_adapter, nvml_index
 from ._sinks import (CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, RunSocketSink, Sink,
                      TensorBoardSink, human)
@@ -184,13 +185,38 @@ def _logger_emit(logger: Any) -> Optional[Callable[[str], None]]:
     raise ValueError(f"logger must be a logging.Logger, a callable taking a line, None or False, got {logger!r}")
 
 
-def _logger_warn(logger: Any) -> Callable[[str], None]:
-    """Where alerts go besides `warnings`: the user's logger or callable, else logger "gpumon"."""
+def _logger_warn(logger: Any) -> Optional[Callable[[str], None]]:
+    """Where alerts go besides the one line on stderr: the logger or callable the user gave, else
+    nowhere (the default logger and False add no second line)."""
     if isinstance(logger, logging.Logger):
         return logger.warning
-    if callable(logger) and logger is not None and logger is not False:
+    if callable(logger):
         return logger
-    return log.warning
+    return None
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel that makes a warning raised by this function's caller name the first frame
+    outside the package: the user's line that called step() or sample(), however deep the path
+    through the monitor was."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _PACKAGE_DIR:
+        level += 1
+        f = f.f_back
+    return level
+
+
+def _rank(rank: Any) -> Optional[int]:
+    """rank=, else $RANK (torchrun, Lightning and Accelerate set it in each process), else None."""
+    if rank is None:
+        env = os.environ.get("RANK", "")
+        return int(env) if env.isdigit() else None
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+        raise ValueError(f"rank must be None or a whole number >= 0, got {rank!r}")
+    return rank
 
 
 _identity: Dict[str, Optional[str]] = {}
@@ -245,13 +271,21 @@ class GPUMonitor:
       prometheus_port  serve /metrics on 127.0.0.1:PORT from this process (0: a free port; see
                  .prometheus_address): libgpumon's exporter, the metrics of `gpumon serve`
                  (docs/metrics.md) plus this process's allocator figures at each sample.
-      on_alert   called once per alert with a dict: the alert as the run model's document has
-                 it (kind "leak" or "headroom", figures), plus message and step.
-      min_headroom  warn when the GPU's free memory falls below this share of its total (0..1;
+      on_alert   called once per alert with a gpumon.AlertEvent (kind "leak", "headroom_low" or
+                 "oom_projected", the model's figures, step, device, rank, message); what it
+                 raises reaches the training loop.
+      min_headroom  alert when the GPU's free memory falls below this share of its total (0..1;
                  None: never).
-      leak_detection  warn when the run model's leak detector alerts (on the allocator's
+      leak_detection  alert when the run model's leak detector does (on the allocator's
                  allocated bytes, else this process's NVML figure); leak() gives its verdict.
+      oom_within_steps  after a leak alert, an "oom_projected" event for on_alert once the
+                 model projects out-of-memory within this many steps (None: no such event).
+      rank       this process's rank in a distributed job, for on_alert's events (None: $RANK
+                 when set).
 
+    An alert is told once: outside `gpumon run` as one warning (LeakWarning, HeadroomWarning)
+    naming the line that called step(), plus a line to the logger or callable given as logger=;
+    under `gpumon run` the launcher prints leak alerts, so the monitor adds no line of its own.
     Under `gpumon run` (GPUMON_RUN_SOCKET set), samples and steps also go to the launcher.
     Without an NVIDIA driver, the framework's figures are still taken (NVML fields None, one
     warning); framework="none" then raises gpumon.Error. Not thread-safe: use from one thread.
@@ -260,8 +294,9 @@ class GPUMonitor:
 
     def __init__(self, device: Any = None, interval: Optional[int] = None, framework: str = "auto", logger: Any = None,
                  csv: Any = None, jsonl: Any = None, tensorboard: Any = None, record: Any = None,
-                 on_alert: Optional[Callable[[Dict[str, Any]], Any]] = None, min_headroom: Optional[float] = 0.05,
-                 leak_detection: bool = True, prometheus_port: Optional[int] = None):
+                 on_alert: Optional[Callable[[AlertEvent], Any]] = None, min_headroom: Optional[float] = 0.05,
+                 leak_detection: bool = True, prometheus_port: Optional[int] = None,
+                 oom_within_steps: Optional[int] = None, rank: Optional[int] = None):
         self._closed = True
         self._countdown = _FOREVER
         self._next_ns = _FOREVER
@@ -276,6 +311,10 @@ class GPUMonitor:
             raise ValueError(f"prometheus_port must be a TCP port (0..65535; 0: any free one), got {prometheus_port!r}")
         if on_alert is not None and not callable(on_alert):
             raise ValueError(f"on_alert must be callable, got {on_alert!r}")
+        if oom_within_steps is not None and (isinstance(oom_within_steps, bool) or not isinstance(oom_within_steps, int)
+                                             or oom_within_steps <= 0):
+            raise ValueError(f"oom_within_steps must be None or a positive whole number of steps, got {oom_within_steps!r}")
+        self.rank = _rank(rank)
         emit = _logger_emit(logger)
         self._warn_line = _logger_warn(logger)
         self.interval = interval
@@ -309,6 +348,9 @@ class GPUMonitor:
         self._leak_detection = bool(leak_detection)
         self._model = self._make_model(info, min_headroom)
         self._nalerts = 0        # the model's alerts seen so far
+        self._oom_within = oom_within_steps
+        self._oom_told = False   # the oom_projected event was given
+        self._tell_alert: Optional[Callable[[str], None]] = None  # a trainer's logging instead of warnings
         self._job_told = False   # the JOB record for this process was fed
         self._steps = 0
         self._samples = 0
@@ -474,10 +516,12 @@ class GPUMonitor:
             except Exception as e:
                 self._drop_sink(sink, e)
 
-    def _event(self, kind: str, text: str, t_ns: Optional[int] = None) -> None:
+    def _event(self, kind: str, text: str, t_ns: Optional[int] = None, to_launcher: bool = True) -> None:
         t_ns = _now_ns() if t_ns is None else t_ns
         self._model.event(t_ns, kind, text)
         for sink in list(self._sinks):
+            if not to_launcher and isinstance(sink, RunSocketSink):
+                continue
             try:
                 sink.event(t_ns, kind, text)
             except Exception as e:
@@ -498,23 +542,50 @@ class GPUMonitor:
     # ---- alerts ---------------------------------------------------------------------------------
 
     def _check_alerts(self, s: Sample) -> None:
-        """The alerts the model gave on this sample's records, worded and told."""
+        """The alerts the model gave on this sample's records, worded and told; then, once a leak
+        was told and oom_within_steps asks for it, the model's projection of out-of-memory."""
         for a in self._model.alerts(self._nalerts):
             self._nalerts += 1
             if a["kind"] == "leak" and self._leak_detection:
-                self._alert(a, _words.leak_alert(a, self.device), LeakWarning, s)
+                self._alert(a, "leak", _words.leak_alert(a, self.device), LeakWarning, s)
             elif a["kind"] == "headroom" and self._min_headroom is not None:
-                self._alert(a, _words.headroom_alert(a, self.device, self._min_headroom, s.step), HeadroomWarning, s)
+                self._alert(a, "headroom_low", _words.headroom_alert(a, self.device, self._min_headroom, s.step),
+                            HeadroomWarning, s)
+        if self._oom_within is not None and not self._oom_told and self._on_alert is not None and \
+                any(a["kind"] == "leak" for a in self.alerts):
+            self._check_projection(s)
 
-    def _alert(self, info: Dict[str, Any], msg: str, category: type, s: Sample) -> None:
+    def _check_projection(self, s: Sample) -> None:
+        v = self._model.verdict()
+        if not v or v.get("verdict") != "leak" or not v.get("alert") or v.get("steps_to_oom") is None \
+                or v["steps_to_oom"] > self._oom_within:
+            return
+        self._oom_told = True
+        a = dict(v, kind="oom_projected", message=_words.oom_projected(v, self.device, self._oom_within),
+                 step=s.step)
+        self._on_alert(from_alert(a, "oom_projected", self.device, self.rank))
+
+    def _launcher_tells(self, kind: str) -> bool:
+        """Under `gpumon run` the launcher's model judges the same samples and prints its leak
+        alert on stderr (cli/cmd_run.c tell_alerts); headroom it does not print."""
+        return kind == "leak" and any(isinstance(k, RunSocketSink) for k in self._sinks)
+
+    def _alert(self, info: Dict[str, Any], kind: str, msg: str, category: type, s: Sample) -> None:
         a = dict(info, message=msg, step=s.step)
         self.alerts.append(a)
-        warnings.warn(msg, category, stacklevel=4)
-        self._warn_line(msg)
+        launcher = self._launcher_tells(info["kind"])
+        if not launcher:
+            if self._tell_alert is not None:
+                self._tell_alert(msg)
+            else:
+                warnings.warn(msg, category, stacklevel=_user_stacklevel())
+        if self._warn_line is not None:
+            self._warn_line(msg)
         # at the sample's moment, the model's alert's: a report of the recording sees it was told
-        self._event("alert", msg, s.t_ns)
+        # (the launcher records its own alert, so it is not sent a second one)
+        self._event("alert", msg, s.t_ns, to_launcher=not launcher)
         if self._on_alert is not None:
-            self._on_alert(a)
+            self._on_alert(from_alert(a, kind, self.device, self.rank))
 
     # ---- sections and markers -------------------------------------------------------------------
 

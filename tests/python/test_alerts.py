@@ -1,14 +1,20 @@
 # SPDX-License-Identifier: MIT
-"""Alerts: the run model fed online with the samples' records, its leak alert worded once (through
-`warnings` and the logger: the rate, where it started, steps and time to out-of-memory and what
-bounds them, on_alert called once with the model's figures), and the headroom threshold."""
+"""Alerts: the run model fed online with the samples' records, its leak alert worded once (one
+`warnings` line naming the caller's line, a logger line only when a logger was given: the rate,
+where it started, steps and time to out-of-memory and what bounds them; on_alert called once with
+a typed event holding the model's figures), the projection of out-of-memory as an event, and the
+headroom threshold."""
+import inspect
 import logging
 import random
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import pytest
 
-from conftest import GIB, MIB, TOTAL, Clock, h200
+from conftest import GIB, MIB, TOTAL, Clock, child_env, h200
 
 import gpumon
 from gpumon._sinks import human
@@ -30,7 +36,7 @@ def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1, clock=None, s
             torch._fake.alloc(leak_per_step)
         if clock:
             clock.advance(step_s)
-        mon.step()
+        mon.step()  # the line a LeakWarning names
 
 
 def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog, monkeypatch):
@@ -44,8 +50,15 @@ def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog, mon
             training(torch, mon, 400, leak_per_step=4 * MIB, clock=clock)
     leak_w = [x for x in w if issubclass(x.category, gpumon.LeakWarning)]
     assert len(leak_w) == 1 and len(alerts) == 1
-    a = alerts[0]
-    assert a["kind"] == "leak" and a["alert"] is True and a["verdict"] == "leak"
+    # the warning names the user's line that called step(), not a line inside gpumon
+    assert leak_w[0].filename == __file__ and leak_w[0].lineno == STEP_LINE
+    ev = alerts[0]
+    assert isinstance(ev, gpumon.AlertEvent) and ev.kind == "leak" and ev.device == 0 and ev.rank is None
+    a = ev.alert
+    assert ev["kind"] == "leak" and a["alert"] is True and a["verdict"] == "leak"
+    assert (ev.rate_bytes_per_step, ev.steps_to_oom, ev.seconds_to_oom, ev.room, ev.headroom_bytes, ev.step) == \
+        (a["rate_bytes_per_step"], a["steps_to_oom"], a["seconds_to_oom"], a["room"], a["room_bytes"], a["step"])
+    assert ev.message == a["message"]
     assert a["series"]["kind"] == "framework" and a["series"]["framework"] == "torch"
     # within 30 s or 100 steps of its start, whichever is later: 300 steps of 0.1 s
     assert a["step"] <= 300, "flagged within 30 s"
@@ -60,9 +73,111 @@ def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog, mon
                           f"a step from step {a['start_step']}; ")
     assert f"out of memory in about {a['steps_to_oom']:,.0f} more steps (about " in msg
     assert f"at this rate, against the GPU's free memory ({human(a['room_bytes'])} left)" in msg
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == [msg]
+    # logger=False: no logger line besides the warning
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == []
     assert mon.summary()["alerts"][0]["kind"] == "leak"
     assert mon.leak()["verdict"] == "leak" and mon.leak()["alert"] is True
+
+
+STEP_LINE = next(i for i, line in enumerate(inspect.getsourcelines(training)[0], inspect.getsourcelines(training)[1])
+                 if "the line a LeakWarning names" in line)
+
+
+@pytest.mark.parametrize("how", ["every step", "by time", "sample()"])
+def test_the_warning_names_the_callers_line_on_every_path(scenario, torch, monkeypatch, how):
+    """step() reaches the alert through sample() (interval=N) or directly (by time), or the user
+    calls sample(): the warning names the user's line each time."""
+    scenario(h200(used="139GiB"))
+    Clock(monkeypatch)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1 if how == "every step" else None, logger=False) as mon:
+            line = inspect.currentframe().f_lineno + 1
+            mon.sample() if how == "sample()" else mon.step()
+    hw = [x for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
+    assert len(hw) == 1 and (hw[0].filename, hw[0].lineno) == (__file__, line)
+
+
+LEAKING_JOB = """
+import time, torch, gpumon, gpumon.monitor
+# a clock of the job's own: 0.25 s a step, so that 120 steps are the 30 s the detector needs
+t0, m0, now = time.time(), time.monotonic_ns(), [0.0]
+time.time = lambda: t0 + now[0]
+gpumon.monitor._now_ns = lambda: m0 + int(now[0] * 1e9)
+torch._fake.alloc(2 << 30)
+mon = gpumon.GPUMonitor(interval=1, min_headroom=None{logger})
+for i in range(120):
+    torch._fake.alloc(4 << 20)
+    now[0] += 0.25
+    mon.step()
+mon.close()
+print("alerts", len(mon.alerts))
+"""
+
+
+@pytest.mark.parametrize("logger", ["", ", logger=False"])
+def test_one_alert_once_on_stderr_outside_gpumon_run(tmp_path, logger):
+    """Outside `gpumon run`, a leak gives one LeakWarning on stderr, its source line the user's
+    mon.step(), and no logger line (the default logger prints the samples, not the alert)."""
+    (tmp_path / "train.py").write_text(textwrap.dedent(LEAKING_JOB.format(logger=logger)))
+    r = subprocess.run([sys.executable, "train.py"], env=child_env(tmp_path, h200(pid=False)), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "alerts 1" in r.stdout, r.stderr
+    told = [i for i, line in enumerate(r.stderr.splitlines()) if "leak suspected" in line]
+    assert len(told) == 1, r.stderr
+    line = r.stderr.splitlines()[told[0]]
+    step_line = textwrap.dedent(LEAKING_JOB).splitlines().index("    mon.step()") + 1
+    assert line.startswith(f"{tmp_path / 'train.py'}:{step_line}: LeakWarning: gpumon: memory leak suspected"), line
+    assert r.stderr.splitlines()[told[0] + 1].strip() == "mon.step()"
+    assert "return self.sample()" not in r.stderr
+
+
+def test_oom_projected_once_within_the_steps_given(scenario, torch, monkeypatch):
+    """oom_within_steps: after the leak alert, one oom_projected event once the model's projection
+    is within that many steps, with the model's verdict's figures; no other line is told."""
+    scenario(h200())
+    torch.cuda.set_per_process_memory_fraction(0.05)  # 7 GiB: some 1,000 steps of 4 MiB after 2 GiB
+    clock = Clock(monkeypatch)
+    events = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=events.append, min_headroom=None,
+                               oom_within_steps=900, rank=3) as mon:
+            torch._fake.alloc(2 * GIB)
+            for i in range(400):
+                torch._fake.alloc(4 * MIB)
+                clock.advance(0.1)
+                mon.step()
+                if len(events) == 1:
+                    # the alert came with more than 900 steps left: no projection event yet
+                    assert events[0].steps_to_oom > 900
+            verdict = mon.leak()
+    kinds = [e.kind for e in events]
+    assert kinds == ["leak", "oom_projected"], kinds
+    leak, oom = events
+    assert oom.rank == 3 and leak.rank == 3 and oom.step > leak.step
+    assert oom.steps_to_oom <= 900 and oom.room == "cap" and oom.rate_bytes_per_step == pytest.approx(4 * MIB, rel=0.05)
+    assert oom.message.startswith("gpumon: out of memory projected on GPU 0 within 900 steps: torch's allocated "
+                                  "memory rises by 4.0 MiB a step")
+    assert verdict["steps_to_oom"] < oom.steps_to_oom  # later, fewer: the event came once
+    assert len([x for x in w if issubclass(x.category, gpumon.GpumonWarning)]) == 1  # the leak's
+    assert len(mon.alerts) == 1
+
+
+def test_rank_comes_from_the_environment(scenario, torch, monkeypatch):
+    scenario(h200(used="139GiB"))
+    monkeypatch.setenv("RANK", "5")
+    events = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with gpumon.GPUMonitor(interval=1, logger=False, on_alert=events.append) as mon:
+            mon.step()
+    assert mon.rank == 5 and [(e.kind, e.rank) for e in events] == [("headroom_low", 5)]
+    assert events[0].headroom_bytes == events[0]["free_bytes"] and events[0].total_bytes == TOTAL
+    with pytest.raises(ValueError, match="rank must be"):
+        gpumon.GPUMonitor(rank=-1)
+    with pytest.raises(ValueError, match="oom_within_steps must be"):
+        gpumon.GPUMonitor(oom_within_steps=0)
 
 
 def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
@@ -164,7 +279,7 @@ def test_headroom_warns_once(scenario, torch):
             for _ in range(5):
                 mon.step()
     hw = [str(x.message) for x in w if issubclass(x.category, gpumon.HeadroomWarning)]
-    assert len(hw) == 1 and len(alerts) == 1 and alerts[0]["kind"] == "headroom"
+    assert len(hw) == 1 and len(alerts) == 1 and alerts[0].kind == "headroom_low" and alerts[0]["kind"] == "headroom"
     assert "below the 5% headroom at step 1" in hw[0]
 
 
@@ -215,11 +330,11 @@ def test_on_alert_exception_reaches_the_loop(scenario, torch):
     scenario(h200(used="139GiB"))
 
     def stop(alert):
-        raise RuntimeError("stop training: " + alert["kind"])
+        raise RuntimeError("stop training: " + alert.kind)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with gpumon.GPUMonitor(interval=1, logger=False, on_alert=stop) as mon:
-            with pytest.raises(RuntimeError, match="stop training: headroom"):
+            with pytest.raises(RuntimeError, match="stop training: headroom_low"):
                 mon.step()
 
 

@@ -253,8 +253,10 @@ def test_summary(scenario, torch):
 
 def test_help_is_useful():
     doc = gpumon.GPUMonitor.__doc__
-    for word in ("interval", "framework", "tensorboard", "record", "on_alert", "GPUMON_RUN_SOCKET"):
+    for word in ("interval", "framework", "tensorboard", "record", "on_alert", "AlertEvent", "oom_within_steps",
+                 "rank", "GPUMON_RUN_SOCKET"):
         assert word in doc
+    assert "leak" in gpumon.AlertEvent.__doc__ and "oom_projected" in gpumon.AlertEvent.__doc__
     assert gpumon.__version__.count(".") == 2
     import inspect
     sig = inspect.signature(gpumon.GPUMonitor)
