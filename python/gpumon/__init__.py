@@ -3,7 +3,7 @@
 sees it (NVML), in one place, with early leak alerts.
 
     import gpumon
-    mon = gpumon.GPUMonitor()      # Paddle or PyTorch: whichever is imported
+    mon = gpumon.GPUMonitor()      # PyTorch, Paddle or JAX: whichever the program imported
     for step, batch in enumerate(loader):
         ...
         mon.step()                 # a sample a few times a second
