@@ -20,7 +20,10 @@ from setuptools.command.build_ext import build_ext
 try:  # setuptools >= 70.1 has its own; before, the wheel package's
     from setuptools.command.bdist_wheel import bdist_wheel
 except ImportError:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:
+        bdist_wheel = None
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 LIMITED_API = "cp39"  # Py_LIMITED_API=0x03090000 in python/CMakeLists.txt
@@ -73,6 +76,13 @@ def elf_files(top):
                         yield p
 
 
+if bdist_wheel is None:
+    if not {"sdist", "egg_info"} & set(sys.argv):  # pip's metadata step needs it too
+        sys.exit("building gpumon needs the wheel package (Debian: python3-wheel) or setuptools >= 70.1; "
+                 "a venv made with `python3 -m venv --system-site-packages` sees Debian's")
+    bdist_wheel = object
+
+
 class Wheel(bdist_wheel):
     """Tags the wheel cp39-abi3 and, when every library its files need is bundled or glibc's,
     manylinux_2_X with X the newest GLIBC_2.X symbol version they use (readelf, binutils)."""
@@ -110,7 +120,11 @@ class Wheel(bdist_wheel):
 
 setup(
     version=version(),
+    # here rather than in pyproject.toml, where setuptools 66 calls [tool.setuptools] beta
+    packages=["gpumon"],
+    package_dir={"": "python"},
+    include_package_data=False,  # the package's .py files only, not the extension's C sources
     # one extension, for setuptools to know the wheel is not pure Python; CMake builds it
     ext_modules=[Extension("gpumon._gpumon", sources=[], py_limited_api=True)],
-    cmdclass={"build_ext": CMakeBuild, "bdist_wheel": Wheel},
+    cmdclass={"build_ext": CMakeBuild, **({"bdist_wheel": Wheel} if bdist_wheel is not object else {})},
 )
