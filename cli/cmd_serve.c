@@ -39,8 +39,14 @@ static void help(void)
 	       "  --peak-window S         peaks cover the last S to 2S seconds (default 60)\n"
 	       "  --replay FILE           serve a recording (gpumon record, gpumon run) as at its end\n"
 	       "                          instead of this machine: no driver needed\n"
-	       "  --max-connections N     simultaneous connections (default 1024)\n"
-	       "  --timeout S             close a connection idle this long (default 10)\n"
+	       "  --max-connections N     simultaneous connections (default 1024); when all are held,\n"
+	       "                          the one that has waited longest for a request makes room\n"
+	       "  --max-connections-per-ip N  connections from one address (an IPv6 /64; default 64);\n"
+	       "                          beyond it, that address's longest-waiting one is closed\n"
+	       "  --timeout S             a request head must arrive whole, and a response be taken,\n"
+	       "                          within S seconds (default 10); bytes do not extend it\n"
+	       "  --keepalive S           after a response, keep the connection S seconds for the next\n"
+	       "                          request's whole head (default 120); 0: close after each one\n"
 	       "  --tls-cert FILE --tls-key FILE   serve HTTPS with this PEM certificate and key\n"
 	       "  --basic-auth-file FILE  require HTTP basic auth; the file's first line is USER:PASSWORD\n"
 	       "  --insecure-listen       allow a non-loopback address without TLS and basic auth\n"
@@ -119,8 +125,13 @@ static int parse(int argc, char **argv, gpumon_exporter_config *c)
 			rc = parse_uint("--peak-window", v, 1, 86400, &c->peak_window_s);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--max-connections", NULL, &bad))) {
 			rc = parse_uint("--max-connections", v, 1, 65536, &c->max_connections);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--max-connections-per-ip", NULL, &bad))) {
+			rc = parse_uint("--max-connections-per-ip", v, 1, 65536, &c->max_connections_per_ip);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--timeout", NULL, &bad))) {
 			rc = parse_uint("--timeout", v, 1, 3600, &c->timeout_s);
+		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--keepalive", NULL, &bad))) {
+			rc = parse_uint("--keepalive", v, 0, 3600, &c->keepalive_s);
+			c->no_keepalive = rc == EXIT_OK && c->keepalive_s == 0;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--tls-cert", NULL, &bad))) {
 			c->tls_cert_file = v;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--tls-key", NULL, &bad))) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* exporter.c — the Prometheus exporter's life cycle and HTTP server (libmicrohttpd): binds the
  * listen address, refuses a non-loopback one without TLS and basic auth unless told otherwise,
- * answers GET/HEAD on /metrics, /healthz and / from the collector's latest snapshot, and bounds
- * what a client can make it hold (connections, header bytes, idle time). */
+ * answers GET/HEAD on /metrics, /healthz and / from the collector's latest snapshot over kept-alive
+ * connections, and bounds what a client can make it hold (header bytes here; connections, per
+ * address and in time, in exporter_guard.c). */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -21,11 +22,14 @@
 #include <unistd.h>
 
 #include "exporter.h"
+#include "exporter_guard.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:19400"
 #define MEMORY_LIMIT (16 * 1024) /* per connection: request line and headers (~8 KiB) */
 #define MAX_FILE (1024 * 1024)   /* certificate, key, password file */
 #define HEALTHY_NS 5000000000ull  /* /healthz fails when the snapshot is older than this */
+#define DEFAULT_PER_ADDRESS 64    /* connections from one address: Prometheus servers and people need a few */
+#define DEFAULT_KEEPALIVE_S 120   /* longer than the usual scrape intervals (15 s to 1 min) */
 
 static const char CONTENT_TYPE[] = "text/plain; version=0.0.4; charset=utf-8";
 static const char INDEX_HTML[] =
@@ -49,6 +53,7 @@ struct mhd_api {
 	__typeof__(MHD_queue_response) *queue_response;
 	__typeof__(MHD_destroy_response) *destroy_response;
 	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
+	__typeof__(MHD_get_connection_info) *get_connection_info;
 };
 
 static int load_mhd(gpumon_exporter *e)
@@ -66,6 +71,7 @@ static int load_mhd(gpumon_exporter *e)
 		{"MHD_queue_response", offsetof(struct mhd_api, queue_response)},
 		{"MHD_destroy_response", offsetof(struct mhd_api, destroy_response)},
 		{"MHD_lookup_connection_value", offsetof(struct mhd_api, lookup_connection_value)},
+		{"MHD_get_connection_info", offsetof(struct mhd_api, get_connection_info)},
 	};
 	e->api = calloc(1, sizeof *e->api);
 	if (!e->api)
@@ -229,12 +235,14 @@ static int b64_value(unsigned char c)
 	return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* Decodes base64 (with or without padding) into out; returns the length or -1. */
+/* Decodes canonical base64 (padded, or unpadded) into out; returns the length, or -1 for anything
+ * else: a character outside the alphabet, a bad or misplaced padding, bits left over, anything
+ * after the padding. */
 static long b64_decode(const char *in, unsigned char *out, size_t cap)
 {
-	size_t n = 0;
+	size_t n = 0, chars = 0;
 	unsigned acc = 0, bits = 0;
-	for (; *in && *in != '='; in++) {
+	for (; *in && *in != '='; in++, chars++) {
 		int v = b64_value((unsigned char)*in);
 		if (v < 0)
 			return -1;
@@ -247,6 +255,9 @@ static long b64_decode(const char *in, unsigned char *out, size_t cap)
 			out[n++] = (unsigned char)(acc >> bits);
 		}
 	}
+	size_t pad = strspn(in, "=");
+	if (in[pad] || chars % 4 == 1 || pad > 2 || (pad && (chars + pad) % 4 != 0) || (acc & ((1u << bits) - 1)) != 0)
+		return -1;
 	return (long)n;
 }
 
@@ -271,33 +282,40 @@ static int authorized(gpumon_exporter *e, struct MHD_Connection *c)
 	return n >= 0 && equal_ct(dec, (size_t)n, e->auth, e->auth_len);
 }
 
-static enum MHD_Result reply(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *type, const char *body,
-			     size_t len, enum MHD_ResponseMemoryMode mode, const char *hname, const char *hvalue)
+/* Queues r with the headers every response carries, and frees the caller's reference. */
+static enum MHD_Result send_response(gpumon_exporter *e, struct MHD_Connection *c, unsigned status,
+				     struct MHD_Response *r, const char *type)
 {
-	struct MHD_Response *r = api->create_response_from_buffer(len, (void *)body, mode);
-	if (!r) {
-		if (mode == MHD_RESPMEM_MUST_FREE)
-			free((void *)body);
-		return MHD_NO;
-	}
+	const struct mhd_api *api = e->api;
 	api->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	api->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (hname)
-		api->add_response_header(r, hname, hvalue);
+	if (e->no_keepalive)
+		api->add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = api->queue_response(c, status, r);
 	api->destroy_response(r);
 	return ret;
 }
 
-static enum MHD_Result text(const struct mhd_api *api, struct MHD_Connection *c, unsigned status, const char *msg)
+static enum MHD_Result reply(gpumon_exporter *e, struct MHD_Connection *c, unsigned status, const char *type,
+			     const char *body, size_t len, const char *hname, const char *hvalue)
 {
-	return reply(api, c, status, "text/plain; charset=utf-8", msg, strlen(msg), MHD_RESPMEM_PERSISTENT, NULL, NULL);
+	struct MHD_Response *r = e->api->create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	if (hname)
+		e->api->add_response_header(r, hname, hvalue);
+	return send_response(e, c, status, r, type);
+}
+
+static enum MHD_Result text(gpumon_exporter *e, struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply(e, c, status, "text/plain; charset=utf-8", msg, strlen(msg), NULL, NULL);
 }
 
 /* A /metrics response: the shared snapshot and this scrape's own families. */
 struct scrape {
 	struct snapshot *snap;
-	char tail[512];
+	char tail[2048];
 };
 
 static void scrape_free(void *cls)
@@ -307,13 +325,39 @@ static void scrape_free(void *cls)
 	free(r);
 }
 
+/* The families of this scrape: the exporter's own counters, read now. Returns the length, 0 if
+ * they do not fit (they do: 2 KiB holds them with room to spare). */
+static size_t scrape_tail(gpumon_exporter *e, char *buf, size_t cap)
+{
+	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
+	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
+	struct guard_counts gc;
+	gpumon__guard_counts(e->guard, &gc);
+	int k = snprintf(buf, cap,
+			 "# HELP gpumon_exporter_scrapes_total Requests for /metrics answered, this one included.\n"
+			 "# TYPE gpumon_exporter_scrapes_total counter\ngpumon_exporter_scrapes_total %llu\n"
+			 "# HELP gpumon_exporter_scrape_duration_seconds Time the previous /metrics request took to answer, in seconds.\n"
+			 "# TYPE gpumon_exporter_scrape_duration_seconds gauge\ngpumon_exporter_scrape_duration_seconds %.9f\n"
+			 "# HELP gpumon_exporter_connections HTTP connections open, this one included.\n"
+			 "# TYPE gpumon_exporter_connections gauge\ngpumon_exporter_connections %u\n"
+			 "# HELP gpumon_exporter_connections_closed_total Connections the exporter closed before the client did, by "
+			 "reason: timeout (a request head not whole, or a response not taken, in time), full (the connection table "
+			 "was full: the one that had waited longest for a request), per_address (its address held its maximum).\n"
+			 "# TYPE gpumon_exporter_connections_closed_total counter\n"
+			 "gpumon_exporter_connections_closed_total{reason=\"timeout\"} %llu\n"
+			 "gpumon_exporter_connections_closed_total{reason=\"full\"} %llu\n"
+			 "gpumon_exporter_connections_closed_total{reason=\"per_address\"} %llu\n",
+			 n, last, gc.open, gc.closed[GUARD_TIMEOUT], gc.closed[GUARD_FULL], gc.closed[GUARD_PER_ADDRESS]);
+	return k > 0 && (size_t)k < cap ? (size_t)k : 0;
+}
+
 /* Answers /metrics with the latest snapshot (sent from where it lies, no copy) and the per-scrape
  * families after it. */
 static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uint64_t t0)
 {
 	struct scrape *r = malloc(sizeof *r);
 	if (!r)
-		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
+		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
 	pthread_mutex_lock(&e->snap_lock);
 	r->snap = e->snap;
 	if (r->snap)
@@ -321,48 +365,41 @@ static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uin
 	pthread_mutex_unlock(&e->snap_lock);
 	if (!r->snap) {
 		free(r);
-		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
+		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
 	}
-	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
-	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
-	int k = snprintf(r->tail, sizeof r->tail,
-			 "# HELP gpumon_exporter_scrapes_total Requests for /metrics answered, this one included.\n"
-			 "# TYPE gpumon_exporter_scrapes_total counter\ngpumon_exporter_scrapes_total %llu\n"
-			 "# HELP gpumon_exporter_scrape_duration_seconds Time the previous /metrics request took to answer, in seconds.\n"
-			 "# TYPE gpumon_exporter_scrape_duration_seconds gauge\ngpumon_exporter_scrape_duration_seconds %.9f\n",
-			 n, last);
 	struct MHD_IoVec iov[2] = {
 		{r->snap->data, r->snap->len},
-		{r->tail, k > 0 && (size_t)k < sizeof r->tail ? (size_t)k : 0},
+		{r->tail, scrape_tail(e, r->tail, sizeof r->tail)},
 	};
 	struct MHD_Response *resp = e->api->create_response_from_iovec(iov, 2, scrape_free, r);
 	if (!resp) {
 		scrape_free(r);
 		return MHD_NO;
 	}
-	e->api->add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
-	e->api->add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	enum MHD_Result ret = e->api->queue_response(c, MHD_HTTP_OK, resp);
-	e->api->destroy_response(resp);
+	enum MHD_Result ret = send_response(e, c, MHD_HTTP_OK, resp, CONTENT_TYPE);
 	atomic_store(&e->last_scrape_ns, gpumon__now_ns() - t0);
 	return ret;
 }
 
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+/* Whether the request announces a body. A response queued before the body is read makes
+ * libmicrohttpd close the connection after it (it will not read a body it was not asked for), so
+ * only such requests are answered at once. */
+static int has_body(gpumon_exporter *e, struct MHD_Connection *c)
 {
-	gpumon_exporter *e = cls;
-	(void)version;
-	(void)upload_data;
-	(void)upload_data_size;
-	(void)req_cls;
+	const char *len = e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
+	       (len && strcmp(len, "0") != 0);
+}
+
+static enum MHD_Result answer(gpumon_exporter *e, struct MHD_Connection *c, const char *url, const char *method)
+{
 	uint64_t t0 = gpumon__now_ns();
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply(e->api, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
-			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		return reply(e, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
+			     MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	if (!authorized(e, c))
-		return reply(e->api, c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
-			     MHD_RESPMEM_PERSISTENT, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpumon\", charset=\"UTF-8\"");
+		return reply(e, c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
+			     MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpumon\", charset=\"UTF-8\"");
 	if (!strcmp(url, "/metrics"))
 		return metrics(e, c, t0);
 	if (!strcmp(url, "/healthz")) {
@@ -370,42 +407,83 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		uint64_t t = e->snap ? e->snap->t_ns : 0;
 		pthread_mutex_unlock(&e->snap_lock);
 		if (t && t0 - t < HEALTHY_NS)
-			return text(e->api, c, MHD_HTTP_OK, "ok\n");
-		return text(e->api, c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
+			return text(e, c, MHD_HTTP_OK, "ok\n");
+		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
 	}
 	if (!strcmp(url, "/"))
-		return reply(e->api, c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1,
-			     MHD_RESPMEM_PERSISTENT, NULL, NULL);
-	return text(e->api, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+		return reply(e, c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1, NULL, NULL);
+	return text(e, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
+}
+
+/* libmicrohttpd calls this when a request's head is in (*req_cls NULL), then again once its body is
+ * in. A request without a body is answered on the second call, so that the connection can be kept
+ * alive for the next one (a response queued on the first call closes it). */
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+			      const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
+{
+	gpumon_exporter *e = cls;
+	(void)version;
+	(void)upload_data;
+	if (!*req_cls) {
+		gpumon__guard_request(e->guard, c);
+		*req_cls = e; /* any non-NULL mark: the head was seen */
+		if (!has_body(e, c))
+			return MHD_YES;
+	}
+	*upload_data_size = 0; /* a body is not kept */
+	return answer(e, c, url, method);
 }
 
 /* ---- life cycle -------------------------------------------------------------------------------- */
 
 static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int fd)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL;
-	unsigned conns = c->max_connections ? c->max_connections : 1024;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	unsigned timeout = c->timeout_s ? c->timeout_s : 10;
+	unsigned keepalive = c->no_keepalive ? timeout : c->keepalive_s ? c->keepalive_s : DEFAULT_KEEPALIVE_S;
+	struct guard_limits gl = {
+		.max_connections = c->max_connections ? c->max_connections : 1024,
+		.per_address = c->max_connections_per_ip ? c->max_connections_per_ip : DEFAULT_PER_ADDRESS,
+		.head_ms = timeout * 1000u,
+		.keepalive_ms = keepalive * 1000u,
+		.tls = e->tls_cert != NULL,
+	};
+	e->no_keepalive = c->no_keepalive;
+	if (gpumon__guard_create(&gl, e->api->get_connection_info, &e->guard) != GPUMON_OK) {
+		close(fd);
+		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's connection guard");
+	}
 	struct MHD_OptionItem opts[8];
 	int k = 0;
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, conns, NULL};
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, timeout, NULL};
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, gl.max_connections, NULL};
+	/* libmicrohttpd's idle timeout, which each byte resets, is only a backstop: the guard's
+	   deadlines, which bytes do not extend, come first */
+	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, timeout > keepalive ? timeout : keepalive, NULL};
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL};
 	if (e->tls_cert) {
-		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			close(fd);
 			return gpumon__exporter_err(e, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
+		}
 		flags |= MHD_USE_TLS;
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, e->tls_cert};
 		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, e->tls_key};
 	}
 	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+	/* the logger first, or libmicrohttpd prints the messages of the options before it */
+	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e,
+				      MHD_OPTION_EXTERNAL_LOGGER, gpumon__guard_log, e->guard, MHD_OPTION_ARRAY, opts,
+				      MHD_OPTION_NOTIFY_CONNECTION, gpumon__guard_notify_connection, e->guard,
+				      MHD_OPTION_NOTIFY_COMPLETED, gpumon__guard_completed, e->guard, MHD_OPTION_END);
 	if (!e->mhd) {
+		const char *why = gpumon__guard_start_message(e->guard);
 		close(fd);
-		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot start the HTTP server on %s%s", e->address,
-				      e->tls_cert ? " (is the TLS certificate and key a matching PEM pair?)" : "");
+		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot start the HTTP server on %s%s%s%s", e->address,
+					    e->tls_cert ? " (is the TLS certificate and key a matching PEM pair?)" : "",
+					    why[0] ? ": libmicrohttpd says: " : "", why);
 	}
+	gpumon__guard_serving(e->guard);
 	return GPUMON_OK;
 }
 
@@ -485,9 +563,12 @@ static int start_sampling(gpumon_exporter *e, const gpumon_exporter_config *c)
  * or the first half of destroy). Idempotent. */
 static void shut(gpumon_exporter *e)
 {
+	gpumon__guard_stop(e->guard); /* it shuts sockets down: not while the daemon closes them */
 	if (e->mhd)
 		e->api->stop_daemon(e->mhd);
 	e->mhd = NULL;
+	gpumon__guard_destroy(e->guard);
+	e->guard = NULL;
 	if (e->mhd_lib)
 		dlclose(e->mhd_lib);
 	e->mhd_lib = NULL;

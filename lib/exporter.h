@@ -90,6 +90,8 @@ struct gpumon_exporter {
 	atomic_ullong scrapes;
 	atomic_ullong last_scrape_ns;
 	void *mhd;             /* struct MHD_Daemon */
+	struct guard *guard;   /* the connections' deadlines and caps (exporter_guard.c) */
+	int no_keepalive;      /* Connection: close on every response */
 	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_create (exporter.c) */
 	struct mhd_api *api;
 };

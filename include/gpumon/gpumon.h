@@ -751,7 +751,7 @@ enum {
 	GPUMON_ROOM_FREE = 1,   /* the GPU's free memory now (co-tenants at their level, the driver's
 				   reserve taken out) */
 	GPUMON_ROOM_LIMIT = 2,  /* the ceiling set for the job (config limit_bytes) */
-	GPUMON_ROOM_CAP = 3,    /* the allocator's cap the framework reported */
+	GPUMON_ROOM_CAP = 3,    /* the allocator's cap the framework reported (room: cap - allocated) */
 	GPUMON_ROOM_TOTAL = 4,  /* only the GPU's total is known (a CSV): total - the figure */
 };
 
@@ -968,8 +968,11 @@ typedef struct gpumon_exporter_config {
 	int no_processes;            /* 1: no process list at all (no per-process metrics) */
 	unsigned compat;             /* GPUMON_COMPAT_* */
 	unsigned peak_window_s;      /* peaks cover the last W to 2W seconds; 0 = 60 */
-	unsigned max_connections;    /* simultaneous HTTP connections; 0 = 1024 */
-	unsigned timeout_s;          /* an idle connection is closed after this; 0 = 10 */
+	unsigned max_connections;    /* simultaneous HTTP connections; 0 = 1024. When all are held, the
+				        one that has waited longest for a request is closed for a new one */
+	unsigned timeout_s;          /* a request head must arrive whole within this many seconds of the
+				        connection's opening, and a response be taken within as many;
+				        0 = 10 */
 	const char *tls_cert_file;   /* PEM files; both or neither: HTTPS instead of HTTP */
 	const char *tls_key_file;
 	const char *basic_auth_file; /* a file whose first line is "USER:PASSWORD": every request
@@ -978,6 +981,11 @@ typedef struct gpumon_exporter_config {
 	int no_energy;               /* 1: do not read the energy counter (~3 ms a call on some drivers) */
 	const char *replay;          /* a recording to replay instead of sampling (g may then be NULL):
 				        its records are fed at once and the figures then stay as at its end */
+	unsigned max_connections_per_ip; /* connections from one address (one /64 for IPv6); 0 = 64.
+				        A new one beyond it closes that address's longest-waiting one */
+	unsigned keepalive_s;        /* a kept-alive connection gets this many seconds, from the end of a
+				        response, to send its next request head whole; 0 = 120 */
+	int no_keepalive;            /* 1: close the connection after every response */
 } gpumon_exporter_config;
 
 /*

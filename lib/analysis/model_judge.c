@@ -66,8 +66,10 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 			nvml_known = np && np->present && np->used_known;
 			nvml = nvml_known ? np->used : 0;
 		}
+		/* under the cap, what the allocator can still hand out: its cache (torch frees it before
+		 * failing) and a pre-allocated pool (JAX's is the cap itself) are room, not use */
 		cap = s->limit;
-		cap_figure = s->reserved_known ? s->reserved : s->allocated;
+		cap_figure = s->allocated;
 		free_known = s->free_known;
 		free = s->free_at_last;
 		break;

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Framework adapters: what the framework's allocator says (allocated, peak, reserved) for one
-device, with Paddle's and PyTorch's device argument forms, and the mapping of the framework's
-device (CUDA order) to NVML's index."""
+device, with Paddle's, PyTorch's and JAX's device argument forms, and the mapping of the
+framework's device (CUDA order) to NVML's index."""
 from __future__ import annotations
 
 import os
@@ -9,24 +9,37 @@ import re
 import sys
 from typing import Any, Optional, Tuple
 
-FRAMEWORKS = ("auto", "torch", "paddle", "none")
+FRAMEWORKS = ("auto", "torch", "paddle", "jax", "none")
 _ALIASES = {"pytorch": "torch", "paddlepaddle": "paddle", "nvml": "none"}
 
 Figures = Tuple[Optional[int], Optional[int], Optional[int], Optional[int]]
 
 
+def _torch_uses_cuda() -> bool:
+    """Whether the imported torch has started CUDA (a torch without is_initialized: assume so)."""
+    started = getattr(getattr(sys.modules["torch"], "cuda", None), "is_initialized", None)
+    try:
+        return True if started is None else bool(started())
+    except Exception:  # a torch that cannot say: as before, torch
+        return True
+
+
 def resolve_name(framework: Any) -> str:
-    """The adapter name for framework= ("auto" picks the one already imported)."""
+    """The adapter name for framework= ("auto" picks the one already imported, never importing one:
+    torch, unless JAX is imported too and torch has not started CUDA, as in a JAX job that feeds
+    itself with torch's DataLoader; else paddle; else jax)."""
     if not isinstance(framework, str):
-        raise ValueError(f"framework must be a string ('auto', 'torch', 'paddle' or 'none'), got {framework!r}")
+        raise ValueError(f"framework must be a string ('auto', 'torch', 'paddle', 'jax' or 'none'), got {framework!r}")
     name = _ALIASES.get(framework.lower(), framework.lower())
     if name not in FRAMEWORKS:
-        raise ValueError(f"unknown framework {framework!r}: use 'auto', 'torch', 'paddle' or 'none'")
+        raise ValueError(f"unknown framework {framework!r}: use 'auto', 'torch', 'paddle', 'jax' or 'none'")
     if name == "auto":
-        if "torch" in sys.modules:
+        if "torch" in sys.modules and ("jax" not in sys.modules or _torch_uses_cuda()):
             return "torch"
         if "paddle" in sys.modules:
             return "paddle"
+        if "jax" in sys.modules:
+            return "jax"
         return "none"
     return name
 
@@ -85,8 +98,9 @@ class Adapter:
         return None
 
     def cap(self) -> Optional[int]:
-        """The most the allocator may take on the device, in bytes, when the code set a cap; None
-        when it did not (or the framework cannot tell)."""
+        """The most the allocator may take on the device, in bytes: torch's when the code set a
+        cap, JAX's limit (its memory fraction); None when there is none (or the framework cannot
+        tell)."""
         return None
 
 
@@ -201,12 +215,109 @@ class PaddleAdapter(Adapter):
         return True
 
 
+_JAX_GPU = ("gpu", "cuda")  # Device.platform of an NVIDIA GPU ("gpu"; "cuda" in some releases)
+
+
+def _stat(stats: Any, key: str) -> Optional[int]:
+    """A figure of JAX's memory_stats(): None when the allocator leaves it out or gives -1."""
+    v = stats.get(key) if stats else None
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two jax Devices are one (by platform and id: not every release hands out one
+    Python object per device)."""
+    if a is b:
+        return True
+    try:
+        return (a.platform, a.id) == (b.platform, b.id)
+    except AttributeError:  # not a device (None, a platform name)
+        return False
+
+
+def _cuda_index(dev: Any) -> int:
+    """CUDA's index of a jax GPU (the model's and NVML's mapping use CUDA order): its local hardware
+    id, which equals its jax id except in a multi-process run (there the ids count across processes)."""
+    hw = getattr(dev, "local_hardware_id", None)
+    return int(hw) if isinstance(hw, int) and hw >= 0 else int(dev.id)
+
+
+class JaxAdapter(Adapter):
+    """JAX through Device.memory_stats(), XLA's allocator statistics: allocated = bytes_in_use,
+    peak = peak_bytes_in_use, reserved = pool_bytes (what the BFC allocator took from the driver;
+    all of its limit when it pre-allocates), the cap = bytes_limit (XLA_PYTHON_CLIENT_MEM_FRACTION
+    of the GPU, 75 % by default). JAX cannot reset its peak."""
+
+    name = "jax"
+
+    def __init__(self, device: Any):
+        jax = _import("jax")
+        self.version = str(getattr(jax, "__version__", "")) or None
+        try:
+            # this process's devices on JAX's default backend (starting the backend if the job has
+            # not yet: it pre-allocates then, as the job's first array would)
+            devs = list(jax.local_devices())
+        except RuntimeError as e:
+            raise ValueError(f"framework='jax' but JAX cannot list its devices: {e}") from e
+        gpus = [d for d in devs if getattr(d, "platform", None) in _JAX_GPU]
+        if not gpus:
+            kinds = ", ".join(sorted({str(getattr(d, "platform", "?")) for d in devs})) or "none"
+            raise ValueError(f"framework='jax' but JAX sees no GPU device: jax.local_devices() gives only {kinds} "
+                             "devices (a jax without CUDA support, e.g. not installed as jax[cuda12], or "
+                             "JAX_PLATFORMS set to cpu)")
+        self._dev = self._pick(jax, gpus, device)
+        self.device = _cuda_index(self._dev)
+        self._limit: Optional[int] = None
+
+    @staticmethod
+    def _pick(jax: Any, gpus: list, device: Any) -> Any:
+        """The device asked for: None (jax.config.jax_default_device when it is a GPU of this
+        process, else the first), a jax Device, or an int / "gpu:N" / "cuda:N" (CUDA's index, which
+        is the jax id in a single-process run)."""
+        if device is None:
+            default = getattr(getattr(jax, "config", None), "jax_default_device", None)
+            return next((g for g in gpus if _same(default, g)), gpus[0])
+        d = _parse_index(device, ("gpu", "cuda"), "JAX")
+        if d is NotImplemented:
+            if not hasattr(device, "memory_stats") or not hasattr(device, "platform"):
+                raise ValueError(f"device {device!r} is not a JAX GPU: use an int, 'gpu:N' or a device of "
+                                 "jax.local_devices()")
+            for g in gpus:
+                if _same(device, g):
+                    return g
+            raise ValueError(f"device {device!r} is not one of this process's JAX GPUs {gpus!r}")
+        if d is None:
+            return gpus[0]
+        cuda = [_cuda_index(g) for g in gpus]
+        if d in cuda:
+            return gpus[cuda.index(d)]
+        ids = [g.id for g in gpus]
+        raise ValueError(f"device {d} is out of range: JAX sees {len(gpus)} GPU" + ("" if len(gpus) == 1 else "s")
+                         + f" in this process (CUDA's {', '.join(map(str, cuda))}"
+                         + (f"; jax ids {', '.join(map(str, ids))}: pass the jax Device to name one by its id)"
+                            if ids != cuda else ")"))
+
+    def read(self) -> Figures:
+        st = self._dev.memory_stats()  # None on a backend without statistics (the platform allocator)
+        self._limit = _stat(st, "bytes_limit")
+        reserved, max_reserved = _stat(st, "pool_bytes"), _stat(st, "peak_pool_bytes")
+        if reserved is None and _stat(st, "bytes_reserved"):  # an allocator that counts it there
+            reserved, max_reserved = _stat(st, "bytes_reserved"), _stat(st, "peak_bytes_reserved")
+        return (_stat(st, "bytes_in_use"), _stat(st, "peak_bytes_in_use"), reserved, max_reserved)
+
+    def cap(self) -> Optional[int]:
+        # bytes_limit of the last read(): the monitor asks right after reading, one call a sample
+        return self._limit
+
+
 def make_adapter(framework: Any, device: Any) -> Adapter:
     name = resolve_name(framework)
     if name == "torch":
         return TorchAdapter(device)
     if name == "paddle":
         return PaddleAdapter(device)
+    if name == "jax":
+        return JaxAdapter(device)
     return NoneAdapter(device)
 
 

@@ -56,8 +56,9 @@ class Sample:
 
     step, time (Unix seconds), t_ns (CLOCK_MONOTONIC ns), framework, device (the framework's
     index); allocated / peak / reserved / max_reserved (the framework's allocator; peak is the
-    run's peak, kept across section() resets); cap (the allocator's cap set in the code, e.g.
-    torch.cuda.set_per_process_memory_fraction); process (this process on the GPU, from NVML);
+    run's peak, kept across section() resets); cap (the allocator's cap: set in the code with
+    torch.cuda.set_per_process_memory_fraction, or JAX's limit); process (this process on the
+    GPU, from NVML);
     device_used / device_reserved (by the driver) / device_free / device_total; util_gpu (%);
     unaccounted = process - reserved (CUDA context, library workspaces, other allocators).
     """
@@ -227,12 +228,14 @@ class GPUMonitor:
         mon.close()                  # or: with gpumon.GPUMonitor() as mon: ...
 
     Arguments:
-      device     the framework's GPU: None (current), an int, "cuda:N" / "gpu:N", a torch.device
-                 or a paddle.CUDAPlace. CUDA order; mapped to NVML by UUID or CUDA_VISIBLE_DEVICES.
+      device     the framework's GPU: None (current), an int, "cuda:N" / "gpu:N", a torch.device,
+                 a paddle.CUDAPlace or a jax Device. CUDA order; mapped to NVML by UUID or
+                 CUDA_VISIBLE_DEVICES.
       interval   None (default): step() samples at the first step and then at the first step
                  boundary at least 0.1 s after the last sample; a positive int N: every N-th
                  step instead. step() costs well under 1 us when it does not sample.
-      framework  "auto", "torch", "paddle" or "none" (NVML only: this process's figure).
+      framework  "auto" (the framework already imported), "torch", "paddle", "jax" or "none"
+                 (NVML only: this process's figure).
       logger     None: a line per sample on logger "gpumon" (to stderr unless logging is set up);
                  a logging.Logger; any callable taking the line; False: no lines.
       csv, jsonl a path to write one row per sample (overwritten).
@@ -250,7 +253,7 @@ class GPUMonitor:
                  allocated bytes, else this process's NVML figure); leak() gives its verdict.
 
     Under `gpumon run` (GPUMON_RUN_SOCKET set), samples and steps also go to the launcher.
-    Without an NVIDIA driver, torch/paddle figures are still taken (NVML fields None, one
+    Without an NVIDIA driver, the framework's figures are still taken (NVML fields None, one
     warning); framework="none" then raises gpumon.Error. Not thread-safe: use from one thread.
     Errors at construction: ValueError (bad argument, device out of range), OSError (a path).
     """

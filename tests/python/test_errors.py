@@ -14,10 +14,10 @@ from conftest import MIB, child_env, h200
 import gpumon
 
 
-@pytest.mark.parametrize("fw", ["tensorflow", "jax", "", "Torchh"])
+@pytest.mark.parametrize("fw", ["tensorflow", "mxnet", "", "Torchh"])
 def test_unknown_framework(scenario, torch, fw):
     scenario(h200())
-    with pytest.raises(ValueError, match=f"unknown framework {fw!r}: use 'auto', 'torch', 'paddle' or 'none'"):
+    with pytest.raises(ValueError, match=f"unknown framework {fw!r}: use 'auto', 'torch', 'paddle', 'jax' or 'none'"):
         gpumon.GPUMonitor(framework=fw)
 
 

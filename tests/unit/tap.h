@@ -95,6 +95,28 @@ static inline gpumon *open_fake(const char *scenario, int v1_only)
 	}
 	return g;
 }
+
+/* Drains a sampler's records for ms milliseconds into a growing array (malloc'd; NULL when out of
+ * memory); *n is how many. */
+static inline gpumon_record *collect_records(gpumon_sampler *s, unsigned ms, size_t *n)
+{
+	size_t cap = 1024;
+	gpumon_record *all = malloc(cap * sizeof *all);
+	*n = 0;
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	while (all && now_ns() < end) {
+		if (*n + 64 > cap) {
+			gpumon_record *a = realloc(all, (cap *= 2) * sizeof *all);
+			if (!a)
+				break;
+			all = a;
+		}
+		size_t got = 0;
+		gpumon_sampler_poll(s, all + *n, 64, &got, 20);
+		*n += got;
+	}
+	return all;
+}
 #endif
 
 static inline void remove_scenario(void)

@@ -2,18 +2,22 @@
 /* test_exporter.c — the exporter's public API on the fake NVML: start on an ephemeral port, the
  * bound address, a scrape over a plain socket, framework figures pushed in-process, the
  * non-loopback rule, bad addresses and configurations (the message kept on the exporter handed
- * back), stop, and the replay of a recording without a handle, whose gauges are the run model's. */
+ * back), stop, the replay of a recording without a handle, whose gauges are the run model's, and
+ * the connection limits: keep-alive, the per-address cap, the deadline for a request head. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gpumon/gpumon.h>
 
 #include "tap.h"
+#include "http_util.h"
 
 #define MIB (1024ull * 1024ull)
 #define GIB (1024ull * MIB)
@@ -22,45 +26,6 @@
 static const char SCN[] =
 	"gpu 0 name=\"NVIDIA H200\" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 total=140GiB used=1GiB\n"
 	"proc 0 4194999 used=1GiB name=\"python t.py\"\n";
-
-/* GET path from 127.0.0.1:port; returns the whole response (malloc'd) or NULL. */
-static char *http_get(unsigned port, const char *path)
-{
-	int s = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
-		if (s >= 0)
-			close(s);
-		return NULL;
-	}
-	char req[256];
-	int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\n\r\n", path);
-	if (write(s, req, (size_t)n) != n) {
-		close(s);
-		return NULL;
-	}
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap + 1);
-	ssize_t k;
-	while (buf && (k = read(s, buf + len, cap - len)) > 0) {
-		len += (size_t)k;
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(s);
-	if (buf)
-		buf[len] = 0;
-	return buf;
-}
 
 static unsigned port_of(gpumon_exporter *e)
 {
@@ -315,11 +280,116 @@ static void test_replay_without_a_handle(void)
 	unlink(path);
 }
 
+/* A socket connected to 127.0.0.1:port, reads time out after ms; -1 on failure. */
+static int connect_to(unsigned port, int ms)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+	if (s >= 0 && (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+		       connect(s, (struct sockaddr *)&a, sizeof a) != 0)) {
+		close(s);
+		s = -1;
+	}
+	return s;
+}
+
+/* Sends one HTTP/1.1 request and reads its response whole (by Content-Length); 1 if it is a 200
+ * that does not say the connection closes. */
+static int request_kept(int s, const char *path)
+{
+	char req[128], buf[1 << 16];
+	int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	if (write(s, req, (size_t)n) != n)
+		return 0;
+	size_t len = 0;
+	const char *body = NULL;
+	long want = -1;
+	for (;;) {
+		ssize_t k = read(s, buf + len, sizeof buf - 1 - len);
+		if (k <= 0)
+			return 0;
+		len += (size_t)k;
+		buf[len] = 0;
+		if (!body && (body = strstr(buf, "\r\n\r\n"))) {
+			const char *cl = strstr(buf, "Content-Length: ");
+			want = cl ? atol(cl + 16) : -1;
+			body += 4;
+		}
+		if (body && want >= 0 && (long)(len - (size_t)(body - buf)) >= want)
+			break;
+	}
+	return !strncmp(buf + 8, " 200 ", 5) && !strstr(buf, "Connection: close");
+}
+
+/* 1 when the server closed s (a read ends the stream) within its read timeout. */
+static int closed_by_server(int s)
+{
+	char b;
+	return read(s, &b, 1) == 0;
+}
+
+static void test_connection_limits(void)
+{
+	gpumon *g = open_fake(SCN, 0);
+	/* a program built against the previous version of the configuration (without the fields of
+	   the connection limits) gets the defaults */
+	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
+	c.size = (unsigned)offsetof(gpumon_exporter_config, max_connections_per_ip);
+	c.listen = "127.0.0.1:0";
+	gpumon_exporter *e = NULL;
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_OK, "the previous configuration's size is taken (%s)",
+	       gpumon_exporter_errmsg(e));
+	int s = connect_to(port_of(e), 5000);
+	ok(request_kept(s, "/metrics") && request_kept(s, "/healthz") && request_kept(s, "/metrics"),
+	   "three requests on one kept-alive connection");
+	close(s);
+	gpumon_exporter_destroy(e);
+
+	c = (gpumon_exporter_config)GPUMON_CONFIG_INIT(gpumon_exporter_config);
+	c.listen = "127.0.0.1:0";
+	c.max_connections_per_ip = 2;
+	c.timeout_s = 1;
+	e = NULL;
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_OK, "start with 2 connections an address, 1 s a head");
+	int idle[3];
+	for (int i = 0; i < 3; i++) {
+		idle[i] = connect_to(port_of(e), 300);
+		usleep(20000);
+	}
+	ok(closed_by_server(idle[0]), "a third connection from one address closes the first");
+	ok(!closed_by_server(idle[1]) && !closed_by_server(idle[2]), "the other two stay");
+	for (int i = 1; i < 3; i++) {
+		struct timeval tv = {.tv_sec = 3};
+		setsockopt(idle[i], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	}
+	ok(closed_by_server(idle[1]) && closed_by_server(idle[2]), "no request head within 1 s: closed");
+	for (int i = 0; i < 3; i++)
+		close(idle[i]);
+	char *r = http_get(port_of(e), "/metrics");
+	ok(r && metric(r, "gpumon_exporter_connections_closed_total", "reason=\"per_address\"") == 1 &&
+		   metric(r, "gpumon_exporter_connections_closed_total", "reason=\"timeout\"") == 2,
+	   "each close counted by its reason");
+	free(r);
+	gpumon_exporter_destroy(e);
+
+	c.no_keepalive = 1;
+	e = NULL;
+	is_int(gpumon_exporter_create(g, &c, &e), GPUMON_OK, "start without keep-alive");
+	s = connect_to(port_of(e), 5000);
+	ok(!request_kept(s, "/healthz") && closed_by_server(s), "the connection closes after the response");
+	close(s);
+	gpumon_exporter_destroy(e);
+	gpumon_destroy(g);
+}
+
 int main(void)
 {
 	test_scrape_and_framework();
 	test_refusals();
 	test_replay_without_a_handle();
+	test_connection_limits();
 	remove_scenario();
 	return tap_done();
 }

@@ -14,27 +14,6 @@
 #define GIB (1ULL << 30)
 #define MS 1000000ULL
 
-/* Drains every record for ms milliseconds into a growing array. */
-static gpumon_record *collect(gpumon_sampler *s, unsigned ms, size_t *n)
-{
-	size_t cap = 1024;
-	gpumon_record *all = malloc(cap * sizeof *all);
-	*n = 0;
-	uint64_t end = now_ns() + ms * MS;
-	while (all && now_ns() < end) {
-		if (*n + 64 > cap) {
-			gpumon_record *a = realloc(all, (cap *= 2) * sizeof *all);
-			if (!a)
-				break;
-			all = a;
-		}
-		size_t got = 0;
-		gpumon_sampler_poll(s, all + *n, 64, &got, 20);
-		*n += got;
-	}
-	return all;
-}
-
 static void test_records(void)
 {
 	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB util=10 power=100000\n"
@@ -50,7 +29,7 @@ static void test_records(void)
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
-	gpumon_record *r = collect(s, 600, &n);
+	gpumon_record *r = collect_records(s, 600, &n);
 	gpumon_sampler_stats st;
 	gpumon_sampler_stats_get(s, &st);
 

@@ -11,6 +11,7 @@
 #include <gpumon/gpumon.h>
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
+#include "http_util.h"
 
 #define GIB (1ULL << 30)
 #define MIB (1ULL << 20)
@@ -26,27 +27,6 @@ static gpumon *open_timed(const char *fmt, double a, double b, uint64_t *t0)
 	return open_fake(text, 0);
 }
 
-/* Drains every record for ms milliseconds into a growing array. */
-static gpumon_record *collect(gpumon_sampler *s, unsigned ms, size_t *n)
-{
-	size_t cap = 1024;
-	gpumon_record *all = malloc(cap * sizeof *all);
-	*n = 0;
-	uint64_t end = now_ns() + ms * MS;
-	while (all && now_ns() < end) {
-		if (*n + 64 > cap) {
-			gpumon_record *a = realloc(all, (cap *= 2) * sizeof *all);
-			if (!a)
-				break;
-			all = a;
-		}
-		size_t got = 0;
-		gpumon_sampler_poll(s, all + *n, 64, &got, 20);
-		*n += got;
-	}
-	return all;
-}
-
 /* ---- item: a short failure of the v2 memory call ---------------------------------------------- */
 
 /* The v2 call worked at open; while it fails, the v1 call (which counts the driver's reserve as
@@ -60,7 +40,7 @@ static void test_v2_fails_for_a_moment(void)
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
-	gpumon_record *r = collect(s, 600, &n);
+	gpumon_record *r = collect_records(s, 600, &n);
 	gpumon_sampler_stats st;
 	gpumon_sampler_stats_get(s, &st);
 	int records = 0, v1 = 0, no_reserved = 0, above = 0;
@@ -128,7 +108,7 @@ static void test_hang_others_on_time(void)
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
-	gpumon_record *r = collect(s, 5000, &n);
+	gpumon_record *r = collect_records(s, 5000, &n);
 	uint64_t last0 = 0, gap0 = 0, stale_t = 0, answer_t = 0, in_hang1 = 0, after1 = 0;
 	int stale = 0, answering = 0, order = 1;
 	const char *stale_text = "", *answer_text = "";
@@ -170,40 +150,6 @@ static void test_hang_others_on_time(void)
 }
 
 /* ---- the exporter's page: gpu_up 0 with a reason, then 1 again --------------------------------- */
-
-/* GET /metrics from 127.0.0.1:port; the whole response (malloc'd) or NULL. */
-static char *scrape(unsigned port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-		if (fd >= 0)
-			close(fd);
-		return NULL;
-	}
-	static const char req[] = "GET /metrics HTTP/1.0\r\n\r\n";
-	size_t cap = 1 << 16, len = 0;
-	char *buf = write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1) ? malloc(cap + 1) : NULL;
-	ssize_t k;
-	while (buf && (k = read(fd, buf + len, cap - len)) > 0) {
-		len += (size_t)k;
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2 + 1);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(fd);
-	if (buf)
-		buf[len] = 0;
-	return buf;
-}
 
 /* The value of the sample of `name` whose labels contain `labels`, or -1 when absent. */
 static double metric(const char *page, const char *name, const char *labels)
@@ -249,7 +195,7 @@ static void test_exporter_up_down(void)
 	int phase = 0, down_reason = 0, gpu0_while_down = 1, down_figures = 0, up_clean = 0;
 	uint64_t end = now_ns() + 9000 * MS;
 	while (phase < 2 && now_ns() < end) {
-		char *p = scrape(port);
+		char *p = http_get(port, "/metrics");
 		double up1 = p ? metric(p, "gpumon_gpu_up", "gpu=\"1\"") : -1;
 		if (phase == 0 && up1 == 0)
 			phase = 1;
