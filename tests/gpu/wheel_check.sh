@@ -6,9 +6,10 @@
 # Builds the wheel from a clean copy of this tree with the machine's Python ($PYTHON, default
 # python3): `pip wheel --no-build-isolation --no-index`, or `python -m build --no-isolation` where
 # pip is missing; CMake finds jansson, sqlite3, protobuf-c, ncurses and Python.h under .deps through
-# deps.sh (tests/gpu/README.md). WHEEL= installs a carried wheel instead. Then, with no
-# LD_LIBRARY_PATH and from another directory: installs it into a fresh venv, imports it (the
-# bundled libraries from gpumon.libs), GPUMonitor's sample against nvidia-smi, `gpumon list` from
+# deps.sh (tests/gpu/README.md; send .deps along). WHEEL= installs a carried wheel instead.
+# Then, with no .deps in LD_LIBRARY_PATH and from another directory: installs it into a fresh
+# venv, imports it (the bundled libraries from gpumon.libs), GPUMonitor's sample against
+# nvidia-smi, `gpumon list` from
 # the venv against `nvidia-smi -L`, GPUMonitor(framework="torch") against torch's own counter in a
 # venv that sees the system's torch (skipped without torch), and `gpumon serve` from the venv
 # scraped once (libmicrohttpd from the system, else from .deps/microhttpd alone).
@@ -31,9 +32,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# deps.sh adds .deps to LD_LIBRARY_PATH (protoc-c needs it while building); everything after the
+# build runs with the machine's own LD_LIBRARY_PATH (torch may need it), none of .deps in it
+MACHINE_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
 . tests/gpu/deps.sh
-DEPS_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} # what deps.sh added: for protoc-c while building only
-unset LD_LIBRARY_PATH
+DEPS_LD_LIBRARY_PATH=${LD_LIBRARY_PATH-}
+if [ -n "$MACHINE_LD_LIBRARY_PATH" ]; then
+	export LD_LIBRARY_PATH=$MACHINE_LD_LIBRARY_PATH
+else
+	unset LD_LIBRARY_PATH
+fi
 
 fails=0
 results=()
@@ -178,7 +186,8 @@ print(("PASS" if ok else "FAIL") + f" sample GPU 0 total {mib} MiB, nvidia-smi {
 PYEOF
 rc=$?
 while read -r st name detail; do check "$name" "$st" "$detail"; done <"$tmp/import.txt"
-[ $rc -eq 0 ] || check import-run FAIL "the venv's Python exited $rc after $(wc -l <"$tmp/import.txt") of 3 checks (log: $log)"
+[ $rc -eq 0 ] ||
+	check import-run FAIL "the venv's Python exited $rc after $(wc -l <"$tmp/import.txt") of 3 checks (log: $log)"
 
 # ---- `gpumon list` from the venv against nvidia-smi -L -----------------------------------------------
 (cd "$tmp/elsewhere" && timeout 30 "$venv/bin/gpumon" list) >"$tmp/list.txt" 2>>"$log"
@@ -187,7 +196,8 @@ nvidia-smi -L 2>/dev/null | grep '^GPU ' >"$tmp/smi.txt"
 if [ $rc -eq 0 ] && [ -s "$tmp/list.txt" ] && diff <(sort "$tmp/list.txt") <(sort "$tmp/smi.txt") >>"$log"; then
 	check list PASS "$(wc -l <"$tmp/list.txt") GPU(s), as nvidia-smi -L: $(head -1 "$tmp/list.txt")"
 else
-	check list FAIL "exit $rc; gpumon list: $(head -c 300 "$tmp/list.txt" | tr '\n' '|') nvidia-smi -L: $(head -c 300 "$tmp/smi.txt" | tr '\n' '|')"
+	got=$(head -c 300 "$tmp/list.txt" | tr '\n' '|')
+	check list FAIL "exit $rc; gpumon list: $got nvidia-smi -L: $(head -c 300 "$tmp/smi.txt" | tr '\n' '|')"
 fi
 
 # ---- torch: GPUMonitor(framework="torch") in a venv that sees the system's packages ------------------
