@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 try:  # setuptools >= 70.1 has its own; before, the wheel package's
@@ -121,7 +121,7 @@ class Wheel(bdist_wheel):
 setup(
     version=version(),
     # here rather than in pyproject.toml, where setuptools 66 calls [tool.setuptools] beta
-    packages=["gpumon"],
+    packages=find_packages("python", include=["gpumon", "gpumon.*"]),
     package_dir={"": "python"},
     include_package_data=False,  # the package's .py files only, not the extension's C sources
     # one extension, for setuptools to know the wheel is not pure Python; CMake builds it

@@ -205,7 +205,9 @@ def test_wheel_holds_the_package_the_program_and_its_libraries(wheel):
         infos = {i.filename: i for i in z.infolist()}
         entry_points = z.read(f"gpumon-{version()}.dist-info/entry_points.txt").decode()
     pkg = {n for n in infos if not n.startswith(f"gpumon-{version()}.dist-info/")}
-    py = {f"gpumon/{f}" for f in os.listdir(os.path.join(ROOT, "python", "gpumon")) if f.endswith(".py")}
+    top = os.path.join(ROOT, "python")
+    py = {os.path.relpath(os.path.join(d, f), top) for d, _, fs in os.walk(os.path.join(top, "gpumon"))
+          for f in fs if f.endswith(".py")}
     assert pkg == py | {"gpumon/_gpumon.abi3.so", "gpumon/bin/gpumon"} | {f"gpumon.libs/{n}" for n in BUNDLED}
     assert (infos["gpumon/bin/gpumon"].external_attr >> 16) & 0o111, "gpumon/bin/gpumon is not executable"
     assert re.search(r"^gpumon = gpumon._cli:main$", entry_points, re.M), entry_points
