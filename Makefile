@@ -28,6 +28,8 @@ DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-pro
 DEPS_TEST += chromium-headless-shell
 # gpumon run's tests that start co-tenants run again under valgrind (ctest's cli/valgrind)
 DEPS_TEST += valgrind
+# pip install . / pip wheel . offline into fresh venvs, from a clean copy (git ls-files) (tests/pip)
+DEPS_TEST += python3-venv python3-pip python3-setuptools python3-wheel git
 
 .PHONY: all build run test test-werror test-asan test-tsan fuzz bench install deps deps-test clean help
 

@@ -9,6 +9,17 @@
 
 #include "gpumon/gpumon.h"
 
+/* The module keeps to the limited API of 3.9 (python/CMakeLists.txt); Python.h of 3.9 has no
+ * Py_NewRef, which later ones define for every Py_LIMITED_API. */
+#if PY_VERSION_HEX < 0x030A0000
+static inline PyObject *gpx_new_ref(PyObject *o)
+{
+	Py_INCREF(o);
+	return o;
+}
+#define Py_NewRef(o) gpx_new_ref((PyObject *)(o))
+#endif
+
 /* The module's exception for driver failures (a RuntimeError subclass). */
 extern PyObject *gpx_error_type;
 

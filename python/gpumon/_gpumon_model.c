@@ -89,13 +89,17 @@ static int opt_str(PyObject *o, char *buf, size_t len, int *known, const char *w
 	buf[0] = 0;
 	if (o == Py_None)
 		return 0;
-	const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8AndSize(o, NULL) : NULL;
+	/* PyUnicode_AsUTF8AndSize is not in the limited API of 3.9: a bytes copy instead */
+	PyObject *b = PyUnicode_Check(o) ? PyUnicode_AsUTF8String(o) : NULL;
+	const char *s = b ? PyBytes_AsString(b) : NULL;
 	if (!s) {
+		Py_XDECREF(b);
 		if (!PyErr_Occurred())
 			PyErr_Format(PyExc_TypeError, "%s must be a str or None", what);
 		return -1;
 	}
 	snprintf(buf, len, "%s", s);
+	Py_DECREF(b);
 	*known = 1;
 	return 0;
 }

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The package as `make install` lays it out, imported from there alone (not the build tree),
-finding the installed libgpumon through its relative RPATH; and the examples compile."""
+finding the installed libgpumon through its relative RPATH, next to the installed program; and the
+examples compile. (pip's layout: tests/pip.)"""
 import os
 import py_compile
 import subprocess
@@ -22,6 +23,12 @@ def test_installed_package_imports_and_works(tmp_path):
     assert r.returncode == 0, r.stderr
     pkg = prefix / PYDIR / "gpumon"
     assert (pkg / "_gpumon.abi3.so").exists() and (pkg / "monitor.py").exists()
+    # the wheel's layout (GPUMON_WHEEL, tests/pip) stays out of `make install`: the program and the
+    # library where they always go, nothing bundled
+    assert not (pkg / "bin").exists() and not (prefix / PYDIR / "gpumon.libs").exists()
+    r = subprocess.run([str(prefix / "bin" / "gpumon"), "--version"], capture_output=True, text=True, timeout=30,
+                       env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+    assert r.returncode == 0 and r.stdout.startswith("gpumon "), r.stderr
     env = child_env(tmp_path, h200())
     env["PYTHONPATH"] = str(prefix / PYDIR)
     env.pop("LD_LIBRARY_PATH", None)
