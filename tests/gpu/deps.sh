@@ -3,7 +3,7 @@
 # libmicrohttpd packages were unpacked under .deps/ (dpkg -x; for GPU machines without them), point
 # CMake, the loader and PATH (protoc-c) there; and Debian's Python headers under .deps/python for
 # the limited-API extension when the machine's Python has none (they build a module every
-# CPython >= 3.11 loads). Then gpumon_build builds what a script needs.
+# CPython >= 3.9 loads: the limited API of 3.9). Then gpumon_build builds what a script needs.
 prefix_args=()
 prefix=
 for d in jansson sqlite protobuf-c ncurses microhttpd; do
