@@ -203,7 +203,11 @@ fi
 # ---- torch: GPUMonitor(framework="torch") in a venv that sees the system's packages ------------------
 if "$PY" -c 'import torch' >/dev/null 2>&1; then
 	tvenv=$tmp/venv-torch
-	if venv_with "$tvenv" --system-site-packages; then
+	# --system-site-packages gives the base interpreter's packages, not those of a venv the machine's
+	# python may itself be (torch often lives in one): a .pth names $PY's own, after the venv's
+	if venv_with "$tvenv" --system-site-packages &&
+		"$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"]); print(sysconfig.get_paths()["platlib"])' \
+			>"$("$tvenv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-gpumon-check-system.pth"; then
 		(cd "$tmp/elsewhere" && timeout 90 "$tvenv/bin/python" - <<'PYEOF') >"$tmp/torch.txt" 2>>"$log"
 import os, sysconfig
 import torch
