@@ -40,12 +40,15 @@ wait $rp
 echo "gpumon record --interval 1: $(awk "BEGIN { printf \"%.2f\", ($t1 - $t0) / $(getconf CLK_TCK) / 15 * 100 }") % of a core over 15 s (utime+stime, $(getconf CLK_TCK) ticks/s)"
 
 echo "== (2) per-call costs: gpumon_bench_sample -n 5000 -l idle"
-timeout 40 "$BUILD/bench/gpumon_bench_sample" -n 5000 -l idle || fail=1
+timeout 90 "$BUILD/bench/gpumon_bench_sample" -n 5000 -l idle || fail=1
 
 echo "== (3) a CUDA process with a hostile argv[0]"
 NAME=$'evil, "quoted" \e]0;pwned\a\e[2J\nsecond line'
 READY=$(mktemp)
-NAME="$NAME" READY="$READY" bash -c 'exec -a "$NAME" '"$PY"' -c "
+# with a made-up argv[0] Python cannot find the venv it runs from (torch often lives in one): name
+# the machine Python's packages
+SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+NAME="$NAME" READY="$READY" PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" bash -c 'exec -a "$NAME" '"$(command -v "$PY")"' -c "
 import os, time, torch
 x = torch.empty(256 << 20, dtype=torch.uint8, device=\"cuda\"); torch.cuda.synchronize()
 open(os.environ[\"READY\"], \"w\").write(\"1\")
@@ -53,6 +56,10 @@ time.sleep(60)
 "' &
 hp=$!
 for _ in $(seq 300); do [ -s "$READY" ] && break; sleep 0.1; done
+if [ ! -s "$READY" ]; then
+	echo "FAIL the process with a hostile argv[0] did not start (no CUDA or torch for it): its checks are void"
+	fail=1
+fi
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv >"$OUT/hostile_nvidia_smi.bin" 2>&1
 "$G" query --query-compute-apps=pid,process_name,used_memory --format=csv >"$OUT/hostile_gpumon_query.bin" 2>&1
 "$G" show >"$OUT/hostile_gpumon_show.bin" 2>&1
