@@ -48,6 +48,20 @@ def alone(row: List[float]) -> List[List[float]]:
     return [row]
 
 
+class CoreAccess:
+    """What both callbacks show of their TrainerMonitor (self.core)."""
+
+    @property
+    def monitor(self):
+        """The GPUMonitor of the run (None before training starts or off a GPU)."""
+        return self.core.mon
+
+    @property
+    def adjustments(self) -> List[Dict[str, Any]]:
+        """What the built-in action did: step, kind, checkpoint, batch_size, next_batch_size."""
+        return self.core.adjustments
+
+
 class TrainerMonitor:
     """One training run's monitor inside a trainer callback. The callback calls start() when
     training starts, sample(step) and share(...) at optimizer steps every rank reaches, and acts

@@ -11,10 +11,10 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._events import AlertEvent
-from ._trainer import TrainerMonitor, alone
+from ._trainer import CoreAccess, TrainerMonitor, alone
 
 
-class _Hooks:
+class _Hooks(CoreAccess):
     """The callback's hooks, on top of transformers' TrainerCallback (see GPUMonitorCallback)."""
 
     def __init__(self, every_n_steps: int = 10, on_alert: Optional[Callable[[AlertEvent], Any]] = None,
@@ -24,16 +24,6 @@ class _Hooks:
         self.core = TrainerMonitor(every_n_steps, on_alert, adjust, oom_within_steps, batch_points, margin,
                                    multiple_of, monitor_kwargs)
         self._logs: Optional[Tuple[int, Dict[str, float]]] = None  # figures for the step's on_log
-
-    @property
-    def monitor(self):
-        """The GPUMonitor of the run (None before training starts or off a GPU)."""
-        return self.core.mon
-
-    @property
-    def adjustments(self) -> List[Dict[str, Any]]:
-        """What the built-in action did: step, kind, checkpoint, batch_size, next_batch_size."""
-        return self.core.adjustments
 
     def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._go_first()

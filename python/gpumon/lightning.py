@@ -12,7 +12,7 @@ import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._events import AlertEvent
-from ._trainer import TrainerMonitor, alone
+from ._trainer import CoreAccess, TrainerMonitor, alone
 
 _PACKAGES = ("lightning.pytorch", "pytorch_lightning")
 
@@ -33,7 +33,7 @@ def _lightning():
                       + "; ".join(errors))
 
 
-class _Hooks:
+class _Hooks(CoreAccess):
     """The callback's hooks, on top of Lightning's Callback (see GPUMonitorCallback)."""
 
     def __init__(self, every_n_steps: int = 10, on_alert: Optional[Callable[[AlertEvent], Any]] = None,
@@ -45,16 +45,6 @@ class _Hooks:
                                    multiple_of, monitor_kwargs)
         self.checkpoint_dir = checkpoint_dir
         self.batch_size_attr = batch_size_attr
-
-    @property
-    def monitor(self):
-        """The GPUMonitor of the run (None before training starts or off a GPU)."""
-        return self.core.mon
-
-    @property
-    def adjustments(self) -> List[Dict[str, Any]]:
-        """What the built-in action did: step, kind, checkpoint, batch_size, next_batch_size."""
-        return self.core.adjustments
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
         log = logging.getLogger(self._logger_name)
