@@ -38,7 +38,7 @@ def test_v2_failing_for_a_moment_changes_no_figure(tmp_path):
     out, err = record(tmp_path, """\
         gpu 0 total=80GiB reserved=512MiB used=10GiB
         error nvmlDeviceGetMemoryInfo_v2 UNKNOWN gpu=0 from=0.3 until=0.35
-        """, 1)
+        """, 2.5)  # a flat figure is written at start and then once a second: 2.5 s gives rows to compare
     # v1's figure would be 10.5 GiB (the reserve counted as used)
     assert "GPU 0 peak 10.0 GiB" in err, err
     db = sqlite3.connect(out)
