@@ -91,6 +91,10 @@ int cli_grow(void **array, size_t *cap, size_t used, size_t size, size_t first);
  */
 const char *cli_safe_text(char *buf, size_t len, const char *s);
 
+/* cli_safe_text of the whole of s, however long, in a buffer of its own (free() it); NULL when out
+ * of memory. */
+char *cli_safe_text_dup(const char *s);
+
 /* cli_safe_text's text as one CSV field of `gpumon query`: in double quotes (a quote doubled, as
  * RFC 4180 has it) when it holds a comma or a quote or begins or ends with a blank, so that a
  * reader splitting on commas still sees one row of the same columns. Returns buf. */

@@ -392,9 +392,7 @@ static int export_rows(gpumon_reader *rd, const struct opts *o, const struct sta
 		return EXIT_OTHER;
 	}
 	const char *damage = gpumon_reader_damage(rd);
-	char *said = malloc(strlen(damage) * 4 + 1); /* the damage quotes the file's values: escaped */
-	if (said)
-		cli_safe_text(said, strlen(damage) * 4 + 1, damage);
+	char *said = cli_safe_text_dup(damage); /* the damage quotes the file's values: escaped */
 	if (got < 0) {
 		cli_error("export: reading %s: %s", o->file, damage[0] && said ? said : gpumon_reader_errmsg(rd));
 		free(said);

@@ -78,13 +78,11 @@ static const char *fmt_clock(char *buf, size_t len, double s)
  * the page declares UTF-8. */
 static void put_text(FILE *f, const char *raw)
 {
-	size_t room = strlen(raw) * 4 + 1; /* an escape takes at most 4 bytes for each byte */
-	char *safe = malloc(room);
+	char *safe = cli_safe_text_dup(raw);
 	if (!safe) {
 		fputs("(out of memory)", f);
 		return;
 	}
-	cli_safe_text(safe, room, raw);
 	for (const char *s = safe; *s; s++) {
 		switch (*s) {
 		case '&': fputs("&amp;", f); break;

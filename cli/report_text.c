@@ -252,9 +252,8 @@ void report_print_text(FILE *f, const json_t *document)
 		print_oom(f, json_object_get(doc, "oom"));
 	print_alerts(f, doc);
 	if (doc_str(s, "damage")) { /* it quotes what could not be read */
-		char *t = malloc(strlen(doc_str(s, "damage")) * 4 + 1);
-		fprintf(f, "Not read:       %s\n", t ? cli_safe_text(t, strlen(doc_str(s, "damage")) * 4 + 1, doc_str(s, "damage"))
-						       : "(out of memory)");
+		char *t = cli_safe_text_dup(doc_str(s, "damage"));
+		fprintf(f, "Not read:       %s\n", t ? t : "(out of memory)");
 		free(t);
 	}
 	json_decref(doc);

@@ -266,6 +266,13 @@ const char *cli_safe_text(char *buf, size_t len, const char *s)
 	return buf;
 }
 
+char *cli_safe_text_dup(const char *s)
+{
+	size_t room = strlen(s ? s : "") * 4 + 1; /* an escape takes at most 4 bytes for each byte */
+	char *buf = malloc(room);
+	return buf ? (char *)cli_safe_text(buf, room, s) : NULL;
+}
+
 const char *cli_csv_field(char *buf, size_t len, const char *s)
 {
 	char safe[1024];
