@@ -241,6 +241,13 @@ def suggest_batch_size(points: Sequence[Tuple[int, int]], limit_bytes: Optional[
     return max(0, best - best % multiple_of)
 
 
+def reachable_bytes(free: int, reserved: Optional[int], cap: Optional[int] = None) -> int:
+    """What the allocator may still reach: the GPU's free memory plus what it has reserved (its
+    cached blocks are reusable), no more than its cap when one is set."""
+    limit = free + (reserved or 0)
+    return min(limit, cap) if cap else limit
+
+
 def _available(device: Any, framework: str) -> int:
     adapter = make_adapter(framework, device)
     nvml = _gpumon.Nvml()
@@ -248,7 +255,7 @@ def _available(device: Any, framework: str) -> int:
         free = nvml.sample(nvml_index(nvml, adapter))[4]
     finally:
         nvml.close()
-    reserved = adapter.read()[2] or 0
+    reserved = adapter.read()[2]
     if free is None:
         raise ValueError("the GPU's free memory is unknown: pass limit_bytes")
-    return free + reserved
+    return reachable_bytes(free, reserved)
