@@ -230,6 +230,33 @@ enum {
 	GPUMON_PROC_PPID_KNOWN = 1u << 8,/* ppid holds a value */
 };
 
+/* Bits of gpumon_owner.present */
+enum {
+	GPUMON_OWNER_CONTAINER = 1u << 0,  /* runtime and container_id hold values */
+	GPUMON_OWNER_POD = 1u << 1,        /* pod_uid holds a value (a Kubernetes pod) */
+	GPUMON_OWNER_POD_NAMES = 1u << 2,  /* k8s_namespace, pod and container hold values (read from the
+					      node's /var/log/pods, when it is there to read) */
+	GPUMON_OWNER_SLURM = 1u << 3,      /* slurm_job (and slurm_step when the cgroup names one) */
+	GPUMON_OWNER_UNIT = 1u << 4,       /* unit: the systemd unit (service or scope) */
+	GPUMON_OWNER_UNRESOLVED = 1u << 5, /* the pid is not in our /proc (another PID namespace): its
+					      owner is unknown, and nothing is guessed */
+};
+
+/* Who a GPU process belongs to on a cluster node, from /proc/PID/cgroup (no daemon is asked).
+ * Strings are "" when not known; `present` says which hold values. */
+typedef struct gpumon_owner {
+	unsigned present;        /* GPUMON_OWNER_* */
+	char runtime[16];        /* "docker", "containerd", "cri-o", "podman" */
+	char container_id[72];   /* 64 hex digits */
+	char pod_uid[40];        /* "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f" */
+	char k8s_namespace[64];
+	char pod[256];
+	char container[64];
+	char slurm_job[24];      /* "1234" */
+	char slurm_step[24];     /* "0", "batch", "extern", "interactive"; "" when the job's own cgroup */
+	char unit[128];          /* "train.service", "session-3.scope" */
+} gpumon_owner;
+
 typedef struct gpumon_process {
 	unsigned pid;                  /* host PID as NVML reports it */
 	unsigned flags;                /* GPUMON_PROC_* */
@@ -241,7 +268,18 @@ typedef struct gpumon_process {
 	char user[64];                 /* login name, or the uid in decimal when it has none */
 	char name[256];                /* process name as nvidia-smi's process_name shows it */
 	char cmdline[512];             /* /proc/PID/cmdline, arguments joined by spaces, truncated */
+	gpumon_owner owner;            /* container, pod, Slurm job or systemd unit, from /proc */
 } gpumon_process;
+
+/*
+ * How every front end names an owner, in one short phrase written into buf (NUL-terminated,
+ * truncated to len): "pod NAMESPACE/POD" (with names), "pod UID" (without), "slurm job 1234" or
+ * "slurm job 1234.0" (with a step), "RUNTIME ID12" (a container outside Kubernetes: the runtime and
+ * the first 12 digits of its id, as `docker ps` shows it), "unit NAME", "another PID namespace"
+ * (unresolved), or "" when nothing is known. The most specific wins in that order. Returns the
+ * length of the phrase.
+ */
+GPUMON_API size_t gpumon_owner_describe(const gpumon_owner *o, char *buf, size_t len);
 
 /*
  * Lists the processes holding memory on device dev: compute and graphics lists merged (a pid in
