@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_floor.c — the floors gpumon's costs are held to: what any program pays that reads GPU memory
+ * through NVML and nothing else. `oneshot`: load NVML, start it, take the first GPU's handle, read its
+ * memory once, print the used figure and leave (no shutdown: the floor of a one-shot query).
+ * `loop SECONDS`: read the first GPU's memory with nvmlDeviceGetMemoryInfo_v2 every millisecond to an
+ * absolute deadline (CLOCK_MONOTONIC, TIMER_ABSTIME) for SECONDS (the floor of a 1 kHz sampler).
+ * Calls NVML directly through dlopen; honours GPUMON_NVML_LIBRARY. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct mem_v2 {
+	unsigned version;
+	unsigned long long total, reserved, free, used;
+};
+
+typedef int (*init_fn)(void);
+typedef int (*handle_fn)(unsigned, void **);
+typedef int (*mem_fn)(void *, struct mem_v2 *);
+
+static void *sym(void *lib, const char *name)
+{
+	void *p = dlsym(lib, name);
+	if (!p) {
+		fprintf(stderr, "gpumon_bench_floor: %s: %s\n", name, dlerror());
+		exit(1);
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "loop"))) {
+		fprintf(stderr, "usage: gpumon_bench_floor oneshot | loop SECONDS\n");
+		return 2;
+	}
+	const char *env = getenv("GPUMON_NVML_LIBRARY");
+	void *lib = dlopen(env && env[0] ? env : "libnvidia-ml.so.1", RTLD_NOW);
+	if (!lib) {
+		fprintf(stderr, "gpumon_bench_floor: %s\n", dlerror());
+		return 1;
+	}
+	init_fn init;
+	handle_fn handle;
+	mem_fn mem;
+	*(void **)&init = sym(lib, "nvmlInit_v2");
+	*(void **)&handle = sym(lib, "nvmlDeviceGetHandleByIndex_v2");
+	*(void **)&mem = sym(lib, "nvmlDeviceGetMemoryInfo_v2");
+	void *dev = NULL;
+	if (init() != 0 || handle(0, &dev) != 0) {
+		fprintf(stderr, "gpumon_bench_floor: NVML did not start or has no GPU 0\n");
+		return 1;
+	}
+	struct mem_v2 m = {.version = (unsigned)(sizeof m | (2u << 24))};
+	if (!strcmp(argv[1], "oneshot")) {
+		if (mem(dev, &m) != 0)
+			return 1;
+		printf("%llu MiB\n", m.used >> 20);
+		fflush(stdout);
+		_exit(0);
+	}
+	double secs = argc > 2 ? atof(argv[2]) : 10;
+	long n = (long)(secs * 1000);
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	for (long i = 0; i < n; i++) {
+		t.tv_nsec += 1000000;
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_nsec -= 1000000000;
+			t.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+		m.version = (unsigned)(sizeof m | (2u << 24));
+		mem(dev, &m);
+	}
+	return 0;
+}
