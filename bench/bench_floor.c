@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_floor.c — the floors gpumon's costs are held to: what any program pays that reads GPU memory
  * through NVML and nothing else. `oneshot`: load NVML, start it, take the first GPU's handle, read its
- * memory once, print the used figure and leave (no shutdown: the floor of a one-shot query).
+ * memory once, print the used figure and leave (no shutdown: the floor of a one-shot query);
+ * `oneshot-shutdown`: the same, calling nvmlShutdown before leaving.
  * `loop SECONDS`: read the first GPU's memory with nvmlDeviceGetMemoryInfo_v2 every millisecond to an
  * absolute deadline (CLOCK_MONOTONIC, TIMER_ABSTIME) for SECONDS (the floor of a 1 kHz sampler).
  * Calls NVML directly through dlopen; honours GPUMON_NVML_LIBRARY. */
@@ -34,8 +35,8 @@ static void *sym(void *lib, const char *name)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "loop"))) {
-		fprintf(stderr, "usage: gpumon_bench_floor oneshot | loop SECONDS\n");
+	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "oneshot-shutdown") && strcmp(argv[1], "loop"))) {
+		fprintf(stderr, "usage: gpumon_bench_floor oneshot | oneshot-shutdown | loop SECONDS\n");
 		return 2;
 	}
 	const char *env = getenv("GPUMON_NVML_LIBRARY");
@@ -56,11 +57,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct mem_v2 m = {.version = (unsigned)(sizeof m | (2u << 24))};
-	if (!strcmp(argv[1], "oneshot")) {
+	if (!strncmp(argv[1], "oneshot", 7)) {
 		if (mem(dev, &m) != 0)
 			return 1;
 		printf("%llu MiB\n", m.used >> 20);
 		fflush(stdout);
+		if (argv[1][7]) {
+			init_fn shutdown;
+			*(void **)&shutdown = sym(lib, "nvmlShutdown");
+			shutdown();
+		}
 		_exit(0);
 	}
 	double secs = argc > 2 ? atof(argv[2]) : 10;

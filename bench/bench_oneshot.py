@@ -51,6 +51,7 @@ def main():
     cmds = {
         "gpumon query": [gpumon, "query", "--query-gpu=" + a.fields, fmt],
         "floor (NVML start + attach + one read)": [floor, "oneshot"],
+        "floor + nvmlShutdown before exit": [floor, "oneshot-shutdown"],
         "/bin/true (process start)": ["/bin/true"],
     }
     if smi != "none":
