@@ -78,7 +78,10 @@ static void help_fields(FILE *f, enum qf_table t)
 			snprintf(name, sizeof name, "%s [%s]", q->name, q->unit);
 		else
 			snprintf(name, sizeof name, "%s", q->name);
-		fprintf(f, "  %-24s %s", name, q->desc);
+		if (strlen(name) > 24) /* the long ECC names: the description goes below */
+			fprintf(f, "  %s\n  %-24s %s", name, "", q->desc);
+		else
+			fprintf(f, "  %-24s %s", name, q->desc);
 		for (int a = 0; a < 2 && q->aliases[a]; a++)
 			fprintf(f, "%s%s", a ? ", " : " Also ", q->aliases[a]);
 		fputs(q->aliases[0] ? ".\n" : "\n", f);
