@@ -3,6 +3,7 @@
  * in CSV (so scripts written for nvidia-smi keep working) or as JSON, once or in a loop. A lost
  * GPU is reported on its row and once on stderr while the other GPUs go on being reported. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -32,6 +34,7 @@ struct options {
 	int want[2];
 	struct qf_format fmt;
 	const char *ids;        /* -i, NULL for all GPUs */
+	const char *filename;   /* -f, NULL for stdout */
 	uint64_t period_ns;     /* -l / -lms; 0 for one query */
 };
 
@@ -46,6 +49,9 @@ struct run {
 	unsigned *sel;         /* selected GPUs, ascending */
 	unsigned nsel;
 	unsigned sample_bits;  /* GPUMON_F_* bits the GPU fields need */
+	uint64_t props_bits;   /* GPUMON_P_* bits the GPU fields need */
+	int want_time;         /* the timestamp field is asked */
+	char timestamp[32];    /* of the query being written */
 	char driver[96];
 	int have_driver;
 	unsigned char *warned; /* per GPU: WARNED_* */
@@ -72,7 +78,10 @@ static void help_fields(FILE *f, enum qf_table t)
 			snprintf(name, sizeof name, "%s [%s]", q->name, q->unit);
 		else
 			snprintf(name, sizeof name, "%s", q->name);
-		fprintf(f, "  %-24s %s", name, q->desc);
+		if (strlen(name) > 24) /* the long ECC names: the description goes below */
+			fprintf(f, "  %s\n  %-24s %s", name, "", q->desc);
+		else
+			fprintf(f, "  %-24s %s", name, q->desc);
 		for (int a = 0; a < 2 && q->aliases[a]; a++)
 			fprintf(f, "%s%s", a ? ", " : " Also ", q->aliases[a]);
 		fputs(q->aliases[0] ? ".\n" : "\n", f);
@@ -82,7 +91,7 @@ static void help_fields(FILE *f, enum qf_table t)
 static void help(FILE *f)
 {
 	fputs("Usage: gpumon query --query-gpu=FIELDS [--query-compute-apps=FIELDS] --format=FORMAT\n"
-	      "                    [-i|--id GPUS] [-l|--loop SEC | -lms|--loop-ms MS]\n"
+	      "                    [-i|--id GPUS] [-f|--filename FILE] [-l|--loop SEC | -lms|--loop-ms MS]\n"
 	      "       gpumon query --query-compute-apps=FIELDS --format=FORMAT [...]\n"
 	      "\n"
 	      "Prints the chosen fields of each GPU, or of each process computing on one, as\n"
@@ -95,6 +104,8 @@ static void help(FILE *f)
 	      "  --format=FORMAT              csv[,noheader][,nounits] or json (below; default csv)\n"
 	      "  -i, --id=GPUS                only these GPUs: comma-separated indexes, UUIDs or PCI\n"
 	      "                               bus ids (default: all)\n"
+	      "  -f, --filename=FILE          write the output to FILE (created, or emptied first)\n"
+	      "                               instead of stdout; messages stay on stderr\n"
 	      "  -l, --loop=SEC               query every SEC seconds until interrupted\n"
 	      "  -lms, --loop-ms=MS           query every MS milliseconds until interrupted\n"
 	      "  -h, --help                   this help\n"
@@ -116,8 +127,10 @@ static void help(FILE *f)
 	      "            with numbers in the units above; null where CSV shows a bracketed word\n"
 	      "\n"
 	      "Values that are not numbers: [Not Supported] (the driver or GPU does not offer it),\n"
-	      "[N/A] (not available), [GPU is lost] (the GPU fell off the bus or needs a reset),\n"
-	      "[Insufficient Permissions], [Unknown Error]. A value that is missing is never shown as 0.\n"
+	      "[N/A] (not available; also what nvidia-smi prints for the properties and memory health\n"
+	      "fields, from power.limit on, that the driver or GPU does not offer), [GPU is lost] (the\n"
+	      "GPU fell off the bus or needs a reset), [Insufficient Permissions], [Unknown Error].\n"
+	      "A value that is missing is never shown as 0.\n"
 	      "\n"
 	      "Exit status:\n"
 	      "  0    success (also when a loop is stopped by SIGINT or SIGTERM)\n"
@@ -196,6 +209,8 @@ static int value_option(int argc, char **argv, int *i, struct options *o, int *s
 		*st = parse_format(o, v);
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--id", "-i", &bad)))
 		o->ids = v;
+	else if (!bad && (v = cli_option_value(argc, argv, i, "--filename", "-f", &bad)))
+		o->filename = v;
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--loop-ms", "-lms", &bad)))
 		*st = parse_period(o, "-lms", v, 1000000u);
 	else if (!bad && (v = cli_option_value(argc, argv, i, "--loop", "-l", &bad)))
@@ -265,6 +280,8 @@ static int run_open(struct run *r, const struct options *o)
 	qsort(r->sel, r->nsel, sizeof *r->sel, by_value);
 	if (o->want[QF_TABLE_GPU]) {
 		r->sample_bits = qf_list_sample_bits(&o->list[QF_TABLE_GPU]);
+		r->props_bits = qf_list_props_bits(&o->list[QF_TABLE_GPU]);
+		r->want_time = qf_list_uses(&o->list[QF_TABLE_GPU], QF_SRC_TIME);
 		if (qf_list_uses(&o->list[QF_TABLE_GPU], QF_SRC_DRIVER))
 			r->have_driver = gpumon_driver_version(r->g, r->driver, sizeof r->driver) == GPUMON_OK;
 	}
@@ -432,12 +449,19 @@ static int gpu_rows(struct run *r, struct sink *s)
 		unsigned dev = r->sel[k];
 		gpumon_device_info info;
 		gpumon_device_sample sample;
-		struct qf_ctx c = {&info, &sample, GPUMON_OK, r->have_driver ? r->driver : NULL, r->count, NULL};
+		gpumon_device_props props = {.size = sizeof props};
+		struct qf_ctx c = {&info, &sample, GPUMON_OK, r->have_driver ? r->driver : NULL, r->count, NULL,
+				   &props, GPUMON_OK, r->want_time ? r->timestamp : NULL};
 		memset(&sample, 0, sizeof sample);
 		if (r->sample_bits) {
 			c.sample_status = gpumon_device_sample_read(r->g, dev, r->sample_bits, &sample);
 			if (c.sample_status != GPUMON_OK)
 				report_failure(r, dev, c.sample_status);
+		}
+		if (r->props_bits) {
+			c.props_status = gpumon_device_props_read(r->g, dev, r->props_bits, &props);
+			if (c.props_status != GPUMON_OK)
+				report_failure(r, dev, c.props_status);
 		}
 		if (gpumon_device_info_get(r->g, dev, &info) != GPUMON_OK)
 			c.info = NULL;
@@ -461,7 +485,7 @@ static int app_rows(struct run *r, struct sink *s)
 			continue;
 		}
 		gpumon_device_info info;
-		struct qf_ctx c = {&info, NULL, GPUMON_OK, NULL, r->count, NULL};
+		struct qf_ctx c = {&info, NULL, GPUMON_OK, NULL, r->count, NULL, NULL, GPUMON_OK, NULL};
 		if (gpumon_device_info_get(r->g, dev, &info) != GPUMON_OK)
 			c.info = NULL;
 		for (size_t i = 0; i < n && st == 0; i++) {
@@ -504,6 +528,12 @@ static int query_once(struct run *r)
 	const struct options *o = r->o;
 	json_t *doc = NULL;
 	int st = 0;
+	if (r->want_time) {
+		/* one time for every row of the query, taken before the driver is asked */
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		qf_timestamp((long long)now.tv_sec, now.tv_nsec, r->timestamp, sizeof r->timestamp);
+	}
 	if (o->fmt.json && !(doc = json_object()))
 		st = -1;
 	for (int t = 0; t < 2 && st == 0; t++)
@@ -596,12 +626,34 @@ static int query_loop(struct run *r)
 	return st;
 }
 
+/* -f FILE: the output goes to FILE, created or emptied, as nvidia-smi's -f does; errors stay on
+ * stderr. Returns EXIT_OK or EXIT_OTHER with a message. */
+static int redirect_output(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		cli_error("cannot write %s: %s", path, strerror(errno));
+		return EXIT_OTHER;
+	}
+	fflush(stdout);
+	int ok = dup2(fd, STDOUT_FILENO) >= 0;
+	int why = errno;
+	close(fd);
+	if (!ok) {
+		cli_error("cannot write %s: %s", path, strerror(why));
+		return EXIT_OTHER;
+	}
+	return EXIT_OK;
+}
+
 int cmd_query(int argc, char **argv)
 {
 	struct options o;
 	struct run r;
 	int st = parse_options(argc, argv, &o);
 	if (st != PARSED)
+		return st;
+	if (o.filename && (st = redirect_output(o.filename)) != EXIT_OK)
 		return st;
 	st = run_open(&r, &o);
 	if (st == EXIT_OK)

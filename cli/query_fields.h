@@ -24,6 +24,8 @@ enum qf_source {
 	QF_SRC_DRIVER,  /* the driver version string */
 	QF_SRC_COUNT,   /* the number of GPUs in the machine */
 	QF_SRC_PROCESS, /* gpumon_process; bit is the GPUMON_PROC_* "known" flag, 0 when always known */
+	QF_SRC_PROPS,   /* gpumon_device_props; bit is the GPUMON_P_* field */
+	QF_SRC_TIME,    /* the time of the query, as nvidia-smi writes it */
 };
 
 /* What a field holds at one moment. */
@@ -52,6 +54,9 @@ struct qf_ctx {
 	const char *driver_version; /* NULL when unknown */
 	unsigned gpu_count;
 	const gpumon_process *proc;
+	const gpumon_device_props *props; /* NULL when not read */
+	int props_status;           /* what gpumon_device_props_read returned */
+	const char *timestamp;      /* "2026/12/03 08:49:06.061"; NULL when not asked */
 };
 
 /* Turns the raw value at base + off (a struct of the field's source) into a qf_value. */
@@ -66,7 +71,7 @@ struct qf_field {
 	int csv_unitless;        /* nvidia-smi prints no unit in CSV although the value has one */
 	enum qf_table table;
 	enum qf_source source;
-	unsigned bit;            /* see enum qf_source */
+	uint64_t bit;            /* see enum qf_source */
 	size_t off;              /* offset of the raw value in the source struct */
 	qf_format_fn format;
 	const char *desc;        /* one line for --help */
@@ -109,6 +114,14 @@ int qf_parse_period(const char *what, const char *text, unsigned *out, char *err
 
 /* The GPUMON_F_* bits the sample fields of the list need (0 when none). */
 unsigned qf_list_sample_bits(const struct qf_list *l);
+
+/* The GPUMON_P_* bits the property fields of the list need (0 when none). */
+uint64_t qf_list_props_bits(const struct qf_list *l);
+
+/* Writes the local time of t (Unix seconds and nanoseconds) as nvidia-smi's timestamp field does,
+ * "YYYY/MM/DD HH:MM:SS.mmm" (milliseconds truncated), into buf (at least 24 bytes). Returns buf,
+ * or "" when the time cannot be converted. */
+const char *qf_timestamp(long long sec, long nsec, char *buf, size_t len);
 
 /* 1 when some field of the list takes its value from source s. */
 int qf_list_uses(const struct qf_list *l, enum qf_source s);

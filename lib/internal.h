@@ -60,6 +60,36 @@ struct nvml_api {
 	nvml_ret (*process_name)(unsigned, char *, unsigned);
 	nvml_ret (*compute_procs)(nvml_device, unsigned *, void *);
 	nvml_ret (*graphics_procs)(nvml_device, unsigned *, void *);
+	/* device properties and memory health (sources/nvml_props.c) */
+	nvml_ret (*power_limit)(nvml_device, unsigned *);
+	nvml_ret (*power_enforced)(nvml_device, unsigned *);
+	nvml_ret (*power_default)(nvml_device, unsigned *);
+	nvml_ret (*power_constraints)(nvml_device, unsigned *, unsigned *);
+	nvml_ret (*power_mode)(nvml_device, int *);
+	nvml_ret (*fan)(nvml_device, unsigned *);
+	nvml_ret (*pstate)(nvml_device, int *);
+	nvml_ret (*field_values)(nvml_device, int, void *);
+	nvml_ret (*max_clock)(nvml_device, unsigned, unsigned *);
+	nvml_ret (*serial)(nvml_device, char *, unsigned);
+	nvml_ret (*vbios)(nvml_device, char *, unsigned);
+	nvml_ret (*compute_mode)(nvml_device, int *);
+	nvml_ret (*persistence)(nvml_device, int *);
+	nvml_ret (*pcie_gen)(nvml_device, unsigned *);
+	nvml_ret (*pcie_gen_max)(nvml_device, unsigned *);
+	nvml_ret (*pcie_width)(nvml_device, unsigned *);
+	nvml_ret (*pcie_width_max)(nvml_device, unsigned *);
+	nvml_ret (*mig_mode)(nvml_device, unsigned *, unsigned *);
+	nvml_ret (*ecc_mode)(nvml_device, int *, int *);
+	nvml_ret (*ecc_total)(nvml_device, int, int, unsigned long long *);
+	nvml_ret (*ecc_counter)(nvml_device, int, int, int, unsigned long long *);
+	nvml_ret (*retired_pages)(nvml_device, int, unsigned *, unsigned long long *);
+	nvml_ret (*retired_pending)(nvml_device, int *);
+	nvml_ret (*remapped_rows)(nvml_device, unsigned *, unsigned *, unsigned *, unsigned *);
+	/* events (sources/nvml_events.c) */
+	nvml_ret (*event_set_create)(void **);
+	nvml_ret (*register_events)(nvml_device, unsigned long long, void *);
+	nvml_ret (*event_set_wait)(void *, void *, unsigned);
+	nvml_ret (*event_set_free)(void *);
 	int proc_api;            /* PROC_API_* of the two calls above */
 	int compute_procs_is_v3; /* for the 535.43-535.86 layout check */
 };
@@ -132,6 +162,17 @@ int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
 /* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. Once
  * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */
 int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
+
+/* sources/nvml_events.c: a thread that waits for XID errors on the devices devs[0..n) and queues
+ * each as an EVENT record of s (gpumon__sampler_event). Returns NULL, and starts nothing, where the
+ * driver offers no events or none of the devices takes them, or out of memory. */
+struct gpumon__xid_watch;
+struct gpumon__xid_watch *gpumon__xid_start(gpumon *g, gpumon_sampler *s, const unsigned *devs, unsigned n);
+/* Stops the thread (within one wait, 100 ms) and frees w; NULL is a no-op. */
+void gpumon__xid_stop(struct gpumon__xid_watch *w);
+
+/* sampler.c: queues an EVENT record for device dev; kind and text must outlive the sampler. */
+void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const char *kind, const char *text);
 
 /* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets
  * GPUMON_PROC_FOREIGN when the pid is not in our /proc. */

@@ -79,6 +79,7 @@ struct gpumon_sampler {
 	int stopping;
 	unsigned pollers; /* consumers inside gpumon_sampler_poll */
 	unsigned refs;    /* the owner, and each GPU thread still running: the last frees */
+	struct gpumon__xid_watch *xid; /* XID errors' thread (sources/nvml_events.c); NULL: none */
 };
 
 static struct timespec ns_to_ts(uint64_t ns)
@@ -113,6 +114,20 @@ static void push_event_locked(gpumon_sampler *s, const struct devstate *d, uint6
 	r.event_kind = kind;
 	r.event_text = text;
 	push_locked(s, &r);
+}
+
+void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const char *kind, const char *text)
+{
+	gpumon_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = GPUMON_REC_EVENT;
+	r.dev = dev;
+	r.t_ns = t_ns;
+	r.event_kind = kind;
+	r.event_text = text;
+	pthread_mutex_lock(&s->lock);
+	push_locked(s, &r);
+	pthread_mutex_unlock(&s->lock);
 }
 
 static void push_lost_locked(gpumon_sampler *s, struct devstate *d, uint64_t t)
@@ -474,6 +489,8 @@ static int worth_waiting(struct devstate *d, uint64_t now)
  * and on the handle). */
 static void stop(gpumon_sampler *s)
 {
+	gpumon__xid_stop(s->xid); /* first: it queues under s->lock */
+	s->xid = NULL;
 	pthread_mutex_lock(&s->lock);
 	s->stopping = 1;
 	pthread_cond_broadcast(&s->wake);
@@ -598,6 +615,8 @@ int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sa
 		stop(s);
 		return gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the sampling threads");
 	}
+	/* XIDs where the driver has events; none (or out of memory) leaves the sampler as it is */
+	s->xid = gpumon__xid_start(g, s, c.devices, c.devices ? c.ndevices : s->nds);
 	*out = s;
 	return GPUMON_OK;
 }

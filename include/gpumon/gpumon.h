@@ -214,6 +214,115 @@ typedef struct gpumon_device_sample {
 GPUMON_API int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_device_sample *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * Device properties and memory health: the settings and counters nvidia-smi's --query-gpu shows
+ * beside memory (power limits, fan, performance state, maximum clocks, serial, VBIOS, modes, PCIe
+ * link) and the health of the memory (ECC errors, retired pages, remapped rows). They change
+ * seldom or never: read them when needed, not at the sampling rate.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Fields of gpumon_device_props; used both to ask for fields and as its bitmasks. One bit may
+ * stand for several members that one driver call fills together. */
+#define GPUMON_P_POWER_LIMIT       (1ull << 0)  /* power_limit_mw: the limit software set */
+#define GPUMON_P_POWER_ENFORCED    (1ull << 1)  /* power_enforced_mw: the limit in force */
+#define GPUMON_P_POWER_DEFAULT     (1ull << 2)  /* power_default_mw */
+#define GPUMON_P_POWER_MIN         (1ull << 3)  /* power_min_mw: lowest limit that may be set */
+#define GPUMON_P_POWER_MAX         (1ull << 4)  /* power_max_mw: highest limit that may be set */
+#define GPUMON_P_POWER_MANAGEMENT  (1ull << 5)  /* power_management */
+#define GPUMON_P_FAN               (1ull << 6)  /* fan_pct */
+#define GPUMON_P_PSTATE            (1ull << 7)  /* pstate */
+#define GPUMON_P_MEMORY_TEMP       (1ull << 8)  /* memory_temp_c */
+#define GPUMON_P_CLOCK_MAX_SM      (1ull << 9)  /* clock_max_sm_mhz */
+#define GPUMON_P_CLOCK_MAX_MEM     (1ull << 10) /* clock_max_mem_mhz */
+#define GPUMON_P_CLOCK_MAX_GRAPHICS (1ull << 11)/* clock_max_graphics_mhz */
+#define GPUMON_P_SERIAL            (1ull << 12) /* serial */
+#define GPUMON_P_VBIOS             (1ull << 13) /* vbios */
+#define GPUMON_P_COMPUTE_MODE      (1ull << 14) /* compute_mode */
+#define GPUMON_P_PERSISTENCE       (1ull << 15) /* persistence */
+#define GPUMON_P_PCIE_GEN          (1ull << 16) /* pcie_gen_current */
+#define GPUMON_P_PCIE_GEN_MAX      (1ull << 17) /* pcie_gen_max */
+#define GPUMON_P_PCIE_WIDTH        (1ull << 18) /* pcie_width_current */
+#define GPUMON_P_PCIE_WIDTH_MAX    (1ull << 19) /* pcie_width_max */
+#define GPUMON_P_MIG_MODE          (1ull << 20) /* mig_current, mig_pending */
+#define GPUMON_P_ECC_MODE          (1ull << 21) /* ecc_current, ecc_pending */
+#define GPUMON_P_ECC_TOTAL         (1ull << 22) /* ecc_total[][] */
+#define GPUMON_P_ECC_DRAM          (1ull << 23) /* ecc_dram[][] (nvidia-smi's dram and device_memory) */
+#define GPUMON_P_ECC_SRAM          (1ull << 24) /* ecc_sram[][] */
+#define GPUMON_P_RETIRED_SBE       (1ull << 25) /* retired_sbe */
+#define GPUMON_P_RETIRED_DBE       (1ull << 26) /* retired_dbe */
+#define GPUMON_P_RETIRED_PENDING   (1ull << 27) /* retired_pending */
+#define GPUMON_P_REMAPPED_ROWS     (1ull << 28) /* remapped_correctable ... remapped_failure */
+#define GPUMON_P_ALL               ((1ull << 29) - 1)
+/* The memory health fields: what a front end watches for a warning */
+#define GPUMON_P_HEALTH (GPUMON_P_ECC_MODE | GPUMON_P_ECC_TOTAL | GPUMON_P_ECC_DRAM | GPUMON_P_ECC_SRAM | \
+			 GPUMON_P_RETIRED_SBE | GPUMON_P_RETIRED_DBE | GPUMON_P_RETIRED_PENDING |           \
+			 GPUMON_P_REMAPPED_ROWS)
+
+/* Indexes of the ECC counter arrays: [GPUMON_ECC_CORRECTED or _UNCORRECTED][_VOLATILE or
+ * _AGGREGATE]. Volatile counts restart with the driver; aggregate ones last the board's life. */
+enum { GPUMON_ECC_CORRECTED = 0, GPUMON_ECC_UNCORRECTED = 1 };
+enum { GPUMON_ECC_VOLATILE = 0, GPUMON_ECC_AGGREGATE = 1 };
+
+/* Values of gpumon_device_props.compute_mode (NVML's) */
+enum {
+	GPUMON_COMPUTE_DEFAULT = 0,
+	GPUMON_COMPUTE_EXCLUSIVE_THREAD = 1,
+	GPUMON_COMPUTE_PROHIBITED = 2,
+	GPUMON_COMPUTE_EXCLUSIVE_PROCESS = 3,
+};
+
+typedef struct gpumon_device_props {
+	unsigned size;              /* set by the caller: sizeof(gpumon_device_props) */
+	uint64_t present;           /* GPUMON_P_* of the fields that hold a value */
+	uint64_t not_supported;     /* asked for, and the driver or GPU does not offer it (a driver
+				       without the call, NVML's NOT_SUPPORTED, or nothing to count:
+				       no ECC on the card) */
+	uint64_t no_permission;     /* asked for, and the driver refused for lack of permission */
+	/* a field asked for and in none of the three masks failed otherwise (the message names it) */
+	unsigned power_limit_mw, power_enforced_mw, power_default_mw, power_min_mw, power_max_mw;
+	int power_management;       /* 1 enabled, 0 disabled */
+	unsigned fan_pct;           /* intended speed, percent of the maximum (may exceed 100) */
+	unsigned pstate;            /* 0 (P0, fastest) .. 15 */
+	unsigned memory_temp_c;
+	unsigned clock_max_sm_mhz, clock_max_mem_mhz, clock_max_graphics_mhz;
+	char serial[32];            /* the board's serial number */
+	char vbios[32];             /* "96.00.A5.00.1A" */
+	unsigned compute_mode;      /* GPUMON_COMPUTE_* */
+	int persistence;            /* 1 enabled, 0 disabled */
+	unsigned pcie_gen_current, pcie_gen_max, pcie_width_current, pcie_width_max;
+	int mig_current, mig_pending; /* 1 enabled, 0 disabled */
+	int ecc_current, ecc_pending; /* 1 enabled, 0 disabled */
+	uint64_t ecc_total[2][2];   /* every location of the chip; [type][counter] as above */
+	uint64_t ecc_dram[2][2];    /* device memory (DRAM, HBM) */
+	uint64_t ecc_sram[2][2];    /* on-chip SRAM */
+	unsigned retired_sbe;       /* pages retired for repeated single-bit errors */
+	unsigned retired_dbe;       /* pages retired for a double-bit error */
+	int retired_pending;        /* 1: pages wait to be retired at the next reboot */
+	unsigned remapped_correctable;   /* rows remapped for correctable errors */
+	unsigned remapped_uncorrectable; /* rows remapped for uncorrectable errors */
+	int remapped_pending;       /* 1: a remapping waits for the next GPU reset */
+	int remapped_failure;       /* 1: a remapping failed (the board needs service) */
+} gpumon_device_props;
+
+/*
+ * Reads the fields in `want` (GPUMON_P_* bits; GPUMON_P_ALL for all) of device dev into *out,
+ * whose size the caller sets first (fields past it are not written). Only the driver calls
+ * needed for `want` are made, each once: about 40 for GPUMON_P_ALL. A field the driver does not
+ * offer, or whose call fails, is left out of out->present (never set to 0) and put in
+ * not_supported or no_permission when that is why; that is not a failure. out->size is kept, the
+ * rest zeroed first.
+ *
+ * Returns 0, or GPUMON_E_INVAL (NULL, size below that of the first version, unknown bits),
+ * GPUMON_E_NOT_FOUND (bad dev), GPUMON_E_LOST (the GPU is lost: the device is marked lost).
+ * Thread-safety: as the handle's other calls. A health warning should look at present first:
+ * an uncorrected count, a retired or pending page, a pending or failed row remapping is one.
+ */
+GPUMON_API int gpumon_device_props_read(gpumon *g, unsigned dev, uint64_t want, gpumon_device_props *out);
+
+/* event_kind of the sampler's EVENT records for an XID error (NVML's critical error event):
+ * event_text is "GPU N: XID CODE" (dev set). Drivers that do not offer the events give none. */
+#define GPUMON_EVENT_XID "xid"
+
+/* ---------------------------------------------------------------------------------------------
  * Processes
  * ------------------------------------------------------------------------------------------- */
 

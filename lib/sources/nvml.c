@@ -39,6 +39,37 @@ static const struct nvml_symbol {
 	{{"nvmlSystemGetDriverVersion"}, API_OFF(driver_version), 0},
 	{{"nvmlSystemGetNVMLVersion"}, API_OFF(nvml_version), 0},
 	{{"nvmlSystemGetProcessName"}, API_OFF(process_name), 0},
+	/* device properties and memory health (nvml_props.c) */
+	{{"nvmlDeviceGetPowerManagementLimit"}, API_OFF(power_limit), 0},
+	{{"nvmlDeviceGetEnforcedPowerLimit"}, API_OFF(power_enforced), 0},
+	{{"nvmlDeviceGetPowerManagementDefaultLimit"}, API_OFF(power_default), 0},
+	{{"nvmlDeviceGetPowerManagementLimitConstraints"}, API_OFF(power_constraints), 0},
+	{{"nvmlDeviceGetPowerManagementMode"}, API_OFF(power_mode), 0},
+	{{"nvmlDeviceGetFanSpeed"}, API_OFF(fan), 0},
+	{{"nvmlDeviceGetPerformanceState"}, API_OFF(pstate), 0},
+	{{"nvmlDeviceGetFieldValues"}, API_OFF(field_values), 0},
+	{{"nvmlDeviceGetMaxClockInfo"}, API_OFF(max_clock), 0},
+	{{"nvmlDeviceGetSerial"}, API_OFF(serial), 0},
+	{{"nvmlDeviceGetVbiosVersion"}, API_OFF(vbios), 0},
+	{{"nvmlDeviceGetComputeMode"}, API_OFF(compute_mode), 0},
+	{{"nvmlDeviceGetPersistenceMode"}, API_OFF(persistence), 0},
+	{{"nvmlDeviceGetCurrPcieLinkGeneration"}, API_OFF(pcie_gen), 0},
+	{{"nvmlDeviceGetMaxPcieLinkGeneration"}, API_OFF(pcie_gen_max), 0},
+	{{"nvmlDeviceGetCurrPcieLinkWidth"}, API_OFF(pcie_width), 0},
+	{{"nvmlDeviceGetMaxPcieLinkWidth"}, API_OFF(pcie_width_max), 0},
+	{{"nvmlDeviceGetMigMode"}, API_OFF(mig_mode), 0},
+	{{"nvmlDeviceGetEccMode"}, API_OFF(ecc_mode), 0},
+	{{"nvmlDeviceGetTotalEccErrors"}, API_OFF(ecc_total), 0},
+	{{"nvmlDeviceGetMemoryErrorCounter"}, API_OFF(ecc_counter), 0},
+	/* _v2 adds timestamps we do not use; both take the same first arguments */
+	{{"nvmlDeviceGetRetiredPages"}, API_OFF(retired_pages), 0},
+	{{"nvmlDeviceGetRetiredPagesPendingStatus"}, API_OFF(retired_pending), 0},
+	{{"nvmlDeviceGetRemappedRows"}, API_OFF(remapped_rows), 0},
+	/* XID events (nvml_events.c) */
+	{{"nvmlEventSetCreate"}, API_OFF(event_set_create), 0},
+	{{"nvmlDeviceRegisterEvents"}, API_OFF(register_events), 0},
+	{{"nvmlEventSetWait_v2", "nvmlEventSetWait"}, API_OFF(event_set_wait), 0},
+	{{"nvmlEventSetFree"}, API_OFF(event_set_free), 0},
 };
 
 const char *gpumon__nvml_errstr(const gpumon *g, nvml_ret r)

@@ -28,6 +28,7 @@ typedef enum {
 	NVML_ERROR_INVALID_ARGUMENT = SCN_ERROR_INVALID_ARGUMENT,
 	NVML_ERROR_NOT_FOUND = SCN_ERROR_NOT_FOUND,
 	NVML_ERROR_INSUFFICIENT_SIZE = SCN_ERROR_INSUFFICIENT_SIZE,
+	NVML_ERROR_TIMEOUT = SCN_ERROR_TIMEOUT,
 	NVML_ERROR_GPU_IS_LOST = SCN_ERROR_GPU_IS_LOST,
 	NVML_ERROR_ARGUMENT_VERSION_MISMATCH = SCN_ERROR_ARGUMENT_VERSION_MISMATCH,
 	NVML_ERROR_UNKNOWN = SCN_ERROR_UNKNOWN,
@@ -755,5 +756,8 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned
 {
 	return processes(SCN_FN_GRAPHICS_PROCS_V3, dev, SCN_PROC_GRAPHICS, count, infos, 1);
 }
+
+/* properties, memory health and XID events: a file of their own, sharing the helpers above */
+#include "fake_props_calls.c"
 
 #endif /* FAKE_NVML_V1_ONLY */

@@ -62,6 +62,19 @@ static const struct {
 	{"nvmlDeviceGetComputeRunningProcesses_v3", 1}, {"nvmlDeviceGetGraphicsRunningProcesses", 1},
 	{"nvmlDeviceGetGraphicsRunningProcesses_v2", 1},
 	{"nvmlDeviceGetGraphicsRunningProcesses_v3", 1},
+	/* properties, memory health and events (fake_props_calls.c) */
+	{"nvmlDeviceGetPowerManagementLimit", 1}, {"nvmlDeviceGetEnforcedPowerLimit", 1},
+	{"nvmlDeviceGetPowerManagementDefaultLimit", 1}, {"nvmlDeviceGetPowerManagementLimitConstraints", 1},
+	{"nvmlDeviceGetPowerManagementMode", 1}, {"nvmlDeviceGetFanSpeed", 1},
+	{"nvmlDeviceGetPerformanceState", 1}, {"nvmlDeviceGetFieldValues", 1}, {"nvmlDeviceGetMaxClockInfo", 1},
+	{"nvmlDeviceGetSerial", 1}, {"nvmlDeviceGetVbiosVersion", 1}, {"nvmlDeviceGetComputeMode", 1},
+	{"nvmlDeviceGetPersistenceMode", 1}, {"nvmlDeviceGetCurrPcieLinkGeneration", 1},
+	{"nvmlDeviceGetMaxPcieLinkGeneration", 1}, {"nvmlDeviceGetCurrPcieLinkWidth", 1},
+	{"nvmlDeviceGetMaxPcieLinkWidth", 1}, {"nvmlDeviceGetMigMode", 1}, {"nvmlDeviceGetEccMode", 1},
+	{"nvmlDeviceGetTotalEccErrors", 1}, {"nvmlDeviceGetMemoryErrorCounter", 1},
+	{"nvmlDeviceGetRetiredPages", 1}, {"nvmlDeviceGetRetiredPagesPendingStatus", 1},
+	{"nvmlDeviceGetRemappedRows", 1}, {"nvmlEventSetCreate", 0}, {"nvmlDeviceRegisterEvents", 1},
+	{"nvmlEventSetWait_v2", 0}, {"nvmlEventSetFree", 0},
 };
 
 /* NVML's return codes by name (without the NVML_ERROR_ prefix, which is also accepted). */
@@ -135,6 +148,7 @@ void scn_free(struct scn *s)
 		return;
 	free(s->slot);
 	free(s->gpu_first);
+	free(s->xid);
 	free(s->decl);
 	free(s->at);
 	free(s->rule);
@@ -484,6 +498,20 @@ static int parse_value(struct parser *p, const struct key *k, const char *val, u
 	return what ? fail(p, "bad %s '%s' for %s", what, shown(val, b), k->name) : 0;
 }
 
+/* A property key of a `gpu` line (fake_props.h): its key is GK_N + the FP_* index. */
+static int parse_prop(struct parser *p, const char *name, const char *val, unsigned *key, uint64_t *v)
+{
+	char b[48];
+	int kind, fp = fake_prop_key(name, &kind);
+	if (fp < 0)
+		return fail(p, "unknown key '%s'", shown(name, b));
+	*key = GK_N + (unsigned)fp;
+	if (kind == FPT_TEXT && val[0] != '!')
+		return parse_string(p, name, val, 32, v);
+	const char *what = fake_prop_parse(kind, val, parse_code, v);
+	return what ? fail(p, "bad %s '%s' for %s", what, shown(val, b), name) : 0;
+}
+
 /* Parses tokens a[0..n) as key=value pairs of the keys in table[0..nkeys) into p->kv. */
 static int parse_kvs(struct parser *p, char **a, size_t n, const struct key *table, unsigned nkeys)
 {
@@ -497,6 +525,12 @@ static int parse_kvs(struct parser *p, char **a, size_t n, const struct key *tab
 		unsigned k = 0;
 		while (k < nkeys && strcmp(a[i], table[k].name) != 0)
 			k++;
+		if (k == nkeys && table == gpu_keys) {
+			if (parse_prop(p, a[i], eq + 1, &p->kv[p->nkv].key, &p->kv[p->nkv].val) < 0)
+				return -1;
+			p->nkv++;
+			continue;
+		}
 		if (k == nkeys)
 			return fail(p, "unknown key '%s'", shown(a[i], b));
 		p->kv[p->nkv].key = k;
@@ -693,6 +727,38 @@ static int line_procs(struct parser *p, char **a, size_t n)
 	return procs(p, 0, 0, EV_PROC_ADD, gpu, pid, count);
 }
 
+/* `at T xid GPU CODE`: an XID error event for nvmlEventSetWait (kept in time order). */
+static int line_xid(struct parser *p, char **a, size_t n, double t)
+{
+	char b[48];
+	unsigned gpu;
+	uint64_t code;
+	struct scn *s = p->s;
+	if (need_args(p, a, n, 2, 2, "at T xid GPU CODE") < 0 || declared_gpu(p, a[0], &gpu) < 0)
+		return -1;
+	if (parse_u64(a[1], &code) < 0)
+		return fail(p, "bad XID code '%s'", shown(a[1], b));
+	if (reserve(p, (void **)&s->xid, &s->xid_cap, s->nxid + 1, sizeof *s->xid, SCN_MAX_RULES) < 0)
+		return p->failed ? -1 : fail(p, "more than %d xid lines", SCN_MAX_RULES);
+	size_t at = s->nxid;
+	while (at > 0 && s->xid[at - 1].t > t)
+		at--;
+	memmove(s->xid + at + 1, s->xid + at, (s->nxid - at) * sizeof *s->xid);
+	s->xid[at] = (struct fake_xid){t, gpu, code};
+	s->nxid++;
+	return 0;
+}
+
+size_t scn_xid_count(const struct scn *s)
+{
+	return s->nxid;
+}
+
+const struct fake_xid *scn_xid(const struct scn *s, size_t i)
+{
+	return i < s->nxid ? &s->xid[i] : NULL;
+}
+
 static int line_at(struct parser *p, char **a, size_t n)
 {
 	char b[48];
@@ -707,6 +773,8 @@ static int line_at(struct parser *p, char **a, size_t n)
 		return line_proc(p, a + 2, n - 2, 1, t);
 	if (strcmp(a[1], "lost") == 0)
 		return line_lost(p, a + 2, n - 2, 1, t);
+	if (strcmp(a[1], "xid") == 0)
+		return line_xid(p, a + 2, n - 2, t);
 	return fail(p, "unknown keyword '%s' after 'at'", shown(a[1], b));
 }
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fake_props.h"
+
 /* Limits; going past one is a parse error, so memory stays bounded on any input. */
 #define SCN_MAX_LINE 4096        /* bytes in one line, without its newline */
 #define SCN_MAX_GPUS 4096
@@ -73,6 +75,13 @@ enum scn_fn {
 	SCN_FN_GRAPHICS_PROCS,
 	SCN_FN_GRAPHICS_PROCS_V2,
 	SCN_FN_GRAPHICS_PROCS_V3,
+	/* properties, memory health and events (fake_props_calls.c) */
+	SCN_FN_POWER_LIMIT, SCN_FN_POWER_ENFORCED, SCN_FN_POWER_DEFAULT, SCN_FN_POWER_CONSTRAINTS,
+	SCN_FN_POWER_MODE, SCN_FN_FAN, SCN_FN_PSTATE, SCN_FN_FIELD_VALUES, SCN_FN_MAX_CLOCK, SCN_FN_SERIAL,
+	SCN_FN_VBIOS, SCN_FN_COMPUTE_MODE, SCN_FN_PERSISTENCE, SCN_FN_PCIE_GEN, SCN_FN_PCIE_GEN_MAX,
+	SCN_FN_PCIE_WIDTH, SCN_FN_PCIE_WIDTH_MAX, SCN_FN_MIG_MODE, SCN_FN_ECC_MODE, SCN_FN_ECC_TOTAL,
+	SCN_FN_ECC_COUNTER, SCN_FN_RETIRED_PAGES, SCN_FN_RETIRED_PENDING, SCN_FN_REMAPPED_ROWS,
+	SCN_FN_EVENT_SET_CREATE, SCN_FN_REGISTER_EVENTS, SCN_FN_EVENT_SET_WAIT_V2, SCN_FN_EVENT_SET_FREE,
 	SCN_FN_N
 };
 
@@ -93,6 +102,7 @@ struct scn_gpu {
 	uint64_t energy_mj;
 	unsigned util, memutil, temp_c, power_mw, sm_mhz, mem_mhz;
 	int lost;
+	struct fake_props props; /* properties and memory health (fake_props.h) */
 };
 
 /* One (gpu, pid) pair ever named by the file, at a time t; listed only while present. */
@@ -146,6 +156,10 @@ int scn_rule_code(const struct scn *s, unsigned fn, int gpu, double t, int *code
  * must not return before that time. Returns 0 when none matches.
  */
 int scn_hang_until(const struct scn *s, unsigned fn, int gpu, double t, double *until);
+
+/* The `at T xid GPU CODE` lines, by time (file order among equal times): xid[0..count). */
+size_t scn_xid_count(const struct scn *s);
+const struct fake_xid *scn_xid(const struct scn *s, size_t i);
 
 /*
  * State at a time. gpu[0..ngpus) and proc[0..nprocs); the processes of GPU g are

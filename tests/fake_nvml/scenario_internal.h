@@ -49,6 +49,8 @@ struct scn {
 	size_t nrules, rule_cap;
 	char *pool;
 	size_t pool_len, pool_cap;
+	struct fake_xid *xid; /* `at T xid` lines, kept sorted by time */
+	size_t nxid, xid_cap;
 };
 
 enum gpu_key { GK_NAME, GK_UUID, GK_BUS, GK_TOTAL, GK_RESERVED, GK_USED, GK_UTIL, GK_MEMUTIL,

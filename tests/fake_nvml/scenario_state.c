@@ -54,6 +54,7 @@ static void gpu_defaults(struct scn_gpu *g, unsigned index)
 	g->power_mw = 100000;
 	g->sm_mhz = 1500;
 	g->mem_mhz = 2600;
+	fake_props_defaults(&g->props);
 }
 
 static void gpu_set(struct scn_gpu *g, const struct scn *s, unsigned key, uint64_t v)
@@ -72,6 +73,10 @@ static void gpu_set(struct scn_gpu *g, const struct scn *s, unsigned key, uint64
 	case GK_ENERGY: g->energy_mj = v; break;
 	case GK_SM: g->sm_mhz = (unsigned)v; break;
 	case GK_MEM: g->mem_mhz = (unsigned)v; break;
+	default:
+		if (key >= GK_N) /* a property: fake_props.h */
+			fake_props_set(&g->props, key - GK_N, v, s->pool);
+		break;
 	}
 }
 

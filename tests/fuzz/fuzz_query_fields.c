@@ -39,6 +39,15 @@ static void make_ctx(const unsigned char *data, size_t size, gpumon_device_info 
 	c->driver_version = size > 1 && (data[1] & 1) ? "580.159.04" : NULL;
 	c->gpu_count = size > 2 ? data[2] : 0;
 	c->proc = p;
+	/* property fields: presence masks and values from the input too; the strings terminated */
+	static gpumon_device_props props;
+	memset(&props, 0, sizeof props);
+	memcpy(&props, data, size < sizeof props ? size : sizeof props);
+	props.serial[sizeof props.serial - 1] = 0;
+	props.vbios[sizeof props.vbios - 1] = 0;
+	c->props = size > 3 && (data[3] & 1) ? &props : NULL;
+	c->props_status = size > 3 ? -(int)((data[3] >> 1) % 12) : 0;
+	c->timestamp = size > 1 && (data[1] & 2) ? "2026/12/03 08:49:06.061" : NULL;
 }
 
 static void render(const struct qf_list *l, enum qf_table t, const struct qf_ctx *c, size_t len)

@@ -8,6 +8,8 @@ The truth is nvidia-smi (same driver, same NVML) and NVML itself through pynvml.
   c) a CUDA process holding 1 GiB: --query-compute-apps, device memory, the main view
   d) `gpumon list` against `nvidia-smi -L`
   e) `gpumon query --format=json` against the CSV numbers
+  f) the property and memory health fields (power limits ... ECC, retired pages, remapped rows),
+     their aliases, `timestamp` (its format, within a second) and `-f FILE`, byte for byte
 
 Every check prints PASS / FAIL / WARN / SKIP with the figures. FAIL is a wrong answer in
 something gpumon promises (nvidia-smi compatibility, exact memory); WARN is a difference worth a
@@ -31,8 +33,27 @@ FIELDS = ["index", "name", "uuid", "pci.bus_id", "memory.total", "memory.used", 
 MEMORY_FIELDS = ["memory.total", "memory.used", "memory.free", "memory.reserved"]
 # Fields that may change between two calls, and how far (see volatile_ok()).
 VOLATILE = {"utilization.gpu", "utilization.memory", "temperature.gpu", "power.draw",
-            "clocks.sm", "clocks.mem"}
+            "clocks.sm", "clocks.mem", "temperature.memory"}
 APP_FIELDS = "pid,process_name,used_memory,gpu_uuid,gpu_bus_id"
+# Section f: properties and memory health (issue 13 point 4, issue 14 point 1), each byte for byte.
+PROP_FIELDS = ["power.limit", "enforced.power.limit", "power.default_limit", "power.min_limit",
+               "power.max_limit", "power.management", "fan.speed", "pstate", "temperature.memory",
+               "clocks.max.graphics", "clocks.max.sm", "clocks.max.memory", "serial", "vbios_version",
+               "compute_mode", "persistence_mode", "pcie.link.gen.current", "pcie.link.gen.max",
+               "pcie.link.width.current", "pcie.link.width.max", "mig.mode.current", "mig.mode.pending",
+               "ecc.mode.current", "ecc.mode.pending"] + [
+    "ecc.errors.%s.%s.%s" % (k, c, w) for k in ("corrected", "uncorrected")
+    for c in ("volatile", "aggregate") for w in ("total", "device_memory", "dram", "sram")] + [
+    "retired_pages.single_bit_ecc.count", "retired_pages.double_bit.count", "retired_pages.pending",
+    "remapped_rows.correctable", "remapped_rows.uncorrectable", "remapped_rows.pending",
+    "remapped_rows.failure"]
+PROP_ALIASES = ["gpu.power.requested_limit", "gpu.power.current_limit", "gpu.power.default_limit",
+                "gpu.power.min_limit", "gpu.power.max_limit", "clocks.max.gr", "clocks.max.mem",
+                "gpu_serial", "retired_pages.sbe", "retired_pages.dbe", "remapped_rows.sbe",
+                "remapped_rows.dbe"]
+# pstate and the PCIe link follow the load; the memory temperature drifts
+PROP_VOLATILE = {"pstate", "pcie.link.gen.current", "pcie.link.width.current", "temperature.memory"}
+TIMESTAMP_RE = r"\d{4}/\d\d/\d\d \d\d:\d\d:\d\d\.\d{3}"
 FORMATS = ["csv", "csv,noheader", "csv,nounits", "csv,noheader,nounits"]
 MiB = 1048576
 
@@ -149,7 +170,7 @@ def volatile_ok(field, ref, got):
     a, b = number(ref), number(got)
     if a is None or b is None:
         return ref == got, "not a number"
-    if field == "temperature.gpu":
+    if field in ("temperature.gpu", "temperature.memory"):
         return abs(a - b) <= 2, "allowed +-2 C"
     if field == "power.draw":
         return abs(a - b) <= 15, "allowed +-15 W"
@@ -419,6 +440,58 @@ def section_a(rep, t):
         rep.check(g.rc == 0 and (g.out == s.out or g.out == s2.out),
                   "idle compute-apps [%s]" % fmt,
                   "gpumon rc %d %r nvidia-smi %r" % (g.rc, short(g.out), short(s.out)))
+
+
+def stamp_seconds(stamp):
+    """Seconds since the epoch of nvidia-smi's local "YYYY/MM/DD HH:MM:SS.mmm"; None if not one."""
+    if not re.fullmatch(TIMESTAMP_RE, stamp):
+        return None
+    return time.mktime(time.strptime(stamp[:19], "%Y/%m/%d %H:%M:%S")) + int(stamp[20:]) / 1000.0
+
+
+def section_f(rep, t, out_dir):
+    rep.section = "f"
+    rep.log("\n== f) properties and memory health, timestamp, -f ==")
+    for fmt in ("csv", "csv,noheader,nounits"):
+        for f in PROP_FIELDS:
+            if rep.out_of_time():
+                return rep.skip("rest", "time budget spent")
+            check_query(rep, t, "gpu", [f], fmt, "%s [%s]" % (f, fmt))
+    for fmt in FORMATS:
+        check_query(rep, t, "gpu", PROP_FIELDS, fmt, "all property fields [%s]" % fmt)
+    for a in PROP_ALIASES:
+        check_query(rep, t, "gpu", [a], "csv", "alias %s" % a)
+    # timestamp: the same form, and within a second of nvidia-smi's taken just before and after
+    q = ["--query-gpu=timestamp,index,serial", "--format=csv"]
+    s1, g, s2 = t.s(*q), t.g("query", *q), t.s(*q)
+    if s1.rc == 0 and g.rc == 0 and s2.rc == 0:
+        sl, gl, sl2 = s1.out.split("\n"), g.out.split("\n"), s2.out.split("\n")
+        rep.check(gl[0] == sl[0], "timestamp header", "gpumon %r nvidia-smi %r" % (gl[0], sl[0]))
+        st, gt, st2 = (stamp_seconds(x.split(", ")[0]) for x in (sl[1], gl[1], sl2[1]))
+        rep.check(st is not None and gt is not None and st2 is not None, "timestamp format",
+                  "gpumon %r nvidia-smi %r" % (gl[1], sl[1]))
+        if st is not None and gt is not None and st2 is not None:
+            rep.check(st - 1 <= gt <= st2 + 1, "timestamp within a second",
+                      "nvidia-smi %.3f gpumon %.3f nvidia-smi %.3f" % (st, gt, st2))
+        rep.check(gl[1].split(", ", 1)[1] == sl[1].split(", ", 1)[1], "rest of the timestamp row",
+                  "gpumon %r nvidia-smi %r" % (gl[1], sl[1]))
+    else:
+        rep.check(False, "timestamp", "rc nvidia-smi %d gpumon %d" % (s1.rc, g.rc))
+    # -f FILE: the same bytes in the file, nothing on stdout
+    sf, gf = os.path.join(out_dir, "smi-f.csv"), os.path.join(out_dir, "gpumon-f.csv")
+    q = ["--query-gpu=index,serial,ecc.mode.current,remapped_rows.pending", "--format=csv"]
+    s, g = t.s(*q + ["-f", sf]), t.g("query", *q + ["-f", gf])
+    sb = open(sf).read() if os.path.exists(sf) else None
+    gb = open(gf).read() if os.path.exists(gf) else None
+    rep.check(s.rc == g.rc == 0 and g.out == s.out and sb is not None and gb == sb, "-f FILE",
+              "nvidia-smi rc %d stdout %r file %r | gpumon rc %d stdout %r file %r" % (
+                  s.rc, short(s.out, 60), short(sb or "", 80), g.rc, short(g.out, 60), short(gb or "", 80)))
+    q = ["--query-gpu=index,serial", "--format=csv,noheader"]
+    s, g = t.s(*q + ["--filename=" + sf]), t.g("query", *q + ["--filename=" + gf])
+    sb = open(sf).read() if os.path.exists(sf) else None
+    gb = open(gf).read() if os.path.exists(gf) else None
+    rep.check(s.rc == g.rc == 0 and sb is not None and gb == sb, "--filename=FILE",
+              "nvidia-smi %r | gpumon %r" % (short(sb or "", 80), short(gb or "", 80)))
 
 
 def section_b(rep, t, nvml, rounding):
@@ -722,7 +795,7 @@ def main():
     ap.add_argument("--no-cuda", action="store_true", help="skip section c (no torch/CUDA)")
     ap.add_argument("--quiet", action="store_true",
                     help="print only FAIL/WARN/SKIP and the summary (compare.txt has everything)")
-    ap.add_argument("--sections", default="abcde")
+    ap.add_argument("--sections", default="abcdef")
     ap.add_argument("--pid", type=int, help="section c: use this running GPU process instead of "
                     "starting the torch child")
     args = ap.parse_args()
@@ -759,7 +832,8 @@ def main():
                 "b": lambda: section_b(rep, t, nvml, rounding),
                 "c": lambda: section_c(rep, t, nvml, rounding, args.out, args.no_cuda, args.pid),
                 "d": lambda: section_d(rep, t),
-                "e": lambda: section_e(rep, t)}
+                "e": lambda: section_e(rep, t),
+                "f": lambda: section_f(rep, t, args.out)}
     for name in args.sections:
         try:
             sections[name]()
