@@ -374,7 +374,7 @@ int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev)
 		return GPUMON_OK;
 	}
 	if (hits > 1)
-		return gpumon__seterr(g, GPUMON_E_AMBIGUOUS, "\"%.*s\" matches %u devices; give more of the UUID",
+		return gpumon__seterr(g, GPUMON_E_AMBIGUOUS, "\"%.*s\" matches %u GPUs; give more of the UUID",
 				      (int)n, spec, hits);
 	return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU matches \"%.*s\" (not an index, UUID or PCI bus id of this machine)",
 			      (int)n, spec);
