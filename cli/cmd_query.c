@@ -45,7 +45,8 @@ enum { WARNED_LOST = 1, WARNED_FAILED = 2 };
 struct run {
 	const struct options *o;
 	gpumon *g;
-	unsigned count;        /* GPUs in the machine */
+	unsigned count;        /* devices in the table (GPUs, then MIG devices) */
+	unsigned ngpus;        /* GPUs: what nvidia-smi counts */
 	unsigned *sel;         /* selected GPUs, ascending */
 	unsigned nsel;
 	unsigned sample_bits;  /* GPUMON_F_* bits the GPU fields need */
@@ -257,6 +258,26 @@ static int by_value(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Rows are GPUs, as nvidia-smi's --query-gpu and --query-compute-apps print them: a MIG device is
+ * not a row (its processes are listed on its GPU) and `count` counts GPUs. */
+static void drop_mig_devices(struct run *r)
+{
+	unsigned k = 0;
+	r->ngpus = 0;
+	for (unsigned d = 0; d < r->count; d++) {
+		gpumon_device_info info;
+		if (gpumon_device_info_get(r->g, d, &info) != GPUMON_OK || !info.mig)
+			r->ngpus++;
+	}
+	for (unsigned i = 0; i < r->nsel; i++) {
+		gpumon_device_info info;
+		if (gpumon_device_info_get(r->g, r->sel[i], &info) == GPUMON_OK && info.mig)
+			continue;
+		r->sel[k++] = r->sel[i];
+	}
+	r->nsel = k;
+}
+
 /* Opens the library and selects the GPUs. Returns EXIT_OK or the status to leave with. */
 static int run_open(struct run *r, const struct options *o)
 {
@@ -278,6 +299,7 @@ static int run_open(struct run *r, const struct options *o)
 		return st;
 	/* nvidia-smi lists GPUs in index order, whatever order -i names them in */
 	qsort(r->sel, r->nsel, sizeof *r->sel, by_value);
+	drop_mig_devices(r);
 	if (o->want[QF_TABLE_GPU]) {
 		r->sample_bits = qf_list_sample_bits(&o->list[QF_TABLE_GPU]);
 		r->props_bits = qf_list_props_bits(&o->list[QF_TABLE_GPU]);
@@ -450,7 +472,7 @@ static int gpu_rows(struct run *r, struct sink *s)
 		gpumon_device_info info;
 		gpumon_device_sample sample;
 		gpumon_device_props props = {.size = sizeof props};
-		struct qf_ctx c = {&info, &sample, GPUMON_OK, r->have_driver ? r->driver : NULL, r->count, NULL,
+		struct qf_ctx c = {&info, &sample, GPUMON_OK, r->have_driver ? r->driver : NULL, r->ngpus, NULL,
 				   &props, GPUMON_OK, r->want_time ? r->timestamp : NULL};
 		memset(&sample, 0, sizeof sample);
 		if (r->sample_bits) {
@@ -485,7 +507,7 @@ static int app_rows(struct run *r, struct sink *s)
 			continue;
 		}
 		gpumon_device_info info;
-		struct qf_ctx c = {&info, NULL, GPUMON_OK, NULL, r->count, NULL, NULL, GPUMON_OK, NULL};
+		struct qf_ctx c = {&info, NULL, GPUMON_OK, NULL, r->ngpus, NULL, NULL, GPUMON_OK, NULL};
 		if (gpumon_device_info_get(r->g, dev, &info) != GPUMON_OK)
 			c.info = NULL;
 		for (size_t i = 0; i < n && st == 0; i++) {

@@ -11,7 +11,7 @@ const char *cli_progname = "gpumon";
 static const cli_command commands[] = {
 	{NULL, "show GPU memory and the processes holding it (the default)", cmd_show},
 	{"show", "the same as `gpumon` with no command", cmd_show},
-	{"list", "one line per GPU, like nvidia-smi -L", cmd_list},
+	{"list", "one line per GPU and MIG device, like nvidia-smi -L (also -L, --list-gpus)", cmd_list},
 	{"query", "nvidia-smi-compatible --query-gpu / --query-compute-apps (CSV or JSON)", cmd_query},
 	{"record", "record GPU memory and processes into a SQLite file until Ctrl-C", cmd_record},
 	{"run", "run a job with allocator settings, record its GPU memory, exit with its status", cmd_run},
@@ -55,6 +55,9 @@ int main(int argc, char **argv)
 		argv[0] = "query";
 		return cmd_query(argc, argv);
 	}
+	/* nvidia-smi's -L / --list-gpus: `gpumon list` */
+	if (!strcmp(argv[1], "-L") || !strcmp(argv[1], "--list-gpus"))
+		return cmd_list(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (commands[i].name && !strcmp(commands[i].name, argv[1]))
 			return commands[i].run(argc - 1, argv + 1);

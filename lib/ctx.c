@@ -300,14 +300,21 @@ static int pci_normalise(const char *s, size_t n, char out[32])
 	return 1;
 }
 
-/* Compares a spec against a device's UUID: whole, or a prefix of >= 8 characters past "GPU-". */
+/* Compares a spec against a device's UUID: whole, or a prefix of >= 8 characters past "GPU-" (a
+ * GPU's) or "MIG-" (a MIG device's); the prefix may be given with or without those 4 letters. */
 static int uuid_matches(const char *uuid, const char *spec, size_t n, int *exact)
 {
 	*exact = strlen(uuid) == n && strncasecmp(uuid, spec, n) == 0;
 	if (*exact)
 		return 1;
-	size_t skip = strncasecmp(spec, "GPU-", 4) == 0 ? 4 : 0;
-	if (n - skip < 8 || strncasecmp(uuid, "GPU-", 4) != 0)
+	int gpu = strncasecmp(uuid, "GPU-", 4) == 0, mig = strncasecmp(uuid, "MIG-", 4) == 0;
+	size_t skip = 0;
+	if (strncasecmp(spec, "GPU-", 4) == 0 || strncasecmp(spec, "MIG-", 4) == 0) {
+		if (strncasecmp(spec, uuid, 4) != 0)
+			return 0; /* a GPU- prefix never names a MIG device, nor the reverse */
+		skip = 4;
+	}
+	if (n - skip < 8 || (!gpu && !mig))
 		return 0;
 	return strncasecmp(uuid + 4, spec + skip, n - skip) == 0;
 }
@@ -327,10 +334,12 @@ int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev)
 
 	size_t digits = strspn(spec, "0123456789");
 	if (digits == n) {
+		/* indexes are the GPUs' (NVML's), as nvidia-smi's -i: MIG devices have none */
+		unsigned ngpu = count ? g->ngpu : 0;
 		unsigned long idx = n > 9 ? (unsigned long)-1 : strtoul(spec, NULL, 10);
-		if (idx >= count)
+		if (idx >= ngpu)
 			return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU with index %.*s (%u GPU%s)",
-					      (int)n, spec, count, count == 1 ? "" : "s");
+					      (int)n, spec, ngpu, ngpu == 1 ? "" : "s");
 		*dev = (unsigned)idx;
 		return GPUMON_OK;
 	}
@@ -342,6 +351,8 @@ int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev)
 		const gpumon_device_info *d = &g->dev[i].info;
 		int exact = 0;
 		int hit = 0;
+		if (is_pci && d->mig)
+			continue; /* a MIG device shares its GPU's bus id: the id names the GPU */
 		if (is_pci && (d->present & GPUMON_INFO_PCI_BUS_ID)) {
 			char have[32];
 			hit = pci_normalise(d->pci_bus_id, strlen(d->pci_bus_id), have) && strcmp(have, want) == 0;

@@ -30,28 +30,49 @@ static void take(struct prom_buf *b, char *dst, size_t len)
 	gpumon__prom_free(b);
 }
 
+/* A MIG device's series carry its GPU's index in `gpu` and its instance in labels of their own:
+ * natively gpu_instance_id, compute_instance_id and mig_profile beside its own uuid; in dcgm mode
+ * dcgm-exporter's GPU_I_ID and GPU_I_PROFILE beside its GPU's UUID, as dcgm-exporter labels them. */
+static void mig_labels(struct prom_buf *b, const gpumon_device_info *d, int dcgm)
+{
+	if (!d->mig)
+		return;
+	if (dcgm) {
+		gpumon__prom_printf(b, ",GPU_I_ID=\"%u\",GPU_I_PROFILE=\"", d->gpu_instance_id);
+	} else {
+		gpumon__prom_printf(b, ",gpu_instance_id=\"%u\",compute_instance_id=\"%u\",mig_profile=\"",
+				    d->gpu_instance_id, d->compute_instance_id);
+	}
+	gpumon__prom_label_value(b, d->mig_profile, sizeof d->mig_profile);
+	gpumon__prom_puts(b, "\"");
+}
+
 static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
 {
 	struct prom_buf b = {0};
 	const gpumon_device_info *d = &g->info;
-	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", d->index);
+	unsigned gpu = d->mig && d->parent < e->ngpus ? d->parent : d->index;
+	const gpumon_device_info *top = &e->gpus[gpu].info;
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", gpu);
 	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
 	gpumon__prom_puts(&b, "\",name=\"");
 	gpumon__prom_label_value(&b, d->name, sizeof d->name);
 	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
 	gpumon__prom_label_value(&b, d->pci_bus_id, sizeof d->pci_bus_id);
 	gpumon__prom_puts(&b, "\"");
+	mig_labels(&b, d, 0);
 	take(&b, g->labels, sizeof g->labels);
 
-	gpumon__prom_printf(&b, "gpu=\"%u\",UUID=\"", d->index);
-	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
+	gpumon__prom_printf(&b, "gpu=\"%u\",UUID=\"", gpu);
+	gpumon__prom_label_value(&b, top->uuid, sizeof top->uuid);
 	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
 	gpumon__prom_label_value(&b, d->pci_bus_id, sizeof d->pci_bus_id);
-	gpumon__prom_printf(&b, "\",device=\"nvidia%u\",modelName=\"", d->index);
-	gpumon__prom_label_value(&b, d->name, sizeof d->name);
+	gpumon__prom_printf(&b, "\",device=\"nvidia%u\",modelName=\"", gpu);
+	gpumon__prom_label_value(&b, top->name, sizeof top->name);
 	gpumon__prom_puts(&b, "\",Hostname=\"");
 	gpumon__prom_label_value(&b, e->hostname, 128);
 	gpumon__prom_puts(&b, "\"");
+	mig_labels(&b, d, 1);
 	take(&b, g->dcgm_labels, sizeof g->dcgm_labels);
 }
 
@@ -96,7 +117,7 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	/* a recording's pids are not this machine's processes: /proc says nothing about them */
 	if (!(p->flags & GPUMON_PROC_FOREIGN) && !e->replaying)
 		container_id(p->pid, cid, sizeof cid);
-	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.index);
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.mig ? g->info.parent : g->info.index);
 	gpumon__prom_label_value(&b, g->info.uuid, sizeof g->info.uuid);
 	gpumon__prom_printf(&b, "\",pid=\"%u\",user=\"", p->pid);
 	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "", sizeof p->user);

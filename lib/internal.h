@@ -90,6 +90,12 @@ struct nvml_api {
 	nvml_ret (*register_events)(nvml_device, unsigned long long, void *);
 	nvml_ret (*event_set_wait)(void *, void *, unsigned);
 	nvml_ret (*event_set_free)(void *);
+	/* MIG (nvml.c's MIG block) */
+	nvml_ret (*max_mig_count)(nvml_device, unsigned *);
+	nvml_ret (*mig_handle)(nvml_device, unsigned, nvml_device *);
+	nvml_ret (*gpu_instance_id)(nvml_device, unsigned *);
+	nvml_ret (*compute_instance_id)(nvml_device, unsigned *);
+	nvml_ret (*is_mig_handle)(nvml_device, unsigned *);
 	int proc_api;            /* PROC_API_* of the two calls above */
 	int compute_procs_is_v3; /* for the 535.43-535.86 layout check */
 };
@@ -117,7 +123,8 @@ struct gpumon {
 	char path[512];    /* library file loaded or tried */
 	char driver_version[96];
 	char nvml_version[96];
-	unsigned ndev;
+	unsigned ndev;     /* devices in the table: GPUs, then MIG devices */
+	unsigned ngpu;     /* GPUs: positions 0 .. ngpu-1 (NVML's indexes) */
 	struct device *dev;
 
 	/* per-thread error messages: one buffer per thread that saw an error, freed at close */
@@ -157,7 +164,7 @@ const char *gpumon__nvml_errstr(const gpumon *g, nvml_ret r);
 /* sources/nvml.c */
 int gpumon__nvml_load(gpumon *g);   /* dlopen + symbols + init; message on failure */
 void gpumon__nvml_unload(gpumon *g);
-int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
+int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev / g->ngpu, MIG devices included */
 
 /* sources/nvml_sample.c: reads the memory figures (v2, else v1) into s; E_LOST marks d lost. Once
  * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */

@@ -119,12 +119,25 @@ GPUMON_API int gpumon_driver_version(gpumon *g, char *buf, size_t len);
 GPUMON_API int gpumon_nvml_version(gpumon *g, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------------------------------
- * Devices. A device is named by its position in the table built at open (0 .. count-1), which is
- * NVML's index at that moment. NVML's order is not guaranteed to match CUDA's: key stored data by
- * UUID, not by index.
+ * Devices. A device is named by its position in the table built at open (0 .. count-1). The GPUs
+ * come first, each at its NVML index at that moment; then the MIG devices of every GPU in MIG mode
+ * (Multi-Instance GPU), grouped by GPU in GPU order, each in NVML's order under its GPU. NVML's
+ * order is not guaranteed to match CUDA's: key stored data by UUID, not by index.
+ *
+ * MIG: a MIG device is one compute instance of a GPU instance of a GPU in MIG mode, with its own
+ * UUID ("MIG-..."), memory and processes; gpumon_device_info says which GPU it belongs to. Each
+ * device of the table reads its own figures:
+ * - a GPU in MIG mode still reports memory: the whole GPU's (NVML's figure for the GPU, the sum
+ *   over its instances, which is what nvidia-smi shows on the GPU's line); the driver may refuse
+ *   it to an unprivileged caller, and then it is absent. Its process list holds the processes of
+ *   every instance (each with GPUMON_PROC_MIG and its instance ids). Utilization is not reported
+ *   for a GPU in MIG mode (absent, as nvidia-smi's [N/A]).
+ * - a MIG device reports its instance's memory and the processes of its instance only; fields
+ *   NVML keeps per GPU (utilization, temperature, power, clocks) are absent on it.
+ * So a GPU's figures already include its MIG devices': never add them up.
  * ------------------------------------------------------------------------------------------- */
 
-/* Number of GPUs in the table (may be 0). */
+/* Number of devices in the table: GPUs, then MIG devices (may be 0). */
 GPUMON_API unsigned gpumon_device_count(const gpumon *g);
 
 /* Bits of gpumon_device_info.present */
@@ -133,7 +146,15 @@ enum {
 	GPUMON_INFO_UUID = 1u << 1,
 	GPUMON_INFO_PCI_BUS_ID = 1u << 2,
 	GPUMON_INFO_MEMORY_TOTAL = 1u << 3,
+	/* MIG bits from 16 up */
+	GPUMON_INFO_MIG_MODE = 1u << 16,    /* a GPU: mig_mode and mig_mode_pending hold values (the
+					       driver answered; a GPU without MIG support: absent) */
+	GPUMON_INFO_MIG_IDS = 1u << 17,     /* a MIG device: gpu_instance_id and compute_instance_id */
+	GPUMON_INFO_MIG_PROFILE = 1u << 18, /* a MIG device: mig_profile */
 };
+
+/* Values of gpumon_device_info.mig_mode and mig_mode_pending (nvidia-smi's mig.mode.*) */
+enum { GPUMON_MIG_DISABLED = 0, GPUMON_MIG_ENABLED = 1 };
 
 typedef struct gpumon_device_info {
 	unsigned index;              /* position in the table == NVML index at open */
@@ -143,17 +164,30 @@ typedef struct gpumon_device_info {
 	char uuid[96];               /* "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51" */
 	char pci_bus_id[32];         /* "00000000:00:06.0" (8-digit domain, as nvidia-smi prints it) */
 	uint64_t memory_total_bytes; /* from the memory query at open */
+	/* MIG (see "Devices" above) */
+	int mig;                     /* 1: a MIG device; 0: a GPU */
+	unsigned parent;             /* a MIG device: its GPU's position; a GPU: its own position */
+	unsigned mig_index;          /* a MIG device: its number under its GPU, counted from 0 in NVML's
+					order, as nvidia-smi -L prints it ("Device  0") */
+	unsigned mig_mode;           /* a GPU: GPUMON_MIG_* now (GPUMON_INFO_MIG_MODE) */
+	unsigned mig_mode_pending;   /* a GPU: GPUMON_MIG_* after its next reset (GPUMON_INFO_MIG_MODE) */
+	unsigned gpu_instance_id;    /* a MIG device: its GPU instance (GPUMON_INFO_MIG_IDS) */
+	unsigned compute_instance_id;/* a MIG device: its compute instance in that GPU instance */
+	char mig_profile[32];        /* a MIG device: its profile, "1g.18gb" (GPUMON_INFO_MIG_PROFILE), as
+					nvidia-smi -L prints it after "MIG " and dcgm-exporter's GPU_I_PROFILE;
+					name is the GPU's name followed by " MIG " and the profile */
 } gpumon_device_info;
 
 /* Fills *out for device dev. GPUMON_E_NOT_FOUND when dev >= count. Never touches the driver. */
 GPUMON_API int gpumon_device_info_get(const gpumon *g, unsigned dev, gpumon_device_info *out);
 
 /*
- * Finds the device named by spec, as nvidia-smi's -i accepts it: a decimal index, a UUID (whole,
- * or a unique prefix of at least 8 characters after "GPU-"; case-insensitive), or a PCI bus id
- * ("00000000:00:06.0", "0000:00:06.0" or "00:06.0"; case-insensitive). Leading and trailing
- * blanks are ignored. Sets *dev and returns 0, or GPUMON_E_NOT_FOUND / GPUMON_E_AMBIGUOUS /
- * GPUMON_E_INVAL (empty spec) with a message naming spec.
+ * Finds the device named by spec, as nvidia-smi's -i accepts it: a decimal index (of a GPU: MIG
+ * devices have none), a UUID (whole, or a unique prefix of at least 8 characters after "GPU-" or
+ * "MIG-"; case-insensitive), or a PCI bus id ("00000000:00:06.0", "0000:00:06.0" or "00:06.0";
+ * case-insensitive; it names the GPU, not its MIG devices). Leading and trailing blanks are ignored.
+ * Sets *dev and returns 0, or GPUMON_E_NOT_FOUND / GPUMON_E_AMBIGUOUS / GPUMON_E_INVAL (empty spec)
+ * with a message naming spec.
  */
 GPUMON_API int gpumon_device_find(gpumon *g, const char *spec, unsigned *dev);
 

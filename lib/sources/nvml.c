@@ -70,6 +70,12 @@ static const struct nvml_symbol {
 	{{"nvmlDeviceRegisterEvents"}, API_OFF(register_events), 0},
 	{{"nvmlEventSetWait_v2", "nvmlEventSetWait"}, API_OFF(event_set_wait), 0},
 	{{"nvmlEventSetFree"}, API_OFF(event_set_free), 0},
+	/* MIG */
+	{{"nvmlDeviceGetMaxMigDeviceCount"}, API_OFF(max_mig_count), 0},
+	{{"nvmlDeviceGetMigDeviceHandleByIndex"}, API_OFF(mig_handle), 0},
+	{{"nvmlDeviceGetGpuInstanceId"}, API_OFF(gpu_instance_id), 0},
+	{{"nvmlDeviceGetComputeInstanceId"}, API_OFF(compute_instance_id), 0},
+	{{"nvmlDeviceIsMigDeviceHandle"}, API_OFF(is_mig_handle), 0},
 };
 
 const char *gpumon__nvml_errstr(const gpumon *g, nvml_ret r)
@@ -259,6 +265,107 @@ static int enumerate_one(gpumon *g, unsigned i, struct device *d)
 	return GPUMON_OK;
 }
 
+/* ---- MIG: the MIG devices of each GPU in MIG mode, after the GPUs ---------------------------- */
+
+#define MAX_MIG_PER_GPU 64 /* NVML says 7 on an A100/H100/H200; more would be a driver's bug */
+
+/* The profile in a MIG device's name ("NVIDIA H200 MIG 1g.18gb" -> "1g.18gb"); 0 when none. */
+static int profile_from_name(const char *name, char *out, size_t len)
+{
+	const char *p = NULL;
+	for (const char *q = name; (q = strstr(q, "MIG ")) != NULL; q++)
+		if (q == name || q[-1] == ' ')
+			p = q + 4;
+	if (!p || !*p)
+		return 0;
+	snprintf(out, len, "%s", p);
+	return 1;
+}
+
+/* Appends MIG device h, the k-th under GPU gpu, to the table; a status only for lack of memory. */
+static int add_mig(gpumon *g, unsigned gpu, unsigned k, nvml_device h)
+{
+	const struct nvml_api *api = &g->nvml;
+	struct device *nd = realloc(g->dev, ((size_t)g->ndev + 1) * sizeof *nd);
+	if (!nd)
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the MIG devices of GPU %u", gpu);
+	g->dev = nd;
+	struct device *d = &g->dev[g->ndev];
+	memset(d, 0, sizeof *d);
+	atomic_init(&d->lost, 0);
+	atomic_init(&d->memory_v2_unusable, 0);
+	atomic_init(&d->memory_v2_worked, 0);
+	d->handle = h;
+	gpumon_device_info *info = &d->info, *parent = &g->dev[gpu].info;
+	info->index = g->ndev;
+	info->mig = 1;
+	info->parent = gpu;
+	info->mig_index = k;
+	if (read_string(api->name, h, info->name, sizeof info->name))
+		info->present |= GPUMON_INFO_NAME;
+	if (read_string(api->uuid, h, info->uuid, sizeof info->uuid))
+		info->present |= GPUMON_INFO_UUID;
+	/* a MIG device sits on its GPU's bus: the GPU's id, as nvidia-smi shows it for both */
+	memcpy(info->pci_bus_id, parent->pci_bus_id, sizeof info->pci_bus_id);
+	info->present |= parent->present & GPUMON_INFO_PCI_BUS_ID;
+	if (api->gpu_instance_id && api->compute_instance_id &&
+	    api->gpu_instance_id(h, &info->gpu_instance_id) == NVML_SUCCESS &&
+	    api->compute_instance_id(h, &info->compute_instance_id) == NVML_SUCCESS)
+		info->present |= GPUMON_INFO_MIG_IDS;
+	if ((info->present & GPUMON_INFO_NAME) &&
+	    profile_from_name(info->name, info->mig_profile, sizeof info->mig_profile))
+		info->present |= GPUMON_INFO_MIG_PROFILE;
+	gpumon_device_sample s;
+	memset(&s, 0, sizeof s);
+	if (gpumon__nvml_memory(g, d, &s) == GPUMON_OK) {
+		info->memory_total_bytes = s.memory_total_bytes;
+		info->present |= GPUMON_INFO_MEMORY_TOTAL;
+	}
+	g->ndev++;
+	return GPUMON_OK;
+}
+
+/* Reads GPU gpu's MIG mode and, in MIG mode, adds its MIG devices. A driver without MIG, a GPU
+ * that does not support it, or a refusal (no permission) leaves them out: that is not a failure. */
+static int enumerate_gpu_mig(gpumon *g, unsigned gpu)
+{
+	const struct nvml_api *api = &g->nvml;
+	nvml_device h = g->dev[gpu].handle;
+	gpumon_device_info *info = &g->dev[gpu].info;
+	unsigned cur = 0, pend = 0, max = 0;
+	if (!api->mig_mode || atomic_load(&g->dev[gpu].lost) || api->mig_mode(h, &cur, &pend) != NVML_SUCCESS)
+		return GPUMON_OK;
+	info->mig_mode = cur == 1 ? GPUMON_MIG_ENABLED : GPUMON_MIG_DISABLED;
+	info->mig_mode_pending = pend == 1 ? GPUMON_MIG_ENABLED : GPUMON_MIG_DISABLED;
+	info->present |= GPUMON_INFO_MIG_MODE;
+	if (cur != 1 || !api->max_mig_count || !api->mig_handle || api->max_mig_count(h, &max) != NVML_SUCCESS)
+		return GPUMON_OK;
+	unsigned k = 0;
+	for (unsigned i = 0; i < max && i < MAX_MIG_PER_GPU; i++) {
+		nvml_device mh = NULL;
+		unsigned is_mig = 1;
+		/* NOT_FOUND: no instance at this index (indexes can have holes) */
+		if (api->mig_handle(h, i, &mh) != NVML_SUCCESS || !mh)
+			continue;
+		if (api->is_mig_handle && api->is_mig_handle(mh, &is_mig) == NVML_SUCCESS && !is_mig)
+			continue;
+		int st = add_mig(g, gpu, k++, mh);
+		if (st != GPUMON_OK)
+			return st;
+	}
+	return GPUMON_OK;
+}
+
+static int enumerate_mig(gpumon *g)
+{
+	for (unsigned i = 0; i < g->ngpu; i++) {
+		int st = enumerate_gpu_mig(g, i);
+		if (st != GPUMON_OK)
+			return st;
+	}
+	return GPUMON_OK;
+}
+
 int gpumon__nvml_enumerate(gpumon *g)
 {
 	unsigned n = 0;
@@ -277,5 +384,6 @@ int gpumon__nvml_enumerate(gpumon *g)
 		if (st != GPUMON_OK)
 			return st;
 	}
-	return GPUMON_OK;
+	g->ngpu = n;
+	return enumerate_mig(g);
 }

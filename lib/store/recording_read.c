@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "recording_read.h"
+#include "recording_mig.h"
 #include "schema.h"
 
 __attribute__((format(printf, 3, 4))) static int seterr(gpumon_reader *r, int status, const char *fmt, ...)
@@ -408,6 +409,7 @@ int gpumon_reader_create(const char *path, gpumon_reader **out)
 	}
 	read_meta(r);
 	st = r->nomem ? GPUMON_E_NOMEM : gpumon__rec_read_devices(r);
+	st = st ? st : gpumon__rec_read_mig(r);
 	return st == GPUMON_E_NOMEM ? seterr(r, st, "%s: out of memory", r->path) : st;
 }
 

@@ -15,6 +15,7 @@
 
 #include "../internal.h"
 
+#include "recording_mig.h"
 #include "schema.h"
 
 #define COMMIT_AFTER_NS 200000000ull
@@ -321,7 +322,8 @@ static int write_devices(gpumon_recording *r, gpumon *g)
 		bind_opt(s, 6, d.lost, r->start_mono_ns); /* lost before the start */
 		st = run(r, ST_DEVICE);
 	}
-	return st;
+	int rc = st ? SQLITE_OK : gpumon__rec_write_mig(r->db, g, r->ndev);
+	return rc == SQLITE_OK ? st : fail(r, rc);
 }
 
 /* Claims path with O_EXCL, so that nothing is ever overwritten, then opens it with SQLite. */

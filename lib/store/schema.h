@@ -37,6 +37,14 @@
 	"CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT);"
 /* clang-format on */
 
+/* The MIG side of the device table (added within format 1; recording_mig.c): one row per device
+ * that has MIG facts: a GPU whose MIG mode is known (is_mig 0, mode and mode_pending 0 disabled / 1
+ * enabled) and each MIG device (is_mig 1: parent is its GPU's dev, mig_index its number under it,
+ * the instance ids and profile, NULL when not known). A recording without the table has none. */
+#define REC_MIG_SQL \
+	"CREATE TABLE mig (dev INTEGER PRIMARY KEY, is_mig INTEGER NOT NULL, parent INTEGER, mig_index INTEGER," \
+	" gpu_instance_id INTEGER, compute_instance_id INTEGER, profile TEXT, mode INTEGER, mode_pending INTEGER);"
+
 /* The event kind that records a pid of the job's process tree ("pid N"): GPUMON_REC_JOB. */
 #define REC_JOB_EVENT "job"
 

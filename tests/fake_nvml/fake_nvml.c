@@ -125,6 +125,13 @@ FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t dev,
 							      nvmlProcessInfo_t *infos);
 FAKE_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned *count,
 							      nvmlProcessInfo_t *infos);
+FAKE_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned *current, unsigned *pending);
+FAKE_API nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned *count);
+FAKE_API nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned index, nvmlDevice_t *mig);
+FAKE_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned *id);
+FAKE_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t dev, unsigned *id);
+FAKE_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned *is_mig);
+FAKE_API nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *dev);
 #endif
 
 /* ---- state: one scenario per process, behind one mutex --------------------------------------- */
@@ -136,6 +143,8 @@ static unsigned init_count;      /* nvmlInit calls not yet matched by nvmlShutdo
 static int started;              /* t0 is set: an nvmlInit has succeeded */
 static struct timespec t0;
 static struct fake_dev devs[SCN_MAX_GPUS]; /* device handles point here */
+/* MIG device handles point here: index is the parent GPU + 1 once handed out, 0 before */
+static struct fake_dev mig_devs[SCN_MAX_MIG];
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static int trace_fd = -1;
 
@@ -265,6 +274,8 @@ struct call {
 	struct scn_gpu *gpu;
 	unsigned index;
 	double t;
+	const struct scn_mig *mig; /* a call on a MIG device handle: the device (gpu points at view) */
+	struct scn_gpu view;       /* the MIG device as a GPU: its name, UUID and memory */
 };
 
 /* Locks and traces; UNINITIALIZED unless a session is open. The lock is held on return. */
@@ -273,6 +284,7 @@ static nvmlReturn_t begin(struct call *c, unsigned fn, int args_ok)
 	pthread_mutex_lock(&lock);
 	trace(fn);
 	c->gpu = NULL;
+	c->mig = NULL;
 	if (!init_count)
 		return NVML_ERROR_UNINITIALIZED;
 	if (!args_ok)
@@ -349,15 +361,24 @@ static nvmlReturn_t begin_index(struct call *c, unsigned fn, unsigned index, int
 	return c->gpu->lost ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
 }
 
-/* A call on a device handle, which must be one that nvmlDeviceGetHandleByIndex gives. */
+static long mig_slot(nvmlDevice_t dev);
+static nvmlReturn_t begin_mig(struct call *c, unsigned fn, size_t k, int args_ok);
+static nvmlReturn_t mig_refuses(const struct call *c, unsigned fn);
+
+/* A call on a device handle, which must be one that nvmlDeviceGetHandleByIndex gives (or a MIG
+ * device handle from nvmlDeviceGetMigDeviceHandleByIndex). */
 static nvmlReturn_t begin_dev(struct call *c, unsigned fn, nvmlDevice_t dev, int args_ok)
 {
+	long k = mig_slot(dev);
+	if (k >= 0)
+		return begin_mig(c, fn, (size_t)k, args_ok);
 	uintptr_t off = (uintptr_t)dev - (uintptr_t)devs;
 	unsigned index = SCN_MAX_GPUS; /* begin_index() rejects it */
 	if (dev && (uintptr_t)dev >= (uintptr_t)devs && off % sizeof devs[0] == 0 &&
 	    off / sizeof devs[0] < SCN_MAX_GPUS)
 		index = (unsigned)(off / sizeof devs[0]);
-	return begin_index(c, fn, index, args_ok);
+	nvmlReturn_t r = begin_index(c, fn, index, args_ok);
+	return r == NVML_SUCCESS ? mig_refuses(c, fn) : r;
 }
 
 static nvmlReturn_t end(nvmlReturn_t r)
@@ -594,6 +615,12 @@ nvmlReturn_t nvmlSystemGetNVMLVersion(char *buf, unsigned len)
 
 /* ---- processes ------------------------------------------------------------------------------- */
 
+/* Whether a process is listed by the call: on a MIG device handle, only its instance's. */
+static int on_mig(const struct call *c, const struct scn_proc *p)
+{
+	return !c->mig || (p->gi == c->mig->gi && p->ci == c->mig->ci);
+}
+
 /*
  * Lists the present processes of the call's GPU whose type has a bit of `type` into infos, as
  * NVML does: too small a *count gets INSUFFICIENT_SIZE and the count needed. v2 entries are the
@@ -610,7 +637,7 @@ static nvmlReturn_t processes(unsigned fn, nvmlDevice_t dev, unsigned type, unsi
 	const struct scn_proc *last = state.proc + state.gpu_first[c.index + 1];
 	unsigned n = 0;
 	for (const struct scn_proc *q = pr; q < last; q++)
-		n += q->present && (q->type & type);
+		n += q->present && (q->type & type) && on_mig(&c, q);
 	if (*count < n) {
 		*count = n;
 		return end(NVML_ERROR_INSUFFICIENT_SIZE);
@@ -619,7 +646,7 @@ static nvmlReturn_t processes(unsigned fn, nvmlDevice_t dev, unsigned type, unsi
 		return end(NVML_ERROR_INVALID_ARGUMENT);
 	*count = n;
 	for (unsigned i = 0; pr < last; pr++) {
-		if (!pr->present || !(pr->type & type))
+		if (!pr->present || !(pr->type & type) || !on_mig(&c, pr))
 			continue;
 		unsigned long long used = pr->used_known ? pr->used : ~0ULL;
 #ifndef FAKE_NVML_V1_ONLY
@@ -759,5 +786,161 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned
 
 /* properties, memory health and XID events: a file of their own, sharing the helpers above */
 #include "fake_props_calls.c"
+
+#endif /* FAKE_NVML_V1_ONLY */
+
+/* ---- MIG (the scenario's `mig` lines, scenario_mig.c) ------------------------------------------ */
+
+/* The functions a MIG device handle answers; every other call on one is NOT_SUPPORTED, as NVML
+ * answers the calls that only make sense for a whole GPU (utilization, clocks, power ...). */
+static int mig_handle_ok(unsigned fn)
+{
+	switch (fn) {
+	case SCN_FN_MEMORY: case SCN_FN_MEMORY_V2: case SCN_FN_NAME: case SCN_FN_UUID:
+	case SCN_FN_COMPUTE_PROCS: case SCN_FN_COMPUTE_PROCS_V2: case SCN_FN_COMPUTE_PROCS_V3:
+	case SCN_FN_GRAPHICS_PROCS: case SCN_FN_GRAPHICS_PROCS_V2: case SCN_FN_GRAPHICS_PROCS_V3:
+	case SCN_FN_GPU_INSTANCE_ID: case SCN_FN_COMPUTE_INSTANCE_ID: case SCN_FN_IS_MIG_HANDLE:
+	case SCN_FN_MIG_PARENT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* The MIG device slot a handle points at, or -1 when it is not a MIG device handle. */
+static long mig_slot(nvmlDevice_t dev)
+{
+	uintptr_t off = (uintptr_t)dev - (uintptr_t)mig_devs;
+	if (!dev || (uintptr_t)dev < (uintptr_t)mig_devs || off % sizeof mig_devs[0] != 0 ||
+	    off / sizeof mig_devs[0] >= SCN_MAX_MIG)
+		return -1;
+	return (long)(off / sizeof mig_devs[0]);
+}
+
+/*
+ * A call on MIG device handle k: the parent GPU's `hang`, `error` and lost rules apply; then the
+ * call sees the MIG device as its GPU (c->view: the parent's fields with the device's name, UUID
+ * and memory; c->mig set). A handle never handed out is INVALID_ARGUMENT.
+ */
+static nvmlReturn_t begin_mig(struct call *c, unsigned fn, size_t k, int args_ok)
+{
+	unsigned parent = mig_devs[k].index ? mig_devs[k].index - 1 : SCN_MAX_GPUS;
+	nvmlReturn_t r = begin_index(c, fn, parent, args_ok);
+	const struct scn_mig *m = r == NVML_SUCCESS ? scn_mig_get(scenario, k) : NULL;
+	if (r != NVML_SUCCESS)
+		return r;
+	if (!m || m->gpu != parent)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (!mig_handle_ok(fn))
+		return (nvmlReturn_t)SCN_ERROR_NOT_SUPPORTED;
+	c->view = *c->gpu;
+	snprintf(c->view.name, sizeof c->view.name, "%.59s MIG %s", c->gpu->name, m->profile);
+	memcpy(c->view.uuid, m->uuid, sizeof c->view.uuid);
+	c->view.total = m->total;
+	c->view.reserved = m->reserved;
+	c->view.used = m->used;
+	c->gpu = &c->view;
+	c->mig = m;
+	return NVML_SUCCESS;
+}
+
+/* A GPU in MIG mode does not report its utilization (nvidia-smi: "not currently supported"). */
+static nvmlReturn_t mig_refuses(const struct call *c, unsigned fn)
+{
+	int cur, pend;
+	scn_mig_mode(scenario, c->index, &cur, &pend);
+	return fn == SCN_FN_UTILIZATION && cur ? (nvmlReturn_t)SCN_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
+}
+
+#ifndef FAKE_NVML_V1_ONLY
+
+
+/* 7 (an H100's or H200's most) in MIG mode, or as many as the file declares when more; else 0. */
+static unsigned max_mig(unsigned gpu)
+{
+	int cur, pend;
+	unsigned n = 0;
+	scn_mig_mode(scenario, gpu, &cur, &pend);
+	if (!cur)
+		return 0;
+	while (scn_mig_find(scenario, gpu, n) >= 0)
+		n++;
+	return n > 7 ? n : 7;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t dev, unsigned *count)
+{
+	struct call c;
+	nvmlReturn_t r = begin_dev(&c, SCN_FN_MAX_MIG_COUNT, dev, count != NULL);
+	if (r == NVML_SUCCESS)
+		*count = max_mig(c.index);
+	return end(r);
+}
+
+/* The index-th MIG device of the GPU: NOT_SUPPORTED out of MIG mode, NOT_FOUND for an index
+ * below the most that holds no device (devices take indexes 0, 1, ... in file order). */
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t dev, unsigned index, nvmlDevice_t *mig)
+{
+	struct call c;
+	nvmlReturn_t r = begin_dev(&c, SCN_FN_MIG_HANDLE, dev, mig != NULL);
+	if (r == NVML_SUCCESS && c.mig)
+		r = (nvmlReturn_t)SCN_ERROR_NOT_SUPPORTED; /* MIG devices have no MIG devices */
+	if (r != NVML_SUCCESS)
+		return end(r);
+	unsigned max = max_mig(c.index);
+	long k = scn_mig_find(scenario, c.index, index);
+	if (!max)
+		r = (nvmlReturn_t)SCN_ERROR_NOT_SUPPORTED;
+	else if (index >= max)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	else if (k < 0)
+		r = NVML_ERROR_NOT_FOUND;
+	else {
+		mig_devs[k].index = c.index + 1;
+		*mig = &mig_devs[k];
+	}
+	return end(r);
+}
+
+static nvmlReturn_t instance_id(unsigned fn, nvmlDevice_t dev, unsigned *id)
+{
+	struct call c;
+	nvmlReturn_t r = begin_dev(&c, fn, dev, id != NULL);
+	if (r == NVML_SUCCESS && !c.mig)
+		r = NVML_ERROR_INVALID_ARGUMENT; /* NVML: not a MIG device handle */
+	if (r == NVML_SUCCESS)
+		*id = fn == SCN_FN_GPU_INSTANCE_ID ? c.mig->gi : c.mig->ci;
+	return end(r);
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t dev, unsigned *id)
+{
+	return instance_id(SCN_FN_GPU_INSTANCE_ID, dev, id);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t dev, unsigned *id)
+{
+	return instance_id(SCN_FN_COMPUTE_INSTANCE_ID, dev, id);
+}
+
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t dev, unsigned *is_mig)
+{
+	struct call c;
+	nvmlReturn_t r = begin_dev(&c, SCN_FN_IS_MIG_HANDLE, dev, is_mig != NULL);
+	if (r == NVML_SUCCESS)
+		*is_mig = c.mig != NULL;
+	return end(r);
+}
+
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t mig, nvmlDevice_t *dev)
+{
+	struct call c;
+	nvmlReturn_t r = begin_dev(&c, SCN_FN_MIG_PARENT, mig, dev != NULL);
+	if (r == NVML_SUCCESS && !c.mig)
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	if (r == NVML_SUCCESS)
+		*dev = &devs[c.index];
+	return end(r);
+}
 
 #endif /* FAKE_NVML_V1_ONLY */

@@ -232,10 +232,20 @@ static nvmlReturn_t prop_pair(unsigned fn, nvmlDevice_t dev, const unsigned keys
 	return end(r);
 }
 
+/* MIG mode: the `mig`/`mig_pending` keys of the GPU (their !CODE included), or a `mig GPU on|off
+ * [pending=...]` statement (scenario_mig.c), which turns a mode on where the keys leave it off. */
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t dev, unsigned *cur, unsigned *pending)
 {
 	static const unsigned keys[] = {FP_MIG, FP_MIG_PENDING};
-	return prop_pair(SCN_FN_MIG_MODE, dev, keys, cur, pending);
+	struct call c;
+	nvmlReturn_t r = prop_begin(&c, SCN_FN_MIG_MODE, dev, cur && pending, keys, 2);
+	if (r == NVML_SUCCESS) {
+		int mc = 0, mp = 0;
+		scn_mig_mode(scenario, c.index, &mc, &mp);
+		*cur = (unsigned)(c.gpu->props.val[FP_MIG] || mc);
+		*pending = (unsigned)(c.gpu->props.val[FP_MIG_PENDING] || mp);
+	}
+	return end(r);
 }
 
 nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t dev, int *cur, int *pending)

@@ -75,6 +75,11 @@ static const struct {
 	{"nvmlDeviceGetRetiredPages", 1}, {"nvmlDeviceGetRetiredPagesPendingStatus", 1},
 	{"nvmlDeviceGetRemappedRows", 1}, {"nvmlEventSetCreate", 0}, {"nvmlDeviceRegisterEvents", 1},
 	{"nvmlEventSetWait_v2", 0}, {"nvmlEventSetFree", 0},
+	/* MIG */
+	{"nvmlDeviceGetMaxMigDeviceCount", 1},
+	{"nvmlDeviceGetMigDeviceHandleByIndex", 1}, {"nvmlDeviceGetGpuInstanceId", 1},
+	{"nvmlDeviceGetComputeInstanceId", 1}, {"nvmlDeviceIsMigDeviceHandle", 1},
+	{"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", 1},
 };
 
 /* NVML's return codes by name (without the NVML_ERROR_ prefix, which is also accepted). */
@@ -153,6 +158,7 @@ void scn_free(struct scn *s)
 	free(s->at);
 	free(s->rule);
 	free(s->pool);
+	scn__mig_free(s);
 	free(s);
 }
 
@@ -347,6 +353,11 @@ static int parse_u32(const char *str, uint64_t *v)
 	return parse_u64(str, v) < 0 || *v > UINT32_MAX ? -1 : 0;
 }
 
+int scn__parse_u32(const char *str, uint64_t *v)
+{
+	return parse_u32(str, v);
+}
+
 /* DIGITS[.DIGITS]: the integer part in *ip and the fraction in *frac; returns the rest. */
 static const char *parse_decimal(const char *str, uint64_t *ip, double *frac, uint64_t max)
 {
@@ -397,6 +408,11 @@ static int parse_size(const char *str, uint64_t *v)
 		return -1;
 	*v = whole + part;
 	return 0;
+}
+
+int scn__parse_size(const char *str, uint64_t *v)
+{
+	return parse_size(str, v);
 }
 
 static int parse_time(const char *str, double *t)
@@ -850,6 +866,19 @@ static int line_lost_decl(struct parser *p, char **a, size_t n)
 	return line_lost(p, a, n, 0, 0);
 }
 
+/* `mig GPU ...`: parsed by scenario_mig.c once the GPU is known to be declared. */
+static int line_mig(struct parser *p, char **a, size_t n)
+{
+	unsigned gpu;
+	char msg[200];
+	if (need_args(p, a, n, 2, SIZE_MAX, "mig GPU on|off [pending=on|off], or mig GPU gi=N ci=N key=value ...") < 0 ||
+	    declared_gpu(p, a[0], &gpu) < 0)
+		return -1;
+	if (scn__mig_line(p->s, gpu, a + 1, n - 1, msg, sizeof msg) < 0)
+		return fail(p, "%s", msg);
+	return 0;
+}
+
 static const struct {
 	const char *word;
 	int (*parse)(struct parser *p, char **args, size_t n);
@@ -857,7 +886,7 @@ static const struct {
 	{"driver", line_driver}, {"nvml", line_nvml},     {"init_error", line_init_error},
 	{"gpu", line_gpu_decl},  {"proc", line_proc_decl}, {"procs", line_procs},
 	{"lost", line_lost_decl}, {"at", line_at},         {"error", line_error},
-	{"hang", line_hang},
+	{"hang", line_hang},      {"mig", line_mig},
 };
 
 static int is_blank(char c)

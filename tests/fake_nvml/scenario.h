@@ -82,6 +82,13 @@ enum scn_fn {
 	SCN_FN_PCIE_WIDTH, SCN_FN_PCIE_WIDTH_MAX, SCN_FN_MIG_MODE, SCN_FN_ECC_MODE, SCN_FN_ECC_TOTAL,
 	SCN_FN_ECC_COUNTER, SCN_FN_RETIRED_PAGES, SCN_FN_RETIRED_PENDING, SCN_FN_REMAPPED_ROWS,
 	SCN_FN_EVENT_SET_CREATE, SCN_FN_REGISTER_EVENTS, SCN_FN_EVENT_SET_WAIT_V2, SCN_FN_EVENT_SET_FREE,
+	/* MIG (scenario_mig.c) */
+	SCN_FN_MAX_MIG_COUNT,
+	SCN_FN_MIG_HANDLE,
+	SCN_FN_GPU_INSTANCE_ID,
+	SCN_FN_COMPUTE_INSTANCE_ID,
+	SCN_FN_IS_MIG_HANDLE,
+	SCN_FN_MIG_PARENT,
 	SCN_FN_N
 };
 
@@ -187,5 +194,27 @@ void scn_state_update(struct scn_state *st, const struct scn *s, double t);
 
 /* Frees what scn_state_init() allocated; the state may be zeroed or freed twice. */
 void scn_state_free(struct scn_state *st);
+
+/* ---- MIG (scenario_mig.c): declared by `mig` lines, the same at every t ---------------------- */
+
+#define SCN_MAX_MIG 4096        /* MIG devices in the whole file */
+
+/* A MIG device: one compute instance of a GPU instance of a GPU in MIG mode. */
+struct scn_mig {
+	unsigned gpu, gi, ci;
+	char profile[32];       /* "1g.18gb"; the device's name is the GPU's + " MIG " + this */
+	char uuid[SCN_UUID_LEN];
+	uint64_t total, reserved, used;
+};
+
+/* The MIG mode of GPU gpu: current and pending, 1 enabled, 0 disabled (the default). */
+void scn_mig_mode(const struct scn *s, unsigned gpu, int *current, int *pending);
+
+/* Number of MIG devices of all GPUs, and device i of them (NULL when out of range). */
+size_t scn_mig_count(const struct scn *s);
+const struct scn_mig *scn_mig_get(const struct scn *s, size_t i);
+
+/* The position (for scn_mig_get) of GPU gpu's k-th MIG device, in file order; -1 when none. */
+long scn_mig_find(const struct scn *s, unsigned gpu, unsigned k);
 
 #endif

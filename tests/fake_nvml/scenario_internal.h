@@ -51,11 +51,21 @@ struct scn {
 	size_t pool_len, pool_cap;
 	struct fake_xid *xid; /* `at T xid` lines, kept sorted by time */
 	size_t nxid, xid_cap;
+	struct scn_migs *mig; /* scenario_mig.c; NULL until a `mig` line */
 };
 
 enum gpu_key { GK_NAME, GK_UUID, GK_BUS, GK_TOTAL, GK_RESERVED, GK_USED, GK_UTIL, GK_MEMUTIL,
 	       GK_TEMP, GK_POWER, GK_ENERGY, GK_SM, GK_MEM, GK_N };
 
 enum proc_key { PK_USED, PK_TYPE, PK_NAME, PK_GI, PK_CI, PK_GROW, PK_N };
+
+/* scenario_mig.c: parses the arguments after `mig GPU` (the GPU is declared) into s; on error
+ * returns -1 with a message in msg. scn__mig_free frees what it keeps (scn_free calls it). */
+int scn__mig_line(struct scn *s, unsigned gpu, char **a, size_t n, char *msg, size_t len);
+void scn__mig_free(struct scn *s);
+
+/* scenario.c's value parsers, for scenario_mig.c: 0, or -1 for a bad value. */
+int scn__parse_size(const char *str, uint64_t *v);
+int scn__parse_u32(const char *str, uint64_t *v);
 
 #endif

@@ -72,7 +72,8 @@ static void test_one_gpu(void)
 	is_str(d.uuid, "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51", "uuid");
 	is_str(d.pci_bus_id, "00000000:00:06.0", "bus id in nvidia-smi's form");
 	is_int(d.memory_total_bytes, 150754820096LL, "total bytes");
-	is_int(d.present, GPUMON_INFO_NAME | GPUMON_INFO_UUID | GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL,
+	is_int(d.present, GPUMON_INFO_NAME | GPUMON_INFO_UUID | GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL |
+				  GPUMON_INFO_MIG_MODE, /* MIG Disabled, as the H200 reports it */
 	       "all info present");
 	is_int(d.lost, 0, "not lost");
 	char v[96];

@@ -308,7 +308,8 @@ static void test_meta(void)
 	ok(d.index == 0 && !strcmp(d.name, "NVIDIA H200") && !strcmp(d.uuid, "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51") &&
 	       !strcmp(d.pci_bus_id, "00000000:00:06.0") && d.memory_total_bytes == 150754820096ull && !d.lost,
 	   "its name, UUID, bus id and total");
-	ok(d.present == (GPUMON_INFO_NAME | GPUMON_INFO_UUID | GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL),
+	ok(d.present == (GPUMON_INFO_NAME | GPUMON_INFO_UUID | GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL |
+			 GPUMON_INFO_MIG_MODE),
 	   "all present");
 	is_int(gpumon_reader_device(r, 1, &d), GPUMON_OK, "GPU 1");
 	ok(!(d.present & GPUMON_INFO_NAME) && d.memory_total_bytes == 80 * GiB, "its name unknown, its total");

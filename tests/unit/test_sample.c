@@ -140,7 +140,8 @@ static void test_optional_errors(void)
 	g = open_fake(H200_LINE "error nvmlDeviceGetName NOT_SUPPORTED\nerror nvmlDeviceGetUUID UNKNOWN\n", 0);
 	gpumon_device_info d;
 	gpumon_device_info_get(g, 0, &d);
-	is_int(d.present, GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL, "name and UUID absent, the rest there");
+	is_int(d.present, GPUMON_INFO_PCI_BUS_ID | GPUMON_INFO_MEMORY_TOTAL | GPUMON_INFO_MIG_MODE,
+	       "name and UUID absent, the rest there");
 	gpumon_destroy(g);
 }
 
