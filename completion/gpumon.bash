@@ -56,11 +56,15 @@ _gpumon_list()
     [[ ${#COMPREPLY[@]} -gt 0 ]] && compopt -o nospace 2>/dev/null
 }
 
+# Files named *.EXT for EXT in $2 ("gpumon|csv"), and directories to go into.
 _gpumon_files()
 {
-    local IFS=$'\n'
+    local IFS=$'\n' reset
+    reset=$(shopt -p extglob)
+    shopt -s extglob # the @(...) pattern; bash-completion turns it on too
     compopt -o filenames 2>/dev/null
     COMPREPLY=($(compgen -f -X "!*.@($2)" -- "$1") $(compgen -d -- "$1"))
+    eval "$reset"
 }
 
 _gpumon()
