@@ -32,26 +32,25 @@ struct opts {
 
 static void help(void)
 {
-	printf("Usage: gpumon [show] [-i LIST] [--user NAME] [--sort KEY] [--no-processes] [--json]\n"
-	       "                    [--color WHEN]\n"
+	printf("Usage: gpumon [show] [-i LIST] [-u NAME] [-s KEY] [-P] [--json] [--color[=WHEN]]\n"
 	       "One screen for this machine: per GPU the memory used, reserved by the driver and total,\n"
 	       "with a bar (# used, %% reserved, . free), utilisation, temperature and power; then the\n"
 	       "processes holding GPU memory (GPU, pid, user, memory, owner, command), largest first.\n"
 	       "The owner column (pod, Slurm job, container or systemd unit) appears when a process has\n"
-	       "one. Lines fit the terminal (else $COLUMNS, else 80 columns): when it is narrow, the\n"
-	       "command is cut first, then the owner, the user and the GPU columns are left out.\n"
+	       "one. Lines fit the terminal (else $COLUMNS, else 80 columns) and never wrap: when it is\n"
+	       "narrow, the command is cut first, then the owner, user and GPU columns are left out.\n"
 	       "A value the driver does not report is shown as n/a (null in JSON).\n\n"
 	       "Options:\n"
-	       "  -i, --id LIST     only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
-	       "  -u, --user NAME   only the processes of this user (a login name or a uid)\n"
-	       "  -s, --sort KEY    order of the processes: memory (largest first, the default), pid,\n"
-	       "                    user (then memory) or gpu (then memory)\n"
-	       "  -P, --no-processes  leave the processes out\n"
-	       "  --json            one JSON document with every figure, null where unknown\n"
-	       "                    (docs/show-json.md; schema docs/show.schema.json)\n"
-	       "  --color WHEN      auto (the default: on a terminal, unless NO_COLOR is set), always\n"
-	       "                    or never\n"
-	       "  -h, --help        this help\n");
+	       "  -i, --id LIST        only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
+	       "  -u, --user NAME      only the processes of this user (a login name or a uid)\n"
+	       "  -s, --sort KEY       order of the processes: memory (largest first, the default),\n"
+	       "                       pid, user (then memory) or gpu (then memory)\n"
+	       "  -P, --no-processes   leave the processes out\n"
+	       "  --json               one JSON document with every figure, null where unknown\n"
+	       "                       (docs/show-json.md; schema docs/show.schema.json)\n"
+	       "  --color[=WHEN]       auto (the default: on a terminal unless NO_COLOR is set),\n"
+	       "                       always (also a bare --color) or never\n"
+	       "  -h, --help           this help\n");
 }
 
 static int parse_sort(const char *v, enum show_sort *out)

@@ -203,3 +203,15 @@ def test_width_without_a_terminal(tmp_path, procs):
 def test_no_owner_column_without_an_owner(tmp_path, procs):
     r = run_show(tmp_path, [], scenario(procs), env={"COLUMNS": "200"})
     assert "OWNER" not in r.stdout
+
+
+def test_documented_examples_run(tmp_path, procs):
+    """The examples of show in gpumon(1) and `show --help`'s options."""
+    scn = scenario(procs)
+    for args in (["--user", "alice", "--sort", "pid"], ["--json"], ["-u", USER, "-s", "gpu", "-P"],
+                 ["--color"], ["--colour=never"]):
+        r = run_show(tmp_path, args, scn)
+        assert r.returncode == 0, (args, r.stderr)
+    r = run_show(tmp_path, ["--help"], scn)
+    for opt in ["--user", "--sort", "--no-processes", "--json", "--color", "NO_COLOR", "COLUMNS"]:
+        assert opt in r.stdout, opt
