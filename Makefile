@@ -7,7 +7,7 @@
 #                ASan+UBSan (clang) with short fuzz runs, the threaded tests under ThreadSanitizer
 #   make fuzz    run every fuzz target longer (FUZZ_SECONDS each, default 300)
 #   make bench   the benchmarks (on a machine with an NVIDIA GPU; see bench/README.md)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (the program, library, man page and bash/zsh/fish completion)
 
 BUILD        ?= build
 TEST_BUILD   ?= build-test
@@ -24,6 +24,9 @@ MAKEFLAGS += --no-print-directory
 DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev \
              libncurses-dev libmicrohttpd-dev
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux prometheus
+# gpumon show --json is validated against docs/show.schema.json; the zsh and fish completion
+# scripts are checked by their shells (tests/cli/test_completion.py)
+DEPS_TEST += python3-jsonschema zsh fish
 # headless Chromium renders the `gpumon report --html` page in tests/html
 DEPS_TEST += chromium-headless-shell
 # gpumon run's tests that start co-tenants run again under valgrind (ctest's cli/valgrind)

@@ -20,7 +20,7 @@ def test_main_view_one_gpu(gpumon):
 proc 0 {me} used=1542MiB name="python"
 proc 0 4194000 used=15GiB
 proc 0 4001 used=na
-""")
+""", env={"COLUMNS": "120"})  # room for the whole bar
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "driver 580.159.04" in out
@@ -51,7 +51,7 @@ def test_main_view_bar_and_values_absent(gpumon):
 
 
 def test_main_view_bar_proportions(gpumon):
-    r = gpumon([], scenario="gpu 0 total=100GiB reserved=10GiB used=50GiB\n")
+    r = gpumon([], scenario="gpu 0 total=100GiB reserved=10GiB used=50GiB\n", env={"COLUMNS": "120"})
     bar = re.search(r"memory \[([%#.]{40})\]", r.stdout).group(1)
     assert bar == "%" * 4 + "#" * 20 + "." * 16
 

@@ -85,7 +85,8 @@ def scenario_with(pid, used="42GiB", base=H200):
 # ---- terminal escapes ----------------------------------------------------------------------------
 
 def test_show_escapes_another_users_command(tmp_path, evil):
-    r = gpumon_bytes(tmp_path, ["show"], scenario_with(evil.pid))
+    env = dict(env_for(tmp_path, scenario_with(evil.pid)), COLUMNS="1000")  # room for the whole command
+    r = subprocess.run([os.path.abspath(GPUMON_BIN), "show"], env=env, capture_output=True, timeout=60)
     assert r.returncode == 0, r.stderr
     no_raw_controls(r.stdout)
     out = r.stdout.decode()
