@@ -144,6 +144,18 @@ static void put_bytes(FILE *f, const json_t *o, const char *key)
 		put_na(f);
 }
 
+/* " held by pod ml-team/trainer-0" (words_owner's words) in a span, when the document names the
+ * process's owner. */
+static void put_held_by(FILE *f, const json_t *o)
+{
+	char w[256];
+	if (!words_owner(w, sizeof w, o)[0])
+		return;
+	fputs(" <span class=\"held-by\">", f);
+	put_text(f, w);
+	fputs("</span>", f);
+}
+
 /* pid 1234 (alice) `python train.py`: an owner or holder; missing parts are left out; "the process"
  * where the document names no pid (a CSV's). */
 static void put_owner(FILE *f, const json_t *o)
@@ -164,6 +176,7 @@ static void put_owner(FILE *f, const json_t *o)
 		put_text(f, cmd);
 		fputs("</code>", f);
 	}
+	put_held_by(f, o);
 }
 
 /* A sentence of words.c, escaped. */
@@ -441,7 +454,9 @@ static void put_oom(FILE *f, const json_t *oom, int csv)
 			      f);
 			fputs("</td><td><code>", f);
 			put_text_or_na(f, jstr(h, "command"));
-			fputs("</code></td></tr>\n", f);
+			fputs("</code>", f);
+			put_held_by(f, h);
+			fputs("</td></tr>\n", f);
 		}
 		fputs("</table>\n", f);
 	}

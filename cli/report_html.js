@@ -504,7 +504,7 @@
 		return m;
 	}
 
-	/* "pid 4242 alice python train.py", its parts left out when unknown; "the process" when the
+	/* "pid 4242 alice python train.py (pod ml-team/trainer-0)", its parts left out when unknown; "the process" when the
 	 * document names no pid (a CSV's). */
 	function processName(p) {
 		var parts = [isNum(p.pid) ? 'pid ' + p.pid : 'the process'];
@@ -512,6 +512,8 @@
 			parts.push(p.user);
 		if (typeof p.command === 'string')
 			parts.push(p.command);
+		if (typeof p.owner === 'string') /* the library's phrase: "pod ml-team/trainer-0" */
+			parts.push('(' + p.owner + ')');
 		return parts.join(' ');
 	}
 

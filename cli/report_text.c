@@ -187,9 +187,11 @@ static void print_oom(FILE *f, const json_t *o)
 			fprintf(f, "    %-11lld", (long long)doc_num(h, "pid"));
 		else
 			fprintf(f, "    %-11s", "the process");
-		fprintf(f, " %-10s %10s %-4s %s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
+		char owner[200];
+		words_owner(owner, sizeof owner, h);
+		fprintf(f, " %-10s %10s %-4s %s%s%s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
 			bytes(a, sizeof a, h, "bytes"), json_is_true(json_object_get(h, "job")) ? "job" : "",
-			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "");
+			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "", owner[0] ? "  " : "", owner);
 	}
 	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
 	{

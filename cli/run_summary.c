@@ -180,10 +180,13 @@ static void print_holders(FILE *out, const json_t *oom)
 			snprintf(a, sizeof a, "%.2f", doc_num(h, "bytes") / (1024.0 * 1024 * 1024));
 		else
 			snprintf(a, sizeof a, "n/a");
-		fprintf(out, "    %8lld  %-12s %9s  %-3s  %s\n", (long long)doc_num(h, "pid"),
+		char owner[200];
+		words_owner(owner, sizeof owner, h);
+		fprintf(out, "    %8lld  %-12s %9s  %-3s  %s%s%s\n", (long long)doc_num(h, "pid"),
 			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "?",
 			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
-			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?");
+			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?",
+			owner[0] ? "  " : "", owner);
 	}
 }
 

@@ -237,6 +237,9 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 			if (doc_str(top, "command"))
 				add(buf, len, &at, ": %s", cli_safe_text(safe, sizeof safe, doc_str(top, "command")));
 			add(buf, len, &at, ")");
+			char owner[200];
+			if (words_owner(owner, sizeof owner, top)[0])
+				add(buf, len, &at, " %s", owner);
 		}
 		if (doc_has_num(f, "job_bytes"))
 			add(buf, len, &at, "; the job itself held %s", words_bytes(a, sizeof a, json_object_get(f, "job_bytes")));
@@ -282,6 +285,19 @@ const char *words_oom(char *buf, size_t len, const json_t *oom)
 	return buf;
 }
 
+const char *words_owner(char *buf, size_t len, const json_t *who)
+{
+	const char *owner = doc_str(who, "owner");
+	char safe[161]; /* a pod's name comes from the node's directories: escaped, cut to 160 bytes */
+	buf[0] = 0;
+	if (!owner || !owner[0])
+		return buf;
+	/* the library's phrase for a pid it could not resolve reads as a place, not a holder */
+	int placed = !strcmp(owner, "another PID namespace");
+	snprintf(buf, len, "%s %s", placed ? "in" : "held by", cli_safe_text(safe, sizeof safe, owner));
+	return buf;
+}
+
 const char *words_who(char *buf, size_t len, const json_t *who)
 {
 	size_t at = 0;
@@ -297,6 +313,9 @@ const char *words_who(char *buf, size_t len, const json_t *who)
 		add(buf, len, &at, " (%s: %s)", cli_safe_text(u, sizeof u, user), cli_safe_text(c, sizeof c, cmd));
 	else if (user || cmd)
 		add(buf, len, &at, " (%s)", cli_safe_text(c, sizeof c, user ? user : cmd));
+	char owner[200];
+	if (words_owner(owner, sizeof owner, who)[0])
+		add(buf, len, &at, " %s", owner);
 	return buf;
 }
 

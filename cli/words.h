@@ -48,8 +48,14 @@ const char *words_oom(char *buf, size_t len, const json_t *oom);
 /* The short name of an out-of-memory cause code ("co-tenant", ...), as the document has it. */
 const char *words_cause(const json_t *oom);
 
-/* A process as the document names it ({pid, user, command}): "pid 4242 (alice: python train.py)",
- * its parts left out when unknown; "the process" when the pid is null (a CSV names none). */
+/* Whose a process of the document is, from its "owner" phrase (gpumon_owner_describe's): "held by
+ * pod ml-team/trainer-0", "held by slurm job 4242.0", "in another PID namespace"; "" when the
+ * document names no owner. Escaped for a terminal. */
+const char *words_owner(char *buf, size_t len, const json_t *who);
+
+/* A process as the document names it ({pid, user, command, owner}): "pid 4242 (alice: python
+ * train.py) held by pod ml-team/trainer-0", its parts left out when unknown; "the process" when the
+ * pid is null (a CSV names none). */
 const char *words_who(char *buf, size_t len, const json_t *who);
 
 /* What a peak (the document's "peak") is of: "the job's processes on GPU 0", "GPU 1's used memory",

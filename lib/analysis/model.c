@@ -148,6 +148,7 @@ void gpumon_model_destroy(gpumon_model *m)
 	for (size_t i = 0; i < m->nprocs; i++) {
 		gpumon_leak_destroy(m->procs[i].leak);
 		gpumon__timeline_free(&m->procs[i].line);
+		free(m->procs[i].owner);
 	}
 	for (size_t i = 0; i < m->nsegs; i++) {
 		gpumon_leak_destroy(m->segs[i].leak);
@@ -374,6 +375,7 @@ static int evict_oldest_gone(gpumon_model *m)
 		return -1;
 	gpumon_leak_destroy(m->procs[best].leak);
 	gpumon__timeline_free(&m->procs[best].line);
+	free(m->procs[best].owner);
 	m->procs[best] = m->procs[--m->nprocs];
 	return reindex(m, m->index_cap);
 }
@@ -407,7 +409,20 @@ static struct mproc *get_proc(gpumon_model *m, unsigned dev, unsigned pid)
 	return p;
 }
 
-/* What is known of the process's owner and command line, kept from the listing that said most: a
+/* The container, pod, Slurm job or unit around the process, from the latest listing that told one
+ * (a listing after the process left its cgroup says nothing, and does not erase it). Kept apart
+ * from struct mproc, as most processes of a run have none to keep. 0, or GPUMON_E_NOMEM. */
+static int take_owner(struct mproc *p, const gpumon_owner *o)
+{
+	if (!o->present)
+		return GPUMON_OK;
+	if (!p->owner && !(p->owner = malloc(sizeof *p->owner)))
+		return GPUMON_E_NOMEM;
+	*p->owner = *o;
+	return GPUMON_OK;
+}
+
+/* What is known of the process's user and command line, kept from the listing that said most: a
  * pid listed between fork and exec has its parent's command line, one exiting only "[name]". */
 static void take_identity(struct mproc *p, const gpumon_process *src)
 {
@@ -471,6 +486,8 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		}
 	}
 	take_identity(p, &r->process);
+	if (take_owner(p, &r->process.owner))
+		return GPUMON_E_NOMEM;
 	p->flags = r->process.flags;
 	p->used_known = !!(r->process.flags & GPUMON_PROC_USED_KNOWN);
 	p->used = p->used_known ? r->process.used_bytes : 0;

@@ -61,6 +61,7 @@ struct mproc {
 	uint64_t used, peak, first_t, gone_t, last_t;
 	unsigned flags;             /* GPUMON_PROC_* as last listed */
 	char user[64], command[512];
+	gpumon_owner *owner;        /* its container, pod, Slurm job or unit; NULL when none is known */
 	gpumon_leak *leak;          /* its figure at every device row of its GPU while listed */
 	int alerted;
 	uint64_t free_at_last;      /* the GPU's free memory at its series' last point */

@@ -109,7 +109,34 @@ static const char *peak_name(int w)
 
 /* ---- pieces ----------------------------------------------------------------------------------- */
 
-/* {pid, user, command} of a process (any GPU), or null. */
+/* The owner of pid on dev (any GPU when dev < 0), or NULL when none is known. */
+static const gpumon_owner *owner_of(const gpumon_model *m, int dev, unsigned pid)
+{
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid && (dev < 0 || m->procs[i].dev == (unsigned)dev) && m->procs[i].owner)
+			return m->procs[i].owner;
+	return NULL;
+}
+
+/* Sets "owner" (the phrase gpumon_owner_describe makes, the one every front end shows; null when
+ * none is known) and "owner_parts" (each part, null when unknown; null with no owner) on o. */
+static int put_owner(json_t *o, const gpumon_owner *w)
+{
+	char phrase[512];
+	if (!o)
+		return -1;
+	if (!w || !gpumon_owner_describe(w, phrase, sizeof phrase))
+		return put(o, "owner", json_null()) || put(o, "owner_parts", json_null());
+	json_t *parts = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "namespace",
+				  jstr_or_null(w->k8s_namespace), "pod", jstr_or_null(w->pod), "container",
+				  jstr_or_null(w->container), "pod_uid", jstr_or_null(w->pod_uid), "slurm_job",
+				  jstr_or_null(w->slurm_job), "slurm_step", jstr_or_null(w->slurm_step),
+				  "container_id", jstr_or_null(w->container_id), "runtime", jstr_or_null(w->runtime),
+				  "unit", jstr_or_null(w->unit));
+	return put(o, "owner", jstr(phrase)) || put(o, "owner_parts", parts);
+}
+
+/* {pid, user, command, owner, owner_parts} of a process (any GPU), or null. */
 static json_t *who(const gpumon_model *m, int64_t pid)
 {
 	if (pid < 0)
@@ -118,8 +145,13 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].pid == (unsigned)pid && (!best || (!best->command[0] && m->procs[i].command[0])))
 			best = &m->procs[i];
-	return json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)pid, "user", jstr_or_null(best ? best->user : NULL),
-			 "command", jstr_or_null(best ? best->command : NULL));
+	json_t *o = json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)pid, "user", jstr_or_null(best ? best->user : NULL),
+			      "command", jstr_or_null(best ? best->command : NULL));
+	if (put_owner(o, owner_of(m, -1, (unsigned)pid))) { /* o NULL, or out of memory */
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 /* source.damage: what the model was told was lost, and the records it left out itself for a
@@ -362,10 +394,13 @@ static json_t *oom_json(const gpumon_model *m)
 	json_t *holders = json_array(), *last = json_array();
 	for (size_t i = 0; holders && i < o.nholders; i++) {
 		const gpumon_holder *h = &o.holders[i];
-		json_array_append_new(holders, json_pack("{s:I, s:o, s:o, s:o, s:b}", "pid", (json_int_t)h->pid, "user",
-							 jstr_or_null(h->user), "command", jstr_or_null(h->command),
-							 "bytes", int_or_null(h->used_known, (int64_t)h->used_bytes),
-							 "job", h->job));
+		json_t *x = json_pack("{s:I, s:o, s:o, s:o, s:b}", "pid", (json_int_t)h->pid, "user",
+				      jstr_or_null(h->user), "command", jstr_or_null(h->command), "bytes",
+				      int_or_null(h->used_known, (int64_t)h->used_bytes), "job", h->job);
+		if (put_owner(x, owner_of(m, o.dev, h->pid)) ? (json_decref(x), 1) : json_array_append_new(holders, x)) {
+			json_decref(holders);
+			holders = NULL;
+		}
 	}
 	uint64_t total = gpumon__model_total(m, o.dev);
 	for (size_t i = 0; last && i < o.nlast; i++)
@@ -502,7 +537,8 @@ static json_t *timeline_json(const gpumon_model *m)
 		const struct mproc *p = &m->procs[best];
 		json_t *o = json_pack("{s:i, s:I, s:o, s:o, s:b}", "dev", (int)p->dev, "pid", (json_int_t)p->pid, "user",
 				      jstr_or_null(p->user), "command", jstr_or_null(p->command), "job", p->job);
-		if (!o || json_array_append_new(procs, o) || line_json(m, &p->line, proc_names, p->present ? end : 0, o)) {
+		int bad = put_owner(o, p->owner) ? (json_decref(o), 1) : json_array_append_new(procs, o);
+		if (bad || line_json(m, &p->line, proc_names, p->present ? end : 0, o)) {
 			free(taken);
 			json_decref(t);
 			return NULL;

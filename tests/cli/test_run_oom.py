@@ -274,9 +274,9 @@ def test_forensics_co_tenant(gpumon, tmp_path):
     r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT.format(sleep=1.2)], scenario=scn)
     line = diagnosis(r, "co-tenant")
     assert "4194001" in line and "42.0 GiB" in line
-    # the holders table: pid, user, GiB, job or not, command
+    # the holders table: pid, user, GiB, job or not, command, owner (a pid not in our /proc: said so)
     row = next(l for l in r.stderr.splitlines() if l.strip().startswith("4194001"))
-    assert re.match(r"\s+4194001\s+\?\s+42\.00\s+no\s+inference-server$", row), row
+    assert re.match(r"\s+4194001\s+\?\s+42\.00\s+no\s+inference-server  in another PID namespace$", row), row
     assert re.search(r"who held GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 at \d+\.\d\d s:", r.stderr)
     # the last seconds (the model keeps about one point a second; a GPU that did not change has few),
     # as seconds from the moment
