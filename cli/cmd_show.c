@@ -207,6 +207,9 @@ static int gather_gpu(gpumon *g, unsigned dev, show_model *m, show_gpu *gpu, siz
 		r->p = list[i];
 		/* the owner's names come from another process's cgroup and the node's pod logs: escaped */
 		gpumon_owner_describe(&list[i].owner, phrase, sizeof phrase);
+		/* a pid of another PID namespace: its command column says so already */
+		if (!(list[i].owner.present & ~(unsigned)GPUMON_OWNER_UNRESOLVED))
+			phrase[0] = 0;
 		cli_safe_text(r->owner, sizeof r->owner, phrase);
 		if (r->owner[0])
 			m->any_owner = 1;
@@ -237,6 +240,13 @@ static int gather(gpumon *g, const unsigned *sel, unsigned count, show_model *m)
 		show_gpu *gpu = &m->gpus[m->n_gpus++];
 		gpumon_device_info_get(g, sel[k], &gpu->info);
 		gpu->status = gpumon_device_sample_read(g, sel[k], SHOWN_FIELDS, &gpu->s);
+		if (gpu->status != GPUMON_E_LOST) {
+			gpu->health.size = sizeof gpu->health;
+			if (gpumon_device_props_read(g, sel[k], GPUMON_P_HEALTH, &gpu->health) == GPUMON_OK)
+				gpu->health_problems = gpumon_health_problems(&gpu->health);
+			else
+				gpu->health.size = 0;
+		}
 		if (gpu->status == GPUMON_E_LOST)
 			m->any_lost = 1;
 		else if (gpu->status != GPUMON_OK)

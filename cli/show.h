@@ -25,6 +25,8 @@ typedef struct show_gpu {
 	int status;             /* gpumon_device_sample_read's status */
 	char error[256];        /* the library's message when status is neither OK nor LOST */
 	int procs;              /* enum show_procs */
+	gpumon_device_props health;  /* GPUMON_P_HEALTH fields (health.size is 0 when not read) */
+	unsigned health_problems;    /* gpumon_health_problems(&health) */
 } show_gpu;
 
 typedef struct show_row {

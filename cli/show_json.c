@@ -38,6 +38,47 @@ static void set(json_t *o, const char *key, json_t *v, int *bad)
 		*bad = 1;
 }
 
+/* The memory health figures the card gave (null each when it did not) and the problems they call
+ * for, by name; null when they could not be read. */
+static json_t *health_object(const show_gpu *gpu, int *bad)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} names[] = {{GPUMON_HEALTH_ECC_UNCORRECTED, "ecc_uncorrected"},
+		     {GPUMON_HEALTH_RETIRED_PENDING, "retired_pages_pending"},
+		     {GPUMON_HEALTH_RETIRED_DBE, "retired_pages_double_bit"},
+		     {GPUMON_HEALTH_REMAP_PENDING, "remapped_rows_pending"},
+		     {GPUMON_HEALTH_REMAP_FAILURE, "remapped_rows_failure"},
+		     {GPUMON_HEALTH_REMAP_UNCORRECTABLE, "remapped_rows_uncorrectable"}};
+	const gpumon_device_props *h = &gpu->health;
+	if (!h->size)
+		return json_null();
+	uint64_t has = h->present;
+	json_t *o = json_object(), *problems = json_array();
+	if (!o || !problems) {
+		json_decref(o);
+		json_decref(problems);
+		*bad = 1;
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (gpu->health_problems & names[i].bit && json_array_append_new(problems, json_string(names[i].name)))
+			*bad = 1;
+	set(o, "problems", problems, bad);
+	set(o, "ecc_uncorrected_volatile", num(h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE],
+						has & GPUMON_P_ECC_TOTAL), bad);
+	set(o, "ecc_corrected_volatile", num(h->ecc_total[GPUMON_ECC_CORRECTED][GPUMON_ECC_VOLATILE],
+					      has & GPUMON_P_ECC_TOTAL), bad);
+	set(o, "remapped_rows_pending",
+	    (has & GPUMON_P_REMAPPED_ROWS) ? json_boolean(h->remapped_pending) : json_null(), bad);
+	set(o, "remapped_rows_failure",
+	    (has & GPUMON_P_REMAPPED_ROWS) ? json_boolean(h->remapped_failure) : json_null(), bad);
+	set(o, "retired_pages_pending",
+	    (has & GPUMON_P_RETIRED_PENDING) ? json_boolean(h->retired_pending) : json_null(), bad);
+	return o;
+}
+
 static json_t *gpu_object(const show_gpu *gpu, int *bad)
 {
 	const gpumon_device_info *d = &gpu->info;
@@ -66,6 +107,7 @@ static json_t *gpu_object(const show_gpu *gpu, int *bad)
 	set(o, "utilization_memory_pct", num(s->util_memory_pct, p & GPUMON_F_UTIL_MEMORY), bad);
 	set(o, "temperature_c", num(s->temperature_c, p & GPUMON_F_TEMPERATURE), bad);
 	set(o, "power_mw", num(s->power_mw, p & GPUMON_F_POWER), bad);
+	set(o, "memory_health", health_object(gpu, bad), bad);
 	set(o, "processes_listed",
 	    gpu->procs == SHOW_PROCS_NOT_ASKED ? json_null() : json_boolean(gpu->procs == SHOW_PROCS_LISTED), bad);
 	return o;

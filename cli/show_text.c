@@ -7,6 +7,7 @@
 #include <wchar.h>
 
 #include "show.h"
+#include "words.h"
 
 #define BAR_MAX 40   /* the bar's width when there is room */
 #define BAR_MIN 10   /* below this the bar says too little: the figures keep the room */
@@ -14,7 +15,7 @@
 #define PID_W 7      /* Linux pids go up to 4194304 */
 #define MEM_W 8      /* "1023 GiB" */
 #define CMD_MIN 20   /* the command is cut down to this before other columns go */
-#define OWNER_MAX 28
+#define OWNER_MAX 48 /* "pod NAMESPACE/POD": Kubernetes names run long */
 #define OWNER_MIN 12
 
 /* SGR colours, as gpustat uses them */
@@ -274,6 +275,25 @@ static void figures_line(const show_style *st, const gpumon_device_sample *s)
 	put_parts(st, "  ", parts, 4, "   ");
 }
 
+/* A warning when the card's memory health calls for one (the library decides; words say it). */
+static void health_line(const show_style *st, const show_gpu *gpu)
+{
+	char words[512], msg[560];
+	if (!gpu->health_problems)
+		return;
+	words_health(words, sizeof words, gpu->health_problems, &gpu->health);
+	/* one problem a line, so that a narrow terminal cuts none of them short */
+	for (char *part = words, *next; part && *part; part = next) {
+		next = strstr(part, "; ");
+		if (next) {
+			*next = 0;
+			next += 2;
+		}
+		snprintf(msg, sizeof msg, "  ! memory health: %s", part);
+		line(st, "1;31", msg);
+	}
+}
+
 static void gpu_block(const show_gpu *gpu, const show_style *st)
 {
 	const gpumon_device_info *d = &gpu->info;
@@ -297,6 +317,7 @@ static void gpu_block(const show_gpu *gpu, const show_style *st)
 	}
 	memory_line(st, &gpu->s);
 	figures_line(st, &gpu->s);
+	health_line(st, gpu);
 }
 
 /* ---- processes -------------------------------------------------------------------------------- */

@@ -451,3 +451,43 @@ json_t *words_alert_list(const json_t *doc)
 	}
 	return list;
 }
+
+/* ---- memory health ----------------------------------------------------------------------------- */
+
+/* Appends ", " and a part to buf (kept NUL-terminated, cut at len). */
+static void add_part(char *buf, size_t len, const char *part)
+{
+	size_t n = strlen(buf);
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, "%s%s", n ? "; " : "", part);
+}
+
+const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_device_props *p)
+{
+	char part[128];
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	if (problems & GPUMON_HEALTH_ECC_UNCORRECTED) {
+		unsigned long long n = (unsigned long long)p->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE];
+		snprintf(part, sizeof part, "%llu uncorrectable ECC error%s since the driver loaded", n, n == 1 ? "" : "s");
+		add_part(buf, len, part);
+	}
+	if (problems & GPUMON_HEALTH_REMAP_FAILURE)
+		add_part(buf, len, "a row remapping failed: the board needs service");
+	if (problems & GPUMON_HEALTH_REMAP_PENDING)
+		add_part(buf, len, "a row remapping waits for a GPU reset");
+	if (problems & GPUMON_HEALTH_REMAP_UNCORRECTABLE) {
+		snprintf(part, sizeof part, "%u row%s remapped for uncorrectable errors", p->remapped_uncorrectable,
+			 p->remapped_uncorrectable == 1 ? "" : "s");
+		add_part(buf, len, part);
+	}
+	if (problems & GPUMON_HEALTH_RETIRED_PENDING)
+		add_part(buf, len, "pages wait to be retired at the next reboot");
+	if (problems & GPUMON_HEALTH_RETIRED_DBE) {
+		snprintf(part, sizeof part, "%u page%s retired for double-bit errors", p->retired_dbe,
+			 p->retired_dbe == 1 ? "" : "s");
+		add_part(buf, len, part);
+	}
+	return buf;
+}

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include <jansson.h>
+#include <gpumon/gpumon.h>
 
 /* Reading the document: o's string at key (NULL when absent or not a string), whether key holds a
  * number, and that number (0 when not). */
@@ -79,5 +80,10 @@ const char *words_unaccounted_why(const char *why);
  * "the process" where a pid would be. Other documents are copied as they are. New reference; NULL
  * when out of memory. */
 json_t *words_document(const json_t *doc);
+
+/* The memory health problems (gpumon_health_problems() bits) of p in words, parts joined by "; "
+ * ("2 uncorrectable ECC errors since the driver loaded; a row remapping waits for a GPU reset");
+ * "" when problems is 0. */
+const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_device_props *p);
 
 #endif

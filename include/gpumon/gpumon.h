@@ -352,6 +352,24 @@ typedef struct gpumon_device_props {
  */
 GPUMON_API int gpumon_device_props_read(gpumon *g, unsigned dev, uint64_t want, gpumon_device_props *out);
 
+/* Bits of gpumon_health_problems(): what a card's memory health figures call for. */
+enum {
+	GPUMON_HEALTH_ECC_UNCORRECTED = 1u << 0, /* uncorrectable ECC errors since the driver loaded */
+	GPUMON_HEALTH_RETIRED_PENDING = 1u << 1, /* pages wait to be retired: reboot */
+	GPUMON_HEALTH_RETIRED_DBE = 1u << 2,     /* pages were retired for double-bit errors */
+	GPUMON_HEALTH_REMAP_PENDING = 1u << 3,   /* a row remapping waits for a GPU reset */
+	GPUMON_HEALTH_REMAP_FAILURE = 1u << 4,   /* a row remapping failed: the board needs service */
+	GPUMON_HEALTH_REMAP_UNCORRECTABLE = 1u << 5, /* rows were remapped for uncorrectable errors */
+};
+
+/*
+ * The memory health verdict every front end shows (the warning line of show and watch, the
+ * exporter's gpumon_gpu_memory_health_problem series): the GPUMON_HEALTH_* bits that p's figures
+ * call for, judged only on the fields p holds (a field absent is no problem and no all-clear).
+ * Corrected errors and rows remapped for them are normal wear and raise nothing. 0 when p is NULL.
+ */
+GPUMON_API unsigned gpumon_health_problems(const gpumon_device_props *p);
+
 /* event_kind of the sampler's EVENT records for an XID error (NVML's critical error event):
  * event_text is "GPU N: XID CODE" (dev set). Drivers that do not offer the events give none. */
 #define GPUMON_EVENT_XID "xid"

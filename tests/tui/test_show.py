@@ -215,3 +215,75 @@ def test_documented_examples_run(tmp_path, procs):
     r = run_show(tmp_path, ["--help"], scn)
     for opt in ["--user", "--sort", "--no-processes", "--json", "--color", "NO_COLOR", "COLUMNS"]:
         assert opt in r.stdout, opt
+
+
+def test_memory_health_warning(tmp_path, procs):
+    """A card whose memory needs attention gets one warning line a problem (red on a terminal), its
+    figures and problems in --json; a clean card and a driver without the health calls get none."""
+    jsonschema = pytest.importorskip("jsonschema", reason="python3-jsonschema (make deps-test installs it)")
+    check = jsonschema.Draft202012Validator(json.load(open(SCHEMA)))
+    scn = scenario(procs).replace("temp=83 power=350000", "temp=83 power=350000 ecc_uv_total=3 remap_pending=on")
+    r = run_show(tmp_path, [], scn, {"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    warn = [l for l in r.stdout.splitlines() if "memory health" in l]
+    assert warn == ["  ! memory health: 3 uncorrectable ECC errors since the driver loaded",
+                    "  ! memory health: a row remapping waits for a GPU reset"]
+    lines = r.stdout.splitlines()
+    assert lines.index(warn[0]) > next(i for i, l in enumerate(lines) if l.startswith("GPU 1"))  # under GPU 1
+    doc = json.loads(run_show(tmp_path, ["--json"], scn).stdout)
+    check.validate(doc)
+    h0, h1 = doc["gpus"][0]["memory_health"], doc["gpus"][1]["memory_health"]
+    assert h0["problems"] == [] and h0["ecc_uncorrected_volatile"] == 0
+    assert h1["problems"] == ["ecc_uncorrected", "remapped_rows_pending"] and h1["ecc_uncorrected_volatile"] == 3
+    assert h1["retired_pages_pending"] is None  # the H200 has no page retirement: null, never false
+    colour = run_show(tmp_path, ["--color=always"], scn)
+    assert "\x1b[1;31m  ! memory health: 3 uncorrectable" in colour.stdout
+    clean = run_show(tmp_path, [], scenario(procs))
+    assert "memory health" not in clean.stdout
+
+
+def test_memory_health_without_the_calls(tmp_path, procs):
+    """The oldest drivers have no health calls: no warning, and every figure null in --json."""
+    from conftest import FAKE_NVML_LIB
+    v1 = FAKE_NVML_LIB.replace("libnvidia-ml-fake.so", "libnvidia-ml-fake-v1.so")
+    assert os.path.exists(v1), v1
+    scn = scenario(procs).replace("temp=83 power=350000", "temp=83 power=350000 ecc_uv_total=3")
+    r = run_show(tmp_path, ["--json"], scn, {"GPUMON_NVML_LIBRARY": v1})
+    assert r.returncode == 0, r.stderr
+    h = json.loads(r.stdout)["gpus"][1]["memory_health"]
+    assert h["problems"] == [] and h["ecc_uncorrected_volatile"] is None and h["remapped_rows_pending"] is None
+    assert "memory health" not in run_show(tmp_path, [], scn, {"GPUMON_NVML_LIBRARY": v1}).stdout
+
+
+def test_owner_column_names_pod_and_slurm_job(tmp_path):
+    """Processes of a pod and of a Slurm job (a /proc tree of our own through GPUMON_PROC_ROOT, the
+    pod names from a pods directory through GPUMON_PODS_DIR): the OWNER column names each, the
+    same phrase --json gives, and a narrow terminal cuts the command before the owner."""
+    uid = "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f"
+    cid = "0123456789abcdef" * 4
+    cgroups = {
+        4101: f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice/"
+              f"cri-containerd-{cid}.scope\n",
+        4102: "0::/system.slice/slurmstepd.scope/job_4242/step_0\n",
+    }
+    root = tmp_path / "proc"
+    for pid, cg in cgroups.items():
+        d = root / str(pid)
+        d.mkdir(parents=True)
+        (d / "cgroup").write_text(cg)
+        (d / "status").write_text(f"Name:\tpython\nPPid:\t1\nUid:\t0\t0\t0\t0\n")
+        (d / "cmdline").write_bytes(b"python\0train.py\0")
+    pods = os.path.join(SOURCE_DIR, "tests/unit/cgroup/pods")
+    scn = "gpu 0 name=\"NVIDIA H200\" total=140GiB used=30GiB\nproc 0 4101 used=20GiB\nproc 0 4102 used=10GiB\n"
+    env = {"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": pods, "COLUMNS": "120"}
+    r = run_show(tmp_path, [], scn, env)
+    assert r.returncode == 0, r.stderr
+    rows = table(r.stdout)
+    assert "OWNER" in r.stdout
+    assert rows[0][1] == "4101" and "pod ml-team/trainer-7f9c6d-x2k4q python train.py" in " ".join(rows[0])
+    assert rows[1][1] == "4102" and "slurm job 4242.0 python train.py" in " ".join(rows[1])
+    narrow = run_show(tmp_path, [], scn, dict(env, COLUMNS="80")).stdout
+    assert all(len(l) <= 80 for l in narrow.splitlines())
+    assert "pod ml-team/trainer-" in narrow and "slurm job 4242.0" in narrow
+    doc = json.loads(run_show(tmp_path, ["--json"], scn, env).stdout)
+    assert [p["owner"] for p in doc["processes"]] == ["pod ml-team/trainer-7f9c6d-x2k4q", "slurm job 4242.0"]

@@ -181,6 +181,48 @@ static void test_xid_events(void)
 	gpumon_destroy(g);
 }
 
+/* The health verdict: each problem from its figure, corrected errors are wear (no problem), and an
+ * absent field is no problem either. */
+static void test_health_problems(void)
+{
+	is_int(gpumon_health_problems(NULL), 0, "NULL: no problems");
+	gpumon *g = open_fake(H200, 0);
+	gpumon_device_props p = props_new();
+	is_int(gpumon_device_props_read(g, 0, GPUMON_P_HEALTH, &p), GPUMON_OK, "clean H200 read");
+	is_int(gpumon_health_problems(&p), 0, "a clean H200 has no problem");
+	gpumon_destroy(g);
+
+	g = open_fake(H200 "at 0 gpu 0 ecc_cv_total=500 remap_corr=7\n", 0);
+	p = props_new();
+	gpumon_device_props_read(g, 0, GPUMON_P_HEALTH, &p);
+	is_int(gpumon_health_problems(&p), 0, "corrected errors and rows remapped for them are wear");
+	gpumon_destroy(g);
+
+	static const struct {
+		const char *keys;
+		unsigned want;
+	} cases[] = {
+		{"ecc_uv_total=1", GPUMON_HEALTH_ECC_UNCORRECTED},
+		{"ecc_ua_total=3", 0}, /* aggregate only: an old error, cleared by the driver's reload */
+		{"retired_pending=on", GPUMON_HEALTH_RETIRED_PENDING},
+		{"retired_dbe=2", GPUMON_HEALTH_RETIRED_DBE},
+		{"remap_pending=on", GPUMON_HEALTH_REMAP_PENDING},
+		{"remap_failure=on", GPUMON_HEALTH_REMAP_FAILURE},
+		{"remap_unc=1", GPUMON_HEALTH_REMAP_UNCORRECTABLE},
+		{"ecc_uv_total=1 remap_pending=on", GPUMON_HEALTH_ECC_UNCORRECTED | GPUMON_HEALTH_REMAP_PENDING},
+		{"ecc_uv_total=!NOT_SUPPORTED", 0}, /* the count cannot be read: no problem, no all-clear */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char scn[256];
+		snprintf(scn, sizeof scn, "gpu 0 name=\"NVIDIA H200\" %s\n", cases[i].keys);
+		g = open_fake(scn, 0);
+		p = props_new();
+		gpumon_device_props_read(g, 0, GPUMON_P_HEALTH, &p);
+		is_int(gpumon_health_problems(&p), cases[i].want, "problems of %s", cases[i].keys);
+		gpumon_destroy(g);
+	}
+}
+
 int main(void)
 {
 	test_h200_defaults();
@@ -189,6 +231,7 @@ int main(void)
 	test_old_driver_and_lost();
 	test_bad_arguments();
 	test_xid_events();
+	test_health_problems();
 	remove_scenario();
 	return tap_done();
 }
