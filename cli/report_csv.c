@@ -69,10 +69,11 @@ static char *trim(char *s)
 	return s;
 }
 
-struct gpu {         /* a GPU the file names */
-	char key[96];    /* its UUID or bus id as the file gives it; "" for an index */
-	int total_known; /* its total, once a row gave it */
+struct gpu {                 /* a GPU the file names */
+	char key[96];            /* its UUID or bus id as the file gives it; "" for an index */
+	int total_known;         /* its total, once a row gave it */
 	uint64_t total;
+	gpumon_device_info info; /* as declared to the model: declared again whole when the total comes */
 };
 
 struct csv_state {
@@ -223,9 +224,12 @@ static int gpu_of(struct csv_state *st, const struct import_row *row)
 		info.present |= GPUMON_INFO_UUID;
 	if (row->known[R_BUS] && snprintf(info.pci_bus_id, sizeof info.pci_bus_id, "%s", row->text[R_BUS]) >= 0)
 		info.present |= GPUMON_INFO_PCI_BUS_ID;
-	for (unsigned d = st->ngpus; d <= dev; d++)
+	for (unsigned d = st->ngpus; d <= dev; d++) {
 		memset(&st->gpus[d], 0, sizeof st->gpus[d]);
+		st->gpus[d].info.index = d;
+	}
 	snprintf(st->gpus[dev].key, sizeof st->gpus[dev].key, "%s", key && !row->known[R_DEV] ? key : "");
+	st->gpus[dev].info = info;
 	st->ngpus = dev + 1;
 	if (gpumon_model_device(st->m, &info) != GPUMON_OK)
 		return -2;
@@ -240,8 +244,9 @@ static int take_total(struct csv_state *st, unsigned dev, uint64_t total)
 		return GPUMON_OK;
 	g->total = total;
 	g->total_known = 1;
-	gpumon_device_info info = {.index = dev, .present = GPUMON_INFO_MEMORY_TOTAL, .memory_total_bytes = total};
-	return gpumon_model_device(st->m, &info);
+	g->info.present |= GPUMON_INFO_MEMORY_TOTAL;
+	g->info.memory_total_bytes = total;
+	return gpumon_model_device(st->m, &g->info);
 }
 
 static uint64_t bytes(const struct import_row *row, int role)
@@ -367,7 +372,8 @@ static int row_time(struct csv_state *st, const struct import_row *row, int dev,
 			st->t0 = row->v[abs_role];
 			st->have_t0 = 1;
 		}
-		*t = row->v[abs_role] - st->t0;
+		*t = round((row->v[abs_role] - st->t0) * 1e6) / 1e6; /* to the microsecond: 1.8e9 s in a double is
+									  not exact below it */
 	} else if (st->h.dialect == D_SMI && !has_col(st, R_TIMESTAMP)) {
 		uint64_t key = (uint64_t)dev << 32 | (row->known[R_PID] ? (uint64_t)row->v[R_PID] : 0);
 		size_t i = 0;
@@ -427,7 +433,10 @@ static int take_row(struct csv_state *st, const struct import_row *row)
 		if (new_model(st) != GPUMON_OK)
 			return GPUMON_E_NOMEM;
 	}
-	int dev = gpu_of(st, row);
+	/* a file of the framework's figures alone names no GPU: none is declared */
+	int gpus = has_col(st, R_DEVUSED) || has_col(st, R_PROC) || has_col(st, R_DEV) || has_col(st, R_UUID) ||
+		   has_col(st, R_BUS) || has_col(st, R_DEVTOTAL);
+	int dev = gpus ? gpu_of(st, row) : 0;
 	if (dev == -2)
 		return GPUMON_E_NOMEM;
 	if (dev < 0) {
