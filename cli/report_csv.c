@@ -279,6 +279,14 @@ static size_t device_record(struct csv_state *st, unsigned dev, uint64_t t, cons
 	r->sample.memory_total_bytes = total;
 	r->sample.memory_free_bytes = row->known[R_DEVFREE] ? bytes(row, R_DEVFREE) : total > used ? total - used : 0;
 	r->sample.memory_reserved_bytes = reserved ? bytes(row, R_DEVRESERVED) : 0;
+	/* the exact extremes between two rows, as the sampler kept them: spikes between rows count */
+	if (row->known[R_USEDMIN] && row->known[R_USEDMAX] && row->known[R_USEDMAX_T] && row->known[R_SAMPLES] &&
+	    row->v[R_SAMPLES] >= 1 && row->v[R_SAMPLES] < 4e9 && row->v[R_USEDMAX_T] >= 0 && row->v[R_USEDMAX_T] < 9.2e9) {
+		r->interval_samples = (unsigned)row->v[R_SAMPLES];
+		r->used_min_bytes = bytes(row, R_USEDMIN);
+		r->used_max_bytes = bytes(row, R_USEDMAX);
+		r->used_max_t_ns = REPORT_CSV_T0_NS + (uint64_t)llround(row->v[R_USEDMAX_T] * 1e9);
+	}
 	return 1;
 }
 
@@ -333,7 +341,7 @@ static size_t records(struct csv_state *st, unsigned dev, uint64_t t, const stru
 static int is_bytes(int role)
 {
 	return role == R_ALLOC || role == R_RESERVED || role == R_MAXALLOC || role == R_PROC || role == R_DEVUSED ||
-	       role == R_DEVFREE || role == R_DEVTOTAL || role == R_DEVRESERVED;
+	       role == R_DEVFREE || role == R_DEVTOTAL || role == R_DEVRESERVED || role == R_USEDMIN || role == R_USEDMAX;
 }
 
 /* A CSV line's fields into row; 0, or -1 after naming the field that is not a value (skipped). */

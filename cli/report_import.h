@@ -36,6 +36,11 @@ enum import_role {
 	R_UUID,        /* text */
 	R_BUS,         /* text: PCI bus id */
 	R_GPUNAME,     /* text */
+	R_USEDMIN,     /* the lowest and highest used memory since the GPU's last row, when (seconds from
+			  the start) and over how many samples (gpumon export's device table) */
+	R_USEDMAX,
+	R_USEDMAX_T,
+	R_SAMPLES,
 	NROLES
 };
 

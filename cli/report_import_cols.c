@@ -35,7 +35,9 @@ static const struct col python_cols[] = {
 /* cli/cmd_export.c's tables: device, process, framework (t_s and time_utc first in each) */
 static const struct col export_device_cols[] = {
     {"t_s", R_TIME},	       {"dev", R_DEV},		   {"uuid", R_UUID},		  {"used_bytes", R_DEVUSED},
-    {"free_bytes", R_DEVFREE}, {"total_bytes", R_DEVTOTAL}, {"reserved_bytes", R_DEVRESERVED}, {NULL, 0}};
+    {"free_bytes", R_DEVFREE}, {"total_bytes", R_DEVTOTAL}, {"reserved_bytes", R_DEVRESERVED},
+    {"used_min_bytes", R_USEDMIN}, {"used_max_bytes", R_USEDMAX}, {"used_max_t_s", R_USEDMAX_T},
+    {"samples", R_SAMPLES},	   {NULL, 0}};
 static const struct col export_process_cols[] = {
     {"t_s", R_TIME}, {"dev", R_DEV},   {"uuid", R_UUID},	 {"pid", R_PID},      {"used_bytes", R_PROC},
     {"gone", R_GONE}, {"user", R_USER}, {"name", R_PNAME}, {"command", R_CMD}, {NULL, 0}};

@@ -181,6 +181,8 @@ def test_gpumon_export_tables(gpumon, tmp_path):
         assert docs[table]["source"]["damage"] is None, (table, docs[table]["source"]["damage"])
     assert docs["device"]["devices"][0]["peak"]["bytes"] == whole["devices"][0]["peak"]["bytes"] == 3 * GiB
     assert docs["device"]["devices"][0]["total_bytes"] == whole["devices"][0]["total_bytes"]
+    # the device table's used_min/used_max/used_max_t_s/samples: the exact peak and its moment
+    assert abs(docs["device"]["devices"][0]["peak"]["time"] - whole["devices"][0]["peak"]["time"]) < 2e-6
     fw = docs["framework"]
     assert fw["leak"]["verdict"] == "leak" and fw["leak"]["series"]["kind"] == "framework"
     assert fw["leak"]["series"]["pid"] == whole["leak"]["series"]["pid"]
