@@ -151,3 +151,34 @@ def test_out_of_memory_said_as_a_moment_from_the_start(gpumon, tmp_path):
         at = int(m.group(3)) * 60 + int(m.group(4))
     # words_duration rounds to a minute past an hour
     assert abs(at - (duration + secs)) <= (60 if h else 2), (at, duration, secs, m.group(0))
+
+
+def test_summary_wrapped_to_the_terminal(tmp_path):
+    """On a terminal 50 columns wide the summary fits in 50 columns, whatever COLUMNS says (the
+    terminal's own size, TIOCGWINSZ, comes first)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 50, 0, 0))
+    e = environment(tmp_path)
+    e.update(TMPDIR=str(tmp_path), COLUMNS="200")
+    p = subprocess.Popen([*GPUMON, "run", "-o", str(tmp_path / "tty.gpumon"), "--", PY, "-c", SERIES_CLIENT, "leak"],
+                         env=e, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: every writer of the terminal has closed it
+            break
+        if not data:
+            break
+        chunks.append(data)
+    assert p.wait(timeout=60) == 0
+    os.close(master)
+    text = b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    lines = summary_lines(text)
+    assert len(lines) > 8 and max(len(l) for l in lines) <= 50, "\n".join(lines)
+    assert "LEAK on the framework's allocated memory" in said(text)
