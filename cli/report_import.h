@@ -13,28 +13,28 @@
 
 /* What a column means. */
 enum import_role {
-	R_TIME,        /* seconds from the start */
-	R_TIME_UNIX,   /* seconds since 1970 (the Python monitor's `time`) */
-	R_TIMESTAMP,   /* nvidia-smi's "YYYY/MM/DD HH:MM:SS.mmm", local time */
+	R_TIME,	     /* seconds from the start */
+	R_TIME_UNIX, /* seconds since 1970 (the Python monitor's `time`) */
+	R_TIMESTAMP, /* nvidia-smi's "YYYY/MM/DD HH:MM:SS.mmm", local time */
 	R_STEP,
-	R_ALLOC,       /* the framework's allocated bytes */
-	R_RESERVED,    /* the framework's reserved bytes */
-	R_MAXALLOC,    /* the framework's peak of allocated */
-	R_FWDEV,       /* the framework's device index */
-	R_FWNAME,      /* text: the framework's name */
-	R_PROC,        /* a process's memory on the GPU, as NVML lists it */
+	R_ALLOC,    /* the framework's allocated bytes */
+	R_RESERVED, /* the framework's reserved bytes */
+	R_MAXALLOC, /* the framework's peak of allocated */
+	R_FWDEV,    /* the framework's device index */
+	R_FWNAME,   /* text: the framework's name */
+	R_PROC,	    /* a process's memory on the GPU, as NVML lists it */
 	R_PID,
-	R_GONE,        /* 1: the process left the GPU (gpumon export's process table) */
-	R_USER,        /* text */
-	R_PNAME,       /* text: the process's name */
-	R_CMD,         /* text: its command line */
-	R_DEVUSED,     /* the GPU's used memory */
+	R_GONE,	   /* 1: the process left the GPU (gpumon export's process table) */
+	R_USER,	   /* text */
+	R_PNAME,   /* text: the process's name */
+	R_CMD,	   /* text: its command line */
+	R_DEVUSED, /* the GPU's used memory */
 	R_DEVFREE,
 	R_DEVTOTAL,
 	R_DEVRESERVED, /* memory the driver reserves */
-	R_DEV,         /* the GPU's index */
-	R_UUID,        /* text */
-	R_BUS,         /* text: PCI bus id */
+	R_DEV,	       /* the GPU's index */
+	R_UUID,	       /* text */
+	R_BUS,	       /* text: PCI bus id */
 	R_GPUNAME,     /* text */
 	R_USEDMIN,     /* the lowest and highest used memory since the GPU's last row, when (seconds from
 			  the start) and over how many samples (gpumon export's device table) */
@@ -46,10 +46,11 @@ enum import_role {
 
 /* The kinds of file, told apart by their header. */
 enum import_dialect {
-	D_GPUMON,    /* time, step, allocated, reserved, max_allocated, process_used, device_used, device_total */
-	D_PYTHON,    /* the Python monitor's csv= / jsonl= file (python/gpumon/_sinks.py FIELDS) */
-	D_EXPORT,    /* gpumon export --csv: its device, process or framework table */
-	D_SMI,       /* nvidia-smi --query-gpu / --query-compute-apps --format=csv, gpumon query */
+	D_GPUMON, /* time, step, allocated, reserved, max_allocated, process_used, device_used, device_total
+		   */
+	D_PYTHON, /* the Python monitor's csv= / jsonl= file (python/gpumon/_sinks.py FIELDS) */
+	D_EXPORT, /* gpumon export --csv: its device, process or framework table */
+	D_SMI,	  /* nvidia-smi --query-gpu / --query-compute-apps --format=csv, gpumon query */
 };
 
 /* A header, mapped: for each role the field index (-1 absent), its scale (bytes per unit of the
@@ -91,6 +92,7 @@ int import_field(int role, double scale, const char *s, struct import_row *row);
 
 /* Fills row from one JSON object of the Python monitor's JSON lines. Returns 0, or -1 with why
  * (at most len bytes) when a member is of the wrong type. */
-int import_json_row(const json_t *o, const struct import_header *h, struct import_row *row, char *why, size_t len);
+int import_json_row(const json_t *o, const struct import_header *h, struct import_row *row, char *why,
+		    size_t len);
 
 #endif

@@ -18,43 +18,77 @@ struct col {
 	int role;
 };
 
-static const struct col gpumon_cols[] = {
-    {"time", R_TIME},		{"step", R_STEP},		  {"allocated", R_ALLOC},
-    {"reserved", R_RESERVED},	{"max_allocated", R_MAXALLOC},	  {"process_used", R_PROC},
-    {"device_used", R_DEVUSED}, {"device_total", R_DEVTOTAL},	  {NULL, 0}};
+static const struct col gpumon_cols[] = {{"time", R_TIME},
+					 {"step", R_STEP},
+					 {"allocated", R_ALLOC},
+					 {"reserved", R_RESERVED},
+					 {"max_allocated", R_MAXALLOC},
+					 {"process_used", R_PROC},
+					 {"device_used", R_DEVUSED},
+					 {"device_total", R_DEVTOTAL},
+					 {NULL, 0}};
 
 /* python/gpumon/_sinks.py FIELDS; `device` is the framework's device index, the device_* columns
  * the GPU's as NVML gives them */
-static const struct col python_cols[] = {
-    {"step", R_STEP},		       {"time", R_TIME_UNIX},	       {"framework", R_FWNAME},
-    {"device", R_FWDEV},	       {"allocated_bytes", R_ALLOC},   {"peak_bytes", R_MAXALLOC},
-    {"reserved_bytes", R_RESERVED},    {"process_bytes", R_PROC},      {"device_used_bytes", R_DEVUSED},
-    {"device_reserved_bytes", R_DEVRESERVED}, {"device_free_bytes", R_DEVFREE}, {"device_total_bytes", R_DEVTOTAL},
-    {NULL, 0}};
+static const struct col python_cols[] = {{"step", R_STEP},
+					 {"time", R_TIME_UNIX},
+					 {"framework", R_FWNAME},
+					 {"device", R_FWDEV},
+					 {"allocated_bytes", R_ALLOC},
+					 {"peak_bytes", R_MAXALLOC},
+					 {"reserved_bytes", R_RESERVED},
+					 {"process_bytes", R_PROC},
+					 {"device_used_bytes", R_DEVUSED},
+					 {"device_reserved_bytes", R_DEVRESERVED},
+					 {"device_free_bytes", R_DEVFREE},
+					 {"device_total_bytes", R_DEVTOTAL},
+					 {NULL, 0}};
 
 /* cli/cmd_export.c's tables: device, process, framework (t_s and time_utc first in each) */
-static const struct col export_device_cols[] = {
-    {"t_s", R_TIME},	       {"dev", R_DEV},		   {"uuid", R_UUID},		  {"used_bytes", R_DEVUSED},
-    {"free_bytes", R_DEVFREE}, {"total_bytes", R_DEVTOTAL}, {"reserved_bytes", R_DEVRESERVED},
-    {"used_min_bytes", R_USEDMIN}, {"used_max_bytes", R_USEDMAX}, {"used_max_t_s", R_USEDMAX_T},
-    {"samples", R_SAMPLES},	   {NULL, 0}};
+static const struct col export_device_cols[] = {{"t_s", R_TIME},
+						{"dev", R_DEV},
+						{"uuid", R_UUID},
+						{"used_bytes", R_DEVUSED},
+						{"free_bytes", R_DEVFREE},
+						{"total_bytes", R_DEVTOTAL},
+						{"reserved_bytes", R_DEVRESERVED},
+						{"used_min_bytes", R_USEDMIN},
+						{"used_max_bytes", R_USEDMAX},
+						{"used_max_t_s", R_USEDMAX_T},
+						{"samples", R_SAMPLES},
+						{NULL, 0}};
 static const struct col export_process_cols[] = {
-    {"t_s", R_TIME}, {"dev", R_DEV},   {"uuid", R_UUID},	 {"pid", R_PID},      {"used_bytes", R_PROC},
+    {"t_s", R_TIME},  {"dev", R_DEV},	{"uuid", R_UUID},  {"pid", R_PID},     {"used_bytes", R_PROC},
     {"gone", R_GONE}, {"user", R_USER}, {"name", R_PNAME}, {"command", R_CMD}, {NULL, 0}};
-static const struct col export_framework_cols[] = {
-    {"t_s", R_TIME},	       {"pid", R_PID},		     {"device", R_FWDEV},
-    {"framework", R_FWNAME},   {"step", R_STEP},	     {"allocated_bytes", R_ALLOC},
-    {"reserved_bytes", R_RESERVED}, {"max_allocated_bytes", R_MAXALLOC}, {NULL, 0}};
+static const struct col export_framework_cols[] = {{"t_s", R_TIME},
+						   {"pid", R_PID},
+						   {"device", R_FWDEV},
+						   {"framework", R_FWNAME},
+						   {"step", R_STEP},
+						   {"allocated_bytes", R_ALLOC},
+						   {"reserved_bytes", R_RESERVED},
+						   {"max_allocated_bytes", R_MAXALLOC},
+						   {NULL, 0}};
 
 /* nvidia-smi --query-gpu and --query-compute-apps (tests/fixtures/smi/help-query-*.txt), with the
  * names it prints in the header for aliases; `name` is the process's in a table of processes */
-static const struct col smi_cols[] = {
-    {"timestamp", R_TIMESTAMP},	  {"index", R_DEV},		 {"uuid", R_UUID},
-    {"gpu_uuid", R_UUID},	  {"pci.bus_id", R_BUS},	 {"gpu_bus_id", R_BUS},
-    {"name", R_GPUNAME},	  {"gpu_name", R_GPUNAME},	 {"memory.used", R_DEVUSED},
-    {"memory.total", R_DEVTOTAL}, {"memory.free", R_DEVFREE},	 {"memory.reserved", R_DEVRESERVED},
-    {"pid", R_PID},		  {"process_name", R_PNAME},	 {"used_gpu_memory", R_PROC},
-    {"used_memory", R_PROC},	  {NULL, 0}};
+static const struct col smi_cols[] = {{"timestamp", R_TIMESTAMP},
+				      {"index", R_DEV},
+				      {"uuid", R_UUID},
+				      {"gpu_uuid", R_UUID},
+				      {"pci.bus_id", R_BUS},
+				      {"gpu_bus_id", R_BUS},
+				      {"name", R_GPUNAME},
+				      {"gpu_name", R_GPUNAME},
+				      {"memory.used", R_DEVUSED},
+				      {"memory.total", R_DEVTOTAL},
+				      {"memory.free", R_DEVFREE},
+				      {"memory.reserved", R_DEVRESERVED},
+				      {"pid", R_PID},
+				      {"process_name", R_PNAME},
+				      {"used_gpu_memory", R_PROC},
+				      {"used_memory", R_PROC},
+				      {NULL, 0}};
 
 int import_is_text(int role)
 {
@@ -182,8 +216,16 @@ void import_jsonl_header(struct import_header *h)
 
 static int unknown_text(const char *s)
 {
-	static const char *const na[] = {"", "NA", "n/a", "N/A", "null", "[N/A]", "[Not Supported]", "Not Supported",
-					 "[Unknown Error]", "[Insufficient Permissions]"};
+	static const char *const na[] = {"",
+					 "NA",
+					 "n/a",
+					 "N/A",
+					 "null",
+					 "[N/A]",
+					 "[Not Supported]",
+					 "Not Supported",
+					 "[Unknown Error]",
+					 "[Insufficient Permissions]"};
 	for (size_t i = 0; i < sizeof na / sizeof na[0]; i++)
 		if (!strcmp(s, na[i]))
 			return 1;
@@ -207,8 +249,13 @@ static int parse_timestamp(const char *s, double *out)
 	}
 	if (s[used] || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 1970)
 		return -1;
-	struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi,
-			.tm_sec = sec, .tm_isdst = -1};
+	struct tm tm = {.tm_year = y - 1900,
+			.tm_mon = mo - 1,
+			.tm_mday = d,
+			.tm_hour = h,
+			.tm_min = mi,
+			.tm_sec = sec,
+			.tm_isdst = -1};
 	time_t t = mktime(&tm);
 	if (t == (time_t)-1)
 		return -1;
@@ -245,7 +292,8 @@ int import_field(int role, double scale, const char *s, struct import_row *row)
 	return row->known[role] = 1;
 }
 
-int import_json_row(const json_t *o, const struct import_header *h, struct import_row *row, char *why, size_t len)
+int import_json_row(const json_t *o, const struct import_header *h, struct import_row *row, char *why,
+		    size_t len)
 {
 	(void)h;
 	for (const struct col *c = python_cols; c->name; c++) {
@@ -253,7 +301,8 @@ int import_json_row(const json_t *o, const struct import_header *h, struct impor
 		if (!v || json_is_null(v))
 			continue;
 		if (import_is_text(c->role) ? !json_is_string(v) : !json_is_number(v)) {
-			snprintf(why, len, "%s is not a %s", c->name, import_is_text(c->role) ? "string" : "number");
+			snprintf(why, len, "%s is not a %s", c->name,
+				 import_is_text(c->role) ? "string" : "number");
 			return -1;
 		}
 		if (import_is_text(c->role))
