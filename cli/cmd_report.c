@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_report.c — `gpumon report FILE [--json] [--html OUT]`: feeds a recording (the library's
- * reader) or a CSV of samples to the library's run model in one streaming pass, and prints the
- * model's document: as it is (--json), in words, or as an HTML page with timelines. */
+/* cmd_report.c — `gpumon report FILE [--json] [--html OUT] [--period S]`: feeds a recording (the
+ * library's reader) or a text file of samples (gpumon's CSV, gpumon export, the Python monitor,
+ * nvidia-smi logs) to the library's run model in one streaming pass, and prints the model's
+ * document: as it is (--json), in words, or as an HTML page with timelines. */
+#include <stdlib.h>
 #include <errno.h>
 #include <string.h>
 
@@ -13,27 +15,33 @@
 
 static void help(void)
 {
-	printf("Usage: gpumon report FILE [--json] [--html OUT]\n"
+	printf("Usage: gpumon report FILE [--json] [--html OUT] [--period SECONDS]\n"
 	       "Summarises a run: the leak verdict (rate, start, time to out-of-memory), the peak with its time\n"
 	       "and owner, peaks per window, fragmentation (reserved - allocated), memory outside the allocator\n"
 	       "(NVML - reserved) and, when the job died of out-of-memory, the likely cause and who held what.\n\n"
-	       "FILE is a recording (gpumon record / gpumon run) or a CSV whose header names `time` (seconds),\n"
-	       "optionally `step`, and any of allocated, reserved, max_allocated, process_used, device_used,\n"
-	       "device_total (bytes); other columns are ignored. See docs/report.md.\n\n"
+	       "FILE is a recording (gpumon record / gpumon run), or a text file of samples, told apart by its\n"
+	       "header: a CSV naming `time` (seconds) and any of allocated, reserved, max_allocated,\n"
+	       "process_used, device_used, device_total (bytes); a table of gpumon export --csv (device,\n"
+	       "process or framework); the Python monitor's csv= or jsonl= file; an nvidia-smi\n"
+	       "--query-gpu or --query-compute-apps --format=csv log (units or nounits, with or without\n"
+	       "timestamp) or gpumon query's. Other columns are ignored. See docs/report.md.\n\n"
 	       "Options:\n"
 	       "  --json       print the run model's document (JSON, format 2; keys in docs/report.md) instead\n"
 	       "               of text: the same document as gpumon.report(FILE) in Python\n"
 	       "  --html OUT   also write a self-contained HTML page (no network needed) with the summary\n"
 	       "               and interactive timelines: GPUs, processes stacked, the framework's\n"
 	       "               figures, marks for the peak, the leak start, alerts (docs/report-html.md)\n"
+	       "  --period SECONDS  how far apart the rows of a log without a timestamp column are (its -l\n"
+	       "               period; default 1, and the report then says it was assumed)\n"
 	       "  -h, --help   this help\n\n"
 	       "A damaged recording is read as far as it is intact; what could not be read is named.\n"
-	       "Exit status: 0 ok, 2 bad usage or an unusable CSV, 255 unreadable file.\n");
+	       "Exit status: 0 ok, 2 bad usage or a file that is not one of these, 255 unreadable file.\n");
 }
 
 struct opts {
 	const char *file, *html;
 	int json;
+	double period_s; /* --period; 0 when not given */
 };
 
 static int parse(int argc, char **argv, struct opts *o)
@@ -49,6 +57,13 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->json = 1;
 		} else if ((v = cli_option_value(argc, argv, &i, "--html", NULL, &bad))) {
 			o->html = v;
+		} else if ((v = cli_option_value(argc, argv, &i, "--period", NULL, &bad))) {
+			char *end;
+			o->period_s = strtod(v, &end);
+			if (end == v || *end || !(o->period_s >= 0.001 && o->period_s <= 86400)) {
+				cli_error("report: --period '%s': expected seconds, 0.001 to 86400", v);
+				return EXIT_USAGE;
+			}
 		} else if (bad) {
 			return EXIT_USAGE;
 		} else if (argv[i][0] == '-' && argv[i][1]) {
@@ -62,7 +77,7 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (!o->file) {
-		cli_error("report: which file? Usage: gpumon report FILE [--json] [--html OUT]");
+		cli_error("report: which file? Usage: gpumon report FILE [--json] [--html OUT] [--period SECONDS]");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -103,18 +118,22 @@ static int read_recording(const char *path, unsigned flags, gpumon_model **out)
 	return EXIT_OK;
 }
 
-static int read_csv(const char *path, unsigned flags, gpumon_model **out)
+/* A text file of samples; a period assumed for a log without times is said on stderr (the text and
+ * JSON on stdout stay the document's). */
+static int read_text(const char *path, unsigned flags, double period_s, gpumon_model **out)
 {
-	char err[512] = "";
+	char err[512] = "", notice[512] = "";
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		cli_error("report: %s: %s", path, strerror(errno));
 		return EXIT_OTHER;
 	}
-	int rc = report_csv_model(path, f, flags, out, err, sizeof err);
+	int rc = report_read_text(path, f, flags, period_s, out, notice, sizeof notice, err, sizeof err);
 	fclose(f);
 	if (rc != EXIT_OK)
 		cli_error("report: %s", err);
+	else if (notice[0])
+		cli_error("report: note: %s", notice);
 	return rc;
 }
 
@@ -172,7 +191,7 @@ int cmd_report(int argc, char **argv)
 	}
 	gpumon_model *m = NULL;
 	unsigned flags = o.html ? GPUMON_MODEL_TIMELINES : 0;
-	rc = report_is_sqlite(o.file) ? read_recording(o.file, flags, &m) : read_csv(o.file, flags, &m);
+	rc = report_is_sqlite(o.file) ? read_recording(o.file, flags, &m) : read_text(o.file, flags, o.period_s, &m);
 	if (rc != EXIT_OK)
 		return rc;
 	gpumon_model_finish(m, 0, -1);

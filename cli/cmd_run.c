@@ -386,20 +386,6 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 	}
 }
 
-/* Why the socket closed a connection, in words; past: as the summary says it. */
-static void refusal_reason(char *buf, size_t len, int err, int past)
-{
-	struct rlimit rl;
-	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		snprintf(buf, len, "gpumon %s out of file descriptors (ulimit -n %llu)", past ? "was" : "is",
-			 (unsigned long long)rl.rlim_cur);
-	else if (err == EMFILE || err == ENFILE)
-		snprintf(buf, len, "%s out of file descriptors", err == ENFILE ? (past ? "the system was" : "the system is")
-										: (past ? "gpumon was" : "gpumon is"));
-	else
-		snprintf(buf, len, "gpumon %s out of memory", past ? "was" : "is");
-}
-
 /* A connection the socket could not keep loses what the job sends over it: said at once (once, -q
  * or not) and in the recording; the summary counts them all. */
 static void tell_refusals(struct run *r)
@@ -412,7 +398,7 @@ static void tell_refusals(struct run *r)
 	if (!st.refused)
 		return;
 	r->refusal_told = 1;
-	refusal_reason(why, sizeof why, st.refused_errno, 0);
+	run_server_refusal_reason(why, sizeof why, st.refused_errno, 0);
 	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
 		  "them)", why);
 	event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
@@ -481,7 +467,7 @@ static void loop(struct run *r, int wake)
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
 			refresh_tree(r);
 		escalate(r, cli_now_ns());
-		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && !r->rec_failed) {
+		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && r->rec && !r->rec_failed) {
 			rec_check(r, gpumon_recording_commit(r->rec));
 			r->last_commit_ns = t;
 		}
@@ -534,12 +520,9 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 	}
 	if (run_alloc_build(&o->alloc, environ, &r->plan))
 		return EXIT_OTHER;
-	if (!o->out) {
-		time_t now = time(NULL);
-		struct tm tm;
-		strftime(defpath, deflen, "gpumon-run-%Y%m%d-%H%M%S.gpumon", localtime_r(&now, &tm));
-	}
-	*path = o->out ? o->out : defpath;
+	if (!o->out)
+		run_job_default_name(defpath, deflen, 1);
+	*path = o->no_record ? NULL : o->out ? o->out : defpath;
 	char err[256];
 	if (run_server_open(&r->srv, err, sizeof err))
 		cli_error("run: no GPUMON_RUN_SOCKET for the job (%s); sampling goes on", err);
@@ -556,7 +539,7 @@ static int start_model(struct run *r, const char *path, const gpumon_run_meta *m
 	gpumon_run_meta m = *meta;
 	gpumon_reader *rd = NULL;
 	m.start_mono_ns = guess_ns;
-	if (gpumon_reader_create(path, &rd) == GPUMON_OK) {
+	if (path && gpumon_reader_create(path, &rd) == GPUMON_OK) {
 		const gpumon_run_meta *got = gpumon_reader_meta(rd);
 		m.start_mono_ns = got->start_mono_ns ? got->start_mono_ns : guess_ns;
 		m.start_wall_ns = got->start_wall_ns;
@@ -601,15 +584,33 @@ static void first_listing(struct run *r)
 	r->fed_ns = t;
 }
 
-/* Creates the recording (the job is forked and waiting, so its pid is known), the model and the
- * sampler. */
-static int start_recording(struct run *r, const char *path)
+/* Creates the recording at path, exclusively. A default name (path is defpath) found taken — a job
+ * started in the same millisecond by this pid's predecessor — moves on to the next name in defpath
+ * (a counter), so that no job of a sweep is refused for its name. */
+static int create_recording(struct run *r, const char *path, char *defpath, size_t deflen,
+			    const gpumon_run_meta *info)
+{
+	int st = gpumon_recording_create(r->g, path, info, &r->rec);
+	for (unsigned attempt = 2; st == GPUMON_E_EXISTS && path == defpath && attempt <= 100; attempt++) {
+		gpumon_recording_destroy(r->rec);
+		r->rec = NULL;
+		run_job_default_name(defpath, deflen, attempt); /* path is defpath: it follows */
+		st = gpumon_recording_create(r->g, path, info, &r->rec);
+	}
+	return st;
+}
+
+/* Creates the recording (the job is forked and waiting, so its pid is known; none with
+ * --no-record: path NULL), the model and the sampler. defpath: the default name, which may move on
+ * when taken. */
+static int start_recording(struct run *r, const char *path, char *defpath, size_t deflen)
 {
 	char *command = run_job_quote(r->o->cmd), *settings = settings_text(r);
 	gpumon_run_meta info = {.size = sizeof info, .kind = "run", .command = command, .settings = settings,
 				.job_pid = (unsigned)r->child, .exit_status = -1};
 	uint64_t guess = cli_now_ns();
-	int st = command && settings ? gpumon_recording_create(r->g, path, &info, &r->rec) : GPUMON_E_NOMEM;
+	int st = !command || !settings ? GPUMON_E_NOMEM
+		 : path ? create_recording(r, path, defpath, deflen, &info) : GPUMON_OK;
 	int rc = EXIT_OK;
 	if (st != GPUMON_OK) {
 		cli_error("run: %s", r->rec ? gpumon_recording_errmsg(r->rec) : gpumon_strerror(st));
@@ -619,7 +620,7 @@ static int start_recording(struct run *r, const char *path)
 		rc = st == GPUMON_E_INVAL || st == GPUMON_E_EXISTS ? EXIT_USAGE : EXIT_OTHER;
 	}
 	if (rc == EXIT_OK)
-		rc = start_model(r, path, &info, guess);
+		rc = start_model(r, path, &info, guess); /* path NULL: the start is the guess */
 	free(command);
 	free(settings);
 	if (rc != EXIT_OK)
@@ -637,9 +638,11 @@ static int start_recording(struct run *r, const char *path)
 /* Runs the job to its end; returns its exit status. */
 static int run_job(struct run *r, int wake)
 {
+	/* the notes of settings without effect; with -v every note (all are in the recording) */
 	if (!r->o->quiet)
 		for (size_t i = 0; i < r->plan.nnotes; i++)
-			fprintf(stderr, "%s: note: %s\n", cli_progname, r->plan.notes[i]);
+			if (r->o->verbose || r->plan.loud[i])
+				fprintf(stderr, "%s: note: %s\n", cli_progname, r->plan.notes[i]);
 	struct timespec wall;
 	r->start_ns = cli_now_ns();
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -656,48 +659,6 @@ static int run_job(struct run *r, int wake)
 	drain_sampler(r, 0);
 	event(r, r->end_ns, "exit", "%d", r->status);
 	return r->status;
-}
-
-/* The connections the socket refused, counted: a line after the summary's last facts, where the
- * socket's other losses are said. */
-static void summary_refusals(const struct run *r)
-{
-	struct run_server_stats st;
-	char why[96];
-	if (!r->srv)
-		return;
-	run_server_stats_get(r->srv, &st);
-	if (!st.refused)
-		return;
-	refusal_reason(why, sizeof why, st.refused_errno, 1);
-	fprintf(stderr, "  socket: %llu connection%s refused: %s; what %s sent is not in the recording\n",
-		(unsigned long long)st.refused, st.refused == 1 ? "" : "s", why, st.refused == 1 ? "it" : "they");
-}
-
-/* The end: the model finishes at the end the recording stores, and its document is the summary. */
-static void summarize(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
-{
-	char *text = NULL;
-	gpumon_model_finish(r->model, end_ns, r->status);
-	if (r->o->quiet)
-		return;
-	json_t *doc = gpumon_model_document(r->model, 0, &text) == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
-	gpumon_free(text);
-	if (!doc) {
-		cli_error("run: out of memory: no summary (the recording %s has the run)", path);
-		return;
-	}
-	struct run_facts f = {.path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
-			      .have_socket = r->srv != NULL};
-	if (r->srv) {
-		struct run_server_stats st;
-		run_server_stats_get(r->srv, &st);
-		f.malformed = st.malformed;
-		f.unknown = st.unknown;
-	}
-	run_summary_print(stderr, doc, &f);
-	summary_refusals(r);
-	json_decref(doc);
 }
 
 static void free_run(struct run *r)
@@ -732,7 +693,7 @@ int cmd_run(int argc, char **argv)
 		o.alloc.frameworks = run_job_detect(o.cmd);
 	if (!(r.g = cli_open(&rc)))
 		return rc;
-	char cvd[96] = "", defpath[64];
+	char cvd[96] = "", defpath[96];
 	const char *path = NULL;
 	char **env = NULL;
 	int wake = -1;
@@ -759,7 +720,7 @@ int cmd_run(int argc, char **argv)
 		r.err = NULL;
 	}
 	run_job_env_free(env);
-	if (rc == EXIT_OK && (rc = start_recording(&r, path)) != EXIT_OK)
+	if (rc == EXIT_OK && (rc = start_recording(&r, path, defpath, sizeof defpath)) != EXIT_OK)
 		run_job_release(0); /* the job leaves without running anything */
 	if (rc == EXIT_OK)
 		rc = run_job(&r, wake);
@@ -772,13 +733,13 @@ int cmd_run(int argc, char **argv)
 		gpumon_sampler_stats_get(r.smp, &ss);
 		gpumon_sampler_destroy(r.smp);
 	}
-	if (r.rec && r.end_ns) {
+	if (r.end_ns) { /* the job ran: with a recording or from memory alone (--no-record) */
 		uint64_t end = cli_now_ns(); /* the end the recording stores is read the moment after */
-		int st = gpumon_recording_finish(r.rec, r.status);
+		int st = r.rec ? gpumon_recording_finish(r.rec, r.status) : GPUMON_OK;
 		gpumon_recording_destroy(r.rec);
 		if (st != GPUMON_OK && !r.rec_failed)
 			cli_error("run: the recording could not be completed: %s", gpumon_strerror(st));
-		summarize(&r, path, end, &ss);
+		run_summary_end(&r, path, end, &ss);
 	} else if (r.rec) {
 		gpumon_recording_destroy(r.rec);
 		unlink(path); /* ours, and nothing ran: leave no empty recording behind */

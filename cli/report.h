@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* report.h — `gpumon report`: a recording (through the library's reader) or a CSV of samples (read
- * here into records) feeds the library's run model, whose document (docs/report.md) is printed as
+/* report.h — `gpumon report`: a recording (through the library's reader) or a text file of samples
+ * (read here into records) feeds the library's run model, whose document (docs/report.md) is printed as
  * it is (--json), in words (text), or as an HTML page. */
 #ifndef GPUMON_REPORT_H
 #define GPUMON_REPORT_H
@@ -30,6 +30,16 @@
  */
 int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err,
 		     size_t errlen);
+
+/*
+ * Reads any text file of samples `gpumon report` knows (docs/report.md: gpumon's CSV, gpumon export
+ * --csv, the Python monitor's CSV and JSON lines, nvidia-smi's and gpumon query's CSV logs) from f
+ * into a new run model, as report_csv_model does. period_s: how far apart the rows of a log
+ * without a time are (nvidia-smi -l's period; 0: not given, 1 s assumed, and then notice (nlen
+ * bytes; "" else) says so, as a note in the document's events does).
+ */
+int report_read_text(const char *path, FILE *f, unsigned model_flags, double period_s, gpumon_model **out,
+		     char *notice, size_t nlen, char *err, size_t errlen);
 
 /* Whether the first bytes of a file are SQLite's header (a recording) rather than text. */
 int report_is_sqlite(const char *path);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* report_csv.c — reading a CSV run for `gpumon report` (docs/report.md) into the library's run
- * model: a header naming `time` (seconds), optional `step`, and any of allocated, reserved,
- * max_allocated, process_used, device_used, device_total (bytes); other columns are ignored. Each
- * row becomes records (the GPU, the one process, its framework figures). Streams line by line in
- * bounded memory; a row that cannot be read is skipped and named, never read as 0. */
+/* report_csv.c — reading a text file of samples for `gpumon report` (docs/report.md) into the
+ * library's run model: gpumon's CSV, `gpumon export --csv`, the Python monitor's CSV and JSON
+ * lines, nvidia-smi's and `gpumon query`'s CSV logs (what each column means: report_import_cols.c).
+ * Each row becomes records (the GPU, a process, the framework's figures); the model judges.
+ * Streams line by line in bounded memory; a row that cannot be read is skipped and named, never
+ * read as 0. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,13 +13,12 @@
 
 #include "cli.h"
 #include "report.h"
+#include "report_import.h"
 
 #define MAX_LINE (1 << 20)
 #define MAX_COLS 256
-
-enum { C_TIME, C_STEP, C_ALLOC, C_RESERVED, C_MAXALLOC, C_PROC, C_DEVUSED, C_DEVTOTAL, NCOLS };
-static const char *const col_names[NCOLS] = {"time",         "step",        "allocated",   "reserved",
-					     "max_allocated", "process_used", "device_used", "device_total"};
+#define MAX_DEVS 64   /* GPUs a file may name */
+#define MAX_ROUND 512 /* rows of one nvidia-smi -l round, for files without a time */
 
 /* Splits line (modified in place) at commas, honouring "quoted, fields" with "" for a quote.
  * Returns the number of fields (at most cap). */
@@ -69,32 +69,34 @@ static char *trim(char *s)
 	return s;
 }
 
-/* A number, or not: 1 and *v set, 0 empty (unknown), -1 not a number. */
-static int parse_num(const char *s, double *v)
-{
-	if (!*s || !strcmp(s, "NA") || !strcmp(s, "n/a") || !strcmp(s, "null") || !strcmp(s, "[N/A]"))
-		return 0;
-	char *end;
-	errno = 0;
-	double d = strtod(s, &end);
-	if (end == s || *end || errno == ERANGE || !isfinite(d))
-		return -1;
-	*v = d;
-	return 1;
-}
+struct gpu {                 /* a GPU the file names */
+	char key[96];            /* its UUID or bus id as the file gives it; "" for an index */
+	int total_known;         /* its total, once a row gave it */
+	uint64_t total;
+	gpumon_device_info info; /* as declared to the model: declared again whole when the total comes */
+};
 
 struct csv_state {
-	int col[NCOLS]; /* the field index of each known column; -1 absent */
-	long line;
-	long skipped;
+	const char *path;
+	unsigned flags;
+	double period_s;    /* rows apart, for a log without a time ... */
+	int period_assumed; /* ... not given: 1 s */
+	struct import_header h;
+	char *header_line;  /* as read: a repeated header is skipped */
+	int jsonl;
+	long line, skipped;
 	char first_problem[160];
 	int64_t last_t_ns;
 	int have_last, started;
-	/* the GPU's total, once a row gave it: the model's device, and its free memory */
-	uint64_t total;
-	int total_known;
-	long unjudged; /* rows whose device_used came before any device_total */
-	long first_unjudged;
+	double t0;          /* the first row's time, for times since 1970 */
+	int have_t0;
+	int real_pids;      /* the file names its processes; else one stand-in (REPORT_CSV_PID) */
+	struct gpu gpus[MAX_DEVS];
+	unsigned ngpus;
+	long unjudged, first_unjudged; /* rows whose used memory came before any total */
+	long round;         /* the -l round of a log without a time, and the GPUs and pids seen in it */
+	uint64_t seen[MAX_ROUND];
+	size_t nseen;
 	gpumon_model *m;
 };
 
@@ -109,147 +111,351 @@ static void skip(struct csv_state *st, const char *fmt, ...)
 	}
 }
 
-static int header(char *line, struct csv_state *st, const char *path, char *err, size_t errlen)
+static int has_col(const struct csv_state *st, int role)
 {
-	char *f[MAX_COLS];
-	int n = split(line, f, MAX_COLS);
-	for (int c = 0; c < NCOLS; c++)
-		st->col[c] = -1;
-	for (int i = 0; i < n; i++) {
-		char *name = trim(f[i]);
-		for (int c = 0; c < NCOLS; c++)
-			if (!strcmp(name, col_names[c]) && st->col[c] < 0)
-				st->col[c] = i;
+	return st->h.col[role] >= 0;
+}
+
+/* Whether the file has columns of a process (the framework's figures, or NVML's for the process). */
+static int has_process(const struct csv_state *st)
+{
+	return has_col(st, R_ALLOC) || has_col(st, R_RESERVED) || has_col(st, R_MAXALLOC) || has_col(st, R_PROC);
+}
+
+static const char *const dialect_names[] = {"CSV", "Python monitor's file", "gpumon export table",
+					    "nvidia-smi log"};
+
+/* The header's checks: a time (except for nvidia-smi's logs, whose rows are a period apart) and a
+ * memory column. 0, or an exit status with err set. */
+static int check_header(struct csv_state *st, char **f, int n, char *err, size_t errlen)
+{
+	int known = 0, mem = 0;
+	for (int r = 0; r < NROLES; r++)
+		known |= st->h.col[r] >= 0;
+	mem = has_process(st) || has_col(st, R_DEVUSED);
+	char names[240] = "";
+	size_t used = 0;
+	for (int i = 0; i < n && used < sizeof names; i++) {
+		char shown[100]; /* the file's text, as it can be printed */
+		int k = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+				 cli_safe_text(shown, sizeof shown, trim(f[i])));
+		used += k > 0 ? (size_t)k : 0;
 	}
-	if (st->col[C_TIME] < 0) {
-		char names[240] = "";
-		size_t used = 0;
-		for (int i = 0; i < n && used < sizeof names; i++) {
-			char shown[100]; /* the file's text, as it can be printed */
-			int k = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-					 cli_safe_text(shown, sizeof shown, trim(f[i])));
-			used += k > 0 ? (size_t)k : 0;
-		}
-		cli_set_err(err, errlen, "%s: the CSV header has no `time` column (seconds); it names: %s", path,
+	if (!known) {
+		cli_set_err(err, errlen,
+			"%s is not a CSV of samples: its first line names no column gpumon reads (time, t_s, timestamp, "
+			"memory.used, allocated, ...; docs/report.md)",
+			st->path);
+		return EXIT_USAGE;
+	}
+	if (st->h.dialect == D_GPUMON && !has_col(st, R_TIME)) {
+		cli_set_err(err, errlen, "%s: the CSV header has no `time` column (seconds); it names: %s", st->path,
 			    names);
 		return EXIT_USAGE;
 	}
-	int mem = 0;
-	for (int c = C_ALLOC; c < NCOLS; c++)
-		mem |= st->col[c] >= 0 && c != C_DEVTOTAL;
-	if (!mem) {
+	if (!mem && st->h.dialect == D_GPUMON) {
 		cli_set_err(err, errlen,
 			"%s: the CSV has no memory column: it needs at least one of allocated, reserved, "
 			"max_allocated, process_used, device_used (bytes)",
-			path);
+			st->path);
 		return EXIT_USAGE;
 	}
+	if (!mem) {
+		cli_set_err(err, errlen,
+			"%s: the %s has no memory column (memory.used, used_gpu_memory, used_bytes, allocated_bytes, "
+			"...); it names: %s",
+			st->path, dialect_names[st->h.dialect], names);
+		return EXIT_USAGE;
+	}
+	st->real_pids = has_col(st, R_PID);
 	return 0;
 }
 
-/* Whether the CSV has columns of a process (the framework's figures, or NVML's for the process). */
-static int has_process(const struct csv_state *st)
+/* The document's name of the file's kind: "csv" for the files of one unnamed process (their pid
+ * is a stand-in the words leave out), else the tool's. */
+static const char *source_type(const struct csv_state *st)
 {
-	return st->col[C_ALLOC] >= 0 || st->col[C_RESERVED] >= 0 || st->col[C_MAXALLOC] >= 0 || st->col[C_PROC] >= 0;
+	if (st->h.dialect == D_SMI)
+		return "nvidia-smi";
+	if (st->h.dialect == D_EXPORT)
+		return "gpumon export";
+	return "csv";
+}
+
+/* Creates the model a file feeds, starting at its time 0: a run whose job is its one process, or,
+ * when it has only a GPU's columns or names its processes, a view of the machine. */
+static int new_model(struct csv_state *st)
+{
+	int run = !st->real_pids && has_process(st);
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = run ? "run" : "record", .start_mono_ns = REPORT_CSV_T0_NS,
+				.exit_status = -1};
+	if (st->have_t0 && st->t0 > 0) /* a file of wall-clock times: the document's start_utc */
+		meta.start_wall_ns = (uint64_t)(st->t0 * 1e9);
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.flags = st->flags;
+	cfg.meta = &meta;
+	cfg.source = st->path;
+	cfg.source_type = source_type(st);
+	return gpumon_model_create(&cfg, &st->m);
+}
+
+/* The GPU of a row: its index, else its UUID or bus id numbered in the order the file names them,
+ * else 0. Declared to the model when new. -1 when the file names more than MAX_DEVS. */
+static int gpu_of(struct csv_state *st, const struct import_row *row)
+{
+	const char *key = row->known[R_UUID] ? row->text[R_UUID] : row->known[R_BUS] ? row->text[R_BUS] : NULL;
+	unsigned dev = 0;
+	if (row->known[R_DEV]) {
+		if (row->v[R_DEV] < 0 || row->v[R_DEV] >= MAX_DEVS || row->v[R_DEV] != floor(row->v[R_DEV]))
+			return -1;
+		dev = (unsigned)row->v[R_DEV];
+	} else if (key) {
+		while (dev < st->ngpus && strcmp(st->gpus[dev].key, key))
+			dev++;
+		if (dev >= MAX_DEVS)
+			return -1;
+	}
+	if (dev < st->ngpus)
+		return (int)dev;
+	gpumon_device_info info = {.index = dev};
+	if (row->known[R_GPUNAME] && snprintf(info.name, sizeof info.name, "%s", row->text[R_GPUNAME]) >= 0)
+		info.present |= GPUMON_INFO_NAME;
+	if (row->known[R_UUID] && snprintf(info.uuid, sizeof info.uuid, "%s", row->text[R_UUID]) >= 0)
+		info.present |= GPUMON_INFO_UUID;
+	if (row->known[R_BUS] && snprintf(info.pci_bus_id, sizeof info.pci_bus_id, "%s", row->text[R_BUS]) >= 0)
+		info.present |= GPUMON_INFO_PCI_BUS_ID;
+	for (unsigned d = st->ngpus; d <= dev; d++) {
+		memset(&st->gpus[d], 0, sizeof st->gpus[d]);
+		st->gpus[d].info.index = d;
+	}
+	snprintf(st->gpus[dev].key, sizeof st->gpus[dev].key, "%s", key && !row->known[R_DEV] ? key : "");
+	st->gpus[dev].info = info;
+	st->ngpus = dev + 1;
+	if (gpumon_model_device(st->m, &info) != GPUMON_OK)
+		return -2;
+	return (int)dev;
 }
 
 /* The GPU's total from a row: declared to the model when it is new or changed. */
-static int take_total(struct csv_state *st, uint64_t total)
+static int take_total(struct csv_state *st, unsigned dev, uint64_t total)
 {
-	if (st->total_known && st->total == total)
+	struct gpu *g = &st->gpus[dev];
+	if (g->total_known && g->total == total)
 		return GPUMON_OK;
-	st->total = total;
-	st->total_known = 1;
-	gpumon_device_info info = {.index = 0, .present = GPUMON_INFO_MEMORY_TOTAL, .memory_total_bytes = total};
-	return gpumon_model_device(st->m, &info);
+	g->total = total;
+	g->total_known = 1;
+	g->info.present |= GPUMON_INFO_MEMORY_TOTAL;
+	g->info.memory_total_bytes = total;
+	return gpumon_model_device(st->m, &g->info);
+}
+
+static uint64_t bytes(const struct import_row *row, int role)
+{
+	return (uint64_t)llround(row->v[role]);
+}
+
+/* The GPU's row: its total is the file's, else used + free (+ reserved) when it gives free memory;
+ * without either its free memory is unknown, and the row is left out (counted), never read as 0. */
+static size_t device_record(struct csv_state *st, unsigned dev, uint64_t t, const struct import_row *row,
+			    gpumon_record *r)
+{
+	const struct gpu *g = &st->gpus[dev];
+	uint64_t used = bytes(row, R_DEVUSED), total;
+	int reserved = row->known[R_DEVRESERVED];
+	if (g->total_known)
+		total = g->total;
+	else if (row->known[R_DEVFREE])
+		total = used + bytes(row, R_DEVFREE) + (reserved ? bytes(row, R_DEVRESERVED) : 0);
+	else {
+		if (!st->unjudged++)
+			st->first_unjudged = st->line;
+		return 0;
+	}
+	r->kind = GPUMON_REC_DEVICE;
+	r->dev = dev;
+	r->t_ns = r->sample.t_ns = t;
+	r->sample.present = GPUMON_F_MEMORY | (reserved ? GPUMON_F_MEM_RESERVED : 0);
+	r->sample.memory_used_bytes = used;
+	r->sample.memory_total_bytes = total;
+	r->sample.memory_free_bytes = row->known[R_DEVFREE] ? bytes(row, R_DEVFREE) : total > used ? total - used : 0;
+	r->sample.memory_reserved_bytes = reserved ? bytes(row, R_DEVRESERVED) : 0;
+	/* the exact extremes between two rows, as the sampler kept them: spikes between rows count */
+	if (row->known[R_USEDMIN] && row->known[R_USEDMAX] && row->known[R_USEDMAX_T] && row->known[R_SAMPLES] &&
+	    row->v[R_SAMPLES] >= 1 && row->v[R_SAMPLES] < 4e9 && row->v[R_USEDMAX_T] >= 0 && row->v[R_USEDMAX_T] < 9.2e9) {
+		r->interval_samples = (unsigned)row->v[R_SAMPLES];
+		r->used_min_bytes = bytes(row, R_USEDMIN);
+		r->used_max_bytes = bytes(row, R_USEDMAX);
+		r->used_max_t_ns = REPORT_CSV_T0_NS + (uint64_t)llround(row->v[R_USEDMAX_T] * 1e9);
+	}
+	return 1;
+}
+
+static void copy_text(char *dst, size_t len, const struct import_row *row, int role, unsigned *flags, unsigned bit)
+{
+	if (row->known[role] && snprintf(dst, len, "%s", row->text[role]) >= 0)
+		*flags |= bit;
 }
 
 /* The records of one row: the process first (the GPU's row is the moment its figures are judged,
  * and a peak's owner is the process that rose), then the GPU, then the framework's figures. */
-static size_t records(struct csv_state *st, uint64_t t_ns, const double *v, const int *known, gpumon_record *rec)
+static size_t records(struct csv_state *st, unsigned dev, uint64_t t, const struct import_row *row, gpumon_record *rec)
 {
 	size_t n = 0;
-	if (known[C_PROC]) {
+	unsigned pid = st->real_pids ? (unsigned)row->v[R_PID] : REPORT_CSV_PID;
+	int gone = row->known[R_GONE] && row->v[R_GONE] == 1;
+	if (row->known[R_PROC] || gone) {
 		gpumon_record *r = &rec[n++];
-		r->kind = GPUMON_REC_PROCESS;
-		r->t_ns = t_ns;
-		r->process.pid = REPORT_CSV_PID;
-		r->process.flags = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_COMPUTE;
-		r->process.used_bytes = (uint64_t)v[C_PROC];
+		gpumon_process *p = &r->process;
+		r->kind = gone ? GPUMON_REC_PROCESS_GONE : GPUMON_REC_PROCESS;
+		r->dev = dev;
+		r->t_ns = t;
+		p->pid = pid;
+		p->flags = GPUMON_PROC_COMPUTE | (row->known[R_PROC] ? GPUMON_PROC_USED_KNOWN : 0);
+		p->used_bytes = row->known[R_PROC] ? bytes(row, R_PROC) : 0;
+		copy_text(p->user, sizeof p->user, row, R_USER, &p->flags, GPUMON_PROC_USER_KNOWN);
+		copy_text(p->name, sizeof p->name, row, R_PNAME, &p->flags, GPUMON_PROC_NAME_KNOWN);
+		copy_text(p->cmdline, sizeof p->cmdline, row, R_CMD, &p->flags, GPUMON_PROC_CMDLINE_KNOWN);
 	}
-	/* a GPU row needs its total: without one, its free memory would read as 0 */
-	if (known[C_DEVUSED] && st->total_known) {
-		gpumon_record *r = &rec[n++];
-		uint64_t used = (uint64_t)v[C_DEVUSED];
-		r->kind = GPUMON_REC_DEVICE;
-		r->t_ns = r->sample.t_ns = t_ns;
-		r->sample.present = GPUMON_F_MEMORY;
-		r->sample.memory_used_bytes = used;
-		r->sample.memory_total_bytes = st->total;
-		r->sample.memory_free_bytes = st->total > used ? st->total - used : 0;
-	} else if (known[C_DEVUSED] && !st->unjudged++) {
-		st->first_unjudged = st->line;
-	}
-	if (known[C_ALLOC] || known[C_RESERVED] || known[C_MAXALLOC]) {
+	if (row->known[R_DEVUSED])
+		n += device_record(st, dev, t, row, &rec[n]);
+	if (row->known[R_ALLOC] || row->known[R_RESERVED] || row->known[R_MAXALLOC]) {
 		gpumon_record *r = &rec[n++];
 		gpumon_framework_sample *f = &r->framework;
 		r->kind = GPUMON_REC_FRAMEWORK;
-		r->t_ns = f->t_ns = t_ns;
-		f->pid = REPORT_CSV_PID;
-		f->device = -1;
-		f->step = known[C_STEP] ? (int64_t)v[C_STEP] : -1;
-		f->allocated_known = known[C_ALLOC];
-		f->reserved_known = known[C_RESERVED];
-		f->max_allocated_known = known[C_MAXALLOC];
-		f->allocated_bytes = known[C_ALLOC] ? (uint64_t)v[C_ALLOC] : 0;
-		f->reserved_bytes = known[C_RESERVED] ? (uint64_t)v[C_RESERVED] : 0;
-		f->max_allocated_bytes = known[C_MAXALLOC] ? (uint64_t)v[C_MAXALLOC] : 0;
+		r->t_ns = f->t_ns = t;
+		f->pid = pid;
+		f->device = row->known[R_FWDEV] && row->v[R_FWDEV] >= 0 && row->v[R_FWDEV] < 1e6 ? (int)row->v[R_FWDEV] : -1;
+		f->step = row->known[R_STEP] ? (int64_t)row->v[R_STEP] : -1;
+		if (row->known[R_FWNAME])
+			snprintf(f->framework, sizeof f->framework, "%s", row->text[R_FWNAME]);
+		f->allocated_known = row->known[R_ALLOC];
+		f->reserved_known = row->known[R_RESERVED];
+		f->max_allocated_known = row->known[R_MAXALLOC];
+		f->allocated_bytes = row->known[R_ALLOC] ? bytes(row, R_ALLOC) : 0;
+		f->reserved_bytes = row->known[R_RESERVED] ? bytes(row, R_RESERVED) : 0;
+		f->max_allocated_bytes = row->known[R_MAXALLOC] ? bytes(row, R_MAXALLOC) : 0;
 	}
 	return n;
 }
 
-/* One data line into records for the model. 0, or a negative status (no memory). */
-static int row(char *line, struct csv_state *st)
+static int is_bytes(int role)
+{
+	return role == R_ALLOC || role == R_RESERVED || role == R_MAXALLOC || role == R_PROC || role == R_DEVUSED ||
+	       role == R_DEVFREE || role == R_DEVTOTAL || role == R_DEVRESERVED || role == R_USEDMIN || role == R_USEDMAX;
+}
+
+/* A CSV line's fields into row; 0, or -1 after naming the field that is not a value (skipped). */
+static int csv_fields(struct csv_state *st, char *line, struct import_row *row)
 {
 	char *f[MAX_COLS];
 	int n = split(line, f, MAX_COLS);
-	double v[NCOLS];
-	int known[NCOLS];
-	for (int c = 0; c < NCOLS; c++) {
-		known[c] = 0;
-		if (st->col[c] < 0 || st->col[c] >= n)
+	for (int r = 0; r < NROLES; r++) {
+		if (st->h.col[r] < 0 || st->h.col[r] >= n)
 			continue;
-		char *s = trim(f[st->col[c]]);
-		char shown[161]; /* the field as it can be printed: a CSV may hold any bytes */
-		int k = parse_num(s, &v[c]);
-		if (k < 0 || (k && c != C_STEP && v[c] < 0)) {
+		char *s = trim(f[st->h.col[r]]), shown[161]; /* the field as it can be printed */
+		int k = import_field(r, st->h.scale[r], s, row);
+		if (k < 0 || (k && !import_is_text(r) && r != R_STEP && r != R_FWDEV && row->v[r] < 0)) {
 			skip(st, "line %ld: '%s' is not a %s in column %s", st->line, cli_safe_text(shown, 41, s),
-			     c == C_TIME ? "time in seconds" : c == C_STEP ? "step number" : "byte count", col_names[c]);
-			return 0;
+			     r == R_TIME || r == R_TIME_UNIX ? "time in seconds"
+			     : r == R_TIMESTAMP		    ? "timestamp"
+			     : r == R_STEP		    ? "step number"
+			     : is_bytes(r)		    ? "byte count"
+							    : "number",
+			     st->h.name[r]);
+			return -1;
 		}
-		/* a byte count beyond what any GPU holds (2^63 would wrap in a signed sum): refused, named */
-		if (k && c > C_STEP && v[c] > (double)GPUMON_MAX_BYTES) {
-			skip(st, "line %ld: %s in column %s is out of range (1 PiB or more)", st->line,
-			     cli_safe_text(shown, 41, s), col_names[c]);
-			return 0;
-		}
-		known[c] = k;
 	}
-	if (!known[C_TIME]) {
+	return 0;
+}
+
+/* The row's time in seconds from the start into *t; -1 (named) when it has none or it is absurd.
+ * A log without a time counts -l rounds: a round ends when a GPU (and pid) comes again. */
+static int row_time(struct csv_state *st, const struct import_row *row, int dev, double *t)
+{
+	int abs_role = row->known[R_TIMESTAMP] ? R_TIMESTAMP : row->known[R_TIME_UNIX] ? R_TIME_UNIX : -1;
+	if (row->known[R_TIME]) {
+		*t = row->v[R_TIME];
+	} else if (abs_role >= 0) {
+		if (!st->have_t0) {
+			st->t0 = row->v[abs_role];
+			st->have_t0 = 1;
+		}
+		*t = round((row->v[abs_role] - st->t0) * 1e6) / 1e6; /* to the microsecond: 1.8e9 s in a double is
+									  not exact below it */
+	} else if (st->h.dialect == D_SMI && !has_col(st, R_TIMESTAMP)) {
+		uint64_t key = (uint64_t)dev << 32 | (row->known[R_PID] ? (uint64_t)row->v[R_PID] : 0);
+		size_t i = 0;
+		while (i < st->nseen && st->seen[i] != key)
+			i++;
+		if (i < st->nseen || st->nseen == MAX_ROUND) {
+			st->round++;
+			st->nseen = 0;
+		}
+		st->seen[st->nseen++] = key;
+		*t = (double)st->round * st->period_s;
+	} else {
 		skip(st, "line %ld: no time", st->line);
+		return -1;
+	}
+	if (*t > 9.2e9 || *t < -9.2e9) {
+		skip(st, "line %ld: time %.0f s is out of range", st->line, *t);
+		return -1;
+	}
+	return 0;
+}
+
+/* Range checks of a row's figures; -1 (named) when one is beyond what any GPU holds. */
+static int row_ranges(struct csv_state *st, const struct import_row *row)
+{
+	for (int r = 0; r < NROLES; r++)
+		if (row->known[r] && is_bytes(r) && row->v[r] > (double)GPUMON_MAX_BYTES) {
+			/* 2^63 would wrap in a signed sum: refused, named */
+			skip(st, "line %ld: %.0f in column %s is out of range (1 PiB or more)", st->line, row->v[r],
+			     st->h.name[r]);
+			return -1;
+		}
+	if (row->known[R_STEP] && (row->v[R_STEP] < 0 || row->v[R_STEP] > 9.2e18)) { /* unknown is -1 */
+		skip(st, "line %ld: step %.0f is out of range", st->line, row->v[R_STEP]);
+		return -1;
+	}
+	if (st->real_pids && (!row->known[R_PID] || row->v[R_PID] < 1 || row->v[R_PID] > 4294967295.0)) {
+		skip(st, "line %ld: no pid", st->line);
+		return -1;
+	}
+	return 0;
+}
+
+/* One row into records for the model. 0, or a negative status (no memory). */
+static int take_row(struct csv_state *st, const struct import_row *row)
+{
+	double secs;
+	if (row_ranges(st, row))
+		return 0;
+	if (!st->m) {
+		/* the model starts with the first row: a file of wall-clock times gives its start */
+		int abs_role = row->known[R_TIMESTAMP] ? R_TIMESTAMP : row->known[R_TIME_UNIX] ? R_TIME_UNIX : -1;
+		if (abs_role >= 0 && !st->have_t0) {
+			st->t0 = row->v[abs_role];
+			st->have_t0 = 1;
+		}
+		if (new_model(st) != GPUMON_OK)
+			return GPUMON_E_NOMEM;
+	}
+	/* a file of the framework's figures alone names no GPU: none is declared */
+	int gpus = has_col(st, R_DEVUSED) || has_col(st, R_PROC) || has_col(st, R_DEV) || has_col(st, R_UUID) ||
+		   has_col(st, R_BUS) || has_col(st, R_DEVTOTAL);
+	int dev = gpus ? gpu_of(st, row) : 0;
+	if (dev == -2)
+		return GPUMON_E_NOMEM;
+	if (dev < 0) {
+		skip(st, "line %ld: more than %d GPUs", st->line, MAX_DEVS);
 		return 0;
 	}
-	if (v[C_TIME] > 9.2e9) {
-		skip(st, "line %ld: time %.0f s is out of range", st->line, v[C_TIME]);
+	if (row_time(st, row, dev, &secs))
 		return 0;
-	}
-	if (known[C_STEP] && (v[C_STEP] < 0 || v[C_STEP] > 9.2e18)) { /* "unknown" is -1 to the model */
-		skip(st, "line %ld: step %.0f is out of range", st->line, v[C_STEP]);
-		return 0;
-	}
-	int64_t t_ns = (int64_t)llround(v[C_TIME] * 1e9);
-	if (st->have_last && t_ns < st->last_t_ns) {
-		skip(st, "line %ld: time %.3f s goes back", st->line, v[C_TIME]);
+	int64_t t_ns = (int64_t)llround(secs * 1e9);
+	if ((st->have_last && t_ns < st->last_t_ns) || t_ns < 0) {
+		skip(st, "line %ld: time %.3f s goes back", st->line, secs);
 		return 0;
 	}
 	st->last_t_ns = t_ns;
@@ -258,36 +464,79 @@ static int row(char *line, struct csv_state *st)
 	gpumon_record rec[4];
 	memset(rec, 0, sizeof rec);
 	size_t nrec = 0;
-	if (!st->started && has_process(st)) { /* the CSV's process is the run's job */
+	if (!st->started && !st->real_pids && has_process(st)) { /* the file's one process is the run's job */
 		st->started = 1;
 		rec[nrec].kind = GPUMON_REC_JOB;
 		rec[nrec].t_ns = t;
 		rec[nrec++].process.pid = REPORT_CSV_PID;
 	}
-	if (known[C_DEVTOTAL] && take_total(st, (uint64_t)v[C_DEVTOTAL]) != GPUMON_OK)
+	if (row->known[R_DEVTOTAL] && take_total(st, (unsigned)dev, bytes(row, R_DEVTOTAL)) != GPUMON_OK)
 		return GPUMON_E_NOMEM;
-	nrec += records(st, t, v, known, rec + nrec);
+	nrec += records(st, (unsigned)dev, t, row, rec + nrec);
 	return gpumon_model_add(st->m, rec, nrec);
 }
 
-/* Creates the model a CSV feeds, starting at the CSV's time 0: a run whose job is its process, or,
- * when it has only a GPU's columns, the view of that GPU (there is no job to speak of). */
-static int new_model(const char *path, unsigned flags, int run, gpumon_model **out)
+/* A JSON line of the Python monitor into a row; -1 (named) when it is not one. */
+static int json_fields(struct csv_state *st, const char *line, struct import_row *row, json_t **keep)
 {
-	gpumon_run_meta meta = {.size = sizeof meta, .kind = run ? "run" : "record", .start_mono_ns = REPORT_CSV_T0_NS,
-				.exit_status = -1};
-	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
-	cfg.flags = flags;
-	cfg.meta = &meta;
-	cfg.source = path;
-	cfg.source_type = "csv";
-	return gpumon_model_create(&cfg, out);
+	json_error_t jerr;
+	char why[96];
+	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
+	if (!json_is_object(o)) {
+		skip(st, "line %ld: not a JSON object", st->line);
+		json_decref(o);
+		return -1;
+	}
+	if (import_json_row(o, &st->h, row, why, sizeof why)) {
+		skip(st, "line %ld: %s", st->line, why);
+		json_decref(o);
+		return -1;
+	}
+	*keep = o; /* row's texts point into it */
+	return 0;
 }
 
-/* Names in the document what the model did not get: skipped rows, GPU rows without a total. */
+/* The first line (the header, or a JSON line's object): sets what the file is. */
+static int first_line(struct csv_state *st, char *t, char *err, size_t errlen)
+{
+	char *f[MAX_COLS];
+	if (*t == '{') {
+		st->jsonl = 1;
+		import_jsonl_header(&st->h);
+		st->real_pids = 0;
+		return 0;
+	}
+	if (!(st->header_line = strdup(t))) {
+		cli_set_err(err, errlen, "out of memory");
+		return EXIT_OTHER;
+	}
+	int n = split(t, f, MAX_COLS);
+	for (int i = 0; i < n; i++)
+		f[i] = trim(f[i]);
+	import_map_header(f, n, &st->h);
+	return check_header(st, f, n, err, errlen);
+}
+
+/* One data line. 0, or a negative status (no memory). */
+static int data_line(struct csv_state *st, char *t)
+{
+	struct import_row row;
+	json_t *keep = NULL;
+	memset(&row, 0, sizeof row);
+	if (!st->jsonl && st->header_line && !strcmp(t, st->header_line))
+		return 0; /* the header again (a log appended to, or printed each round) */
+	if (st->jsonl ? json_fields(st, t, &row, &keep) : csv_fields(st, t, &row))
+		return 0;
+	int rc = take_row(st, &row);
+	json_decref(keep);
+	return rc;
+}
+
+/* Names in the document what the model did not get: skipped rows, GPU rows without a total, and
+ * a period that was assumed. */
 static int name_losses(const struct csv_state *st)
 {
-	char text[320];
+	char text[400];
 	int rc = GPUMON_OK;
 	if (st->skipped) {
 		snprintf(text, sizeof text, "%ld rows skipped (the first: %s)", st->skipped, st->first_problem);
@@ -295,76 +544,116 @@ static int name_losses(const struct csv_state *st)
 	}
 	if (!rc && st->unjudged) {
 		snprintf(text, sizeof text,
-			 "device_used of %ld rows left out (the first: line %ld): no device_total known by then, so the "
-			 "GPU's free memory is unknown",
-			 st->unjudged, st->first_unjudged);
+			 "%s of %ld rows left out (the first: line %ld): no %s known by then, so the GPU's free memory is "
+			 "unknown",
+			 st->h.name[R_DEVUSED], st->unjudged, st->first_unjudged,
+			 st->h.dialect == D_SMI ? "memory.total (or memory.free)" : "device_total");
 		rc = gpumon_model_damage(st->m, text);
 	}
 	return rc;
 }
 
-int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err, size_t errlen)
+/* The note of a log without a time: its rows were taken a period apart. Also said on stderr. */
+static int name_period(struct csv_state *st, char *notice, size_t nlen)
 {
-	struct csv_state st;
-	memset(&st, 0, sizeof st);
-	*out = NULL;
-	char *line = malloc(MAX_LINE + 2);
-	if (!line) {
-		cli_set_err(err, errlen, "out of memory");
-		return EXIT_OTHER;
-	}
-	int have_header = 0, rc = 0;
+	if (st->h.dialect != D_SMI || has_col(st, R_TIMESTAMP) || !st->m)
+		return GPUMON_OK;
+	char text[300];
+	if (st->period_assumed)
+		snprintf(text, sizeof text,
+			 "no timestamp column: rounds of rows taken as %g s apart, a period assumed (nvidia-smi -l's; "
+			 "gpumon report --period gives the log's)",
+			 st->period_s);
+	else
+		snprintf(text, sizeof text, "no timestamp column: rounds of rows taken as %g s apart (--period)",
+			 st->period_s);
+	if (notice && st->period_assumed)
+		snprintf(notice, nlen, "%s: %s", st->path, text);
+	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = REPORT_CSV_T0_NS, .event_kind = "note", .event_text = text};
+	return gpumon_model_add(st->m, &e, 1);
+}
+
+/* Reads every line; 0 or an exit status with err set. */
+static int read_lines(struct csv_state *st, FILE *f, char *line, char *err, size_t errlen)
+{
+	int have_first = 0, rc = 0;
 	while (fgets(line, MAX_LINE + 2, f)) {
-		st.line++;
+		st->line++;
 		size_t len = strlen(line);
 		if (len > MAX_LINE || (len == MAX_LINE + 1 && line[len - 1] != '\n')) {
-			cli_set_err(err, errlen, "%s: line %ld is longer than %d bytes: not a CSV of samples", path, st.line,
-				MAX_LINE);
-			rc = EXIT_USAGE;
-			break;
+			cli_set_err(err, errlen, "%s: line %ld is longer than %d bytes: not a CSV of samples", st->path,
+				    st->line, MAX_LINE);
+			return EXIT_USAGE;
 		}
 		char *t = trim(line);
-		if (!have_header && st.line == 1 && (unsigned char)t[0] == 0xEF && (unsigned char)t[1] == 0xBB &&
+		if (!have_first && st->line == 1 && (unsigned char)t[0] == 0xEF && (unsigned char)t[1] == 0xBB &&
 		    (unsigned char)t[2] == 0xBF)
 			t += 3; /* a UTF-8 byte-order mark */
 		if (!*t || *t == '#')
 			continue;
-		if (!have_header) {
-			if ((rc = header(t, &st, path, err, errlen)) != 0)
-				break;
-			if (new_model(path, model_flags, has_process(&st), &st.m) != GPUMON_OK) {
-				cli_set_err(err, errlen, "out of memory");
-				rc = EXIT_OTHER;
-				break;
-			}
-			have_header = 1;
-			continue;
+		if (!have_first) {
+			if ((rc = first_line(st, t, err, errlen)) != 0)
+				return rc;
+			have_first = 1;
+			if (!st->jsonl)
+				continue;
 		}
-		if (row(t, &st) != GPUMON_OK) {
+		if (data_line(st, t) != GPUMON_OK) {
 			cli_set_err(err, errlen, "out of memory");
-			rc = EXIT_OTHER;
-			break;
+			return EXIT_OTHER;
 		}
 	}
-	if (!rc && ferror(f)) {
-		cli_set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
-		rc = EXIT_OTHER;
+	if (ferror(f)) {
+		cli_set_err(err, errlen, "%s: read error: %s", st->path, strerror(errno));
+		return EXIT_OTHER;
 	}
-	if (!rc && !have_header) {
-		cli_set_err(err, errlen, "%s is empty: no CSV header", path);
-		rc = EXIT_USAGE;
+	if (!have_first) {
+		cli_set_err(err, errlen, "%s is empty: no CSV header", st->path);
+		return EXIT_USAGE;
 	}
+	if (!st->m && new_model(st) != GPUMON_OK) { /* a header and no row */
+		cli_set_err(err, errlen, "out of memory");
+		return EXIT_OTHER;
+	}
+	return 0;
+}
+
+int report_read_text(const char *path, FILE *f, unsigned model_flags, double period_s, gpumon_model **out,
+		     char *notice, size_t nlen, char *err, size_t errlen)
+{
+	struct csv_state *st = calloc(1, sizeof *st);
+	char *line = malloc(MAX_LINE + 2);
+	*out = NULL;
+	if (notice && nlen)
+		notice[0] = 0;
+	if (!st || !line) {
+		free(st);
+		free(line);
+		cli_set_err(err, errlen, "out of memory");
+		return EXIT_OTHER;
+	}
+	st->path = path;
+	st->flags = model_flags;
+	st->period_s = period_s > 0 ? period_s : 1;
+	st->period_assumed = !(period_s > 0);
+	int rc = read_lines(st, f, line, err, errlen);
 	free(line);
-	if (!rc && name_losses(&st) != GPUMON_OK) {
+	if (!rc && (name_losses(st) != GPUMON_OK || name_period(st, notice, nlen) != GPUMON_OK)) {
 		cli_set_err(err, errlen, "out of memory");
 		rc = EXIT_OTHER;
 	}
-	if (rc) {
-		gpumon_model_destroy(st.m);
-		return rc;
-	}
-	*out = st.m;
-	return EXIT_OK;
+	if (rc)
+		gpumon_model_destroy(st->m);
+	else
+		*out = st->m;
+	free(st->header_line);
+	free(st);
+	return rc;
+}
+
+int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err, size_t errlen)
+{
+	return report_read_text(path, f, model_flags, 0, out, NULL, 0, err, errlen);
 }
 
 int report_is_sqlite(const char *path)

@@ -234,7 +234,7 @@ static void put_source(FILE *f, const json_t *doc)
 	if (type) {
 		fputs(" <span class=\"dim\">(", f);
 		put_text(f, !strcmp(type, "csv") ? "CSV" : type);
-		if (kind && strcmp(type, "csv")) {
+		if (kind && (!strcmp(type, "recording") || !strcmp(type, "live"))) { /* not a tool's file */
 			fputs(" of <code>gpumon ", f);
 			put_text(f, kind);
 			fputs("</code>", f);

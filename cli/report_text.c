@@ -31,7 +31,7 @@ static void print_source(FILE *f, const json_t *s)
 	int csv = type && !strcmp(type, "csv");
 	fprintf(f, "Report of %s (%s", doc_str(s, "path") ? safe_str(c, SAFE_MAX, s, "path") : "n/a",
 		csv ? "CSV" : type ? type : "n/a");
-	if (kind && !csv)
+	if (kind && (!type || !strcmp(type, "recording") || !strcmp(type, "live"))) /* not a tool's file */
 		fprintf(f, " of gpumon %s", kind);
 	fprintf(f, ")\n");
 	if (doc_str(s, "command"))

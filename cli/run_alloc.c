@@ -20,6 +20,11 @@ struct builder {
 	int failed;
 };
 
+/* What a note is about, to tell at the end whether it must be said: an explanation (said with -v),
+ * a setting of the user's that does nothing (always said), or an option that may act through
+ * another framework (said when it acts through none). */
+enum { NOTE_INFO, NOTE_LOUD, NOTE_INITIAL, NOTE_FRACTION };
+
 int run_alloc_parse_size(const char *s, uint64_t *out)
 {
 	static const char units[] = "KMGT";
@@ -213,8 +218,8 @@ static void set_num(struct builder *b, const char *name, const char *fmt, ...)
 	set_var(b, name, buf);
 }
 
-static void note(struct builder *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct builder *b, const char *fmt, ...)
+static void note(struct builder *b, int about, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(struct builder *b, int about, const char *fmt, ...)
 {
 	struct run_alloc_plan *p = b->p;
 	char buf[512];
@@ -223,12 +228,13 @@ static void note(struct builder *b, const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	grow(b, (void **)&p->notes, p->nnotes, sizeof *p->notes);
+	grow(b, (void **)&p->loud, p->nnotes, sizeof *p->loud);
 	if (b->failed)
 		return;
 	if (!(p->notes[p->nnotes] = strdup(buf)))
 		b->failed = 1;
 	else
-		p->nnotes++;
+		p->loud[p->nnotes++] = (unsigned char)about; /* resolved to 0/1 by resolve_loud() */
 }
 
 /* The Paddle strategy in effect: the option, else the user's environment, else the default. */
@@ -255,19 +261,19 @@ static void plan_paddle(struct builder *b, const struct run_alloc_opts *o, char 
 		set_num(b, "FLAGS_initial_gpu_memory_in_mb", "%llu",
 			(unsigned long long)(o->initial_bytes / MIB ? o->initial_bytes / MIB : 1));
 		if (!nbf)
-			note(b, "--initial has no effect on Paddle's %s allocator (it sizes naive_best_fit's first "
+			note(b, NOTE_INITIAL, "--initial has no effect on Paddle's %s allocator (it sizes naive_best_fit's first "
 				"chunk); add --paddle-strategy naive_best_fit to use it", strategy);
 	}
 	if (o->fraction > 0) {
 		set_num(b, "FLAGS_fraction_of_gpu_memory_to_use", "%g", o->fraction);
 		if (!nbf)
-			note(b, "--fraction has no effect on Paddle's default auto_growth allocator; add "
+			note(b, NOTE_FRACTION, "--fraction has no effect on Paddle's default auto_growth allocator; add "
 				"--paddle-strategy naive_best_fit to make it pre-allocate");
 		else
-			note(b, "Paddle applies --fraction to the memory free when it starts, not to the total");
+			note(b, NOTE_INFO, "Paddle applies --fraction to the memory free when it starts, not to the total");
 	}
 	if (run_alloc_env_get(envp, "FLAGS_malloc_trunk_size"))
-		note(b, "FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle and does "
+		note(b, NOTE_LOUD, "FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle and does "
 			"nothing; chunk sizes are FLAGS_auto_growth_chunk_size_in_mb (auto_growth) and "
 			"FLAGS_reallocate_gpu_memory_in_mb (naive_best_fit)");
 }
@@ -314,7 +320,7 @@ static void torch_conf(struct builder *b, const struct run_alloc_opts *o, const 
 		return;
 	set_var(b, var, conf);
 	if (user && *user)
-		note(b, "%s: kept your keys (%s) and merged gpumon's; where both set a key, gpumon's value wins%s",
+		note(b, NOTE_INFO, "%s: kept your keys (%s) and merged gpumon's; where both set a key, gpumon's value wins%s",
 		     var, user, replaced ? " (some of yours were replaced)" : "");
 }
 
@@ -325,14 +331,14 @@ static void plan_torch(struct builder *b, const struct run_alloc_opts *o, char *
 	if (newer)
 		torch_conf(b, o, "PYTORCH_ALLOC_CONF", newer); /* newer releases read this one first */
 	if (o->limit_bytes)
-		note(b, "PyTorch has no variable for a hard limit: gpumon enforces --limit from outside, at "
+		note(b, NOTE_INFO, "PyTorch has no variable for a hard limit: gpumon enforces --limit from outside, at "
 			"the NVML level (see --on-exceed); inside the code, "
 			"torch.cuda.set_per_process_memory_fraction(F) caps the caching allocator");
 	if (o->fraction > 0)
-		note(b, "--fraction has no environment variable in PyTorch: call "
+		note(b, NOTE_FRACTION, "--fraction has no environment variable in PyTorch: call "
 			"torch.cuda.set_per_process_memory_fraction(%g) in the code", o->fraction);
 	if (o->initial_bytes)
-		note(b, "--initial has no effect on PyTorch: its caching allocator never pre-allocates");
+		note(b, NOTE_INITIAL, "--initial has no effect on PyTorch: its caching allocator never pre-allocates");
 }
 
 static void plan_jax(struct builder *b, const struct run_alloc_opts *o)
@@ -349,14 +355,14 @@ static void plan_jax(struct builder *b, const struct run_alloc_opts *o)
 		if (f < 0.001)
 			f = 0.001;
 		set_num(b, "XLA_PYTHON_CLIENT_MEM_FRACTION", "%.3f", f);
-		note(b, "JAX: --limit became XLA_PYTHON_CLIENT_MEM_FRACTION=%.3f of the GPU's memory%s", f,
+		note(b, NOTE_INFO, "JAX: --limit became XLA_PYTHON_CLIENT_MEM_FRACTION=%.3f of the GPU's memory%s", f,
 		     o->no_prealloc || o->growth ? "" : " (JAX pre-allocates that much at start; add --no-prealloc to grow instead)");
 	} else if (o->limit_bytes) {
-		note(b, "JAX: --limit could not become a memory fraction (the GPU's size is unknown); "
+		note(b, NOTE_INFO, "JAX: --limit could not become a memory fraction (the GPU's size is unknown); "
 			"gpumon enforces it at the NVML level");
 	}
 	if (o->initial_bytes)
-		note(b, "--initial has no effect on JAX (use --fraction for the amount it pre-allocates)");
+		note(b, NOTE_INITIAL, "--initial has no effect on JAX (use --fraction for the amount it pre-allocates)");
 	if (o->jax_platform_allocator)
 		set_var(b, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform");
 }
@@ -366,9 +372,43 @@ static void plan_tf(struct builder *b, const struct run_alloc_opts *o)
 	if (o->no_prealloc || o->growth)
 		set_var(b, "TF_FORCE_GPU_ALLOW_GROWTH", "true");
 	if (o->limit_bytes || o->fraction > 0)
-		note(b, "TensorFlow has no environment variable for a memory cap (--limit, --fraction): gpumon "
+		note(b, NOTE_INFO, "TensorFlow has no environment variable for a memory cap (--limit, --fraction): gpumon "
 			"enforces --limit at the NVML level; inside the code, tf.config.set_logical_device_configuration(gpu, "
 			"[tf.config.LogicalDeviceConfiguration(memory_limit=MB)]) sets one");
+}
+
+/* Options that reach no framework of the selection at all: said always, as nothing else says
+ * them. */
+static void unused_options(struct builder *b, const struct run_alloc_opts *o, unsigned fw)
+{
+	if (!(fw & RUN_FW_TORCH) && (o->expandable || o->max_split_bytes || o->gc_threshold > 0))
+		note(b, NOTE_LOUD, "--expandable, --max-split and --gc-threshold set PyTorch's allocator only, and "
+				   "--framework leaves PyTorch out: they have no effect");
+	if (fw == RUN_FW_TORCH && (o->no_prealloc || o->growth))
+		note(b, NOTE_LOUD, "--no-prealloc and --growth have no effect on PyTorch: its caching allocator "
+				   "never pre-allocates");
+	if (!(fw & RUN_FW_JAX) && o->jax_platform_allocator)
+		note(b, NOTE_LOUD, "--jax-platform-allocator has no effect: --framework leaves JAX out");
+}
+
+/* Whether Paddle's strategy in effect is naive_best_fit, the one --initial and --fraction size. */
+static int paddle_nbf(const struct run_alloc_opts *o, char *const *envp, unsigned fw)
+{
+	return (fw & RUN_FW_PADDLE) && !strcmp(paddle_strategy(o, envp), "naive_best_fit");
+}
+
+/* Each note's kind to 0/1: a per-framework "no effect" note is loud only when the option acts on no
+ * framework of the selection (--fraction through JAX or Paddle naive_best_fit, --initial through
+ * Paddle naive_best_fit). */
+static void resolve_loud(struct run_alloc_plan *p, const struct run_alloc_opts *o, unsigned fw, char *const *envp)
+{
+	int nbf = paddle_nbf(o, envp, fw);
+	int initial_acts = nbf, fraction_acts = nbf || (fw & RUN_FW_JAX);
+	for (size_t i = 0; i < p->nnotes; i++) {
+		int about = p->loud[i];
+		p->loud[i] = about == NOTE_LOUD || (about == NOTE_INITIAL && !initial_acts) ||
+			     (about == NOTE_FRACTION && !fraction_acts);
+	}
 }
 
 int run_alloc_build(const struct run_alloc_opts *o, char *const *envp, struct run_alloc_plan *out)
@@ -386,12 +426,14 @@ int run_alloc_build(const struct run_alloc_opts *o, char *const *envp, struct ru
 		plan_tf(&b, o);
 	const char *had = run_alloc_env_get(envp, "CUDA_VISIBLE_DEVICES");
 	if (o->visible_devices && had && strcmp(had, o->visible_devices))
-		note(&b, "--gpu %s: the job sees only %s; CUDA_VISIBLE_DEVICES=%s of this shell is replaced",
+		note(&b, NOTE_LOUD, "--gpu %s: the job sees only %s; CUDA_VISIBLE_DEVICES=%s of this shell is replaced",
 		     o->gpu_spec ? o->gpu_spec : "", o->visible_devices, had);
+	unused_options(&b, o, fw);
 	if (b.failed) {
 		run_alloc_plan_free(out);
 		return -1;
 	}
+	resolve_loud(out, o, fw, envp);
 	return 0;
 }
 
@@ -405,5 +447,6 @@ void run_alloc_plan_free(struct run_alloc_plan *p)
 		free(p->notes[i]);
 	free(p->vars);
 	free(p->notes);
+	free(p->loud);
 	memset(p, 0, sizeof *p);
 }

@@ -43,6 +43,8 @@ struct run_alloc_plan {
 	struct run_env_var *vars; /* to set in the job's environment, in a stable order */
 	size_t nvars;
 	char **notes;             /* sentences for the user */
+	unsigned char *loud;      /* per note: 1 when a setting the user gave has no effect at all
+				     (said always), 0 when it only explains (said with -v) */
 	size_t nnotes;
 };
 

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -45,6 +46,19 @@ int run_job_command_exists(const char *cmd)
 }
 
 /* The command line, shell-quoted, for the recording. */
+void run_job_default_name(char *buf, size_t len, unsigned attempt)
+{
+	struct timespec now;
+	struct tm tm;
+	char stamp[32], suffix[16] = "";
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (!localtime_r(&now.tv_sec, &tm) || !strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm))
+		snprintf(stamp, sizeof stamp, "%lld", (long long)now.tv_sec);
+	if (attempt > 1)
+		snprintf(suffix, sizeof suffix, "-%u", attempt);
+	snprintf(buf, len, "gpumon-run-%s.%03ld-%ld%s.gpumon", stamp, now.tv_nsec / 1000000, (long)getpid(), suffix);
+}
+
 char *run_job_quote(char **cmd)
 {
 	size_t cap = 1;

@@ -18,6 +18,14 @@ int run_job_command_exists(const char *cmd);
  * and sets *dev, or prints the reason and returns an exit status. */
 int run_job_choose_gpu(gpumon *g, const char *spec, unsigned *dev);
 
+/*
+ * The default name of a recording: gpumon-run-YYYYmmdd-HHMMSS.mmm-PID.gpumon (local time to the
+ * millisecond, gpumon's pid), "-N" before the extension for attempt N > 1: jobs started in one
+ * directory at once get distinct names, and one that finds its name taken (the file is created
+ * exclusively) tries the next attempt. Writes at most len bytes into buf.
+ */
+void run_job_default_name(char *buf, size_t len, unsigned attempt);
+
 /* The command line, shell-quoted (for the recording); NULL when out of memory; free(). */
 char *run_job_quote(char **cmd);
 

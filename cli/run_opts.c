@@ -15,7 +15,7 @@ static void help(void)
 	       "Runs CMD with the GPU allocator settings asked for, records GPU memory, the job's\n"
 	       "process tree, the other processes on its GPUs and what the job reports over\n"
 	       "GPUMON_RUN_SOCKET into one recording, and exits with CMD's status.\n\n"
-	       "Allocator settings (turned into each framework's variables; notes say what has no effect):\n"
+	       "Allocator settings (turned into each framework's variables; a note says when one has no effect):\n"
 	       "  --limit SIZE           hard cap per process (Paddle; JAX as a fraction; NVML-enforced for all)\n"
 	       "  --initial SIZE         initial pool (Paddle naive_best_fit)\n"
 	       "  --no-prealloc          do not pre-allocate (JAX, TensorFlow, Paddle auto_growth)\n"
@@ -28,13 +28,16 @@ static void help(void)
 	       "  --jax-platform-allocator  XLA_PYTHON_CLIENT_ALLOCATOR=platform (frees at once; slow)\n"
 	       "  --framework F          auto, torch, paddle, jax, tf or all (default all: they do not conflict)\n"
 	       "Job:\n"
-	       "  -o FILE                recording (default ./gpumon-run-YYYYmmdd-HHMMSS.gpumon; never overwritten)\n"
+	       "  -o FILE                recording (default ./gpumon-run-YYYYmmdd-HHMMSS.mmm-PID.gpumon: jobs\n"
+	       "                         started together never collide; an existing file is never overwritten)\n"
+	       "  --no-record            no recording: the alerts and the summary still come (from memory)\n"
 	       "  --gpu auto|N|UUID|BUS  give the job this GPU (auto: the most free memory) through\n"
 	       "                         CUDA_VISIBLE_DEVICES; without it every GPU is sampled\n"
 	       "  --interval MS          sampling period (default 10, at least 1)\n"
 	       "  --on-exceed warn|term[:GRACE]|kill  when a job process holds more than --limit (default\n"
 	       "                         warn); term sends SIGTERM, then SIGKILL if the job still runs\n"
 	       "                         GRACE later (default 30s; e.g. term:2m, term:500ms)\n"
+	       "  -v, --verbose          every allocator note (without it, only settings that have no effect)\n"
 	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
@@ -167,6 +170,10 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 			o->alloc.jax_platform_allocator = 1;
 		else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
 			o->quiet = 1;
+		else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
+			o->verbose = 1;
+		else if (!strcmp(a, "--no-record"))
+			o->no_record = 1;
 		else if ((r = value_opt(o, argc, argv, &i, &rc)) < 0)
 			return rc;
 		else if (r == 0) {
@@ -179,6 +186,10 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 		return EXIT_USAGE;
 	}
 	o->cmd = argv + i;
+	if (o->no_record && o->out) {
+		cli_error("run: -o %s and --no-record: choose one", o->out);
+		return EXIT_USAGE;
+	}
 	if (o->on_exceed_set && !o->alloc.limit_bytes) {
 		cli_error("run: --on-exceed needs --limit");
 		return EXIT_USAGE;

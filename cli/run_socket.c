@@ -493,3 +493,17 @@ void run_server_close(struct run_server *s)
 		rmdir(s->dir);
 	free(s);
 }
+
+/* Why the socket closed a connection, in words; past: as the summary says it. */
+void run_server_refusal_reason(char *buf, size_t len, int err, int past)
+{
+	struct rlimit rl;
+	if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		snprintf(buf, len, "gpumon %s out of file descriptors (ulimit -n %llu)", past ? "was" : "is",
+			 (unsigned long long)rl.rlim_cur);
+	else if (err == EMFILE || err == ENFILE)
+		snprintf(buf, len, "%s out of file descriptors", err == ENFILE ? (past ? "the system was" : "the system is")
+										: (past ? "gpumon was" : "gpumon is"));
+	else
+		snprintf(buf, len, "gpumon %s out of memory", past ? "was" : "is");
+}

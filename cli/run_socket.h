@@ -90,6 +90,10 @@ int run_server_poll(struct run_server *s, int extra_fd, int timeout_ms, run_msg_
 
 void run_server_stats_get(const struct run_server *s, struct run_server_stats *out);
 
+/* Why the socket closed a connection (err: run_server_stats.refused_errno), in words ("gpumon is
+ * out of file descriptors (ulimit -n 1024)"); past: as the summary says it ("was"). */
+void run_server_refusal_reason(char *buf, size_t len, int err, int past);
+
 /* Closes every connection, removes the socket and its directory, frees s. NULL: no-op. */
 void run_server_close(struct run_server *s);
 

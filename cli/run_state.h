@@ -25,6 +25,8 @@ struct opts {
 	const char *framework, *out, *gpu;
 	unsigned interval_ms;
 	int on_exceed, on_exceed_set, quiet;
+	int verbose;               /* -v: every allocator note, not only those of settings without effect */
+	int no_record;             /* --no-record: the model alone, no file */
 	uint64_t term_grace_ns;    /* --on-exceed term:GRACE */
 	char **cmd;
 };

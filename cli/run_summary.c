@@ -6,26 +6,52 @@
 #include "run_summary.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "run_socket.h"
+#include "run_state.h"
 #include "words.h"
 
-#define WIDTH 100 /* longer sentences wrap */
+#define MIN_WIDTH 20 /* narrower terminals get lines of 20 columns all the same */
 
+/* The summary's width for this call of run_summary_print: every line wraps to it. */
+static size_t width = 80;
 
+int run_summary_width(void)
+{
+	struct winsize ws;
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	const char *c = getenv("COLUMNS");
+	char *end;
+	long n = c ? strtol(c, &end, 10) : 0;
+	return c && *c && !*end && n > 0 && n < 10000 ? (int)n : 80;
+}
 
-
-/* Writes text after first (the first line's indent and label), wrapped at WIDTH columns at blanks,
- * the next lines indented by cont. */
+/* Writes text after first (the first line's indent and label), wrapped at the width at blanks, the
+ * next lines indented by cont; a word longer than a line is cut. No line is longer than the width. */
 static void wrap(FILE *out, const char *first, const char *cont, const char *text)
 {
 	size_t col = strlen(first), indent = strlen(cont);
+	if (indent + 8 > width)
+		indent = 0, cont = "";
 	fputs(first, out);
+	if (col >= width && *text) { /* a label as wide as the line: the text starts below it */
+		fputc('\n', out);
+		fputs(cont, out);
+		col = indent;
+	}
 	if (!*text)
 		fputc('\n', out);
 	while (*text) {
-		size_t room = col < WIDTH ? WIDTH - col : 1, n = strlen(text);
+		size_t room = col < width ? width - col : 1, n = strlen(text);
 		if (n > room) {
 			size_t cut = room;
 			while (cut > 0 && text[cut] != ' ')
@@ -43,6 +69,25 @@ static void wrap(FILE *out, const char *first, const char *cont, const char *tex
 			col = indent;
 		}
 	}
+}
+
+/* A line of the summary: formatted, then wrapped (indented by cont after the first line). */
+static void say(FILE *out, const char *cont, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(FILE *out, const char *cont, const char *fmt, ...)
+{
+	char text[2400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof text, fmt, ap);
+	va_end(ap);
+	size_t n = strlen(text), lead = 0;
+	if (n && text[n - 1] == '\n')
+		text[--n] = 0;
+	while (text[lead] == ' ')
+		lead++;
+	char first[64];
+	snprintf(first, sizeof first, "%.*s", (int)(lead < sizeof first ? lead : sizeof first - 1), text);
+	wrap(out, first, cont, text + lead);
 }
 
 /* A command line on one short line: control characters escaped (cli_safe_text), at most 60 bytes
@@ -81,9 +126,9 @@ static void print_owner(FILE *out, const json_t *peak)
 {
 	char w[128];
 	if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
-		fprintf(out, "      made by the rise of %s\n", w);
+		say(out, "        ", "      made by the rise of %s", w);
 	if (who(w, sizeof w, json_object_get(peak, "largest"))[0])
-		fprintf(out, "      the largest holder then: %s\n", w);
+		say(out, "        ", "      the largest holder then: %s", w);
 }
 
 static void print_gpu(FILE *out, const json_t *d)
@@ -93,23 +138,23 @@ static void print_gpu(FILE *out, const json_t *d)
 	if (!json_is_object(peak) && !json_is_object(jp))
 		return; /* not sampled */
 	const char *name = doc_str(d, "name");
-	fprintf(out, "  GPU %lld %s%s%s%s:\n", (long long)doc_num(d, "dev"), doc_str(d, "uuid") ? doc_str(d, "uuid") : "",
+	say(out, "    ", "  GPU %lld %s%s%s%s:", (long long)doc_num(d, "dev"), doc_str(d, "uuid") ? doc_str(d, "uuid") : "",
 		name ? " (" : "", name ? name : "", name ? ")" : "");
 	if (json_is_object(jp)) {
-		fprintf(out, "    job peak %s at %.2f s (other processes held %s then)\n",
+		say(out, "      ", "    job peak %s at %.2f s (other processes held %s then)",
 			words_bytes(a, sizeof a, json_object_get(jp, "bytes")), doc_num(jp, "time"),
 			words_bytes(b, sizeof b, json_object_get(d, "others_at_job_peak_bytes")));
 		print_owner(out, jp);
-		fprintf(out, "    job mean %s, other processes peak %s\n",
+		say(out, "      ", "    job mean %s, other processes peak %s",
 			words_bytes(a, sizeof a, json_object_get(d, "job_mean_bytes")),
 			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
 	} else {
 		/* not "0 B": the driver never listed a process of the job with memory here */
-		fprintf(out, "    no process of the job held memory here; other processes peak %s\n",
+		say(out, "      ", "    no process of the job held memory here; other processes peak %s",
 			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
 	}
 	if (json_is_object(peak)) {
-		fprintf(out, "    GPU used peak %s at %.2f s\n", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
+		say(out, "      ", "    GPU used peak %s at %.2f s", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
 			doc_num(peak, "time"));
 		print_owner(out, peak);
 	}
@@ -133,11 +178,9 @@ static void print_verdicts(FILE *out, const json_t *doc, double now_s)
 	const json_t *peak = json_object_get(doc, "peak");
 	if (json_is_object(peak) && doc_str(peak, "what") && !strcmp(doc_str(peak, "what"), "framework")) {
 		char a[32], w[128];
-		fprintf(out, "  framework peak (allocated): %s at %.2f s", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
-			doc_num(peak, "time"));
-		if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
-			fprintf(out, ", %s", w);
-		fprintf(out, "\n");
+		who(w, sizeof w, json_object_get(peak, "owner"));
+		say(out, "    ", "  framework peak (allocated): %s at %.2f s%s%s",
+		    words_bytes(a, sizeof a, json_object_get(peak, "bytes")), doc_num(peak, "time"), w[0] ? ", " : "", w);
 	}
 }
 
@@ -171,10 +214,10 @@ static void print_holders(FILE *out, const json_t *oom)
 	size_t i;
 	const json_t *h, *holders = json_object_get(oom, "holders");
 	if (!json_array_size(holders)) {
-		fprintf(out, "    no process was listed on the GPU then\n");
+		say(out, "      ", "    no process was listed on the GPU then");
 		return;
 	}
-	fprintf(out, "    %8s  %-12s %9s  %-3s  %s\n", "pid", "user", "GiB", "job", "command");
+	say(out, "      ", "    %8s  %-12s %9s  %-3s  %s", "pid", "user", "GiB", "job", "command");
 	json_array_foreach(holders, i, h) {
 		if (doc_has_num(h, "bytes"))
 			snprintf(a, sizeof a, "%.2f", doc_num(h, "bytes") / (1024.0 * 1024 * 1024));
@@ -182,7 +225,7 @@ static void print_holders(FILE *out, const json_t *oom)
 			snprintf(a, sizeof a, "n/a");
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
-		fprintf(out, "    %8lld  %-12s %9s  %-3s  %s%s%s\n", (long long)doc_num(h, "pid"),
+		say(out, "      ", "    %8lld  %-12s %9s  %-3s  %s%s%s", (long long)doc_num(h, "pid"),
 			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "?",
 			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
 			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?",
@@ -226,10 +269,10 @@ static void print_oom(FILE *out, const json_t *doc)
 	else
 		wrap(out, label, "    ", "no message; the GPU was full when the job failed");
 	if (doc_num(oom, "signs") > 1)
-		fprintf(out, "    (%lld out-of-memory signs in all)\n", (long long)doc_num(oom, "signs"));
+		say(out, "      ", "    (%lld out-of-memory signs in all)", (long long)doc_num(oom, "signs"));
 	const json_t *status = json_object_get(json_object_get(doc, "source"), "exit_status");
 	if (json_is_integer(status) && json_integer_value(status) == 0)
-		fprintf(out, "    the job went on and exited with status 0: it recovered\n");
+		say(out, "      ", "    the job went on and exited with status 0: it recovered");
 	snprintf(label, sizeof label, "  diagnosis: %s: ", words_cause(oom));
 	wrap(out, label, "    ", words_oom(text, sizeof text, oom));
 	const json_t *d;
@@ -239,10 +282,10 @@ static void print_oom(FILE *out, const json_t *doc)
 		if (doc_has_num(oom, "dev") && doc_num(d, "dev") == doc_num(oom, "dev"))
 			uuid = doc_str(d, "uuid");
 	if (doc_has_num(oom, "dev"))
-		fprintf(out, "    who held GPU %lld%s%s at %.2f s:\n", (long long)doc_num(oom, "dev"), uuid ? " " : "",
+		say(out, "      ", "    who held GPU %lld%s%s at %.2f s:", (long long)doc_num(oom, "dev"), uuid ? " " : "",
 			uuid ? uuid : "", doc_num(oom, "time"));
 	else
-		fprintf(out, "    who held the GPU at %.2f s:\n", doc_num(oom, "time"));
+		say(out, "      ", "    who held the GPU at %.2f s:", doc_num(oom, "time"));
 	print_holders(out, oom);
 	print_last_seconds(out, oom);
 }
@@ -257,43 +300,55 @@ static void print_alerts(FILE *out, const json_t *doc)
 	json_array_foreach(json_object_get(doc, "alerts"), i, a) {
 		const char *kind = doc_str(a, "kind");
 		if (kind && !strcmp(kind, "leak"))
-			fprintf(out, "  alert at %.2f s%s: leak suspected on %s\n", doc_num(a, "time"),
+			say(out, "    ", "  alert at %.2f s%s: leak suspected on %s", doc_num(a, "time"),
 				json_is_true(json_object_get(a, "live")) ? " (told live)" : "",
 				words_series(s, sizeof s, json_object_get(a, "series")));
 		else
-			fprintf(out, "  alert at %.2f s: %s\n", doc_num(a, "time"), words_alert(text, sizeof text, a));
+			say(out, "    ", "  alert at %.2f s: %s", doc_num(a, "time"), words_alert(text, sizeof text, a));
 	}
 }
 
 static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 {
 	for (size_t i = 0; f->plan && i < f->plan->nvars; i++)
-		fprintf(out, "  set %s=%s\n", f->plan->vars[i].name, f->plan->vars[i].value);
+		say(out, "    ", "  set %s=%s", f->plan->vars[i].name, f->plan->vars[i].value);
+	/* the notes said at the start: those of settings without effect, every one with -v */
 	for (size_t i = 0; f->plan && i < f->plan->nnotes; i++)
-		wrap(out, "  note: ", "    ", f->plan->notes[i]);
+		if (f->verbose || f->plan->loud[i])
+			wrap(out, "  note: ", "    ", f->plan->notes[i]);
 	const char *damage = doc_str(json_object_get(doc, "source"), "damage");
 	char safe[2048];
 	if (damage && damage[0])
 		wrap(out, "  note: ", "    ", cli_safe_text(safe, sizeof safe, damage));
 	if (f->dropped)
-		fprintf(out, "  dropped records: %llu (the recording misses some samples)\n", (unsigned long long)f->dropped);
+		say(out, "    ", "  dropped records: %llu (the %s misses some samples)", (unsigned long long)f->dropped,
+		    f->path ? "recording" : "summary");
 	if (f->have_socket && (f->malformed || f->unknown))
-		fprintf(out, "  socket: %llu malformed and %llu unknown messages ignored\n", (unsigned long long)f->malformed,
-			(unsigned long long)f->unknown);
+		say(out, "    ", "  socket: %llu malformed and %llu unknown messages ignored",
+		    (unsigned long long)f->malformed, (unsigned long long)f->unknown);
+	if (f->refused)
+		say(out, "    ", "  socket: %llu connection%s refused: %s; what %s sent is not in the %s",
+		    (unsigned long long)f->refused, f->refused == 1 ? "" : "s", f->refused_why, f->refused == 1 ? "it" : "they",
+		    f->path ? "recording" : "summary");
 }
 
 void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 {
 	const json_t *src = json_object_get(doc, "source");
 	double now_s = doc_has_num(src, "duration_s") ? doc_num(src, "duration_s") : -1;
-	fprintf(out, "\ngpumon run summary\n  recording: %s%s\n", f->path, f->rec_failed ? " (stopped early, see above)" : "");
-	if (doc_has_num(src, "exit_status"))
-		fprintf(out, "  job exited with status %lld", (long long)doc_num(src, "exit_status"));
+	char after[48] = "";
+	width = f->width >= MIN_WIDTH ? (size_t)f->width : f->width > 0 ? MIN_WIDTH : 80;
+	fprintf(out, "\ngpumon run summary\n");
+	if (f->path)
+		say(out, "    ", "  recording: %s%s", f->path, f->rec_failed ? " (stopped early, see above)" : "");
 	else
-		fprintf(out, "  job's exit status unknown");
+		say(out, "    ", "  recording: none (--no-record)");
 	if (now_s >= 0)
-		fprintf(out, " after %.1f s", now_s);
-	fprintf(out, "\n");
+		snprintf(after, sizeof after, " after %.1f s", now_s);
+	if (doc_has_num(src, "exit_status"))
+		say(out, "    ", "  job exited with status %lld%s", (long long)doc_num(src, "exit_status"), after);
+	else
+		say(out, "    ", "  job's exit status unknown%s", after);
 	size_t i;
 	const json_t *d;
 	json_array_foreach(json_object_get(doc, "devices"), i, d)
@@ -303,4 +358,34 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 	print_alerts(out, doc);
 	print_oom(out, doc);
 	print_facts(out, doc, f);
+}
+
+/* The end: the model finishes at the end the recording stores, and its document is the summary. */
+void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
+{
+	char *text = NULL, why[96] = "";
+	gpumon_model_finish(r->model, end_ns, r->status);
+	if (r->o->quiet)
+		return;
+	json_t *doc = gpumon_model_document(r->model, 0, &text) == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
+	gpumon_free(text);
+	if (!doc) {
+		cli_error("run: out of memory: no summary%s%s%s", path ? " (the recording " : "", path ? path : "",
+			  path ? " has the run)" : "");
+		return;
+	}
+	struct run_facts f = {.path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
+			      .have_socket = r->srv != NULL, .verbose = r->o->verbose, .width = run_summary_width(),
+			      .refused_why = why};
+	if (r->srv) {
+		struct run_server_stats st;
+		run_server_stats_get(r->srv, &st);
+		f.malformed = st.malformed;
+		f.unknown = st.unknown;
+		f.refused = st.refused;
+		if (st.refused)
+			run_server_refusal_reason(why, sizeof why, st.refused_errno, 1);
+	}
+	run_summary_print(stderr, doc, &f);
+	json_decref(doc);
 }

@@ -30,9 +30,16 @@ def run(gpumon, tmp_path, args=(), scenario=H200, out="rec.gpumon", **kw):
     return gpumon(["run", "-o", str(tmp_path / out)] + list(args), scenario=scenario, **kw)
 
 
-def environment(tmp_path, scenario=H200):
+# The summary wraps to the terminal's width (80 without one, issue 14); the tests that read its lines
+# as they are laid out give it room, so that a long temporary path or command stays on one line.
+WIDE = {"COLUMNS": "200"}
+
+
+def environment(tmp_path, scenario=H200, wide=False):
     """The environment the gpumon fixture would use, for tests that need Popen."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_", "COLUMNS"))}
+    if wide:
+        e.update(WIDE)
     e["LC_ALL"] = "C"
     e["GPUMON_NVML_LIBRARY"] = os.path.abspath(FAKE_NVML_LIB)
     path = tmp_path / "popen.scn"
@@ -188,7 +195,8 @@ def env_of(r):
 
 
 def test_variables_per_option(gpumon, tmp_path):
-    r = run(gpumon, tmp_path, ["--limit", "8G", "--initial", "1G", "--fraction", "0.5", "--no-prealloc",
+    # -v: the explanations too (issue 14: without it only settings that have no effect are noted)
+    r = run(gpumon, tmp_path, ["-v", "--limit", "8G", "--initial", "1G", "--fraction", "0.5", "--no-prealloc",
                                "--expandable", "--max-split", "128M", "--gc-threshold", "0.6",
                                "--jax-platform-allocator", "--", "env"])
     assert r.returncode == 0, r.stderr
@@ -222,16 +230,18 @@ def test_framework_selection_and_no_options(gpumon, tmp_path):
 
 
 def test_paddle_fraction_note(gpumon, tmp_path):
-    r = run(gpumon, tmp_path, ["--fraction", "0.5", "--", "true"])
+    # (issue 14: an explanation, as --fraction acts on JAX: said with -v)
+    r = run(gpumon, tmp_path, ["-v", "--fraction", "0.5", "--", "true"])
     assert ("--fraction has no effect on Paddle's default auto_growth allocator; add --paddle-strategy "
             "naive_best_fit to make it pre-allocate") in r.stderr
-    r = run(gpumon, tmp_path, out="rec2.gpumon", args=["--fraction", "0.5", "--paddle-strategy", "naive_best_fit", "--", "env"])
+    r = run(gpumon, tmp_path, out="rec2.gpumon", args=["-v", "--fraction", "0.5", "--paddle-strategy", "naive_best_fit", "--", "env"])
     assert "has no effect on Paddle" not in r.stderr
     assert env_of(r)["FLAGS_allocator_strategy"] == "naive_best_fit"
 
 
 def test_malloc_trunk_size_note_and_torch_merge(gpumon, tmp_path):
-    r = run(gpumon, tmp_path, ["--max-split", "256M", "--", "env"],
+    # the merge is explained with -v (issue 14); the variable that does nothing is said without it
+    r = run(gpumon, tmp_path, ["-v", "--max-split", "256M", "--", "env"],
             env={"FLAGS_malloc_trunk_size": "268435456", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64,backend:native"})
     assert "FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle" in r.stderr
     assert env_of(r)["PYTORCH_CUDA_ALLOC_CONF"] == "backend:native,max_split_size_mb:256"
@@ -343,7 +353,7 @@ def said(stderr):
 @pytest.mark.valgrind
 def test_socket_protocol_and_summary(gpumon, tmp_path):
     scn = H200.replace("used=0 ", "used=3GiB ") + "proc 0 4194001 used=3GiB name=neighbour\n"
-    r = run(gpumon, tmp_path, ["--", PY, "-c", CLIENT], scenario=scn)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", CLIENT], scenario=scn, env=dict(WIDE))
     assert r.returncode == 0, r.stderr
     err = r.stderr
     assert "gpumon run summary" in err
@@ -449,7 +459,7 @@ def test_out_of_file_descriptors_neither_spins_nor_hides_the_refusals(tmp_path):
             time.sleep(0.01)
     """)
     p = subprocess.Popen([*GPUMON, "run", "-o", str(tmp_path / "r.gpumon"), "--", PY, "-c", job],
-                         env=environment(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=environment(tmp_path, wide=True), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert wait_for(tmp_path / "started")
         resource.prlimit(p.pid, resource.RLIMIT_NOFILE, (40, 40))
@@ -635,7 +645,7 @@ at 0.3 proc 0 2 used=5GiB
 def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
     return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + args + ["--", PY, "-c", job],
-                          env=environment(tmp_path, scenario), capture_output=True, text=True, timeout=30)
+                          env=environment(tmp_path, scenario, wide=True), capture_output=True, text=True, timeout=30)
 
 
 @needs_unshare

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import GPUMON, H200
-from test_run import PY, TWO, environment, needs_unshare, open_recording, run, said
+from test_run import PY, TWO, WIDE, environment, needs_unshare, open_recording, run, said
 
 TOTAL = 150754820096  # the H200 of the scenarios
 GIB = 1 << 30
@@ -343,7 +343,8 @@ def test_memory_at_the_limit_at_the_end_counts(gpumon, tmp_path):
     """No message, but the card was full when the job failed: the model takes that as out of memory
     (from the recording too, so no event is written for it)."""
     scn = H200.replace("used=0 ", "used=139.8GiB ")
-    r = run(gpumon, tmp_path, ["--", PY, "-c", "import sys, time; time.sleep(0.3); sys.exit(2)"], scenario=scn)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import sys, time; time.sleep(0.3); sys.exit(2)"], scenario=scn,
+            env=dict(WIDE))
     assert r.returncode == 2
     assert re.search(r"\n  out of memory at \d+\.\d\d s on GPU 0: no message; the GPU was full when the job failed\n",
                      r.stderr), r.stderr
@@ -364,7 +365,7 @@ def test_killed_after_oom_keeps_its_status_and_gets_forensics(gpumon, tmp_path):
 # ---- scenario can list it (test_run.py does the same)
 
 def run_in_namespace(tmp_path, scenario, job, env=None, args=()):
-    e = environment(tmp_path, scenario)
+    e = environment(tmp_path, scenario, wide=True)  # the summary's lines are read as laid out
     e.update(env or {})
     return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + list(args) + ["--", PY, "-c", job],

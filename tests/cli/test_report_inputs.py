@@ -1,0 +1,281 @@
+# SPDX-License-Identifier: MIT
+"""`gpumon report` on the text files other tools write: nvidia-smi's --query-gpu and
+--query-compute-apps CSV logs (with and without units, with and without the timestamp column),
+`gpumon query -l` output, the tables of `gpumon export --csv`, the Python monitor's csv= and jsonl=
+files; and a file that is none of these. The logs in tests/fixtures/report/ are in nvidia-smi's
+exact format (header once, ", " between fields, "[N/A]"); every real log kept in
+tests/fixtures/smi/log-*.csv is read too."""
+import ast
+import csv
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import GPUMON, H200
+from test_run import PY, SERIES_CLIENT, environment
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "../fixtures/report")
+SMI_LOGS = sorted(glob.glob(os.path.join(HERE, "../fixtures/smi/log-*.csv")))
+ROOT = os.path.join(HERE, "../..")
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def fixture(name):
+    return os.path.join(FIXTURES, name)
+
+
+def report(gpumon, path, *args):
+    r = gpumon(["report", str(path), "--json", *args])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
+
+
+def without_path(doc):
+    d = json.loads(json.dumps(doc))
+    d["source"]["path"] = None
+    return d
+
+
+def series(doc, kind, **match):
+    return [s for s in doc["series"]
+            if s["series"]["kind"] == kind and all(s["series"].get(k) == v for k, v in match.items())]
+
+
+# ---- nvidia-smi --query-gpu ---------------------------------------------------------------------
+
+def test_smi_query_gpu_log_units_and_nounits(gpumon):
+    """timestamp, index, uuid, memory.used [MiB], memory.total [MiB] with -l 1: GPU 0 grows by 64 MiB
+    a second, GPU 1 holds still. With nounits the values lose " MiB" but the header keeps it: the
+    same document."""
+    doc, err = report(gpumon, fixture("smi-gpu-units.csv"))
+    assert err == ""
+    src = doc["source"]
+    assert src["type"] == "nvidia-smi" and src["kind"] == "record" and src["damage"] is None
+    assert src["start_utc"] is not None and abs(src["duration_s"] - 89.003) < 1e-6
+    devs = {d["dev"]: d for d in doc["devices"]}
+    assert devs[0]["uuid"] == "GPU-8f5ee126-6430-18cc-b53b-e920eb26d0af"
+    assert devs[1]["uuid"] == "GPU-11111111-2222-3333-4444-555555555555"
+    assert devs[0]["total_bytes"] == 143771 * MiB
+    assert devs[0]["peak"]["bytes"] == (1024 + 64 * 89) * MiB and devs[0]["peak"]["time"] == 89.0
+    assert devs[1]["peak"]["bytes"] == 40960 * MiB
+    (g0,) = series(doc, "device", dev=0)
+    assert g0["verdict"] == "leak" and abs(g0["rate_bytes_per_second"] - 64 * MiB) < MiB
+    (g1,) = series(doc, "device", dev=1)
+    assert g1["verdict"] == "none"
+    nounits, _ = report(gpumon, fixture("smi-gpu-nounits.csv"))
+    assert without_path(nounits) == without_path(doc)
+    text = gpumon(["report", fixture("smi-gpu-units.csv")])
+    assert text.returncode == 0 and text.stdout.startswith(f"Report of {fixture('smi-gpu-units.csv')} (nvidia-smi)\n")
+    assert "LEAK on GPU 0's used memory (NVML): +64.0 MiB a second" in text.stdout
+
+
+def test_smi_log_without_timestamp_is_read_in_rounds(gpumon):
+    """pci.bus_id, memory.used, memory.free, memory.reserved with -l 1 and no timestamp: a round ends
+    when a GPU comes again; rounds are 1 s apart, said as assumed, or --period apart. The total is
+    used + free + reserved, the free memory the log's own."""
+    doc, err = report(gpumon, fixture("smi-gpu-no-timestamp.csv"))
+    assert "no timestamp column" in err and "period assumed" in err and "--period" in err
+    assert len(err.strip().splitlines()) == 1
+    assert doc["source"]["duration_s"] == 89.0
+    assert any(e["kind"] == "note" and "period assumed" in e["text"] for e in doc["events"]), doc["events"]
+    devs = {d["dev"]: d for d in doc["devices"]}
+    assert devs[0]["pci_bus_id"] == "00000000:00:06.0" and devs[1]["pci_bus_id"] == "00000000:0B:00.0"
+    assert devs[0]["peak"]["time"] == 89.0
+    (g0,) = series(doc, "device", dev=0)
+    assert g0["verdict"] == "leak" and abs(g0["rate_bytes_per_second"] - 64 * MiB) < MiB
+    # out of memory at the log's own free memory: (143771 - 616 - 1024 - 64*89) MiB at 64 MiB a second
+    want = (143771 - 616 - 1024 - 64 * 89) / 64
+    assert abs(g0["seconds_to_oom"] - want) < 0.02 * want, g0
+    slow, err = report(gpumon, fixture("smi-gpu-no-timestamp.csv"), "--period", "2")
+    assert err == "" and slow["source"]["duration_s"] == 178.0
+    (g0,) = series(slow, "device", dev=0)
+    assert abs(g0["rate_bytes_per_second"] - 32 * MiB) < MiB
+    for bad in ("0", "soon", "-1"):
+        r = gpumon(["report", fixture("smi-gpu-no-timestamp.csv"), "--period", bad])
+        assert r.returncode == 2 and "--period" in r.stderr
+
+
+def test_smi_log_of_used_memory_alone_is_named_not_zero(gpumon):
+    """timestamp, memory.used [MiB]: without memory.total or memory.free the GPU's free memory is not
+    known, so its rows are left out and named, never judged against 0 free."""
+    doc, _ = report(gpumon, fixture("smi-gpu-used-only.csv"))
+    assert "memory.used [MiB] of 10 rows left out (the first: line 2)" in doc["source"]["damage"]
+    assert "memory.total" in doc["source"]["damage"]
+    assert doc["peak"] is None and doc["devices"][0]["total_bytes"] is None
+    assert not [s for s in doc["series"] if s["verdict"] != "insufficient_data"]
+
+
+# ---- nvidia-smi --query-compute-apps ----------------------------------------------------------------
+
+def test_smi_compute_apps_log(gpumon):
+    """timestamp, gpu_uuid, pid, process_name, used_gpu_memory [MiB]: each process on its GPU (UUIDs
+    numbered in the order the log names them), judged on its own; pid 4242 leaks; an [N/A] figure is
+    unknown, not 0."""
+    doc, _ = report(gpumon, fixture("smi-apps.csv"))
+    assert doc["source"]["type"] == "nvidia-smi" and doc["source"]["damage"] is None
+    assert [d["uuid"] for d in doc["devices"]] == ["GPU-8f5ee126-6430-18cc-b53b-e920eb26d0af",
+                                                    "GPU-11111111-2222-3333-4444-555555555555"]
+    (leak,) = series(doc, "process", pid=4242)
+    assert leak["series"]["dev"] == 0 and leak["verdict"] == "leak"
+    assert abs(leak["rate_bytes_per_second"] - 32 * MiB) < MiB
+    assert doc["leak"]["series"]["pid"] == 4242
+    (flat,) = series(doc, "process", pid=5151)
+    assert flat["series"]["dev"] == 1 and flat["verdict"] == "none"
+    assert series(doc, "process", pid=777)[0]["verdict"] == "none"
+    text = gpumon(["report", fixture("smi-apps.csv")]).stdout
+    assert "LEAK on pid 4242 on GPU 0 (NVML): +32.0 MiB a second" in text
+
+
+# ---- gpumon query -l ------------------------------------------------------------------------------------
+
+def test_gpumon_query_loop_output(gpumon, tmp_path):
+    """What `gpumon query --format=csv -lms 100` printed while GPU 0 filled up: the same CSV as
+    nvidia-smi's, read in rounds 0.1 s apart (--period 0.1)."""
+    scn = H200 + "".join(f"at {i / 10:.1f} gpu 0 used={4 + i}GiB\n" for i in range(1, 60))
+    e = environment(tmp_path, scn)
+    out = tmp_path / "query.csv"
+    with open(out, "w") as f:
+        p = subprocess.Popen([*GPUMON, "query", "--query-gpu=index,uuid,memory.used,memory.total", "--format=csv",
+                              "-lms", "100"], env=e, stdout=f, stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=10)
+    lines = out.read_text().splitlines()
+    assert lines[0] == "index, uuid, memory.used [MiB], memory.total [MiB]" and len(lines) > 5, lines[:3]
+    last_used = int(re.match(r"0, \S+, (\d+) MiB", lines[-1]).group(1))
+    doc, err = report(gpumon, out, "--period", "0.1")
+    assert err == ""
+    (dev,) = doc["devices"]
+    assert dev["uuid"] == "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51" and dev["total_bytes"] == 143771 * MiB
+    assert dev["peak"]["bytes"] == last_used * MiB
+    assert abs(doc["source"]["duration_s"] - (len(lines) - 2) * 0.1) < 1e-6
+
+
+# ---- gpumon export --csv ----------------------------------------------------------------------------------
+
+def test_gpumon_export_tables(gpumon, tmp_path):
+    """A run's recording exported table by table: the device table gives the GPU's peak the recording
+    gives, the framework table the leak of the job's allocated memory, the process table each
+    process (pids as exported)."""
+    scn = H200.replace("used=0 ", "used=3GiB ") + "proc 0 4194001 used=3GiB name=neighbour\n"
+    rec = tmp_path / "rec.gpumon"
+    r = gpumon(["run", "-q", "-o", str(rec), "--", PY, "-c", SERIES_CLIENT, "leak"], scenario=scn,
+               env={"TMPDIR": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    whole, _ = report(gpumon, rec)
+    docs = {}
+    for table in ("device", "process", "framework"):
+        out = tmp_path / f"{table}.csv"
+        x = gpumon(["export", str(rec), "--csv", "--table", table, "-o", str(out)])
+        assert x.returncode == 0, x.stderr
+        docs[table], err = report(gpumon, out)
+        assert err == "" and docs[table]["source"]["type"] == "gpumon export", table
+        assert docs[table]["source"]["damage"] is None, (table, docs[table]["source"]["damage"])
+    assert docs["device"]["devices"][0]["peak"]["bytes"] == whole["devices"][0]["peak"]["bytes"] == 3 * GiB
+    assert docs["device"]["devices"][0]["total_bytes"] == whole["devices"][0]["total_bytes"]
+    # the device table's used_min/used_max/used_max_t_s/samples: the exact peak and its moment
+    assert abs(docs["device"]["devices"][0]["peak"]["time"] - whole["devices"][0]["peak"]["time"]) < 2e-6
+    fw = docs["framework"]
+    assert fw["leak"]["verdict"] == "leak" and fw["leak"]["series"]["kind"] == "framework"
+    assert fw["leak"]["series"]["pid"] == whole["leak"]["series"]["pid"]
+    assert abs(fw["leak"]["rate_bytes_per_step"] - 4 * MiB) < 0.1 * MiB
+    assert [s["series"]["pid"] for s in series(docs["process"], "process")] == [4194001]
+
+
+# ---- the Python monitor -----------------------------------------------------------------------------------
+
+def python_fields():
+    """FIELDS of python/gpumon/_sinks.py, the columns its CsvSink and JsonlSink write."""
+    tree = ast.parse(open(os.path.join(ROOT, "python/gpumon/_sinks.py")).read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "FIELDS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("no FIELDS in _sinks.py")
+
+
+def test_python_monitor_csv_and_jsonl(gpumon, tmp_path):
+    """The monitor's csv= and jsonl= files (written as its sinks write them: "" and null for
+    unknown, `time` in seconds since 1970): its one process leaking 4 MiB a step; the same document
+    from both, its start the first row's wall time."""
+    fields = python_fields()
+    t0 = 1796287746.0
+    rows = []
+    for step in range(300):
+        d = dict.fromkeys(fields)
+        d.update(step=step, time=t0 + step * 0.1, framework="torch", device=0,
+                 allocated_bytes=2 * GiB + step * 4 * MiB, peak_bytes=2 * GiB + step * 4 * MiB + 256 * MiB,
+                 reserved_bytes=8 * GiB, process_bytes=9 * GiB + (0 if step % 2 else MiB),
+                 device_used_bytes=10 * GiB, device_free_bytes=130 * GiB, device_total_bytes=141 * GiB)
+        rows.append(d)
+    rows[7]["process_bytes"] = None  # NVML said nothing for this sample
+    with open(tmp_path / "mon.csv", "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(fields)
+        for d in rows:
+            w.writerow(["" if d[k] is None else d[k] for k in fields])
+    with open(tmp_path / "mon.jsonl", "w") as f:
+        for d in rows:
+            f.write(json.dumps(d, separators=(",", ":")) + "\n")
+    doc, err = report(gpumon, tmp_path / "mon.csv")
+    assert err == "" and doc["source"]["damage"] is None
+    assert doc["source"]["kind"] == "run" and doc["source"]["start_utc"] == "2026-12-03T08:49:06Z"
+    assert doc["source"]["duration_s"] == 29.9
+    assert doc["leak"]["verdict"] == "leak" and doc["leak"]["series"]["framework"] == "torch"
+    assert abs(doc["leak"]["rate_bytes_per_step"] - 4 * MiB) < 0.1 * MiB
+    assert doc["fragmentation"]["bytes"] == 6 * GiB
+    assert doc["devices"][0]["total_bytes"] == 141 * GiB
+    jsonl, _ = report(gpumon, tmp_path / "mon.jsonl")
+    assert without_path(jsonl) == without_path(doc)
+    text = gpumon(["report", str(tmp_path / "mon.csv")]).stdout
+    assert "LEAK on the framework's allocated memory (torch, the process): +4.00 MiB a step" in text
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(rows[0]) + "\n[1, 2]\n" + json.dumps({**rows[1], "allocated_bytes": "lots"}) + "\n")
+    doc, _ = report(gpumon, bad)
+    assert doc["source"]["damage"].startswith("2 rows skipped (the first: line 2: not a JSON object)")
+
+
+# ---- not a file of samples --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["README.md", "docs/report.md", "cli/report_csv.c"])
+def test_not_a_csv_is_one_line_and_2(gpumon, name):
+    r = gpumon(["report", os.path.join(ROOT, name)])
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "is not a CSV of samples" in lines[0], r.stderr
+
+
+def test_binary_file_is_one_line_and_2(gpumon, tmp_path):
+    path = tmp_path / "noise.bin"
+    path.write_bytes(bytes(range(256)) * 8)
+    r = gpumon(["report", str(path)])
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_readme_names_what_report_reads():
+    """The README's claim is the list of inputs this file tests, not "any tool"."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    passage = readme[readme.index("- `gpumon report FILE"):]
+    passage = passage[:passage.index("\n- ")]
+    assert "any tool" not in passage
+    for named in ("nvidia-smi", "--query-compute-apps", "gpumon export", "gpumon query", "jsonl"):
+        assert named in passage, named
+
+
+# ---- real logs ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", SMI_LOGS, ids=[os.path.basename(p) for p in SMI_LOGS])
+def test_real_nvidia_smi_logs(gpumon, path):
+    """Every log captured with nvidia-smi on a real GPU (tests/fixtures/smi/log-*.csv) is read whole:
+    no row skipped, its GPUs or processes named."""
+    doc, _ = report(gpumon, path)
+    assert doc["source"]["type"] == "nvidia-smi", doc["source"]
+    assert "skipped" not in (doc["source"]["damage"] or ""), doc["source"]["damage"]
+    assert doc["devices"] or doc["series"], doc
