@@ -27,20 +27,26 @@ for f in $FIELDS; do
 	nvidia-smi --query-gpu="$f" --format=csv,noheader,nounits 2>&1 | tr '\n' '\t' >>"$S/fields.tsv"
 	echo >>"$S/fields.tsv"
 done
-# -l logs while a torch job takes memory in steps, then a second process joins and both leave
-"$PY" - <<'PYEOF' &
-import time, torch
+# -l logs while a torch job takes memory in steps (512 MiB a second, then frees it all), started
+# once the job has its CUDA context (importing torch takes seconds), so that the logs see it move
+READY=$(mktemp)
+READY=$READY "$PY" -c '
+import os, time, torch
+x = torch.empty(1 << 20, device="cuda"); torch.cuda.synchronize()
+open(os.environ["READY"], "w").write("1")
+time.sleep(1.5)
 xs = []
 for i in range(6):
     xs.append(torch.empty(512 << 20, dtype=torch.uint8, device="cuda")); torch.cuda.synchronize()
     time.sleep(1)
-time.sleep(1)
-PYEOF
+del xs; torch.cuda.empty_cache(); time.sleep(2)
+' &
 job=$!
-sleep 1
-timeout 6 nvidia-smi --query-gpu=timestamp,memory.used --format=csv -l 1 >"$S/log-gpu-timestamp-memused.csv" 2>&1 &
-timeout 6 nvidia-smi --query-gpu=timestamp,index,uuid,memory.total,memory.used,memory.free --format=csv,nounits -l 1 >"$S/log-gpu-nounits.csv" 2>&1 &
-timeout 6 nvidia-smi --query-compute-apps=timestamp,gpu_uuid,pid,process_name,used_memory --format=csv -l 1 >"$S/log-apps.csv" 2>&1 &
-timeout 6 nvidia-smi --query-gpu=timestamp,name,pci.bus_id,driver_version,pstate,temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.free,memory.used --format=csv -l 1 >"$S/log-gpu-wide.csv" 2>&1 &
+for _ in $(seq 300); do [ -s "$READY" ] && break; sleep 0.1; done
+timeout 10 nvidia-smi --query-gpu=timestamp,memory.used --format=csv -l 1 >"$S/log-gpu-timestamp-memused.csv" 2>&1 &
+timeout 10 nvidia-smi --query-gpu=timestamp,index,uuid,memory.total,memory.used,memory.free --format=csv,nounits -l 1 >"$S/log-gpu-nounits.csv" 2>&1 &
+timeout 10 nvidia-smi --query-compute-apps=timestamp,gpu_uuid,pid,process_name,used_memory --format=csv -l 1 >"$S/log-apps.csv" 2>&1 &
+timeout 10 nvidia-smi --query-gpu=timestamp,name,pci.bus_id,driver_version,pstate,temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.free,memory.used --format=csv -l 1 >"$S/log-gpu-wide.csv" 2>&1 &
 wait
+rm -f "$READY"
 ls -l "$S"
