@@ -145,9 +145,8 @@ static void table_header(const watch_view *v, layout l, int y, int cols)
 		if (form < 2 && n < (int)sizeof filt)
 			snprintf(filt + n, sizeof filt - (size_t)n, form ? " by %s" : "  sort: %s", watch_sort_name(v->sort));
 		int w = (int)strlen(filt) + 1;
-		if (cols - w > (int)strlen(h) || form == 2) {
-			/* the narrowest form goes over the header's end rather than hide a filter */
-			watch_put(y, cols - w > 0 ? cols - w : 0, cols, A_REVERSE | A_BOLD, filt);
+		if (cols - w > (int)strlen(h)) { /* else the key line says it */
+			watch_put(y, cols - w, cols, A_REVERSE | A_BOLD, filt);
 			break;
 		}
 	}

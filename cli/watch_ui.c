@@ -287,6 +287,20 @@ static void key_line(const watch_view *v, int y, int cols)
 		watch_put(y, 0, cols, A_BOLD, v->message);
 		return;
 	}
+	if (v->gpu_filter >= 0 || v->user_filter[0] || v->text_filter[0] || v->sort != WATCH_SORT_MEMORY) {
+		/* what is in force, where the table's header may have no room for it */
+		int n = snprintf(line, sizeof line, "sort: %s", watch_sort_name(v->sort));
+		if (v->gpu_filter >= 0 && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  GPU %d only", v->gpu_filter);
+		if (v->user_filter[0] && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  user ~%s", v->user_filter);
+		if (v->text_filter[0] && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  filter /%s", v->text_filter);
+		if (n < (int)sizeof line)
+			snprintf(line + n, sizeof line - (size_t)n, "   c clears  s sorts  q quit  h help");
+		watch_put(y, 0, cols, A_BOLD, line);
+		return;
+	}
 	if (v->replay)
 		snprintf(line, sizeof line, "q quit  %s seek  Home End  r restart  p pause  +- speed  / filter  h help",
 			 v->utf8 ? "\u2190\u2192" : "<- ->");
@@ -303,7 +317,7 @@ static void help_screen(const watch_view *v, int cols)
 		"  q            quit",
 		"  Up/Down      move the selection (its share of its GPU shows in the bar)",
 		"  PgUp/PgDn    a page up or down; Home/End (live): first or last process",
-		"  s            sort by the next column: memory, change, GPU, pid, user, command",
+		"  s            sort by the next column: memory, change, GPU, pid, user, cmd",
 		"  g            show one GPU after the other, then all again",
 		"  /            filter: user, command, pid or owner holding the text, any case",
 		"  u            user filter: user names holding the text; c clears the filters",
@@ -316,7 +330,7 @@ static void help_screen(const watch_view *v, int cols)
 		"Bar: reserved by the driver, the selected process, other used memory, free.",
 		"CHG/MIN: how much the process's memory changed over the last minute.",
 		"! and LEAK/MIN: the run model's leak verdict on the process alerts (as gpumon",
-		"report says; docs/leak-detection.md); the rate is per minute. CPU% (of a core,",
+		"report says; docs/leak-detection.md); the rate is per minute. CPU% (a core,",
 		"over the last second), RSS, TIME: the process on this host. OWNER: its pod,",
 		"Slurm job or container. n/a: not known.",
 	};
