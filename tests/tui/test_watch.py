@@ -264,6 +264,7 @@ def test_no_color(watch, sleepers):
 def test_monochrome_terminal_and_ascii_locale(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c), env={"TERM": "vt100", "LANG": "C"})
+    p.wait("sleep 600")  # each GPU's sampling thread lists its processes: wait for both GPUs
     s = p.wait("sleep 602", escapes=True)
     assert not COLOR_SGR.search(s)
     # without UTF-8 the bar is drawn in ASCII: reserved %, selected @, used #, free .
