@@ -140,6 +140,7 @@ def test_filter_by_gpu(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c))
     p.wait("sleep 602")
+    p.wait("sleep 600")  # each GPU's sampling thread lists its processes: wait for both GPUs
     p.keys("g")
     s = p.wait("GPU 0 only")
     assert [r[1] for r in table(s)] == [a]
