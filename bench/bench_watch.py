@@ -3,7 +3,10 @@
 """bench_watch.py — the CPU cost of `gpumon watch`: runs it on a 100x30 terminal (a tmux pane, or a
 pseudo-terminal of our own where there is no tmux) at each refresh interval for SECONDS, and
 reads the user + system time the whole process (sampling thread included) spent, from
-/proc/PID/stat. Goals (BENCHMARKS.md): <= 1 % of a core at --interval 1000, <= 3 % at 100.
+/proc/PID/stat. Goals (BENCHMARKS.md, issue 14 point 7): <= 1 % of a core at --interval 1000 and
+<= 0.2 % at --interval 100 (nvtop publishes 0.25 %); each result is printed with its ratio to its
+goal (<= 1.00 meets it). The goal at 100 ms is for the real GPU: against the fake NVML the figure
+is printed for comparison between builds, and its goal is not judged.
 
 Usage (from the repository root, after building):
   python3 bench/bench_watch.py [--seconds 60] [--intervals 1000,100] [--terminal tmux|pty]
@@ -28,7 +31,7 @@ import tempfile
 import termios
 import time
 
-GOALS_PCT = {1000: 1.0, 100: 3.0}
+GOALS_PCT = {1000: 1.0, 100: 0.2}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -155,13 +158,19 @@ def main():
         for interval in [int(x) for x in a.intervals.split(",")]:
             pct = measure(gpumon_bin, interval, a.seconds, a.terminal, env)
             goal = GOALS_PCT.get(interval)
-            met = goal is None or pct <= goal
+            ratio = pct / goal if goal else None
+            # the fake driver's process list reads /proc for 12 real pids: not the GPU's cost
+            judged = goal is not None and (not a.fake or interval >= 1000)
+            met = not judged or pct <= goal
             ok &= met
             results.append({"interval_ms": interval, "cpu_pct_of_core": round(pct, 3), "seconds": a.seconds,
-                            "goal_pct": goal, "met": met, "terminal": a.terminal, "fake_nvml": a.fake})
-            print(f"gpumon watch --interval {interval}: {pct:.2f} % of a core over {a.seconds:g} s "
-                  f"({a.terminal}{', fake NVML' if a.fake else ''}); goal <= {goal} %: {'met' if met else 'NOT MET'}",
-                  flush=True)
+                            "goal_pct": goal, "ratio_to_goal": round(ratio, 3) if ratio is not None else None,
+                            "met": met, "judged": judged, "terminal": a.terminal, "fake_nvml": a.fake})
+            verdict = "met" if pct <= (goal or float("inf")) else "NOT MET"
+            print(f"gpumon watch --interval {interval}: {pct:.3f} % of a core over {a.seconds:g} s "
+                  f"({a.terminal}{', fake NVML' if a.fake else ''}); goal <= {goal} %"
+                  + (f": {ratio:.2f} x the goal, {verdict}{'' if judged else ' (not judged: fake NVML)'}"
+                     if goal else ""), flush=True)
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         print(f"bench_watch: {e}", file=sys.stderr)
         return 2

@@ -5,6 +5,7 @@
  * redrawn from a snapshot of both every interval and after each key. --batch prints the snapshots
  * as plain text instead, as `top -b` does. */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #ifndef GPUMON_DATA_DIR
 #define GPUMON_DATA_DIR "/usr/local/share/gpumon"
 #endif
+#define SLOW_PERIOD_US 1000000u /* figures read at most once a second */
 #define MIN_SPEED (1.0 / 64)
 #define MAX_SPEED 1024.0
 
@@ -41,12 +43,18 @@ static void help(void)
 	       "free), utilisation, temperature, power and a memory graph of the last minutes; the\n"
 	       "processes holding memory (GPU, pid, user, memory, change per minute, command), largest\n"
 	       "first, marked with ! when the run model's leak verdict on their memory alerts (as gpumon\n"
-	       "report says of the same records); when a GPU is nearly full, who holds it. Keys: q quit,\n"
-	       "arrows PgUp PgDn move, s sort, g GPU, u user, c clear filters, p pause, + - replay speed,\n"
+	       "report says of the same records); live, each process's host CPU %%, RSS and run time, and\n"
+	       "its owner (pod, Slurm job, container) when known; when a GPU is nearly full, who holds it.\n"
+	       "Keys: q quit, arrows PgUp PgDn move, s sort, g GPU, / filter (user, command, pid or owner,\n"
+	       "any part, any case), u user filter, c clear filters, p or space pause, T/K/I send\n"
+	       "SIGTERM/SIGKILL/SIGINT to the selected process (y confirms; your own processes, any as\n"
+	       "root); in a replay: Left/Right seek 10 s, Home/End start/end, r restart, + - speed;\n"
 	       "h help. Needs an 80x24 terminal, except with --batch.\n\n"
 	       "Options:\n"
 	       "  -i, --id GPUS   only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"
-	       "  --interval MS   refresh and sampling period, 50 to 60000 ms (default 1000)\n"
+	       "  --interval MS   refresh and memory sampling period, 50 to 60000 ms (default 1000);\n"
+	       "                  utilisation, temperature, power and the process list at most once a\n"
+	       "                  second\n"
 	       "  --replay FILE   play a recording (gpumon record, gpumon run) instead of this machine\n"
 	       "  --speed X       replay speed, %g to %g (default 1: real time); 0: as fast as it can\n"
 	       "                  (the end of the recording at once)\n"
@@ -174,6 +182,8 @@ struct source {
 	gpumon *g;
 	gpumon_sampler *s;
 	watch_replay *r;
+	const char *replay;     /* the recording's path (NULL live) */
+	unsigned ngpu;
 	gpumon_record *buf;
 	watch_sink sink;
 	int replay_over;
@@ -225,12 +235,15 @@ static void set_title(watch_view *v, const struct source *src)
 	snprintf(v->title, sizeof v->title, "live on %s  %s  every %u ms", host, clock, v->interval_ms);
 }
 
-/* A key at the user filter prompt. */
+/* A key at the filter prompt: the text typed becomes the filter at Enter. */
 static void prompt_key(watch_view *v, int ch)
 {
 	size_t n = strlen(v->input);
 	if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-		snprintf(v->user_filter, sizeof v->user_filter, "%s", v->input);
+		if (v->prompting == 'u')
+			snprintf(v->user_filter, sizeof v->user_filter, "%s", v->input);
+		else
+			snprintf(v->text_filter, sizeof v->text_filter, "%s", v->input);
 		v->prompting = 0;
 		v->cur = v->top = 0;
 	} else if (ch == 27) {
@@ -238,27 +251,80 @@ static void prompt_key(watch_view *v, int ch)
 	} else if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
 		if (n)
 			v->input[n - 1] = 0;
-	} else if (ch > ' ' && ch < 127 && n + 1 < sizeof v->input) {
+	} else if (ch >= ' ' && ch < 127 && n + 1 < sizeof v->input) {
 		v->input[n] = (char)ch;
 		v->input[n + 1] = 0;
 	}
 }
 
-/* Handles one key; returns 1 to quit. */
-static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
+static int make_model(struct source *src, const char *replay, unsigned ngpu);
+
+/* New display state and run model, for a replay rewound to feed its records again. Returns 0, or -1
+ * with src->err set. */
+static int reset_sinks(struct source *src)
+{
+	watch_model_destroy(src->sink.view);
+	gpumon_model_destroy(src->sink.model);
+	src->sink.view = NULL;
+	src->sink.model = NULL;
+	src->replay_over = 0;
+	if (watch_model_create(src->ngpu, &src->sink.view) != GPUMON_OK || make_model(src, src->replay, src->ngpu) < 0) {
+		snprintf(src->err, sizeof src->err, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* What a key asks of the loop. */
+enum { K_NONE, K_QUIT, K_FEED /* feed and take a snapshot now, paused or not (a seek) */, K_FAIL };
+
+/* A replay key: seek, restart. */
+static int seek_key(watch_view *v, struct source *src, int ch)
+{
+	int whence = ch == KEY_HOME || ch == 'r' ? WATCH_SEEK_START : ch == KEY_END ? WATCH_SEEK_END : WATCH_SEEK_BY;
+	int64_t by = ch == KEY_LEFT ? -10000000000ll : 10000000000ll;
+	if (ch == 'r' && v->paused) { /* restart: it plays */
+		v->paused = 0;
+		watch_replay_pause(src->r, 0, cli_now_ns());
+	}
+	int st = watch_replay_seek(src->r, whence, by, cli_now_ns(), src->err, sizeof src->err);
+	if (st < 0 || (st == 1 && reset_sinks(src) < 0))
+		return K_FAIL;
+	return K_FEED;
+}
+
+/* The process the cursor is on (NULL none). */
+static const watch_proc *selected(const watch_view *v, const watch_snap *snap)
+{
+	for (size_t i = 0; v->sel_valid && i < snap->nproc; i++)
+		if (snap->procs[i].gpu == v->sel_gpu && snap->procs[i].pid == v->sel_pid &&
+		    watch_row_matches(&snap->procs[i], v))
+			return &snap->procs[i];
+	return NULL;
+}
+
+/* Handles one key; returns K_*. */
+static int key(watch_view *v, struct source *src, const watch_snap *snap, int ch)
 {
 	v->message[0] = 0;
+	if (v->confirm.sig) {
+		if (ch != KEY_RESIZE)
+			watch_signal_answer(v, ch);
+		return K_NONE;
+	}
 	if (v->prompting) {
 		prompt_key(v, ch);
-		return 0;
+		return K_NONE;
 	}
 	if (ch == 'q' || ch == 'Q')
-		return 1;
+		return K_QUIT;
 	if (v->help) { /* any other key leaves the help screen */
 		if (ch != KEY_RESIZE)
 			v->help = 0;
-		return 0;
+		return K_NONE;
 	}
+	if (src->r && (ch == KEY_LEFT || ch == KEY_RIGHT || ch == KEY_HOME || ch == KEY_END || ch == 'r'))
+		return seek_key(v, src, ch);
 	if (ch == KEY_UP || ch == KEY_DOWN || ch == KEY_PPAGE || ch == KEY_NPAGE || ch == KEY_HOME || ch == KEY_END ||
 	    ch == 'j' || ch == 'k')
 		v->moved = 1;
@@ -273,20 +339,23 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 	case 'S': v->sort = (v->sort + WATCH_SORT_COUNT - 1) % WATCH_SORT_COUNT; break;
 	case 'g': { /* the next watched GPU alone, then all again */
 		int next = v->gpu_filter + 1;
-		while (next < (int)ngpu && v->picked && !v->picked[next])
+		while (next < (int)src->ngpu && v->picked && !v->picked[next])
 			next++;
-		v->gpu_filter = next >= (int)ngpu ? -1 : next;
+		v->gpu_filter = next >= (int)src->ngpu ? -1 : next;
 		v->cur = v->top = 0;
 		break;
 	}
-	case 'u':
-		v->prompting = 1;
-		snprintf(v->input, sizeof v->input, "%s", v->user_filter);
+	case 'u': case '/': /* a fresh prompt: the filter in force shows on the table's header */
+		v->prompting = ch;
+		v->input[0] = 0;
 		break;
 	case 'c':
 		v->gpu_filter = -1;
-		v->user_filter[0] = 0;
+		v->user_filter[0] = v->text_filter[0] = 0;
 		break;
+	case 'T': watch_signal_ask(v, selected(v, snap), SIGTERM); break;
+	case 'K': watch_signal_ask(v, selected(v, snap), SIGKILL); break;
+	case 'I': watch_signal_ask(v, selected(v, snap), SIGINT); break;
 	case 'p': case ' ':
 		v->paused = !v->paused;
 		if (src->r)
@@ -303,27 +372,52 @@ static int key(watch_view *v, struct source *src, unsigned ngpu, int ch)
 		if (sp >= MIN_SPEED && sp <= MAX_SPEED)
 			watch_replay_set_speed(src->r, sp, cli_now_ns());
 		break;
+	case KEY_LEFT: case KEY_RIGHT: case 'r':
+		snprintf(v->message, sizeof v->message, "seeking is for a replay (--replay FILE); this is live");
+		break;
 	default: break;
+	}
+	return K_NONE;
+}
+
+/* Feeds what is due and takes a snapshot (also while paused when force); 0, or -1 with src->err. */
+static int refresh_snapshot(struct source *src, const watch_view *v, watch_snap *snap, int force)
+{
+	if (feed(src, cli_now_ns()) < 0)
+		return -1;
+	if ((force || !v->paused) && snapshot(src, snap) != GPUMON_OK) {
+		snprintf(src->err, sizeof src->err, "out of memory");
+		return -1;
 	}
 	return 0;
 }
 
-/* The loop: feed, snapshot (unless paused), draw every interval; keys in between. */
-static int loop(struct source *src, watch_view *v, unsigned ngpu)
+/* Whether the screen would change: the snapshot against the one last drawn (a copy is kept), and
+ * the title (its clock, or the replay's position). Refreshes with nothing new draw nothing: the
+ * cost of a fast refresh on an idle machine is then the sampling alone. */
+static int changed(const watch_snap *snap, watch_snap *drawn, const watch_view *v, const char *title,
+		   const char *position)
 {
-	watch_snap snap;
+	int same = watch_snap_same(snap, drawn) && !strcmp(title, v->title) && !strcmp(position, v->position);
+	if (!same && watch_snap_copy(drawn, snap) != GPUMON_OK)
+		drawn->ngpu = UINT_MAX; /* out of memory: the next comparison fails, the screen is drawn */
+	return !same;
+}
+
+/* The loop: feed, snapshot (unless paused), draw when something changed every interval; keys in
+ * between. */
+static int loop(struct source *src, watch_view *v)
+{
+	watch_snap snap, drawn;
 	memset(&snap, 0, sizeof snap);
+	memset(&drawn, 0, sizeof drawn);
 	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u, next = cli_now_ns();
 	int rc = EXIT_OK, dirty = 1, first = 1;
+	char title[sizeof v->title], position[sizeof v->position];
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
 		if (now >= next) {
-			if (feed(src, now) < 0) {
-				rc = EXIT_OTHER;
-				break;
-			}
-			if (!v->paused && snapshot(src, &snap) != GPUMON_OK) {
-				snprintf(src->err, sizeof src->err, "out of memory");
+			if (refresh_snapshot(src, v, &snap, 0) < 0) {
 				rc = EXIT_OTHER;
 				break;
 			}
@@ -334,7 +428,10 @@ static int loop(struct source *src, watch_view *v, unsigned ngpu)
 				next = now + (interval_ns < FIRST_REFRESH_NS ? interval_ns : FIRST_REFRESH_NS);
 				first = 0;
 			}
-			dirty = 1;
+			memcpy(title, v->title, sizeof title);
+			memcpy(position, v->position, sizeof position);
+			set_title(v, src);
+			dirty |= changed(&snap, &drawn, v, title, position);
 		}
 		if (dirty) {
 			set_title(v, src);
@@ -346,20 +443,23 @@ static int loop(struct source *src, watch_view *v, unsigned ngpu)
 		int wait_ms = next > now ? (int)((next - now + 999999) / 1000000) : 0;
 		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
 			break;
-		int ch, quit = 0;
-		while (!quit && (ch = getch()) != ERR) {
+		int ch, k = K_NONE;
+		while (k != K_QUIT && k != K_FAIL && (ch = getch()) != ERR) {
 			int was_paused = v->paused;
-			quit = key(v, src, ngpu, ch);
-			if (was_paused && !v->paused)
-				snapshot(src, &snap);
+			k = key(v, src, &snap, ch);
+			if ((k == K_FEED || (was_paused && !v->paused)) && refresh_snapshot(src, v, &snap, 1) < 0)
+				k = K_FAIL;
 			dirty = 1;
 		}
-		if (quit)
+		if (k == K_FAIL)
+			rc = EXIT_OTHER;
+		if (k == K_QUIT || k == K_FAIL)
 			break;
 		if (pfd.revents & (POLLHUP | POLLERR))
 			break; /* the terminal went away */
 	}
 	watch_snap_free(&snap);
+	watch_snap_free(&drawn);
 	return rc;
 }
 
@@ -493,11 +593,16 @@ static int pick(const struct opts *o, struct source *src, watch_view *v, unsigne
 static int start_sampler(const struct opts *o, struct source *src, const unsigned *sel, unsigned nsel)
 {
 	unsigned period_us = o->interval_ms * 1000u;
+	/* Memory at every refresh. Utilisation, temperature and power at most once a second: the driver
+	   averages them over 1/6 s to 1 s, so a faster read shows the same figure for a driver call
+	   each. The process list likewise: each listing reads /proc for every pid, and a process's
+	   change is judged over a minute; the GPU's memory bar and graph still move at the refresh. */
+	unsigned slow_us = period_us > SLOW_PERIOD_US ? period_us : SLOW_PERIOD_US;
 	/* a device row at every refresh, also when nothing changed: the run model judges processes at
 	   their GPU's rows, and a heartbeat of exactly one period would miss every other tick by a
 	   hair of jitter, halving the points the model gets */
-	gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = period_us,
-				   .process_period_us = period_us, .heartbeat_ms = o->interval_ms / 2,
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = slow_us,
+				   .process_period_us = slow_us, .heartbeat_ms = o->interval_ms / 2,
 				   .devices = sel, .ndevices = nsel};
 	int st = gpumon_sampler_create(src->g, &c, &src->s);
 	if (st != GPUMON_OK) {
@@ -508,7 +613,7 @@ static int start_sampler(const struct opts *o, struct source *src, const unsigne
 }
 
 /* Runs the screen (or the batch output) until the end; returns the exit status. */
-static int run(const struct opts *o, struct source *src, watch_view *v, unsigned ngpu)
+static int run(const struct opts *o, struct source *src, watch_view *v)
 {
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -522,7 +627,7 @@ static int run(const struct opts *o, struct source *src, watch_view *v, unsigned
 			cli_error("watch: %s", err);
 			return EXIT_OTHER;
 		}
-		rc = loop(src, v, ngpu);
+		rc = loop(src, v);
 		watch_screen_end();
 	}
 	if (rc != EXIT_OK)
@@ -566,7 +671,17 @@ int cmd_watch(int argc, char **argv)
 			v.interval_ms = 500;
 	} else {
 		ngpu = gpumon_device_count(src.g);
+		/* CPU % over a second at least: /proc counts in ticks of 10 ms */
+		v.host = watch_hoststat_create(o.interval_ms > 1000 ? o.interval_ms : 1000);
+		if (!v.host) {
+			cli_error("out of memory");
+			rc = EXIT_OTHER;
+			goto out;
+		}
 	}
+	src.replay = replay;
+	src.ngpu = ngpu;
+	v.replay = src.r != NULL;
 	if (o.ids && (rc = pick(&o, &src, &v, ngpu, &sel, &nsel, &picked)) != EXIT_OK)
 		goto out;
 	src.buf = malloc(BATCH * sizeof *src.buf);
@@ -577,7 +692,7 @@ int cmd_watch(int argc, char **argv)
 	}
 	if (!src.r && (rc = start_sampler(&o, &src, sel, nsel)) != EXIT_OK)
 		goto out;
-	rc = run(&o, &src, &v, ngpu);
+	rc = run(&o, &src, &v);
 out:
 	gpumon_sampler_destroy(src.s);
 	watch_replay_close(src.r);
@@ -586,6 +701,7 @@ out:
 	free(src.buf);
 	free(sel);
 	free(picked);
+	watch_hoststat_destroy(v.host);
 	gpumon_destroy(src.g);
 	return rc;
 }

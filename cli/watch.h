@@ -64,6 +64,8 @@ typedef struct watch_proc {
 	double leak_seconds_to_oom;/* at that rate, against what is left; < 0 unknown */
 	char user[64];             /* "" unknown */
 	char command[512];         /* command line, else the name; "" unknown */
+	char owner[96];            /* gpumon_owner_describe's phrase (pod, Slurm job, container), "" none */
+	unsigned uid;              /* valid with GPUMON_PROC_USER_KNOWN */
 } watch_proc;
 
 typedef struct watch_snap {
@@ -84,14 +86,30 @@ void watch_snap_free(watch_snap *snap);
 enum { WATCH_SORT_MEMORY, WATCH_SORT_CHANGE, WATCH_SORT_GPU, WATCH_SORT_PID, WATCH_SORT_USER,
        WATCH_SORT_COMMAND, WATCH_SORT_COUNT };
 
+typedef struct watch_hoststat watch_hoststat;
+
+/* A signal waiting for the user's y (watch_signal.c). */
+typedef struct watch_confirm {
+	int sig;                   /* 0: none pending */
+	unsigned pid;
+	unsigned long long start_ticks; /* the process's start time when asked: a pid reused since is
+					   another process, and is not signalled */
+	char text[256];            /* the question on the key line */
+} watch_confirm;
+
 typedef struct watch_view {
 	int sort;                  /* WATCH_SORT_* */
 	int gpu_filter;            /* device position shown alone, -1 all */
 	const unsigned char *picked; /* with -i: picked[dev] for the GPUs watched; NULL all */
-	char user_filter[64];      /* "" all */
+	char user_filter[64];      /* substring of the user, any case; "" all */
+	char text_filter[64];      /* substring of the user, command, pid or owner, any case; "" all */
 	int paused, help;
-	int prompting;             /* the user filter prompt is open */
-	char input[64];            /* what has been typed at the prompt */
+	int prompting;             /* the prompt open: 'u' (user filter), '/' (filter), 0 none */
+	char input[64];            /* what has been typed at the prompt (empty when it opens) */
+	watch_confirm confirm;     /* a signal to send once confirmed */
+	watch_hoststat *host;      /* live: the host figures of the rows shown (CPU, RSS, time); NULL in
+				      a replay, whose pids are not this machine's */
+	int replay;                /* a recording: the keys that seek apply */
 	size_t cur, top;           /* cursor and first shown row, in the filtered, sorted rows */
 	int moved;                 /* a key moved the cursor: it stays there, not on sel_pid */
 	int sel_valid;             /* the cursor follows this process when the rows change order */
@@ -102,12 +120,22 @@ typedef struct watch_view {
 	char title[160];           /* "live on host", or the recording's description */
 	char banner[2][320];       /* up to two lines under the title ("" none): recording, reason */
 	char position[96];         /* replay: where in the recording; "" live */
-	char message[160];         /* a one-off note on the key line ("" none) */
+	char message[256];         /* a one-off note on the key line ("" none) */
 } watch_view;
 
 /* The filtered and sorted process rows: fills idx (capacity snap->nproc) with indexes into
- * snap->procs; returns how many. */
+ * snap->procs; returns how many. The filters match substrings in any case (ASCII letters). */
 size_t watch_rows(const watch_snap *snap, const watch_view *v, size_t *idx);
+
+/* Whether p passes the view's user and text filters. */
+int watch_row_matches(const watch_proc *p, const watch_view *v);
+
+/* Whether the two snapshots would draw the same screen (everything but their clock and the
+ * sample times). */
+int watch_snap_same(const watch_snap *a, const watch_snap *b);
+
+/* Copies src into dst, reusing dst's arrays (zero dst before the first use). 0 or GPUMON_E_NOMEM. */
+int watch_snap_copy(watch_snap *dst, const watch_snap *src);
 
 /* The name of a sort order for the screen. */
 const char *watch_sort_name(int sort);
@@ -145,6 +173,46 @@ const char *watch_gpu_memory_text(const watch_gpu *g, char *buf, size_t len);
 int watch_nearly_full(const watch_gpu *g);
 const char *watch_holders_text(const watch_snap *snap, const watch_gpu *g, char *buf, size_t len);
 
+/* ---- host figures of a live process (watch_hoststat.c) ---------------------------------------------- */
+/* What /proc/PID/stat says of a process on this machine: CPU % of one core over the last second or
+ * more, resident memory and time since it started. Read only for the rows on the screen, at most
+ * once per period a pid, and kept for the rows that stay. */
+typedef struct watch_host {
+	int cpu_known, rss_known, elapsed_known; /* which figures hold values */
+	double cpu_pct;            /* of one core, over the time since the previous reading */
+	uint64_t rss_bytes;
+	double elapsed_s;
+} watch_host;
+
+/* Creates the cache; period_ms: the least time between two readings of a pid (the CPU % is
+ * measured over it). Returns NULL when out of memory. */
+watch_hoststat *watch_hoststat_create(unsigned period_ms);
+void watch_hoststat_destroy(watch_hoststat *h);
+
+/* The figures of pid at monotonic time now_ns into out (all unknown when the pid is not in /proc or
+ * cannot be read). Reads /proc/PID/stat when the cached reading is a period old. */
+void watch_hoststat_get(watch_hoststat *h, unsigned pid, uint64_t now_ns, watch_host *out);
+
+/* Forgets the pids not asked for since the previous call (a draw calls it first). */
+void watch_hoststat_sweep(watch_hoststat *h);
+
+/* The start time of pid in clock ticks since boot (field 22 of /proc/PID/stat), and its real uid;
+ * 0, or -1 when the pid is gone or unreadable. */
+int watch_proc_identity(unsigned pid, unsigned long long *start_ticks, unsigned *uid);
+
+/* "1:02:03", "12:05", "3d 04h" into buf. */
+const char *watch_format_elapsed(char *buf, size_t len, double seconds);
+
+/* ---- signals to a process (watch_signal.c) --------------------------------------------------------- */
+/* Asks to send sig (SIGTERM, SIGKILL, SIGINT) to the selected process p: fills v->confirm with the
+ * question when it may be sent, else sets v->message to why not (a replay, another user's process,
+ * another PID namespace, gone). */
+void watch_signal_ask(watch_view *v, const watch_proc *p, int sig);
+
+/* The answer to the question: y sends the signal (when the pid is still the same process), any
+ * other key cancels; v->message says what happened. */
+void watch_signal_answer(watch_view *v, int key);
+
 /* ---- batch mode (watch_batch.c) ------------------------------------------------------------------- */
 /* Prints one snapshot as plain text: the title, the GPUs, the process table (the rows v shows, in
  * its sort order) with the leak marks, and a line for each process that leaks; a blank line ends
@@ -175,6 +243,16 @@ const char *watch_replay_file(const watch_replay *r);
 /* Feeds s every record due at wall time now_ns (CLOCK_MONOTONIC). Returns 1 when the recording is
  * over, 0 while it plays, < 0 when reading it failed (err says why). */
 int watch_replay_advance(watch_replay *r, uint64_t now_ns, const watch_sink *s, char *err, size_t errlen);
+
+/* Where a seek goes: by an offset from the position, to the start, to the end. */
+enum { WATCH_SEEK_BY, WATCH_SEEK_START, WATCH_SEEK_END };
+
+/* Moves the play position (clamped to the recording) at wall time now_ns: by offset_ns with
+ * WATCH_SEEK_BY, else to the start or the end. A position before what has been fed already rewinds
+ * the reader: it returns 1, and the caller gives the replay fresh sinks (the records are fed again
+ * from the start up to the position at the next advance). Returns 0 when the position moved forward
+ * (or stayed), 1 rewound, -1 when the file could not be opened again (err says why). */
+int watch_replay_seek(watch_replay *r, int whence, int64_t offset_ns, uint64_t now_ns, char *err, size_t errlen);
 
 /* Stops or restarts the replay clock at now_ns; changes the speed from now_ns on. */
 void watch_replay_pause(watch_replay *r, int paused, uint64_t now_ns);

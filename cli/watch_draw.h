@@ -29,4 +29,8 @@ int watch_put(int y, int x, int end, attr_t attr, const char *s);
 /* Puts the same glyph n times from (y, x): wide when v->utf8, else the ASCII stand-in. */
 void watch_fill(const watch_view *v, int y, int x, int n, attr_t attr, wchar_t wide, char ascii);
 
+/* The process table from row y (header, the rows of idx[0..n-1] from v->top, v->cur selected) and
+ * the line on the selected process above the key line (watch_table.c). */
+void watch_draw_table(const watch_snap *snap, watch_view *v, const size_t *idx, size_t n, int y, int cols);
+
 #endif

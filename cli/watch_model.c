@@ -293,7 +293,58 @@ int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_
 			cli_safe_text(o->command, sizeof o->command, p->p.cmdline);
 		else if (p->p.flags & GPUMON_PROC_NAME_KNOWN)
 			cli_safe_text(o->command, sizeof o->command, p->p.name);
+		o->uid = p->p.uid;
+		char owner[sizeof o->owner];
+		if (gpumon_owner_describe(&p->p.owner, owner, sizeof owner))
+			cli_safe_text(o->owner, sizeof o->owner, owner);
 	}
+	return GPUMON_OK;
+}
+
+/* Whether two GPUs draw the same: everything but the time of their samples. */
+static int gpu_same(const watch_gpu *a, const watch_gpu *b)
+{
+	gpumon_device_sample x = a->s, y = b->s;
+	x.t_ns = y.t_ns = 0;
+	return a->have_sample == b->have_sample && a->lost == b->lost && a->hist_known == b->hist_known &&
+	       !memcmp(&a->info, &b->info, sizeof a->info) && !memcmp(&x, &y, sizeof x) &&
+	       !memcmp(a->hist, b->hist, sizeof a->hist);
+}
+
+int watch_snap_same(const watch_snap *a, const watch_snap *b)
+{
+	if (a->ngpu != b->ngpu || a->nproc != b->nproc || a->now_ns / NS != b->now_ns / NS)
+		return 0;
+	for (unsigned i = 0; i < a->ngpu; i++)
+		if (!gpu_same(&a->gpus[i], &b->gpus[i]))
+			return 0;
+	/* rows are memset before they are filled, so that padding compares equal */
+	return !a->nproc || !memcmp(a->procs, b->procs, a->nproc * sizeof *a->procs);
+}
+
+int watch_snap_copy(watch_snap *dst, const watch_snap *src)
+{
+	if (dst->ngpu != src->ngpu || !dst->gpus) {
+		watch_gpu *g = calloc(src->ngpu ? src->ngpu : 1, sizeof *g);
+		if (!g)
+			return GPUMON_E_NOMEM;
+		free(dst->gpus);
+		dst->gpus = g;
+		dst->ngpu = src->ngpu;
+	}
+	if (dst->cap < src->nproc) {
+		watch_proc *p = realloc(dst->procs, src->nproc * sizeof *p);
+		if (!p)
+			return GPUMON_E_NOMEM;
+		dst->procs = p;
+		dst->cap = src->nproc;
+	}
+	dst->now_ns = src->now_ns;
+	if (src->ngpu)
+		memcpy(dst->gpus, src->gpus, src->ngpu * sizeof *src->gpus);
+	dst->nproc = src->nproc;
+	if (src->nproc)
+		memcpy(dst->procs, src->procs, src->nproc * sizeof *src->procs);
 	return GPUMON_OK;
 }
 

@@ -23,6 +23,7 @@ struct watch_replay {
 	uint64_t clock_rec_ns;  /* the play position ... */
 	uint64_t clock_wall_ns; /* ... at this wall time */
 	char file[256];
+	char *path;             /* to open it again for a seek backwards */
 };
 
 int watch_replay_open(const char *path, double speed, watch_replay **out, char *err, size_t errlen)
@@ -41,6 +42,12 @@ int watch_replay_open(const char *path, double speed, watch_replay **out, char *
 		free(r);
 		return EXIT_OTHER;
 	}
+	r->path = strdup(path);
+	if (!r->path) {
+		snprintf(err, errlen, "out of memory");
+		watch_replay_close(r);
+		return EXIT_OTHER;
+	}
 	const char *base = strrchr(path, '/');
 	snprintf(r->file, sizeof r->file, "%s", base ? base + 1 : path);
 	r->speed = speed;
@@ -57,6 +64,7 @@ void watch_replay_close(watch_replay *r)
 	if (!r)
 		return;
 	gpumon_reader_destroy(r->rd);
+	free(r->path);
 	free(r);
 }
 
@@ -153,7 +161,56 @@ int watch_replay_advance(watch_replay *r, uint64_t now_ns, const watch_sink *s, 
 	}
 	if (r->ended)
 		r->end_known = 1;
+	if (r->ended && pos > r->end_t_ns && r->speed != 0) {
+		/* the clock stops at the end, so that a seek back counts from there */
+		r->clock_rec_ns = r->end_t_ns;
+		r->clock_wall_ns = now_ns;
+	}
 	return r->ended && pos >= r->end_t_ns;
+}
+
+/* Opens the file again, before its first record: the records are fed again from the start. */
+static int rewind_reader(watch_replay *r, char *err, size_t errlen)
+{
+	gpumon_reader *rd = NULL;
+	int st = gpumon_reader_create(r->path, &rd);
+	if (st != GPUMON_OK) {
+		snprintf(err, errlen, "opening the recording %s again failed: %s", r->file,
+			 rd && gpumon_reader_errmsg(rd)[0] ? gpumon_reader_errmsg(rd) : gpumon_strerror(st));
+		gpumon_reader_destroy(rd);
+		return -1;
+	}
+	gpumon_reader_destroy(r->rd);
+	r->rd = rd;
+	r->have_pending = 0;
+	r->ended = 0;
+	return 0;
+}
+
+int watch_replay_seek(watch_replay *r, int whence, int64_t offset_ns, uint64_t now_ns, char *err, size_t errlen)
+{
+	if (!r->started)
+		return 0;
+	if (r->speed == 0) /* played to its end at once: from now on it plays in real time */
+		r->speed = 1;
+	uint64_t pos = wall_to_rec(r, now_ns), target;
+	if (r->end_known && pos > r->end_t_ns)
+		pos = r->end_t_ns;
+	if (whence == WATCH_SEEK_START)
+		target = r->first_t_ns;
+	else if (whence == WATCH_SEEK_END)
+		target = r->end_known ? r->end_t_ns : UINT64_MAX / 2; /* the end, once read */
+	else if (offset_ns < 0)
+		target = pos - r->first_t_ns > (uint64_t)-offset_ns ? pos - (uint64_t)-offset_ns : r->first_t_ns;
+	else
+		target = pos + (uint64_t)offset_ns;
+	if (r->end_known && target > r->end_t_ns)
+		target = r->end_t_ns;
+	r->clock_rec_ns = target;
+	r->clock_wall_ns = now_ns;
+	if (target >= pos)
+		return 0;
+	return rewind_reader(r, err, errlen) < 0 ? -1 : 1;
 }
 
 void watch_replay_pause(watch_replay *r, int paused, uint64_t now_ns)

@@ -16,7 +16,6 @@
 #define MIN_COLS 80
 #define MIN_ROWS 24
 #define MIN_TABLE_ROWS 5
-#define LEAK_COL 47 /* where the LEAK/MIN column starts in a table row */
 
 /* ---- curses helpers ------------------------------------------------------------------------------ */
 
@@ -146,6 +145,24 @@ static int row_cmp(const void *x, const void *y)
 	return c ? c : (a->pid > b->pid) - (a->pid < b->pid);
 }
 
+/* Whether text holds needle, ASCII letters in any case ("" is in everything). */
+static int contains_anycase(const char *text, const char *needle)
+{
+	return strcasestr(text, needle) != NULL;
+}
+
+int watch_row_matches(const watch_proc *p, const watch_view *v)
+{
+	if (v->user_filter[0] && !contains_anycase(p->user, v->user_filter))
+		return 0;
+	if (!v->text_filter[0])
+		return 1;
+	char pid[16];
+	snprintf(pid, sizeof pid, "%u", p->pid);
+	return contains_anycase(p->user, v->text_filter) || contains_anycase(p->command, v->text_filter) ||
+	       contains_anycase(pid, v->text_filter) || contains_anycase(p->owner, v->text_filter);
+}
+
 size_t watch_rows(const watch_snap *snap, const watch_view *v, size_t *idx)
 {
 	watch_proc *p = snap->procs;
@@ -158,7 +175,7 @@ size_t watch_rows(const watch_snap *snap, const watch_view *v, size_t *idx)
 			continue;
 		if (v->picked && (p[i].gpu >= snap->ngpu || !v->picked[p[i].gpu]))
 			continue;
-		if (v->user_filter[0] && strcmp(p[i].user, v->user_filter))
+		if (!watch_row_matches(&p[i], v))
 			continue;
 		idx[n++] = i;
 	}
@@ -248,81 +265,48 @@ const char *watch_detail_text(const watch_proc *p, char *buf, size_t len)
 	return buf;
 }
 
-static void table_header(const watch_view *v, int y, int cols)
-{
-	char h[256], filt[128] = "";
-	watch_table_header(h, sizeof h);
-	move(y, 0);
-	attrset(A_REVERSE);
-	hline(' ', cols);
-	watch_put(y, 0, cols, A_REVERSE | A_BOLD, h);
-	/* the filters, then the sort order; shorter forms, then without the sort order, when narrow */
-	for (int form = 0; form < 3; form++) {
-		int n = 0;
-		filt[0] = 0;
-		if (v->gpu_filter >= 0)
-			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " GPU %d" : " GPU %d only", v->gpu_filter);
-		if (v->user_filter[0])
-			n += snprintf(filt + n, sizeof filt - (size_t)n, form ? " user %s" : " user %s only", v->user_filter);
-		if (form < 2)
-			snprintf(filt + n, sizeof filt - (size_t)n, form ? " by %s" : "  sort: %s", watch_sort_name(v->sort));
-		int w = (int)strlen(filt) + 1;
-		if (cols - w > (int)strlen(h)) {
-			watch_put(y, cols - w, cols, A_REVERSE | A_BOLD, filt);
-			break;
-		}
-	}
-}
-
-static void table_row(const watch_proc *p, const watch_view *v, int y, int cols, int selected)
-{
-	char line[700];
-	watch_row_text(p, line, sizeof line);
-	attr_t at = selected ? A_REVERSE : A_NORMAL;
-	if (selected) {
-		move(y, 0);
-		attrset(at);
-		hline(' ', cols);
-	}
-	watch_put(y, 0, cols, at, line);
-	if (p->leak) {
-		watch_put(y, 0, 1, at | watch_attr(v, WATCH_PAIR_FULL, A_BOLD) | A_BOLD, "!");
-		watch_put(y, LEAK_COL, LEAK_COL + 10, at | watch_attr(v, WATCH_PAIR_FULL, A_BOLD) | A_BOLD, line + LEAK_COL);
-	}
-}
-
-/* One line on the selected process: where it is, whether it leaks, its whole command. */
-static void detail(const watch_proc *p, const watch_view *v, int y, int cols)
-{
-	char line[900];
-	if (!p) {
-		watch_put(y, 0, cols, A_DIM, v->gpu_filter >= 0 || v->user_filter[0]
-						     ? "no process matches the filter (c clears it)" : "no process holds GPU memory");
-		return;
-	}
-	watch_put(y, 0, cols, p->leak ? watch_attr(v, WATCH_PAIR_FULL, A_BOLD) : A_NORMAL,
-		  watch_detail_text(p, line, sizeof line));
-}
-
 static void key_line(const watch_view *v, int y, int cols)
 {
+	char line[320];
 	if (v->prompting) {
-		char line[160];
-		snprintf(line, sizeof line, "Show only the processes of user (empty: all, Esc: cancel): %s", v->input);
-		int x = watch_put(y, 0, cols, A_BOLD, line);
+		snprintf(line, sizeof line, "%s (any part, any case; empty: all; Esc: cancel): %s",
+			 v->prompting == 'u' ? "Filter by user" : "Filter by user, command, pid or owner", v->input);
+		/* the prompt keeps its end (what is typed) in sight on a narrow screen */
+		int w = (int)strlen(line), skip = w >= cols ? w - cols + 1 : 0;
+		int x = watch_put(y, 0, cols, A_BOLD, line + skip);
 		curs_set(1);
 		move(y, x);
 		return;
 	}
 	curs_set(0);
+	if (v->confirm.sig) {
+		watch_put(y, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_REVERSE) | A_BOLD, v->confirm.text);
+		return;
+	}
 	if (v->message[0]) {
 		watch_put(y, 0, cols, A_BOLD, v->message);
 		return;
 	}
-	char keys[160];
-	snprintf(keys, sizeof keys, "q quit  %s PgUp PgDn move  s sort  g GPU  u user  c clear  p pause  %sh help",
-		 v->utf8 ? "\u2191\u2193" : "arrows", v->position[0] ? "+/- speed  " : "");
-	watch_put(y, 0, cols, A_NORMAL, keys);
+	if (v->gpu_filter >= 0 || v->user_filter[0] || v->text_filter[0] || v->sort != WATCH_SORT_MEMORY) {
+		/* what is in force, where the table's header may have no room for it */
+		int n = snprintf(line, sizeof line, "sort: %s", watch_sort_name(v->sort));
+		if (v->gpu_filter >= 0 && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  GPU %d only", v->gpu_filter);
+		if (v->user_filter[0] && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  user ~%s", v->user_filter);
+		if (v->text_filter[0] && n < (int)sizeof line)
+			n += snprintf(line + n, sizeof line - (size_t)n, "  filter /%s", v->text_filter);
+		if (n < (int)sizeof line)
+			snprintf(line + n, sizeof line - (size_t)n, "   c clears  s sorts  q quit  h help");
+		watch_put(y, 0, cols, A_BOLD, line);
+		return;
+	}
+	if (v->replay)
+		snprintf(line, sizeof line, "q quit  %s seek  Home End  r restart  p pause  +- speed  / filter  h help",
+			 v->utf8 ? "\u2190\u2192" : "<- ->");
+	else /* fits 80 columns: the arrows need no word */
+		snprintf(line, sizeof line, "q quit  / filter  u user  c clear  s sort  g GPU  p pause  T K I signal  h help");
+	watch_put(y, 0, cols, A_NORMAL, line);
 }
 
 static void help_screen(const watch_view *v, int cols)
@@ -331,24 +315,24 @@ static void help_screen(const watch_view *v, int cols)
 		"gpumon watch: GPU memory, live",
 		"",
 		"  q            quit",
-		"  Up/Down      move the selection (its share of its GPU's memory shows in the bar)",
-		"  PgUp/PgDn    a page up or down; Home/End: first or last process",
-		"  s            sort the processes by the next column: memory, change/min, GPU, pid,",
-		"               user, command",
+		"  Up/Down      move the selection (its share of its GPU shows in the bar)",
+		"  PgUp/PgDn    a page up or down; Home/End (live): first or last process",
+		"  s            sort by the next column: memory, change, GPU, pid, user, cmd",
 		"  g            show one GPU after the other, then all again",
-		"  u            show only the processes of one user (type the name, Enter)",
-		"  c            clear the GPU and user filters",
-		"  p or space   pause: the screen stays still; sampling goes on",
-		"  + / -        replay: play twice as fast / half as fast",
-		"  h or ?       this help; any key returns",
-		"  Ctrl-L       redraw the whole screen",
+		"  /            filter: user, command, pid or owner holding the text, any case",
+		"  u            user filter: user names holding the text; c clears the filters",
+		"  p or space   pause: the screen stays still (live: sampling goes on)",
+		"  T / K / I    send SIGTERM / SIGKILL / SIGINT to the selected process, once",
+		"               y confirms: your own processes, or any as root",
+		"  Replay:      Left/Right seek 10 s, Home/End start/end, r restart, +/- speed",
+		"  h or ?       this help; any key returns.   Ctrl-L  redraw the whole screen",
 		"",
 		"Bar: reserved by the driver, the selected process, other used memory, free.",
-		"Graph: the largest memory used in each few seconds of the last minutes.",
 		"CHG/MIN: how much the process's memory changed over the last minute.",
-		"! and LEAK/MIN: the run model's leak verdict on the process alerts: its memory floor",
-		"has kept rising (docs/leak-detection.md, as gpumon report says); the rate is per minute.",
-		"n/a: the driver does not report that value.",
+		"! and LEAK/MIN: the run model's leak verdict on the process alerts (as gpumon",
+		"report says; docs/leak-detection.md); the rate is per minute. CPU% (a core,",
+		"over the last second), RSS, TIME: the process on this host. OWNER: its pod,",
+		"Slurm job or container. n/a: not known.",
 	};
 	erase();
 	for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
@@ -404,8 +388,7 @@ void watch_draw(const watch_snap *snap, watch_view *v)
 	/* the table keeps at least MIN_TABLE_ROWS rows; the GPUs get the rest */
 	int fixed = y + 1 /* header */ + 2 /* detail, keys */;
 	y += watch_draw_gpus(snap, v, sel, y, rows - fixed - MIN_TABLE_ROWS, cols);
-	table_header(v, y++, cols);
-	int page = rows - 2 - y;
+	int page = rows - 2 - (y + 1);
 	v->page_rows = (size_t)(page > 0 ? page : 1);
 	if (v->cur < v->top)
 		v->top = v->cur;
@@ -413,11 +396,7 @@ void watch_draw(const watch_snap *snap, watch_view *v)
 		v->top = v->cur - v->page_rows + 1;
 	if (v->top + v->page_rows > n)
 		v->top = n > v->page_rows ? n - v->page_rows : 0;
-	for (size_t i = v->top; i < n && i < v->top + v->page_rows; i++)
-		table_row(&snap->procs[idx[i]], v, y++, cols, i == v->cur);
-	if (!n)
-		watch_put(y, 2, cols, A_DIM, "(none)");
-	detail(sel, v, rows - 2, cols);
+	watch_draw_table(snap, v, idx, n, y, cols);
 	key_line(v, rows - 1, cols);
 	free(idx);
 	refresh();

@@ -18,16 +18,33 @@ def two_gpus(a, b, c, extra=""):
     """
 
 
-def table(screen):
-    """The process rows under the header: (gpu, pid, user, memory, command), read by column."""
+WIDTHS = {"GPU": 3, "PID": 7, "USER": 10, "MEMORY": 10, "CHG/MIN": 10, "LEAK/MIN": 10, "CPU%": 5, "RSS": 8,
+          "TIME": 9, "OWNER": 20}
+
+
+def columns(screen):
+    """The process rows under the header, each a dict by column name (and "mark", "COMMAND"), read
+    by the columns the header shows: fixed widths, one blank between, the command the rest."""
     lines = screen.splitlines()
-    start = next(i for i, l in enumerate(lines) if re.match(r"^\s+GPU\s+PID USER", l)) + 1
+    at = next(i for i, l in enumerate(lines) if re.match(r"^\s+GPU\s+PID USER", l))
+    names = lines[at].split()
+    names = names[:names.index("COMMAND")]
     rows = []
-    for l in lines[start:]:
+    for l in lines[at + 1:]:
         if not re.match(r"^[! ] +\d+ +\d+ ", l):
             break
-        rows.append((int(l[2:5]), int(l[6:13]), l[14:24].strip(), l[25:35].strip(), l[58:].strip()))
+        row, x = {"mark": l[0]}, 2
+        for n in names:
+            row[n] = l[x:x + WIDTHS[n]].strip()
+            x += WIDTHS[n] + 1
+        row["COMMAND"] = l[x:].strip()
+        rows.append(row)
     return rows
+
+
+def table(screen):
+    """The process rows: (gpu, pid, user, memory, command)."""
+    return [(int(r["GPU"]), int(r["PID"]), r["USER"], r["MEMORY"], r["COMMAND"]) for r in columns(screen)]
 
 
 def test_content_gpus_bars_and_processes(watch, sleepers):
@@ -44,9 +61,9 @@ def test_content_gpus_bars_and_processes(watch, sleepers):
     assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
         (0, a, USER, "20.0 GiB"), (1, b, USER, "9.50 GiB"), (1, c, USER, "512 MiB")]
     assert [r[4] for r in rows] == ["sleep 600", "sleep 601", "sleep 602"]
-    assert "sort: memory" in s
     # the selected (first) process's details, and its share in its GPU's bar
-    assert f"pid {a} on GPU 0 (user {USER}): sleep 600" in s
+    # and its host figures, the CPU once it has been read twice
+    p.wait(rf"pid {a} on GPU 0 \(user {USER}, CPU [\d.]+ %, RSS [\d.]+ [KM]iB, up 00:\d\d\): sleep 600")
     bars = re.findall(r"^ \[([▒▓█░]+)\]", s, re.M)
     assert "▓" in bars[0] and "▓" not in bars[1], bars
     p.keys("Down")
@@ -102,8 +119,9 @@ def test_arrows_and_pages_move_the_selection(watch, sleepers):
 def test_sort_cycles_through_columns(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c))
-    p.wait("sleep 602")
-    assert "sort: memory" in p.screen()
+    s = p.wait("sleep 602")
+    # the default order (memory) is not repeated on the key line, which shows the keys then
+    assert "sort:" not in s.splitlines()[-1] and "T K I signal" in s
     p.keys("s")
     p.wait("sort: change/min")
     p.keys("s")
@@ -113,7 +131,7 @@ def test_sort_cycles_through_columns(watch, sleepers):
     s = p.wait("sort: pid")
     assert [r[1] for r in table(s)] == sorted([a, b, c])
     p.keys("s", "s", "s")
-    p.wait("sort: memory")
+    p.wait("sort:", absent=True)  # memory again
     p.keys("S")
     p.wait("sort: command")
 
@@ -122,6 +140,7 @@ def test_filter_by_gpu(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c))
     p.wait("sleep 602")
+    p.wait("sleep 600")  # each GPU's sampling thread lists its processes: wait for both GPUs
     p.keys("g")
     s = p.wait("GPU 0 only")
     assert [r[1] for r in table(s)] == [a]
@@ -142,19 +161,20 @@ def test_filter_by_user(watch, sleepers):
     s = p.wait(r"4000000 n/a")
     assert len(table(s)) == 2
     p.keys("u")
-    p.wait("Show only the processes of user")
+    p.wait("Filter by user")
     p.keys("-l", USER)
     p.keys("Enter")
-    s = p.wait(f"user {USER} only")
+    s = p.wait(f"user ~{USER}")
     assert [r[1] for r in table(s)] == [a]
     p.keys("u", "BSpace", "Escape")  # Esc cancels the prompt: the filter stays
-    p.wait("Show only", absent=True)
+    s = p.wait("Filter by", absent=True)
+    assert f"user ~{USER}" in s
     p.keys("u", "-l", "nobody-at-all", "Enter")
     # no process of that user is listed
     s = p.wait("no process matches the filter")
     assert table(s) == []
     p.keys("c")
-    s = p.wait("user nobody-at-all only", absent=True)
+    s = p.wait("user ~nobody-at-all", absent=True)
     assert len(table(s)) == 2
 
 
@@ -186,7 +206,7 @@ def test_help_screen(watch, sleepers):
     p.wait("sleep 600")
     p.keys("h")
     s = p.wait("gpumon watch: GPU memory, live")
-    assert "sort the processes" in s and "pause" in s and "LEAK/MIN" in s
+    assert "sort by the next column" in s and "pause" in s and "LEAK/MIN" in s and "SIGTERM" in s
     p.keys("x")  # any key returns
     p.wait("sleep 600")
     p.keys("?")
@@ -245,6 +265,7 @@ def test_no_color(watch, sleepers):
 def test_monochrome_terminal_and_ascii_locale(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c), env={"TERM": "vt100", "LANG": "C"})
+    p.wait("sleep 600")  # each GPU's sampling thread lists its processes: wait for both GPUs
     s = p.wait("sleep 602", escapes=True)
     assert not COLOR_SGR.search(s)
     # without UTF-8 the bar is drawn in ASCII: reserved %, selected @, used #, free .
@@ -276,9 +297,9 @@ def test_leak_is_marked_with_its_rate(watch, sleepers):
         lines.append(f"at {k / 2:.1f} proc 0 {steady} used={4096 + (k % 4) * 8}MiB")
     p = watch(scenario="\n".join(lines) + "\n", args=["--interval", "100"])
     s = p.wait(rf"^!\s+0\s+{leaky} ", timeout=30)
-    row = next(l for l in s.splitlines() if re.match(rf"^!\s+0\s+{leaky} ", l))
-    rate = re.search(r"\+([\d.]+) GiB\s+sleep", row)
-    assert rate and 36 <= float(rate.group(1)) <= 39, row  # 37.5 GiB a minute
+    row = next(r for r in columns(s) if r["PID"] == str(leaky))
+    rate = re.fullmatch(r"\+([\d.]+) GiB", row["LEAK/MIN"])
+    assert row["mark"] == "!" and rate and 36 <= float(rate.group(1)) <= 39, row  # 37.5 GiB a minute
     assert not re.search(rf"^!\s+0\s+{steady} ", s, re.M)
     p.keys("Home")  # the leaky one, now the largest
     s = p.wait(rf"pid {leaky} on GPU 0: LEAK suspected, \+[\d.]+ GiB/min, full in ~\d+ min: sleep 600")
