@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "watch_draw.h"
+#include "words.h"
 
 #define BATCH 256
 #define FIRST_REFRESH_NS 150000000ull
@@ -188,7 +189,35 @@ struct source {
 	watch_sink sink;
 	int replay_over;
 	char err[256];
+	/* live: each GPU's memory health, read every HEALTH_PERIOD_NS (the counts move seldom) */
+	unsigned *health;
+	char (*health_text)[256];
+	uint64_t health_next;
 };
+
+#define HEALTH_PERIOD_NS 10000000000ull
+
+/* Reads each GPU's memory health when it is due (live only) and puts it into the snapshot; the
+ * library judges it (gpumon_health_problems), words.c words it. */
+static void health_into(struct source *src, watch_snap *snap)
+{
+	if (!src->g || !src->health)
+		return;
+	uint64_t now = cli_now_ns();
+	if (now >= src->health_next) {
+		src->health_next = now + HEALTH_PERIOD_NS;
+		for (unsigned i = 0; i < src->ngpu; i++) {
+			gpumon_device_props p = {.size = sizeof p};
+			src->health[i] = gpumon_device_props_read(src->g, i, GPUMON_P_HEALTH, &p) == GPUMON_OK
+						 ? gpumon_health_problems(&p) : 0;
+			words_health(src->health_text[i], sizeof src->health_text[i], src->health[i], &p);
+		}
+	}
+	for (unsigned i = 0; i < snap->ngpu && i < src->ngpu; i++) {
+		snap->gpus[i].health = src->health[i];
+		snprintf(snap->gpus[i].health_text, sizeof snap->gpus[i].health_text, "%s", src->health_text[i]);
+	}
+}
 
 /* Moves what the source has for now into the display state and the run model. Returns 0, or -1
  * with src->err set. */
@@ -389,6 +418,7 @@ static int refresh_snapshot(struct source *src, const watch_view *v, watch_snap 
 		snprintf(src->err, sizeof src->err, "out of memory");
 		return -1;
 	}
+	health_into(src, snap);
 	return 0;
 }
 
@@ -673,7 +703,9 @@ int cmd_watch(int argc, char **argv)
 		ngpu = gpumon_device_count(src.g);
 		/* CPU % over a second at least: /proc counts in ticks of 10 ms */
 		v.host = watch_hoststat_create(o.interval_ms > 1000 ? o.interval_ms : 1000);
-		if (!v.host) {
+		src.health = calloc(ngpu ? ngpu : 1, sizeof *src.health);
+		src.health_text = calloc(ngpu ? ngpu : 1, sizeof *src.health_text);
+		if (!v.host || !src.health || !src.health_text) {
 			cli_error("out of memory");
 			rc = EXIT_OTHER;
 			goto out;
@@ -702,6 +734,8 @@ out:
 	free(sel);
 	free(picked);
 	watch_hoststat_destroy(v.host);
+	free(src.health);
+	free(src.health_text);
 	gpumon_destroy(src.g);
 	return rc;
 }

@@ -50,6 +50,8 @@ typedef struct watch_gpu {
 	uint64_t hist[WATCH_HIST_SECONDS]; /* largest used bytes of each second, oldest first, the last
 					      one the snapshot's second; WATCH_NONE: no data */
 	unsigned hist_known;       /* seconds of history since the first sample (<= WATCH_HIST_SECONDS) */
+	unsigned health;           /* gpumon_health_problems() of the card's memory (live only), 0 none */
+	char health_text[256];     /* words_health()'s problems, "" when none */
 } watch_gpu;
 
 typedef struct watch_proc {

@@ -284,9 +284,18 @@ static void holders_line(const watch_snap *snap, const watch_gpu *g, const watch
 	watch_put(y, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_BOLD), watch_holders_text(snap, g, line, sizeof line));
 }
 
+/* "! memory health: ..." under a GPU whose memory needs attention: its problems, cut to the width
+ * (show gives one a line). */
+static void health_line(const watch_gpu *g, const watch_view *v, int y, int cols)
+{
+	char line[300];
+	snprintf(line, sizeof line, "! memory health: %s", g->health_text);
+	watch_put(y, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_BOLD), line);
+}
+
 static int panel_rows(const watch_gpu *g, int h)
 {
-	return g->lost ? 1 : !g->have_sample ? 1 : 2 + h + watch_nearly_full(g);
+	return (g->lost ? 1 : !g->have_sample ? 1 : 2 + h + watch_nearly_full(g)) + (g->health != 0);
 }
 
 /* Rows the shown GPUs need: full panels with h graph rows (h >= 0), or one line each (h < 0), with
@@ -296,7 +305,8 @@ static int rows_needed(const watch_snap *snap, const watch_view *v, int h, int h
 	int need = 0;
 	for (unsigned i = 0; i < snap->ngpu; i++)
 		if (shown(v, i))
-			need += h >= 0 ? panel_rows(&snap->gpus[i], h) : 1 + (holders && watch_nearly_full(&snap->gpus[i]));
+			need += h >= 0 ? panel_rows(&snap->gpus[i], h)
+				       : 1 + (holders && watch_nearly_full(&snap->gpus[i])) + (snap->gpus[i].health != 0);
 	return need;
 }
 
@@ -315,7 +325,7 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 		const watch_gpu *g = &snap->gpus[i];
 		if (!shown(v, i))
 			continue;
-		int need = h >= 0 ? panel_rows(g, h) : 1 + (holders && watch_nearly_full(g));
+		int need = h >= 0 ? panel_rows(g, h) : 1 + (holders && watch_nearly_full(g)) + (g->health != 0);
 		if (row + need > max_rows - truncated) {
 			char more[96];
 			unsigned left = 0;
@@ -330,6 +340,8 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 			compact_line(g, v, sel, y + row++, cols);
 		} else {
 			title_line(g, v, y + row++, cols);
+			if (g->health)
+				health_line(g, v, y + row++, cols);
 			if (g->lost || !g->have_sample)
 				continue;
 			bar_line(g, v, sel, y + row++, cols);
@@ -339,6 +351,8 @@ int watch_draw_gpus(const watch_snap *snap, const watch_view *v, const watch_pro
 		}
 		if (watch_nearly_full(g) && (h >= 0 || holders))
 			holders_line(snap, g, v, y + row++, cols);
+		if (h < 0 && g->health)
+			health_line(g, v, y + row++, cols);
 	}
 	return row;
 }

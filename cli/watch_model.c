@@ -307,6 +307,7 @@ static int gpu_same(const watch_gpu *a, const watch_gpu *b)
 	gpumon_device_sample x = a->s, y = b->s;
 	x.t_ns = y.t_ns = 0;
 	return a->have_sample == b->have_sample && a->lost == b->lost && a->hist_known == b->hist_known &&
+	       a->health == b->health && !strcmp(a->health_text, b->health_text) &&
 	       !memcmp(&a->info, &b->info, sizeof a->info) && !memcmp(&x, &y, sizeof x) &&
 	       !memcmp(a->hist, b->hist, sizeof a->hist);
 }
