@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from conftest import H200
-from test_run import PY, run, said
+from test_run import PY, WIDE, run, said
 
 PODS = os.path.join(os.path.dirname(__file__), "..", "unit", "cgroup", "pods")
 POD_UID = "8f2b5d0e_3c1a_4f7e_9b2d_0a1b2c3d4e5f"
@@ -39,7 +39,7 @@ def oom_run(gpumon, tmp_path):
     proc_tree(root, 778, "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n", "train")
     scn = (H200.replace("used=0 ", "used=60GiB ") + "proc 0 777 used=42GiB name=inference-server\n"
            "proc 0 778 used=8GiB name=train\n")
-    env = {"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": os.path.abspath(PODS)}
+    env = {"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": os.path.abspath(PODS), **WIDE}
     r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT], scenario=scn, env=env)
     assert r.returncode == 1, r.stderr
     return r
@@ -103,7 +103,7 @@ def test_a_pid_of_another_namespace_is_said_so(gpumon, tmp_path):
     root = tmp_path / "proc"
     root.mkdir()
     scn = H200.replace("used=0 ", "used=60GiB ") + "proc 0 4194001 used=42GiB name=inference-server\n"
-    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT], scenario=scn, env={"GPUMON_PROC_ROOT": str(root)})
+    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT], scenario=scn, env={"GPUMON_PROC_ROOT": str(root), **WIDE})
     assert r.returncode == 1, r.stderr
     row = next(l for l in r.stderr.splitlines() if l.strip().startswith("4194001"))
     assert row.endswith("inference-server  in another PID namespace"), row

@@ -271,7 +271,7 @@ def diagnosis(r, cause):
 def test_forensics_co_tenant(gpumon, tmp_path):
     """Another process holds 30 % of the card when the job runs out."""
     scn = H200.replace("used=0 ", "used=60GiB ") + "proc 0 4194001 used=42GiB name=inference-server\n"
-    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT.format(sleep=1.2)], scenario=scn)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", OOM_EXIT.format(sleep=1.2)], scenario=scn, env=dict(WIDE))
     line = diagnosis(r, "co-tenant")
     assert "4194001" in line and "42.0 GiB" in line
     # the holders table: pid, user, GiB, job or not, command, owner (a pid not in our /proc: said so)
