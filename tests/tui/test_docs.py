@@ -24,7 +24,7 @@ def test_readme_shows_each_screen():
     section = readme[readme.index("## The live view: `gpumon watch`"):]
     blocks = re.findall(r"```\n(.*?)```", section, re.S)
     screens = {"main": "sort: memory", "help": "gpumon watch: GPU memory, live",
-               "filter": "Show only the processes of user", "replay": "RECORDING of",
+               "filter": "Filter by user (any part", "replay": "RECORDING of",
                "batch": "gpumon watch -b --replay"}
     for name, mark in screens.items():
         assert any(mark in b and "gpumon watch" in b for b in blocks), name
