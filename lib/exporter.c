@@ -500,7 +500,8 @@ int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...)
 
 static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
 {
-	e->max_processes = c->max_processes ? c->max_processes : 50;
+	/* per-pid series are opt-in: a pid label makes a new series per job (docs/metrics.md) */
+	e->max_processes = c->no_processes ? 0 : c->max_processes;
 	e->processes = !c->no_processes;
 	e->compat = c->compat;
 	if (c->compat & ~(unsigned)(GPUMON_COMPAT_DCGM | GPUMON_COMPAT_NVIDIA_SMI))

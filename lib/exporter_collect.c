@@ -43,6 +43,12 @@ static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
 	gpumon__prom_puts(&b, "\"");
 	take(&b, g->labels, sizeof g->labels);
 
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", d->index);
+	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
+	gpumon__prom_puts(&b, "\"");
+	take(&b, g->short_labels, sizeof g->short_labels);
+	g->dcgm_owner = "";
+
 	gpumon__prom_printf(&b, "gpu=\"%u\",UUID=\"", d->index);
 	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
 	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
@@ -121,9 +127,16 @@ static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
 	return NULL;
 }
 
-static void drop_proc(gpumon_exporter *e, struct eproc *ep)
+static void free_proc(struct eproc *ep)
 {
 	free(ep->pub.labels);
+	free(ep->pub.owner);
+	free(ep->pub.dcgm_owner);
+}
+
+static void drop_proc(gpumon_exporter *e, struct eproc *ep)
+{
+	free_proc(ep);
 	*ep = e->procs[--e->nprocs];
 }
 
@@ -139,6 +152,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 		if (!no)
 			return NULL;
 		e->order = no;
+		no = realloc(e->oorder, cap * sizeof *e->oorder);
+		if (!no)
+			return NULL;
+		e->oorder = no;
 		e->cap_procs = cap;
 	}
 	struct eproc *ep = &e->procs[e->nprocs];
@@ -146,8 +163,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 	ep->pub.dev = dev;
 	ep->pub.pid = p->pid;
 	proc_labels(e, ep, p);
-	if (!ep->pub.labels)
+	if (!ep->pub.labels || gpumon__exporter_owner_labels(e, ep, p) != GPUMON_OK) {
+		free_proc(ep);
 		return NULL;
+	}
 	e->nprocs++;
 	return ep;
 }
@@ -382,7 +401,8 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		if (!e->gpus[ep->pub.dev].stale)
 			e->order[nshown++] = &ep->pub;
 	}
-	if (nshown > 1)
+	size_t nowners = e->processes ? gpumon__exporter_owners(e, e->order, nshown) : 0;
+	if (nshown > 1 && e->max_processes)
 		qsort(e->order, nshown, sizeof *e->order, by_used_desc);
 	size_t nexp = nshown < e->max_processes ? nshown : e->max_processes;
 	judge(e, nexp);
@@ -398,6 +418,8 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		.processes = e->processes,
 		.procs = e->order,
 		.nprocs = nexp,
+		.owners = e->owners,
+		.nowners = nowners,
 		.errs = errs,
 		.nerrs = nerrs < GPUMON_NVML_ERROR_FUNCTIONS ? nerrs : GPUMON_NVML_ERROR_FUNCTIONS,
 		.render_seconds = e->render_seconds,
@@ -413,6 +435,10 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	memcpy(fw, e->fw, e->nfw * sizeof *fw);
 	pthread_mutex_unlock(&e->fw_lock);
 	v.fw = fw;
+	int fw_gpu[EXPORTER_MAX_FRAMEWORK];
+	for (size_t i = 0; i < v.nfw; i++)
+		fw_gpu[i] = gpumon__exporter_framework_gpu(e, &fw[i]);
+	v.fw_gpu = fw_gpu;
 	return publish(e, &v, t0);
 }
 
@@ -454,7 +480,11 @@ static int tables(gpumon_exporter *e, unsigned n, const gpumon_model_config *cfg
 	if (!e->recbuf || !e->gpus || !e->eg || !e->fw_pending || !e->fw_feed)
 		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
 	/* a system-wide view with its default bound on processes, no timelines: it runs for months */
-	gpumon_model_config live = {.size = sizeof live, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live"};
+	/* framework figures come from this process (gpumon_exporter_framework): its CUDA_VISIBLE_DEVICES
+	   maps their device indexes to GPUs */
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	gpumon_model_config live = {.size = sizeof live, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live",
+				    .cuda_visible_devices = cvd && cvd[0] ? cvd : NULL};
 	int st = gpumon_model_create(cfg ? cfg : &live, &e->model);
 	if (st != GPUMON_OK)
 		return gpumon__exporter_err(e, st, "cannot create the exporter's run model: %s", gpumon_strerror(st));
@@ -540,10 +570,15 @@ int gpumon__exporter_replay(gpumon_exporter *e)
 void gpumon__exporter_collect_free(gpumon_exporter *e)
 {
 	for (size_t i = 0; i < e->nprocs; i++)
-		free(e->procs[i].pub.labels);
+		free_proc(&e->procs[i]);
 	gpumon_model_destroy(e->model);
 	free(e->procs);
 	free(e->order);
+	free(e->oorder);
+	free(e->owners);
+	e->oorder = NULL;
+	e->owners = NULL;
+	e->cap_owners = 0;
 	free(e->gpus);
 	free(e->eg);
 	free(e->recbuf);
