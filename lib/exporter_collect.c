@@ -416,6 +416,7 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		.gpus = e->gpus,
 		.ngpus = e->ngpus,
 		.processes = e->processes,
+		.per_pid = e->processes && e->max_processes > 0,
 		.procs = e->order,
 		.nprocs = nexp,
 		.owners = e->owners,

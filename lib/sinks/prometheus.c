@@ -385,10 +385,16 @@ static void render_verdict(const struct prom_view *v, struct prom_buf *b)
 		return;
 	const gpumon_verdict *d = &v->verdict;
 	char labels[160];
-	snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",pid=\"%lld\",segment=\"%u\"", series_label(d->series),
-		 d->dev, (long long)d->pid, d->segment);
+	/* without per-pid series the pid is left out: the series the rule picks changes with the jobs,
+	   and a pid label would make a new series each time */
+	if (v->per_pid)
+		snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",pid=\"%lld\",segment=\"%u\"",
+			 series_label(d->series), d->dev, (long long)d->pid, d->segment);
+	else
+		snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",segment=\"%u\"", series_label(d->series), d->dev,
+			 d->segment);
 	gpumon__prom_family(b, "gpumon_leak_verdict", "gauge",
-			    "The run model's leak verdict on the series its rule picks (docs/leak-detection.md): 0 not enough data, 1 none, 2 leak; gpu and pid are -1 when unknown.");
+			    "The run model's leak verdict on the series its rule picks (docs/leak-detection.md): 0 not enough data, 1 none, 2 leak; gpu and pid (with --processes) are -1 when unknown.");
 	gpumon__prom_printf(b, "gpumon_leak_verdict{%s} %d\n", labels,
 			    d->leak.verdict == GPUMON_LEAK_SUSPECTED ? 2 : d->leak.verdict == GPUMON_LEAK_NONE ? 1 : 0);
 	if (d->leak.verdict != GPUMON_LEAK_SUSPECTED)

@@ -89,6 +89,7 @@ struct prom_view {
 	const struct prom_gpu *gpus;
 	unsigned ngpus;
 	int processes;              /* 1: the process list is sampled */
+	int per_pid;                /* 1: per-pid series asked for (--processes N): the verdict's pid label */
 	const struct prom_proc *const *procs; /* the processes exported one by one (--processes), ordered */
 	size_t nprocs;
 	const struct prom_owner *owners; /* every owner of every GPU that answers */
