@@ -133,9 +133,19 @@ int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev */
  * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */
 int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
 
-/* sources/procfs.c: completes a process entry (user, cmdline, name) from /proc; sets
- * GPUMON_PROC_FOREIGN when the pid is not in our /proc. */
+/* sources/procfs.c: completes a process entry (user, cmdline, name, owner) from /proc (or
+ * GPUMON_PROC_ROOT); sets GPUMON_PROC_FOREIGN and GPUMON_OWNER_UNRESOLVED when the pid is not in
+ * our /proc. */
 void gpumon__procfs_fill(gpumon_process *p);
+
+/* sources/cgroup.c: the owner told by the text of a /proc/PID/cgroup file (cgroup v1, v2 or both;
+ * systemd or cgroupfs driver): container runtime and id, pod UID, Slurm job and step, else the
+ * systemd unit. out is zeroed first; returns out->present. Pure: reads nothing else. */
+int gpumon__owner_from_cgroup(const char *cgroup_file_text, gpumon_owner *out);
+/* For an owner with a pod UID: namespace and pod (and the container, when the pod's directory
+ * holds exactly one) from the node's pod log directory (entries NAMESPACE_POD_UID/CONTAINER/).
+ * Returns 1 when the pod's entry was found, 0 otherwise (o unchanged). */
+int gpumon__owner_pod_names(gpumon_owner *o, const char *pods_dir);
 
 /* Takes a caller's configuration struct (first member `unsigned size`): copies what its size covers
  * into dst (have bytes) and zeroes the rest, so older callers get the defaults of newer fields.

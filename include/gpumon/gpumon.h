@@ -246,7 +246,8 @@ enum {
  * Strings are "" when not known; `present` says which hold values. */
 typedef struct gpumon_owner {
 	unsigned present;        /* GPUMON_OWNER_* */
-	char runtime[16];        /* "docker", "containerd", "cri-o", "podman" */
+	char runtime[16];        /* "docker", "containerd", "cri-o", "podman"; "" when the cgroup does
+				    not say (a bare id under kubepods, cgroupfs driver) */
 	char container_id[72];   /* 64 hex digits */
 	char pod_uid[40];        /* "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f" */
 	char k8s_namespace[64];
@@ -275,7 +276,8 @@ typedef struct gpumon_process {
  * How every front end names an owner, in one short phrase written into buf (NUL-terminated,
  * truncated to len): "pod NAMESPACE/POD" (with names), "pod UID" (without), "slurm job 1234" or
  * "slurm job 1234.0" (with a step), "RUNTIME ID12" (a container outside Kubernetes: the runtime and
- * the first 12 digits of its id, as `docker ps` shows it), "unit NAME", "another PID namespace"
+ * the first 12 digits of its id, as `docker ps` shows it; "container ID12" when the runtime is not
+ * known), "unit NAME", "another PID namespace"
  * (unresolved), or "" when nothing is known. The most specific wins in that order. Returns the
  * length of the phrase.
  */

@@ -32,7 +32,9 @@ size_t gpumon_owner_describe(const gpumon_owner *o, char *buf, size_t len)
 		return put(buf, len, snprintf(buf, len, "slurm job %s%s%s", o->slurm_job,
 					      o->slurm_step[0] ? "." : "", o->slurm_step));
 	if (p & GPUMON_OWNER_CONTAINER)
-		return put(buf, len, snprintf(buf, len, "%s %.12s", o->runtime, o->container_id));
+		/* a bare id under kubepods does not say its runtime: "container ID12" then */
+		return put(buf, len, snprintf(buf, len, "%s %.12s", o->runtime[0] ? o->runtime : "container",
+					      o->container_id));
 	if (p & GPUMON_OWNER_UNIT)
 		return put(buf, len, snprintf(buf, len, "unit %s", o->unit));
 	if (p & GPUMON_OWNER_UNRESOLVED)

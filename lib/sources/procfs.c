@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* procfs.c — what /proc tells about a pid that NVML listed: owner, command line and name. A pid
- * that our /proc does not have (the GPU is used from another PID namespace) is flagged, not
- * dropped. */
+/* procfs.c — what /proc tells about a pid that NVML listed: user, command line, name and owner
+ * (container, pod, Slurm job, unit). A pid that our /proc does not have (the GPU is used from
+ * another PID namespace) is flagged, not dropped. /proc is GPUMON_PROC_ROOT when set (the host's
+ * /proc mounted into an exporter's container). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -13,11 +14,27 @@
 
 #include "../internal.h"
 
+/* The /proc the process code reads: GPUMON_PROC_ROOT when set and not empty, else "/proc". */
+static const char *proc_root(void)
+{
+	const char *r = getenv("GPUMON_PROC_ROOT");
+	return r && r[0] ? r : "/proc";
+}
+
+/* The path of leaf ("" for the pid's directory) of pid under the proc root; 0, or -1 when it
+ * does not fit. */
+static int proc_path(char *path, size_t cap, unsigned pid, const char *leaf)
+{
+	int n = snprintf(path, cap, "%s/%u%s%s", proc_root(), pid, leaf[0] ? "/" : "", leaf);
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 /* Reads up to len-1 bytes of a /proc file into buf (NUL-terminated); returns bytes read or -1. */
 static ssize_t read_proc_file(unsigned pid, const char *leaf, char *buf, size_t len)
 {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%u/%s", pid, leaf);
+	char path[4096];
+	if (proc_path(path, sizeof path, pid, leaf) != 0)
+		return -1;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
@@ -93,16 +110,34 @@ static void fill_cmdline(gpumon_process *p)
 	}
 }
 
+/* The owner from the pid's cgroup file, and a pod's names from the node's pod log directory
+ * (GPUMON_PODS_DIR, default /var/log/pods) when it is there to read. */
+static void fill_owner(gpumon_process *p)
+{
+	/* a process in many v1 hierarchies with long paths still fits: 13 lines of ~300 bytes */
+	char text[8192];
+	if (read_proc_file(p->pid, "cgroup", text, sizeof text) <= 0)
+		return;
+	if (!gpumon__owner_from_cgroup(text, &p->owner))
+		return;
+	const char *pods = getenv("GPUMON_PODS_DIR");
+	gpumon__owner_pod_names(&p->owner, pods && pods[0] ? pods : "/var/log/pods");
+}
+
 void gpumon__procfs_fill(gpumon_process *p)
 {
-	char path[64];
+	char path[4096];
 	struct stat st;
-	snprintf(path, sizeof path, "/proc/%u", p->pid);
-	if (p->pid == 0 || stat(path, &st) != 0) {
-		if (errno == ENOENT || p->pid == 0)
+	memset(&p->owner, 0, sizeof p->owner);
+	int unreadable = p->pid == 0 || proc_path(path, sizeof path, p->pid, "") != 0;
+	if (unreadable || stat(path, &st) != 0) {
+		if (unreadable || errno == ENOENT) {
 			p->flags |= GPUMON_PROC_FOREIGN;
+			p->owner.present = GPUMON_OWNER_UNRESOLVED;
+		}
 		return;
 	}
 	fill_user(p);
 	fill_cmdline(p);
+	fill_owner(p);
 }

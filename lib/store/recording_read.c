@@ -184,8 +184,7 @@ static void read_meta(gpumon_reader *r)
 
 /* ---- the walk ---------------------------------------------------------------------------------- */
 
-/* Whether table has column (a column added within the format version). */
-static int has_column(gpumon_reader *r, const char *table, const char *column)
+int gpumon__rec_has_column(gpumon_reader *r, const char *table, const char *column)
 {
 	char sql[128];
 	sqlite3_stmt *s = NULL;
@@ -301,7 +300,7 @@ static void start_walk(gpumon_reader *r)
 {
 	static const char *const tables[NCURSORS] = {"device_samples", "process_samples", "framework_samples", "events"};
 	const char *columns[NCURSORS] = {REC_DEVICE_COLUMNS, REC_PROCESS_COLUMNS,
-					 has_column(r, "framework_samples", "limit_bytes")
+					 gpumon__rec_has_column(r, "framework_samples", "limit_bytes")
 					     ? REC_FRAMEWORK_COLUMNS_LIMIT
 					     : REC_FRAMEWORK_COLUMNS,
 					 REC_EVENT_COLUMNS};
@@ -451,6 +450,7 @@ void gpumon_reader_destroy(gpumon_reader *r)
 		free(r->procs[i].user);
 		free(r->procs[i].name);
 		free(r->procs[i].command);
+		free(r->procs[i].owner);
 	}
 	free(r->procs);
 	free(r->sources);

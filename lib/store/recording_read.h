@@ -21,6 +21,7 @@ struct proc {
 	int64_t first_t_ns; /* INT64_MIN: seen only leaving */
 	int uid_known, ppid_known, mig_known;
 	char *user, *name, *command;
+	gpumon_owner *owner; /* NULL when the file says none (or predates the owner columns) */
 };
 
 struct source {
@@ -73,6 +74,9 @@ void gpumon__rec_damage(gpumon_reader *r, const char *fmt, ...) __attribute__((f
 /* Whether SQLite's status rc means it ran out of memory; if so, notes it in r, so that the reader
  * says "out of memory" and never calls the file damaged for it. */
 int gpumon__rec_nomem(gpumon_reader *r, int rc);
+
+/* Whether table has column (one added within the format version). */
+int gpumon__rec_has_column(gpumon_reader *r, const char *table, const char *column);
 
 /* The devices table into r->devices (positions 0..n-1). 0, or GPUMON_E_NOMEM. */
 int gpumon__rec_read_devices(gpumon_reader *r);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "recording_read.h"
+#include "recording_owner.h"
 #include "schema.h"
 
 /* Text column i into dst (truncated; "" when NULL). */
@@ -84,9 +85,14 @@ void gpumon__rec_read_side_tables(gpumon_reader *r)
 {
 	sqlite3_stmt *s = NULL;
 	size_t cap = 0;
+	/* files written before the owner columns read with no owner */
+	int owners = gpumon__rec_has_column(r, "processes", "owner_present");
 	int rc = sqlite3_prepare_v2(r->db,
-				    "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, compute_instance_id, "
-				    "user, name, command FROM processes ORDER BY rowid",
+				    owners ? "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
+					     "compute_instance_id, user, name, command, " REC_OWNER_COLUMNS
+					     " FROM processes ORDER BY rowid"
+					   : "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
+					     "compute_instance_id, user, name, command FROM processes ORDER BY rowid",
 				    -1, &s, NULL);
 	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (r->nprocs == cap) {
@@ -112,6 +118,14 @@ void gpumon__rec_read_side_tables(gpumon_reader *r)
 		p->user = dup_col(r, s, 8);
 		p->name = dup_col(r, s, 9);
 		p->command = dup_col(r, s, 10);
+		gpumon_owner o;
+		if (owners && gpumon__rec_read_owner(s, 11, &o)) {
+			p->owner = malloc(sizeof *p->owner);
+			if (p->owner)
+				*p->owner = o;
+			else
+				r->nomem = 1;
+		}
 		r->nprocs++;
 	}
 	if (rc != SQLITE_DONE && !gpumon__rec_nomem(r, rc) && !r->nomem)
@@ -293,6 +307,8 @@ static void fill_process_info(gpumon_process *p, const struct proc *a)
 		snprintf(p->name, sizeof p->name, "%s", a->name);
 	else
 		p->flags &= ~(unsigned)GPUMON_PROC_NAME_KNOWN;
+	if (a->owner)
+		p->owner = *a->owner;
 	if (a->command)
 		snprintf(p->cmdline, sizeof p->cmdline, "%s", a->command);
 	else

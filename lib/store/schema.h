@@ -10,8 +10,8 @@
 #define REC_APPLICATION_ID 0x4750554d /* "GPUM" in ASCII */
 
 /* The schema of format version 1. Within a version, tables and columns may be added (readers name
- * the columns they read); framework_samples.limit_bytes was added this way, so a reader checks for
- * it before reading it. */
+ * the columns they read); framework_samples.limit_bytes and processes.owner_* were added this way,
+ * so a reader checks for them before reading them. */
 /* clang-format off */
 #define REC_SCHEMA_SQL \
 	"PRAGMA application_id = " REC_STR(REC_APPLICATION_ID) ";" \
@@ -22,7 +22,9 @@
 	"CREATE TABLE processes (dev INTEGER NOT NULL, pid INTEGER NOT NULL, first_t_ns INTEGER," \
 	" gone_t_ns INTEGER, flags INTEGER NOT NULL, foreign_pid INTEGER NOT NULL, uid INTEGER," \
 	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER," \
-	" ppid INTEGER);" \
+	" ppid INTEGER, owner_present INTEGER, owner_runtime TEXT, owner_container_id TEXT," \
+	" owner_pod_uid TEXT, owner_namespace TEXT, owner_pod TEXT, owner_container TEXT," \
+	" owner_slurm_job TEXT, owner_slurm_step TEXT, owner_unit TEXT);" \
 	"CREATE TABLE device_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, memory_api INTEGER," \
 	" used_bytes INTEGER, free_bytes INTEGER, reserved_bytes INTEGER, total_bytes INTEGER," \
 	" used_min_bytes INTEGER, used_max_bytes INTEGER, used_max_t_ns INTEGER, samples INTEGER," \
@@ -48,6 +50,14 @@
 #define REC_PROCESS_COLUMNS "t_ns, dev, pid, used_bytes, gone"
 #define REC_FRAMEWORK_COLUMNS "t_ns, source, step, allocated_bytes, reserved_bytes, max_allocated_bytes"
 #define REC_FRAMEWORK_COLUMNS_LIMIT REC_FRAMEWORK_COLUMNS ", limit_bytes"
+/* processes' owner columns, in the order recording_owner.c binds and reads them */
+#define REC_OWNER_COLUMNS                                                                                   \
+	"owner_present, owner_runtime, owner_container_id, owner_pod_uid, owner_namespace, owner_pod, "      \
+	"owner_container, owner_slurm_job, owner_slurm_step, owner_unit"
+#define REC_OWNER_SET                                                                                       \
+	"owner_present = ?14, owner_runtime = ?15, owner_container_id = ?16, owner_pod_uid = ?17, "          \
+	"owner_namespace = ?18, owner_pod = ?19, owner_container = ?20, owner_slurm_job = ?21, "             \
+	"owner_slurm_step = ?22, owner_unit = ?23"
 #define REC_EVENT_COLUMNS "t_ns, kind, text"
 
 #endif
