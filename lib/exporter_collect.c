@@ -4,7 +4,6 @@
  * when a GPU runs out of memory, and to the figures /metrics shows (latest samples, exact peaks over
  * the peak window, labels), and renders them into a snapshot a few times a second. Only the
  * collector touches this state; HTTP threads see nothing but the published snapshot. */
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,47 +60,15 @@ static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
 	take(&b, g->dcgm_labels, sizeof g->dcgm_labels);
 }
 
-/* The container id (64 hex digits: docker, containerd, cri-o) in /proc/PID/cgroup, or "". */
-static void container_id(unsigned pid, char *out, size_t len)
-{
-	char path[64], buf[4096];
-	out[0] = 0;
-	snprintf(path, sizeof path, "/proc/%u/cgroup", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	size_t run = 0;
-	for (ssize_t i = 0; i <= n; i++) {
-		char c = buf[i];
-		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-		if (hex) {
-			run++;
-			continue;
-		}
-		if (run == 64 && len > 64) {
-			memcpy(out, buf + i - 64, 64);
-			out[64] = 0;
-			return;
-		}
-		run = 0;
-	}
-}
-
 static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_process *p)
 {
 	struct prom_buf b = {0};
 	const struct prom_gpu *g = &e->gpus[ep->pub.dev];
 	const char *cmd = (p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0] ? p->cmdline
 			  : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "";
-	char cid[80] = "";
-	/* a recording's pids are not this machine's processes: /proc says nothing about them */
-	if (!(p->flags & GPUMON_PROC_FOREIGN) && !e->replaying)
-		container_id(p->pid, cid, sizeof cid);
+	/* the library read it with the rest of the owner (GPUMON_PROC_ROOT's /proc); a recording's
+	   owner is as recorded */
+	const char *cid = (p->owner.present & GPUMON_OWNER_CONTAINER) ? p->owner.container_id : "";
 	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.index);
 	gpumon__prom_label_value(&b, g->info.uuid, sizeof g->info.uuid);
 	gpumon__prom_printf(&b, "\",pid=\"%u\",user=\"", p->pid);
@@ -109,8 +76,11 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	gpumon__prom_puts(&b, "\",command=\"");
 	gpumon__prom_label_value(&b, cmd, COMMAND_BYTES);
 	gpumon__prom_puts(&b, "\"");
-	if (cid[0])
-		gpumon__prom_printf(&b, ",container_id=\"%s\"", cid);
+	if (cid[0]) {
+		gpumon__prom_puts(&b, ",container_id=\"");
+		gpumon__prom_label_value(&b, cid, sizeof p->owner.container_id);
+		gpumon__prom_puts(&b, "\"");
+	}
 	ep->pub.labels = b.p && !b.failed ? strdup(b.p) : NULL;
 	gpumon__prom_free(&b);
 	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "", 28);
