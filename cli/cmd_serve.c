@@ -25,15 +25,19 @@ static void help(void)
 	       "                    [--compat dcgm|nvidia_smi] [--replay FILE] [OPTIONS]\n"
 	       "Serves Prometheus metrics over HTTP: /metrics (text format 0.0.4), /healthz, and / (links).\n"
 	       "Per GPU memory total/used/free/reserved, the exact peak of used memory over the peak\n"
-	       "window, utilisation, temperature, power, energy, clocks and up/down; per process the\n"
-	       "memory held, its peak, a leak flag and growth rate; the projected time to out-of-memory.\n"
+	       "window, utilisation, temperature, power, energy, clocks and up/down; the memory each\n"
+	       "owner holds on it (Kubernetes pod and container, Slurm job, container, else user), its\n"
+	       "processes and a leak flag; the projected time to out-of-memory. With --processes, also\n"
+	       "per process (pid): the memory held, its peak, a leak flag and growth rate.\n"
 	       "Leaks and time to out-of-memory are the run model's answers, as gpumon report gives them.\n"
 	       "HTTP requests never call the driver: they get the latest snapshot (at most 0.25 s old).\n\n"
 	       "Options:\n"
 	       "  --listen ADDR:PORT      where to listen (default 127.0.0.1:%d; [::1]:PORT for IPv6;\n"
 	       "                          port 0 picks a free one, printed at start)\n"
 	       "  --interval MS           memory sampling period, 1 to 60000 ms (default 10)\n"
-	       "  --processes N|all|none  export the N largest processes of the node (default 50)\n"
+	       "  --processes N|all|none  also export the N largest processes of the node one by one,\n"
+	       "                          labelled by pid and command (default none: a pid label makes\n"
+	       "                          new series for every job; per-owner series are always there)\n"
 	       "  --compat dcgm|nvidia_smi  also emit dcgm-exporter's or nvidia_gpu_exporter's names\n"
 	       "                          (repeat, or separate with commas, for both)\n"
 	       "  --peak-window S         peaks cover the last S to 2S seconds (default 60)\n"
@@ -53,7 +57,8 @@ static void help(void)
 	       "  --no-energy             do not read the energy counter (~3 ms a call on some drivers)\n"
 	       "  -h, --help              this help\n"
 	       "A non-loopback address is refused unless TLS and basic auth are both given, or\n"
-	       "--insecure-listen: the page shows every process's user and command line.\n",
+	       "--insecure-listen: the page shows users, pods and jobs (and with --processes, every\n"
+	       "process's command line).\n",
 	       GPUMON_EXPORTER_DEFAULT_PORT);
 }
 
@@ -92,8 +97,8 @@ static int parse_processes(const char *v, gpumon_exporter_config *c)
 		c->max_processes = GPUMON_EXPORTER_ALL_PROCESSES;
 		return EXIT_OK;
 	}
-	if (!strcmp(v, "none")) {
-		c->no_processes = 1;
+	if (!strcmp(v, "none")) { /* the default: per-owner series only */
+		c->max_processes = 0;
 		return EXIT_OK;
 	}
 	return parse_uint("--processes", v, 1, 100000, &c->max_processes);

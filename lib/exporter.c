@@ -500,7 +500,8 @@ int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...)
 
 static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
 {
-	e->max_processes = c->max_processes ? c->max_processes : 50;
+	/* per-pid series are opt-in: a pid label makes a new series per job (docs/metrics.md) */
+	e->max_processes = c->no_processes ? 0 : c->max_processes;
 	e->processes = !c->no_processes;
 	e->compat = c->compat;
 	if (c->compat & ~(unsigned)(GPUMON_COMPAT_DCGM | GPUMON_COMPAT_NVIDIA_SMI))
@@ -537,9 +538,11 @@ static int start_sampling(gpumon_exporter *e, const gpumon_exporter_config *c)
 		.process_period_us = e->processes ? 0 : UINT32_MAX,
 		/* the flight recorder is not used here: keep it small (it is resident memory) */
 		.ring_seconds = 1,
-		/* the collector drains every 50 ms; 1,024 records (~1 KiB each) is headroom for the
-		   process records of 1,000 processes changing at once */
-		.queue_records = 1024,
+		/* the collector drains every 50 ms, but the first process lists come all at once, a record
+		   each (1.8 KiB): 8,192 holds 8 GPUs x 1,000 processes. A record dropped there would be lost
+		   for good (only changes follow), so the queue is sized for that burst; malloc'd, it is
+		   resident only as far as a burst fills it */
+		.queue_records = 8192,
 		.slow_fields = GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |
 			       GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM | (c->no_energy ? 0 : GPUMON_F_ENERGY),
 	};

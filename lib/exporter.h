@@ -65,6 +65,9 @@ struct gpumon_exporter {
 	struct eproc *procs;
 	size_t nprocs, cap_procs;
 	const struct prom_proc **order; /* scratch for rendering, cap_procs long */
+	const struct prom_proc **oorder; /* scratch: the same, by GPU and owner (exporter_owner.c) */
+	struct prom_owner *owners;       /* the owners of the last render, cap_owners long */
+	size_t cap_owners;
 	gpumon_framework_sample *fw_feed; /* scratch: pending samples taken for the model */
 	uint64_t window_start_ns;
 	double render_seconds;
@@ -112,6 +115,14 @@ int gpumon__exporter_collect_once(gpumon_exporter *e, int wait_ms);
 int gpumon__exporter_collect_ready(const gpumon_exporter *e);
 /* Renders a snapshot and publishes it; 0 or GPUMON_E_NOMEM (the previous snapshot stays). */
 int gpumon__exporter_render(gpumon_exporter *e);
+/* exporter_owner.c */
+/* Sets ep->pub.owner (and dcgm_owner) from the process's owner; 0 or GPUMON_E_NOMEM. */
+int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, const gpumon_process *p);
+/* Sums the n processes shown (on GPUs that answer) by GPU and owner into e->owners and sets each
+ * GPU's dcgm_owner; returns how many owners, or 0 with nothing rendered when out of memory. */
+size_t gpumon__exporter_owners(gpumon_exporter *e, const struct prom_proc *const *shown, size_t n);
+/* The GPU (position) of a framework sample, -1 when it cannot be known (never a guess). */
+int gpumon__exporter_framework_gpu(const gpumon_exporter *e, const gpumon_framework_sample *f);
 /* The collector thread's body. */
 void *gpumon__exporter_collector_main(void *arg);
 /* Frees the collector's tables and model. */

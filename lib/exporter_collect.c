@@ -4,7 +4,6 @@
  * when a GPU runs out of memory, and to the figures /metrics shows (latest samples, exact peaks over
  * the peak window, labels), and renders them into a snapshot a few times a second. Only the
  * collector touches this state; HTTP threads see nothing but the published snapshot. */
-#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +62,12 @@ static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
 	mig_labels(&b, d, 0);
 	take(&b, g->labels, sizeof g->labels);
 
+	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", gpu);
+	gpumon__prom_label_value(&b, d->uuid, sizeof d->uuid);
+	gpumon__prom_puts(&b, "\"");
+	take(&b, g->short_labels, sizeof g->short_labels);
+	g->dcgm_owner = "";
+
 	gpumon__prom_printf(&b, "gpu=\"%u\",UUID=\"", gpu);
 	gpumon__prom_label_value(&b, top->uuid, sizeof top->uuid);
 	gpumon__prom_puts(&b, "\",pci_bus_id=\"");
@@ -76,47 +81,15 @@ static void gpu_labels(gpumon_exporter *e, struct prom_gpu *g)
 	take(&b, g->dcgm_labels, sizeof g->dcgm_labels);
 }
 
-/* The container id (64 hex digits: docker, containerd, cri-o) in /proc/PID/cgroup, or "". */
-static void container_id(unsigned pid, char *out, size_t len)
-{
-	char path[64], buf[4096];
-	out[0] = 0;
-	snprintf(path, sizeof path, "/proc/%u/cgroup", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
-	size_t run = 0;
-	for (ssize_t i = 0; i <= n; i++) {
-		char c = buf[i];
-		int hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-		if (hex) {
-			run++;
-			continue;
-		}
-		if (run == 64 && len > 64) {
-			memcpy(out, buf + i - 64, 64);
-			out[64] = 0;
-			return;
-		}
-		run = 0;
-	}
-}
-
 static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_process *p)
 {
 	struct prom_buf b = {0};
 	const struct prom_gpu *g = &e->gpus[ep->pub.dev];
 	const char *cmd = (p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0] ? p->cmdline
 			  : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "";
-	char cid[80] = "";
-	/* a recording's pids are not this machine's processes: /proc says nothing about them */
-	if (!(p->flags & GPUMON_PROC_FOREIGN) && !e->replaying)
-		container_id(p->pid, cid, sizeof cid);
+	/* the library read it with the rest of the owner (GPUMON_PROC_ROOT's /proc); a recording's
+	   owner is as recorded */
+	const char *cid = (p->owner.present & GPUMON_OWNER_CONTAINER) ? p->owner.container_id : "";
 	gpumon__prom_printf(&b, "gpu=\"%u\",uuid=\"", g->info.mig ? g->info.parent : g->info.index);
 	gpumon__prom_label_value(&b, g->info.uuid, sizeof g->info.uuid);
 	gpumon__prom_printf(&b, "\",pid=\"%u\",user=\"", p->pid);
@@ -124,8 +97,11 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 	gpumon__prom_puts(&b, "\",command=\"");
 	gpumon__prom_label_value(&b, cmd, COMMAND_BYTES);
 	gpumon__prom_puts(&b, "\"");
-	if (cid[0])
-		gpumon__prom_printf(&b, ",container_id=\"%s\"", cid);
+	if (cid[0]) {
+		gpumon__prom_puts(&b, ",container_id=\"");
+		gpumon__prom_label_value(&b, cid, sizeof p->owner.container_id);
+		gpumon__prom_puts(&b, "\"");
+	}
 	ep->pub.labels = b.p && !b.failed ? strdup(b.p) : NULL;
 	gpumon__prom_free(&b);
 	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "", 28);
@@ -142,9 +118,16 @@ static struct eproc *find_proc(gpumon_exporter *e, unsigned dev, unsigned pid)
 	return NULL;
 }
 
-static void drop_proc(gpumon_exporter *e, struct eproc *ep)
+static void free_proc(struct eproc *ep)
 {
 	free(ep->pub.labels);
+	free(ep->pub.owner);
+	free(ep->pub.dcgm_owner);
+}
+
+static void drop_proc(gpumon_exporter *e, struct eproc *ep)
+{
+	free_proc(ep);
 	*ep = e->procs[--e->nprocs];
 }
 
@@ -160,6 +143,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 		if (!no)
 			return NULL;
 		e->order = no;
+		no = realloc(e->oorder, cap * sizeof *e->oorder);
+		if (!no)
+			return NULL;
+		e->oorder = no;
 		e->cap_procs = cap;
 	}
 	struct eproc *ep = &e->procs[e->nprocs];
@@ -167,8 +154,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 	ep->pub.dev = dev;
 	ep->pub.pid = p->pid;
 	proc_labels(e, ep, p);
-	if (!ep->pub.labels)
+	if (!ep->pub.labels || gpumon__exporter_owner_labels(e, ep, p) != GPUMON_OK) {
+		free_proc(ep);
 		return NULL;
+	}
 	e->nprocs++;
 	return ep;
 }
@@ -403,7 +392,8 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		if (!e->gpus[ep->pub.dev].stale)
 			e->order[nshown++] = &ep->pub;
 	}
-	if (nshown > 1)
+	size_t nowners = e->processes ? gpumon__exporter_owners(e, e->order, nshown) : 0;
+	if (nshown > 1 && e->max_processes)
 		qsort(e->order, nshown, sizeof *e->order, by_used_desc);
 	size_t nexp = nshown < e->max_processes ? nshown : e->max_processes;
 	judge(e, nexp);
@@ -417,8 +407,11 @@ int gpumon__exporter_render(gpumon_exporter *e)
 		.gpus = e->gpus,
 		.ngpus = e->ngpus,
 		.processes = e->processes,
+		.per_pid = e->processes && e->max_processes > 0,
 		.procs = e->order,
 		.nprocs = nexp,
+		.owners = e->owners,
+		.nowners = nowners,
 		.errs = errs,
 		.nerrs = nerrs < GPUMON_NVML_ERROR_FUNCTIONS ? nerrs : GPUMON_NVML_ERROR_FUNCTIONS,
 		.render_seconds = e->render_seconds,
@@ -434,6 +427,10 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	memcpy(fw, e->fw, e->nfw * sizeof *fw);
 	pthread_mutex_unlock(&e->fw_lock);
 	v.fw = fw;
+	int fw_gpu[EXPORTER_MAX_FRAMEWORK];
+	for (size_t i = 0; i < v.nfw; i++)
+		fw_gpu[i] = gpumon__exporter_framework_gpu(e, &fw[i]);
+	v.fw_gpu = fw_gpu;
 	return publish(e, &v, t0);
 }
 
@@ -475,7 +472,11 @@ static int tables(gpumon_exporter *e, unsigned n, const gpumon_model_config *cfg
 	if (!e->recbuf || !e->gpus || !e->eg || !e->fw_pending || !e->fw_feed)
 		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's tables");
 	/* a system-wide view with its default bound on processes, no timelines: it runs for months */
-	gpumon_model_config live = {.size = sizeof live, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live"};
+	/* framework figures come from this process (gpumon_exporter_framework): its CUDA_VISIBLE_DEVICES
+	   maps their device indexes to GPUs */
+	const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+	gpumon_model_config live = {.size = sizeof live, .flags = GPUMON_MODEL_FORGET_GONE, .source_type = "live",
+				    .cuda_visible_devices = cvd && cvd[0] ? cvd : NULL};
 	int st = gpumon_model_create(cfg ? cfg : &live, &e->model);
 	if (st != GPUMON_OK)
 		return gpumon__exporter_err(e, st, "cannot create the exporter's run model: %s", gpumon_strerror(st));
@@ -561,10 +562,15 @@ int gpumon__exporter_replay(gpumon_exporter *e)
 void gpumon__exporter_collect_free(gpumon_exporter *e)
 {
 	for (size_t i = 0; i < e->nprocs; i++)
-		free(e->procs[i].pub.labels);
+		free_proc(&e->procs[i]);
 	gpumon_model_destroy(e->model);
 	free(e->procs);
 	free(e->order);
+	free(e->oorder);
+	free(e->owners);
+	e->oorder = NULL;
+	e->owners = NULL;
+	e->cap_owners = 0;
 	free(e->gpus);
 	free(e->eg);
 	free(e->recbuf);

@@ -1164,9 +1164,10 @@ typedef struct gpumon_exporter_config {
 	const char *listen;          /* "ADDR:PORT" ("[::1]:PORT" for IPv6); NULL = "127.0.0.1:19400";
 				        port 0 = any free port (see gpumon_exporter_address) */
 	unsigned interval_ms;        /* memory sampling period; 0 = 10 */
-	unsigned max_processes;      /* processes exported, the largest of the node; 0 = 50;
+	unsigned max_processes;      /* processes exported one by one (pid labels), the largest of the
+				        node; 0 = none: the per-owner series only (docs/metrics.md);
 				        GPUMON_EXPORTER_ALL_PROCESSES = all */
-	int no_processes;            /* 1: no process list at all (no per-process metrics) */
+	int no_processes;            /* 1: no process list at all (no per-process or per-owner metrics) */
 	unsigned compat;             /* GPUMON_COMPAT_* */
 	unsigned peak_window_s;      /* peaks cover the last W to 2W seconds; 0 = 60 */
 	unsigned max_connections;    /* simultaneous HTTP connections; 0 = 1024. When all are held, the

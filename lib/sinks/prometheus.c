@@ -300,7 +300,7 @@ static void render_procs(const struct prom_view *v, struct prom_buf *b)
 			continue;
 		if (!header++)
 			gpumon__prom_family(b, "gpumon_process_memory_used_bytes", "gauge",
-					    "GPU memory held by the process on the GPU, in bytes (the largest processes of the node, see --processes).");
+					    "GPU memory held by the process on the GPU, in bytes (the largest processes of the node, with --processes).");
 		gpumon__prom_printf(b, "gpumon_process_memory_used_bytes{%s} %llu\n", p->labels,
 				    (unsigned long long)p->used_bytes);
 	}
@@ -334,6 +334,36 @@ static void render_procs(const struct prom_view *v, struct prom_buf *b)
 	}
 }
 
+/* ---- per owner -------------------------------------------------------------------------------- */
+
+/* The processes of each GPU summed by owner: series that stay while jobs come and go under the
+ * same pod, Slurm job, container or user. */
+static void render_owners(const struct prom_view *v, struct prom_buf *b)
+{
+	int header = 0;
+	for (size_t i = 0; i < v->nowners; i++) {
+		const struct prom_owner *o = &v->owners[i];
+		if (!o->used_known)
+			continue;
+		if (!header++)
+			gpumon__prom_family(b, "gpumon_owner_memory_used_bytes", "gauge",
+					    "GPU memory held on the GPU by the processes of one owner (owner_kind: pod, slurm, container, user, unresolved), in bytes.");
+		gpumon__prom_printf(b, "gpumon_owner_memory_used_bytes{%s,%s} %llu\n", v->gpus[o->dev].short_labels,
+				    o->labels, (unsigned long long)o->used_bytes);
+	}
+	if (v->nowners)
+		gpumon__prom_family(b, "gpumon_owner_processes", "gauge", "Processes of the owner holding memory on the GPU.");
+	for (size_t i = 0; i < v->nowners; i++)
+		gpumon__prom_printf(b, "gpumon_owner_processes{%s,%s} %u\n", v->gpus[v->owners[i].dev].short_labels,
+				    v->owners[i].labels, v->owners[i].nprocs);
+	if (v->nowners)
+		gpumon__prom_family(b, "gpumon_owner_leak_suspected", "gauge",
+				    "1 when the run model's leak verdict on one of the owner's processes on the GPU alerts, else 0.");
+	for (size_t i = 0; i < v->nowners; i++)
+		gpumon__prom_printf(b, "gpumon_owner_leak_suspected{%s,%s} %d\n", v->gpus[v->owners[i].dev].short_labels,
+				    v->owners[i].labels, v->owners[i].leak_alert);
+}
+
 /* ---- the run model's verdict ---------------------------------------------------------------------- */
 
 static const char *series_label(int s)
@@ -355,10 +385,16 @@ static void render_verdict(const struct prom_view *v, struct prom_buf *b)
 		return;
 	const gpumon_verdict *d = &v->verdict;
 	char labels[160];
-	snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",pid=\"%lld\",segment=\"%u\"", series_label(d->series),
-		 d->dev, (long long)d->pid, d->segment);
+	/* without per-pid series the pid is left out: the series the rule picks changes with the jobs,
+	   and a pid label would make a new series each time */
+	if (v->per_pid)
+		snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",pid=\"%lld\",segment=\"%u\"",
+			 series_label(d->series), d->dev, (long long)d->pid, d->segment);
+	else
+		snprintf(labels, sizeof labels, "series=\"%s\",gpu=\"%d\",segment=\"%u\"", series_label(d->series), d->dev,
+			 d->segment);
 	gpumon__prom_family(b, "gpumon_leak_verdict", "gauge",
-			    "The run model's leak verdict on the series its rule picks (docs/leak-detection.md): 0 not enough data, 1 none, 2 leak; gpu and pid are -1 when unknown.");
+			    "The run model's leak verdict on the series its rule picks (docs/leak-detection.md): 0 not enough data, 1 none, 2 leak; gpu and pid (with --processes) are -1 when unknown.");
 	gpumon__prom_printf(b, "gpumon_leak_verdict{%s} %d\n", labels,
 			    d->leak.verdict == GPUMON_LEAK_SUSPECTED ? 2 : d->leak.verdict == GPUMON_LEAK_NONE ? 1 : 0);
 	if (d->leak.verdict != GPUMON_LEAK_SUSPECTED)
@@ -402,7 +438,12 @@ static void render_framework(const struct prom_view *v, struct prom_buf *b)
 				continue;
 			if (!header++)
 				gpumon__prom_family(b, fams[k].name, "gauge", fams[k].help);
-			gpumon__prom_printf(b, "%s{pid=\"%u\",device=\"%d\",framework=\"", fams[k].name, f->pid, f->device);
+			int d = v->fw_gpu ? v->fw_gpu[i] : -1;
+			if (d >= 0 && (unsigned)d < v->ngpus)
+				gpumon__prom_printf(b, "%s{%s,", fams[k].name, v->gpus[d].short_labels);
+			else /* said, not guessed: CUDA's order may differ from NVML's */
+				gpumon__prom_printf(b, "%s{gpu=\"" PROM_GPU_UNKNOWN "\",uuid=\"" PROM_GPU_UNKNOWN "\",", fams[k].name);
+			gpumon__prom_printf(b, "pid=\"%u\",device=\"%d\",framework=\"", f->pid, f->device);
 			gpumon__prom_label_value(b, f->framework, sizeof f->framework);
 			gpumon__prom_printf(b, "\"} %llu\n", (unsigned long long)x);
 		}
@@ -443,6 +484,8 @@ int gpumon__prom_render(const struct prom_view *v, struct prom_buf *b)
 {
 	render_gpus(v, b);
 	render_procs(v, b);
+	if (v->processes)
+		render_owners(v, b);
 	render_verdict(v, b);
 	render_framework(v, b);
 	gpumon__prom_render_compat(v, b);

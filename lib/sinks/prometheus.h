@@ -45,7 +45,11 @@ struct prom_gpu {
 	double oom_seconds;         /* the model's time to OOM (gpumon_model_gpu_oom); < 0: none (omitted) */
 	unsigned nprocs;            /* processes holding memory on it (all of them) */
 	char labels[PROM_GPU_LABELS];      /* gpu="0",uuid="...",name="...",pci_bus_id="..." */
+	char short_labels[PROM_GPU_LABELS];/* gpu="0",uuid="...": what every other family carries */
 	char dcgm_labels[PROM_GPU_LABELS]; /* gpu="0",UUID="...",pci_bus_id="...",device="nvidia0",... */
+	const char *dcgm_owner;            /* ,namespace="...",pod="...",container="..." when one pod's
+					      container holds every process of the GPU (dcgm-exporter's
+					      pod labels), else "" */
 };
 
 struct prom_proc {
@@ -60,7 +64,24 @@ struct prom_proc {
 	char name[64];              /* process name for nvidia_smi compat (escaped) */
 	char *labels;               /* gpu,uuid,pid,user,command[,container_id]; malloc'd, exact size
 				       (hundreds of processes: fixed arrays would waste memory) */
+	char *owner;                /* owner_kind="..." and the owner's labels (docs/metrics.md), without
+				       gpu/uuid; malloc'd */
+	char *dcgm_owner;           /* ,namespace=...,pod=...,container=... for a named pod, else NULL */
+	int owner_leak;             /* scratch of the owner aggregation: the model's leak alert */
 };
+
+/* The processes of one owner on one GPU, summed (gpumon_owner_* families). */
+struct prom_owner {
+	unsigned dev;
+	const char *labels;         /* the owner's labels (prom_proc.owner of its processes) */
+	int used_known;             /* at least one process's figure is known */
+	uint64_t used_bytes;        /* the sum of the known figures */
+	unsigned nprocs;
+	int leak_alert;             /* one of its processes' leak verdicts alerts */
+};
+
+/* gpumon_framework_* gpu/uuid labels of a framework sample whose GPU cannot be known */
+#define PROM_GPU_UNKNOWN "unknown"
 
 struct prom_view {
 	unsigned compat;            /* GPUMON_COMPAT_* */
@@ -68,9 +89,13 @@ struct prom_view {
 	const struct prom_gpu *gpus;
 	unsigned ngpus;
 	int processes;              /* 1: the process list is sampled */
-	const struct prom_proc *const *procs; /* the processes to export, ordered */
+	int per_pid;                /* 1: per-pid series asked for (--processes N): the verdict's pid label */
+	const struct prom_proc *const *procs; /* the processes exported one by one (--processes), ordered */
 	size_t nprocs;
+	const struct prom_owner *owners; /* every owner of every GPU that answers */
+	size_t nowners;
 	const gpumon_framework_sample *fw;
+	const int *fw_gpu;          /* per framework sample: its GPU's position, -1 when not known */
 	size_t nfw;
 	const gpumon_nvml_error_count *errs;
 	size_t nerrs;

@@ -80,7 +80,8 @@ static void render_table(const struct prom_view *v, struct prom_buf *b, const st
 				gpumon__prom_family(b, t[k].name, "gauge", t[k].help);
 			if (is_dcgm) {
 				/* dcgm-exporter prints whole MiB */
-				gpumon__prom_printf(b, "%s{%s} %.0f\n", t[k].name, g->dcgm_labels, x * t[k].scale);
+				gpumon__prom_printf(b, "%s{%s%s} %.0f\n", t[k].name, g->dcgm_labels,
+						    g->dcgm_owner ? g->dcgm_owner : "", x * t[k].scale);
 			} else {
 				gpumon__prom_printf(b, "%s{uuid=\"", t[k].name);
 				gpumon__prom_label_value(b, g->info.uuid, sizeof g->info.uuid);

@@ -96,7 +96,7 @@ def test_query_mig_mode(gpumon):
 
 
 def test_serve_labels(tmp_path):
-    s = Server(tmp_path, (), MIG_SCN)
+    s = Server(tmp_path, ("--processes", "all"), MIG_SCN)
     try:
         m = parse(s.metrics())
         base = dict(gpu=0, pci_bus_id="00000000:00:06.0")

@@ -177,16 +177,30 @@ def test_metrics_values(serve):
     assert one(m, "gpumon_gpu_processes", uuid=UUID1) == 2
     # GPU 1 has no power sensor: the sample is left out, not shown as 0
     assert [lab["gpu"] for lab, _ in m["gpumon_power_watts"]] == ["0"]
-    # processes, with escaped names, largest first
-    procs = m["gpumon_process_memory_used_bytes"]
-    assert [int(lab["pid"]) for lab, _ in procs] == [4194242, 4194151, 4194007]
-    assert one(m, "gpumon_process_memory_used_bytes", pid=4194151, uuid=UUID1, command='say "hi" \\ there') == 9.5 * GIB
-    assert one(m, "gpumon_process_leak_suspected", pid=4194242) == 0
+    # no per-pid series by default: the processes summed by owner (these pids are in no /proc here:
+    # another PID namespace, whose owner is not guessed)
+    assert not [k for k in m if k.startswith("gpumon_process_")]
+    assert one(m, "gpumon_owner_memory_used_bytes", uuid=UUID1, gpu=1, owner_kind="unresolved") == 10 * GIB
+    assert one(m, "gpumon_owner_processes", uuid=UUID1, owner_kind="unresolved") == 2
+    assert one(m, "gpumon_owner_leak_suspected", uuid=UUID0, owner_kind="unresolved") == 0
     assert "gpumon_process_memory_growth_bytes_per_second" not in m
     assert "gpumon_memory_oom_projected_seconds" not in m
     assert one(m, "gpumon_build_info")
     assert one(m, "gpumon_exporter_scrapes_total") >= 1
     assert "gpumon_exporter_scrape_duration_seconds" in m
+    if PROMTOOL:
+        assert promtool_problems(body) == (0, "")
+
+
+def test_processes_opt_in(serve):
+    """--processes all adds the per-pid families: escaped names, largest first."""
+    body = serve("--processes", "all").metrics()
+    m = parse(body)
+    procs = m["gpumon_process_memory_used_bytes"]
+    assert [int(lab["pid"]) for lab, _ in procs] == [4194242, 4194151, 4194007]
+    assert one(m, "gpumon_process_memory_used_bytes", pid=4194151, uuid=UUID1, command='say "hi" \\ there') == 9.5 * GIB
+    assert one(m, "gpumon_process_leak_suspected", pid=4194242) == 0
+    assert one(m, "gpumon_owner_processes", uuid=UUID1, owner_kind="unresolved") == 2
     if PROMTOOL:
         assert promtool_problems(body) == (0, "")
 
@@ -221,7 +235,7 @@ at 1.25 proc 0 4194300 used=1GiB
 
 
 def test_peak_between_scrapes(serve):
-    s = serve("--interval", "5", scenario=PEAK_SCN)
+    s = serve("--interval", "5", "--processes", "all", scenario=PEAK_SCN)
     time.sleep(1.6)
     m = parse(s.metrics())
     # a 30 ms spike long gone when scraped: the peak keeps its exact size
@@ -240,7 +254,7 @@ def test_peak_window_forgets(serve):
 
 
 def test_lost_gpu_stays_as_down(serve):
-    s = serve(scenario=SCN + "at 1 lost 1\n")
+    s = serve("--processes", "all", scenario=SCN + "at 1 lost 1\n")
     assert one(parse(s.metrics()), "gpumon_gpu_up", gpu=1) == 1
     assert wait_for(lambda: one(parse(s.metrics()), "gpumon_gpu_up", gpu=1) == 0, 5)
     m = parse(s.metrics())
@@ -262,15 +276,17 @@ def test_process_limit_and_gone(serve):
 
 
 def test_processes_none(serve):
+    """none is the default: no per-pid series, the per-owner ones and the count stay."""
     body = serve("--processes", "none").metrics()
-    assert "gpumon_process_" not in body and "gpumon_gpu_processes" not in body
+    assert "gpumon_process_" not in body and "pid=" not in body
+    assert "gpumon_gpu_processes" in body and "gpumon_owner_memory_used_bytes" in body
     assert "gpumon_memory_used_bytes" in body
 
 
 def test_container_id_of_own_process(serve, tmp_path):
     """A process that is in our /proc gets its user and command line from there."""
     me = os.getpid()
-    s = serve(scenario=f"gpu 0\nproc 0 {me} used=1GiB\n")
+    s = serve("--processes", "all", scenario=f"gpu 0\nproc 0 {me} used=1GiB\n")
     lab = parse(s.metrics())["gpumon_process_memory_used_bytes"][0][0]
     import pwd
     assert lab["user"] == pwd.getpwuid(os.getuid()).pw_name
@@ -293,7 +309,7 @@ def test_leak_flag_rate_and_oom(serve):
     """The leak flag, its rate and the time to out-of-memory are the run model's: the GPU's free
     memory over the summed rate of the processes whose leak alerts (the co-tenant's memory is
     not room the job has)."""
-    s = serve(scenario=LEAK_SCN)
+    s = serve("--processes", "all", scenario=LEAK_SCN)
     m = wait_for(lambda: (lambda m: m if one(m, "gpumon_process_leak_suspected", pid=4194400) == 1 else None)(parse(s.metrics())), 40, 0.5)
     assert m, "no leak alert within 40 s"
     assert one(m, "gpumon_process_leak_suspected", pid=4194401) == 0
@@ -347,7 +363,7 @@ def test_replay_gauges_are_the_documents(replay):
     are what the run model's document says of the file."""
     path = os.path.join(TRACES, "leak_30s.gpumon")
     doc = model_document(path)
-    m = replay(path)
+    m = replay(path, "--processes", "all")
     assert one(m, "gpumon_gpu_up", gpu=0) == 1
     assert one(m, "gpumon_memory_total_bytes", gpu=0, uuid=doc["devices"][0]["uuid"]) == doc["devices"][0]["total_bytes"]
     procs = {(s["series"]["dev"], s["series"]["pid"]): s for s in doc["series"] if s["series"]["kind"] == "process"}
@@ -358,6 +374,11 @@ def test_replay_gauges_are_the_documents(replay):
     job = procs[(0, 1053)]
     assert job["verdict"] == "leak" and job["alert"]
     assert one(m, "gpumon_process_leak_suspected", pid=1053) == 1
+    # the owner's flag is the same verdict: 1 where one of its processes on that GPU alerts
+    flags = {}
+    for lab, flag in m["gpumon_process_leak_suspected"]:
+        flags[lab["gpu"]] = max(flags.get(lab["gpu"], 0), flag)
+    assert {lab["gpu"]: v for lab, v in m["gpumon_owner_leak_suspected"]} == flags
     assert abs(one(m, "gpumon_process_memory_growth_bytes_per_second", pid=1053) - job["rate_bytes_per_second"]) < 0.06
     # a run: the GPU's time to out-of-memory is the run's verdict
     run = doc["leak"]
@@ -425,7 +446,7 @@ def test_compat_dcgm(serve):
 
 
 def test_compat_nvidia_smi(serve):
-    body = serve("--compat", "nvidia_smi").metrics()
+    body = serve("--compat", "nvidia_smi", "--processes", "all").metrics()
     m = parse(body)
     assert one(m, "nvidia_smi_memory_used_bytes", uuid=UUID0) == 20 * GIB
     assert one(m, "nvidia_smi_memory_total_bytes", uuid=UUID1) == 80 * GIB

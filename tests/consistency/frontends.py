@@ -161,7 +161,8 @@ def free_port():
 def serve_gauges(gpumon_bin, path, env=None):
     """The run's verdict gauges of one scrape of `gpumon serve --replay`."""
     port = free_port()
-    p = subprocess.Popen([gpumon_bin, "serve", "--replay", str(path), "--listen", f"127.0.0.1:{port}"],
+    # --processes: the verdict's pid label comes with the per-pid series
+    p = subprocess.Popen([gpumon_bin, "serve", "--replay", str(path), "--listen", f"127.0.0.1:{port}", "--processes", "all"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
         body = None

@@ -56,6 +56,7 @@ static void test_scrape_and_framework(void)
 	gpumon *g = open_fake(SCN, 0);
 	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
 	c.listen = "127.0.0.1:0";
+	c.max_processes = GPUMON_EXPORTER_ALL_PROCESSES; /* per-pid series are opt-in */
 	gpumon_exporter *e = NULL;
 	int st = gpumon_exporter_create(g, &c, &e);
 	is_int(st, GPUMON_OK, "start on an ephemeral port (%s)", gpumon_exporter_errmsg(e));
@@ -89,9 +90,12 @@ static void test_scrape_and_framework(void)
 	is_int(gpumon_exporter_framework(e, &f), GPUMON_OK, "a newer one replaces it");
 	sleep_ms(400); /* the next snapshot: at most 250 ms */
 	r = http_get(port_of(e), "/metrics");
-	ok(r && strstr(r, "gpumon_framework_allocated_bytes{pid=\"4194999\",device=\"0\",framework=\"torch\"} 987654321\n"),
+	/* one GPU, and NVML lists the pid there: the sample carries that GPU's gpu/uuid */
+	ok(r && strstr(r, "gpumon_framework_allocated_bytes{gpu=\"0\",uuid=\"GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51\","
+			  "pid=\"4194999\",device=\"0\",framework=\"torch\"} 987654321\n"),
 	   "allocated bytes exported, the latest value");
-	ok(r && strstr(r, "gpumon_framework_allocated_peak_bytes{pid=\"4194999\",device=\"0\",framework=\"torch\"} 200000000\n"),
+	ok(r && strstr(r, "gpumon_framework_allocated_peak_bytes{gpu=\"0\",uuid=\"GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51\","
+			  "pid=\"4194999\",device=\"0\",framework=\"torch\"} 200000000\n"),
 	   "peak exported");
 	ok(r && !strstr(r, "gpumon_framework_reserved_bytes"), "reserved not known: left out, not 0");
 	free(r);
@@ -255,6 +259,7 @@ static void test_replay_without_a_handle(void)
 	gpumon_exporter_config c = GPUMON_CONFIG_INIT(gpumon_exporter_config);
 	c.listen = "127.0.0.1:0";
 	c.replay = path;
+	c.max_processes = GPUMON_EXPORTER_ALL_PROCESSES;
 	gpumon_exporter *e = NULL;
 	st = gpumon_exporter_create(NULL, &c, &e);
 	is_int(st, GPUMON_OK, "a replay needs no handle (%s)", gpumon_exporter_errmsg(e));
