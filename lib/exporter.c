@@ -581,6 +581,7 @@ static void shut(gpumon_exporter *e)
 	if (e->collector_started)
 		pthread_join(e->collector, NULL);
 	e->collector_started = 0;
+	gpumon__exporter_health_stop(e);
 	gpumon_sampler_destroy(e->sampler);
 	e->sampler = NULL;
 	gpumon__exporter_collect_free(e);
@@ -626,6 +627,8 @@ int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_
 		e->replay = NULL;
 	} else if (st == GPUMON_OK) {
 		st = start_sampling(e, &c);
+		if (st == GPUMON_OK && gpumon__exporter_health_start(e) != GPUMON_OK)
+			st = gpumon__exporter_err(e, GPUMON_E_NOMEM, "cannot start the exporter's memory health thread");
 	}
 	if (st == GPUMON_OK && gpumon__exporter_render(e) != GPUMON_OK)
 		st = gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory rendering the metrics");

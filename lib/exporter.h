@@ -97,6 +97,7 @@ struct gpumon_exporter {
 	int no_keepalive;      /* Connection: close on every response */
 	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_create (exporter.c) */
 	struct mhd_api *api;
+	struct exporter_health *health; /* the health thread's figures (exporter_health.c); NULL none */
 };
 
 /* Keeps the message on e (gpumon_exporter_errmsg) and on e->g when there is one; returns status. */
@@ -123,6 +124,15 @@ int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, co
 size_t gpumon__exporter_owners(gpumon_exporter *e, const struct prom_proc *const *shown, size_t n);
 /* The GPU (position) of a framework sample, -1 when it cannot be known (never a guess). */
 int gpumon__exporter_framework_gpu(const gpumon_exporter *e, const gpumon_framework_sample *f);
+/* exporter_health.c */
+/* Starts the thread that reads each GPU's memory health every 30 s (nothing in a replay). */
+int gpumon__exporter_health_start(gpumon_exporter *e);
+/* Stops it (waits at most 0.2 s for a thread in a hung driver call; it then ends by itself). */
+void gpumon__exporter_health_stop(gpumon_exporter *e);
+/* The collector: copies the latest figures into e->gpus, with the library's verdict. */
+void gpumon__exporter_health_copy(gpumon_exporter *e);
+/* The collector: counts an XID EVENT record (GPUMON_EVENT_XID) on its GPU. */
+void gpumon__exporter_xid(gpumon_exporter *e, const gpumon_record *r);
 /* The collector thread's body. */
 void *gpumon__exporter_collector_main(void *arg);
 /* Frees the collector's tables and model. */

@@ -187,6 +187,8 @@ static void on_event(gpumon_exporter *e, const gpumon_record *r)
 		e->gpus[r->dev].stale = 1;
 	else if (!strcmp(r->event_kind, GPUMON_EVENT_ANSWERING))
 		e->gpus[r->dev].stale = 0;
+	else if (!strcmp(r->event_kind, GPUMON_EVENT_XID))
+		gpumon__exporter_xid(e, r);
 }
 
 static void on_record(gpumon_exporter *e, const gpumon_record *r)
@@ -375,6 +377,7 @@ static int publish(gpumon_exporter *e, const struct prom_view *v, uint64_t t0)
 int gpumon__exporter_render(gpumon_exporter *e)
 {
 	uint64_t t0 = gpumon__now_ns();
+	gpumon__exporter_health_copy(e);
 	for (unsigned i = 0; i < e->ngpus; i++) {
 		struct prom_gpu *g = &e->gpus[i];
 		struct egpu *eg = &e->eg[i];

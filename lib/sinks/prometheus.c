@@ -287,6 +287,112 @@ static void render_gpus(const struct prom_view *v, struct prom_buf *b)
 	}
 }
 
+/* ---- memory health ----------------------------------------------------------------------------- */
+
+/* One family of the health figures: a header when the first GPU has the figure, a sample per GPU
+ * (labels: the GPU's and `extra`). */
+struct hsample {
+	const char *name, *type, *help, *extra;
+	uint64_t bit;           /* GPUMON_P_* the figure needs */
+	uint64_t (*get)(const gpumon_device_props *h);
+};
+
+static uint64_t ecc_cv(const gpumon_device_props *h) { return h->ecc_total[GPUMON_ECC_CORRECTED][GPUMON_ECC_VOLATILE]; }
+static uint64_t ecc_ca(const gpumon_device_props *h) { return h->ecc_total[GPUMON_ECC_CORRECTED][GPUMON_ECC_AGGREGATE]; }
+static uint64_t ecc_uv(const gpumon_device_props *h) { return h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE]; }
+static uint64_t ecc_ua(const gpumon_device_props *h) { return h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_AGGREGATE]; }
+static uint64_t remap_corr(const gpumon_device_props *h) { return h->remapped_correctable; }
+static uint64_t remap_unc(const gpumon_device_props *h) { return h->remapped_uncorrectable; }
+static uint64_t remap_pending(const gpumon_device_props *h) { return (uint64_t)(h->remapped_pending != 0); }
+static uint64_t remap_failed(const gpumon_device_props *h) { return (uint64_t)(h->remapped_failure != 0); }
+static uint64_t retired_sbe(const gpumon_device_props *h) { return h->retired_sbe; }
+static uint64_t retired_dbe(const gpumon_device_props *h) { return h->retired_dbe; }
+static uint64_t retired_pending(const gpumon_device_props *h) { return (uint64_t)(h->retired_pending != 0); }
+
+#define ECC_HELP "ECC errors counted by the GPU: type corrected or uncorrected; counter volatile (since the driver loaded) or aggregate (the board's life)."
+#define REMAP_HELP "Rows of GPU memory remapped to spare rows, by cause: correctable or uncorrectable errors."
+#define RETIRED_HELP "Pages of GPU memory retired (older GPUs; newer ones remap rows), by cause: single_bit or double_bit errors."
+static const struct hsample health_families[] = {
+	{"gpumon_ecc_errors_total", "counter", ECC_HELP, "type=\"corrected\",counter=\"volatile\"", GPUMON_P_ECC_TOTAL, ecc_cv},
+	{NULL, NULL, NULL, "type=\"corrected\",counter=\"aggregate\"", GPUMON_P_ECC_TOTAL, ecc_ca},
+	{NULL, NULL, NULL, "type=\"uncorrected\",counter=\"volatile\"", GPUMON_P_ECC_TOTAL, ecc_uv},
+	{NULL, NULL, NULL, "type=\"uncorrected\",counter=\"aggregate\"", GPUMON_P_ECC_TOTAL, ecc_ua},
+	{"gpumon_remapped_rows", "gauge", REMAP_HELP, "cause=\"correctable\"", GPUMON_P_REMAPPED_ROWS, remap_corr},
+	{NULL, NULL, NULL, "cause=\"uncorrectable\"", GPUMON_P_REMAPPED_ROWS, remap_unc},
+	{"gpumon_remapped_rows_pending", "gauge", "1 while a row remapping waits for the next GPU reset.", NULL,
+	 GPUMON_P_REMAPPED_ROWS, remap_pending},
+	{"gpumon_remapped_rows_failed", "gauge", "1 when a row remapping failed: the board needs service.", NULL,
+	 GPUMON_P_REMAPPED_ROWS, remap_failed},
+	{"gpumon_retired_pages", "gauge", RETIRED_HELP, "cause=\"single_bit\"", GPUMON_P_RETIRED_SBE, retired_sbe},
+	{NULL, NULL, NULL, "cause=\"double_bit\"", GPUMON_P_RETIRED_DBE, retired_dbe},
+	{"gpumon_retired_pages_pending", "gauge", "1 while pages wait to be retired at the next reboot.", NULL,
+	 GPUMON_P_RETIRED_PENDING, retired_pending},
+};
+
+static const struct {
+	unsigned bit;
+	const char *name;
+} health_problem_names[] = {
+	{GPUMON_HEALTH_ECC_UNCORRECTED, "ecc_uncorrected"},
+	{GPUMON_HEALTH_RETIRED_PENDING, "retired_pages_pending"},
+	{GPUMON_HEALTH_RETIRED_DBE, "retired_pages_double_bit"},
+	{GPUMON_HEALTH_REMAP_PENDING, "remapped_rows_pending"},
+	{GPUMON_HEALTH_REMAP_FAILURE, "remapped_rows_failure"},
+	{GPUMON_HEALTH_REMAP_UNCORRECTABLE, "remapped_rows_uncorrectable"},
+};
+
+/* Whether GPU g's health figures are shown: read, and the GPU answers. */
+static int health_shown(const struct prom_gpu *g)
+{
+	return g->have_health && g->up && !g->stale;
+}
+
+static void render_health(const struct prom_view *v, struct prom_buf *b)
+{
+	const struct hsample *fam = NULL;
+	int header = 0;
+	for (size_t k = 0; k < sizeof health_families / sizeof health_families[0]; k++) {
+		const struct hsample *f = &health_families[k];
+		if (f->name) { /* a new family; rows without a name add samples to the one before */
+			fam = f;
+			header = 0;
+		}
+		for (unsigned i = 0; i < v->ngpus; i++) {
+			const struct prom_gpu *g = &v->gpus[i];
+			if (!health_shown(g) || !(g->health.present & f->bit))
+				continue;
+			if (!header++)
+				gpumon__prom_family(b, fam->name, fam->type, fam->help);
+			gpumon__prom_printf(b, "%s{%s%s%s} %llu\n", fam->name, g->short_labels, f->extra ? "," : "",
+					    f->extra ? f->extra : "", (unsigned long long)f->get(&g->health));
+		}
+	}
+	header = 0;
+	for (unsigned i = 0; i < v->ngpus; i++) {
+		const struct prom_gpu *g = &v->gpus[i];
+		for (size_t k = 0; health_shown(g) && k < sizeof health_problem_names / sizeof health_problem_names[0]; k++) {
+			if (!(g->health_problems & health_problem_names[k].bit))
+				continue;
+			if (!header++)
+				gpumon__prom_family(b, "gpumon_memory_health_problem", "gauge",
+						    "1 for each problem the library finds in the GPU's memory health figures (gpumon_health_problems; the warning show and watch give); absent when none.");
+			gpumon__prom_printf(b, "gpumon_memory_health_problem{%s,problem=\"%s\"} 1\n", g->short_labels,
+					    health_problem_names[k].name);
+		}
+	}
+	header = 0;
+	for (unsigned i = 0; i < v->ngpus; i++) {
+		const struct prom_gpu *g = &v->gpus[i];
+		for (unsigned k = 0; k < g->nxid; k++) {
+			if (!header++)
+				gpumon__prom_family(b, "gpumon_xid_errors_total", "counter",
+						    "XID errors the driver reported on the GPU since the exporter started, by code (NVML's critical error events).");
+			gpumon__prom_printf(b, "gpumon_xid_errors_total{%s,xid=\"%u\"} %llu\n", g->short_labels,
+					    g->xid[k].code, (unsigned long long)g->xid[k].count);
+		}
+	}
+}
+
 /* ---- per process ------------------------------------------------------------------------------ */
 
 static void render_procs(const struct prom_view *v, struct prom_buf *b)
@@ -483,6 +589,7 @@ static void render_self(const struct prom_view *v, struct prom_buf *b)
 int gpumon__prom_render(const struct prom_view *v, struct prom_buf *b)
 {
 	render_gpus(v, b);
+	render_health(v, b);
 	render_procs(v, b);
 	if (v->processes)
 		render_owners(v, b);

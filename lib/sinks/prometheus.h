@@ -31,6 +31,7 @@ void gpumon__prom_label_value(struct prom_buf *b, const char *v, size_t max_byte
 
 /* Label strings are prebuilt once (they do not change while a GPU or process lives). */
 #define PROM_GPU_LABELS 640
+#define PROM_MAX_XID_CODES 16 /* distinct XID codes counted per GPU */
 
 struct prom_gpu {
 	gpumon_device_info info;
@@ -50,6 +51,17 @@ struct prom_gpu {
 	const char *dcgm_owner;            /* ,namespace="...",pod="...",container="..." when one pod's
 					      container holds every process of the GPU (dcgm-exporter's
 					      pod labels), else "" */
+	/* memory health (exporter_health.c): the latest GPUMON_P_HEALTH figures and their verdict */
+	int have_health;
+	gpumon_device_props health;
+	unsigned health_problems;   /* gpumon_health_problems(&health) */
+	/* XID errors the sampler reported since the exporter started, by code */
+	struct {
+		unsigned code;
+		uint64_t count;
+	} xid[PROM_MAX_XID_CODES];
+	unsigned nxid, last_xid;
+	int have_xid;
 };
 
 struct prom_proc {

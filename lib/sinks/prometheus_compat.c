@@ -8,7 +8,12 @@
 
 #define MIB (1024.0 * 1024.0)
 
-enum cfield { C_TOTAL, C_USED, C_FREE, C_RESERVED, C_UTIL, C_MEMUTIL, C_TEMP, C_POWER, C_SM, C_MEM, C_INDEX };
+enum cfield {
+	C_TOTAL, C_USED, C_FREE, C_RESERVED, C_UTIL, C_MEMUTIL, C_TEMP, C_POWER, C_SM, C_MEM, C_INDEX,
+	/* memory health (dcgm-exporter's names) */
+	C_ECC_SBE_VOL, C_ECC_DBE_VOL, C_ECC_SBE_AGG, C_ECC_DBE_AGG, C_RETIRED_SBE, C_RETIRED_DBE,
+	C_RETIRED_PENDING, C_REMAP_CORR, C_REMAP_UNC, C_REMAP_PENDING, C_REMAP_FAILURE, C_XID_LAST,
+};
 
 struct cfamily {
 	const char *name, *help;
@@ -29,6 +34,19 @@ static const struct cfamily dcgm[] = {
 	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", C_POWER, 1.0 / 1000},
 	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", C_SM, 1},
 	{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", C_MEM, 1},
+	/* memory health; typed gauge here: dcgm-exporter's counters lack _total, which promtool rejects */
+	{"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", C_ECC_SBE_VOL, 1},
+	{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", C_ECC_DBE_VOL, 1},
+	{"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "Total number of single-bit persistent ECC errors.", C_ECC_SBE_AGG, 1},
+	{"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "Total number of double-bit persistent ECC errors.", C_ECC_DBE_AGG, 1},
+	{"DCGM_FI_DEV_RETIRED_SBE", "Total number of retired pages due to single-bit errors.", C_RETIRED_SBE, 1},
+	{"DCGM_FI_DEV_RETIRED_DBE", "Total number of retired pages due to double-bit errors.", C_RETIRED_DBE, 1},
+	{"DCGM_FI_DEV_RETIRED_PENDING", "Total number of pages pending retirement.", C_RETIRED_PENDING, 1},
+	{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", C_REMAP_CORR, 1},
+	{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", C_REMAP_UNC, 1},
+	{"DCGM_FI_DEV_ROW_REMAP_PENDING", "Whether remapping of rows is pending.", C_REMAP_PENDING, 1},
+	{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", C_REMAP_FAILURE, 1},
+	{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", C_XID_LAST, 1},
 };
 
 /* nvidia_gpu_exporter (utkuozdemir/nvidia_gpu_exporter): nvidia-smi's field names. */
@@ -45,6 +63,28 @@ static const struct cfamily nsmi[] = {
 	{"nvidia_smi_clocks_current_sm_clock_hz", "clocks.current.sm [MHz]", C_SM, 1e6},
 	{"nvidia_smi_clocks_current_memory_clock_hz", "clocks.current.memory [MHz]", C_MEM, 1e6},
 };
+
+/* The health figures (counts, 0/1 flags, the last XID code); 0 when absent. */
+static int health_raw(const struct prom_gpu *g, enum cfield f, double *x)
+{
+	const gpumon_device_props *h = &g->health;
+	uint64_t has = g->have_health ? h->present : 0;
+	switch (f) {
+	case C_ECC_SBE_VOL: *x = (double)h->ecc_total[GPUMON_ECC_CORRECTED][GPUMON_ECC_VOLATILE]; return !!(has & GPUMON_P_ECC_TOTAL);
+	case C_ECC_DBE_VOL: *x = (double)h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE]; return !!(has & GPUMON_P_ECC_TOTAL);
+	case C_ECC_SBE_AGG: *x = (double)h->ecc_total[GPUMON_ECC_CORRECTED][GPUMON_ECC_AGGREGATE]; return !!(has & GPUMON_P_ECC_TOTAL);
+	case C_ECC_DBE_AGG: *x = (double)h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_AGGREGATE]; return !!(has & GPUMON_P_ECC_TOTAL);
+	case C_RETIRED_SBE: *x = h->retired_sbe; return !!(has & GPUMON_P_RETIRED_SBE);
+	case C_RETIRED_DBE: *x = h->retired_dbe; return !!(has & GPUMON_P_RETIRED_DBE);
+	case C_RETIRED_PENDING: *x = h->retired_pending; return !!(has & GPUMON_P_RETIRED_PENDING);
+	case C_REMAP_CORR: *x = h->remapped_correctable; return !!(has & GPUMON_P_REMAPPED_ROWS);
+	case C_REMAP_UNC: *x = h->remapped_uncorrectable; return !!(has & GPUMON_P_REMAPPED_ROWS);
+	case C_REMAP_PENDING: *x = h->remapped_pending; return !!(has & GPUMON_P_REMAPPED_ROWS);
+	case C_REMAP_FAILURE: *x = h->remapped_failure; return !!(has & GPUMON_P_REMAPPED_ROWS);
+	case C_XID_LAST: *x = g->last_xid; return g->have_xid;
+	default: return 0;
+	}
+}
 
 /* The raw value of f (bytes, percent, C, mW, MHz); 0 when absent. */
 static int raw(const struct prom_gpu *g, enum cfield f, double *x)
@@ -63,6 +103,7 @@ static int raw(const struct prom_gpu *g, enum cfield f, double *x)
 	case C_SM: *x = s->clock_sm_mhz; return !!(p & GPUMON_F_CLOCK_SM);
 	case C_MEM: *x = s->clock_mem_mhz; return !!(p & GPUMON_F_CLOCK_MEM);
 	case C_INDEX: *x = g->info.index; return 1;
+	default: return health_raw(g, f, x);
 	}
 	return 0;
 }

@@ -263,10 +263,11 @@ def test_series_bounded_while_jobs_churn(exporter, tmp_path):
     kinds = {o[1] for o in owners_seen}
     assert kinds == {"user", "pod", "slurm", "container"}, kinds  # the jobs were attributed
     assert len({o[1:] for o in owners_seen}) <= 22
-    # docs/metrics.md: per GPU 15 GPU families + 3 per owner; 20 the exporter's own and the verdict
+    # docs/metrics.md: per GPU 26 GPU and memory health samples + 3 per owner; 20 the exporter's own
+    # and the verdict
     owners_possible = GPUS * 22
-    bound = GPUS * 15 + 3 * owners_possible + 20 + 4 * GPUS
-    assert most <= GPUS * 15 + 3 * len(owners_seen) + 20, most
+    bound = GPUS * 26 + 3 * owners_possible + 20 + 4 * GPUS
+    assert most <= GPUS * 26 + 3 * len(owners_seen) + 20, most
     assert len(seen) <= bound, (len(seen), bound)
     assert not any(dict(lab).get("pid") for _, lab in seen)
 
