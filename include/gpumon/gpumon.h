@@ -398,7 +398,8 @@ enum {
 	GPUMON_OWNER_POD_NAMES = 1u << 2,  /* k8s_namespace, pod and container hold values (read from the
 					      node's /var/log/pods, when it is there to read) */
 	GPUMON_OWNER_SLURM = 1u << 3,      /* slurm_job (and slurm_step when the cgroup names one) */
-	GPUMON_OWNER_UNIT = 1u << 4,       /* unit: the systemd unit (service or scope) */
+	GPUMON_OWNER_UNIT = 1u << 4,       /* unit: the systemd service (a scope — a login session, an app —
+					      is no owner, nor a user@UID.service manager) */
 	GPUMON_OWNER_UNRESOLVED = 1u << 5, /* the pid is not in our /proc (another PID namespace): its
 					      owner is unknown, and nothing is guessed */
 };
@@ -416,7 +417,7 @@ typedef struct gpumon_owner {
 	char container[64];
 	char slurm_job[24];      /* "1234" */
 	char slurm_step[24];     /* "0", "batch", "extern", "interactive"; "" when the job's own cgroup */
-	char unit[128];          /* "train.service", "session-3.scope" */
+	char unit[128];          /* "train.service", "jupyter.service" */
 } gpumon_owner;
 
 typedef struct gpumon_process {

@@ -239,7 +239,10 @@ static void parse_path(const char *path, size_t len, struct parsed *st)
 		/* the deepest container wins: a container started inside another is the process's own */
 		if (!container_of(c, prev, st)) {
 			slurm_of(c, st);
-			if (ends(c, ".service") || ends(c, ".scope"))
+			/* a service is an owner (train.service, jupyter.service); a scope is not (a login
+			   session, a terminal's app scope, init: the user column says whose it is), nor a
+			   user's service manager */
+			if (ends(c, ".service") && !starts(c, "user@"))
 				st->unit = c;
 		}
 		prev = c;

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: MIT
+"""Every `gpumon` example of the README's command blocks, of gpumon(1)'s EXAMPLES and of the
+commands' --help runs, against the fake NVML (issue 14: "every example in them runs in a test").
+Placeholders become real files (run.gpumon: a bundled recording; cert.pem, key.pem, auth: a
+certificate made here), a listening port becomes 127.0.0.1:0, and commands that run until stopped
+(serve, query -lms) are stopped once they have answered. A README block that shows a command's
+output is compared with what the command prints today. The README's make and pip lines are what CI
+itself runs (make test) and tests/pip checks; they are listed, not run here."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import FAKE_NVML_LIB, GPUMON_BIN
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
+README = os.path.join(ROOT, "README.md")
+MAN = os.path.join(ROOT, "man/gpumon.1")
+H200 = os.path.join(ROOT, "tests/fake_nvml/scenarios/h200.scn")
+RECORDING = os.path.join(ROOT, "examples/traces/leak_30s.gpumon")
+COMMANDS = ["show", "list", "query", "record", "run", "watch", "report", "export", "serve"]
+
+
+def readme_examples():
+    """(command line, output shown under it or None) of each `gpumon` line of a command block."""
+    text = open(README, encoding="utf-8").read()
+    out = []
+    for lang, block in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
+        if lang not in ("", "sh", "console"):
+            continue
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            shown = line.startswith("$ ")
+            cmd = line[2:] if shown else line
+            if not re.match(r"gpumon(\s|$)", cmd) or re.match(r"gpumon\s+(watch|serve)\s{2,}", cmd):
+                continue  # a screen's title line ("gpumon watch  REPLAY of ...") is output, not a command
+            cmd = re.sub(r"\s+#.*$", "", cmd)
+            output = "\n".join(lines[i + 1:]) + "\n" if shown and i + 1 < len(lines) else None
+            out.append((cmd, output))
+    return out
+
+
+def man_examples():
+    man = open(MAN).read()
+    section = man[man.index(".SH EXAMPLES"):]
+    section = section[:section.index("\n.SH", 1)]
+    return [l.replace("\\-", "-") for l in section.splitlines() if l.startswith("gpumon")]
+
+
+def help_examples():
+    out = []
+    for c in [None] + COMMANDS:
+        r = subprocess.run([GPUMON_BIN] + ([c] if c else []) + ["--help"], capture_output=True, text=True)
+        assert r.returncode == 0, (c, r.stderr)
+        text = r.stdout
+        if "Examples:" not in text:
+            continue
+        for line in text[text.index("Examples:"):].splitlines()[1:]:
+            if not line.strip():
+                break
+            m = re.match(r"\s+(gpumon .*?)(\s{2,}.*)?$", line)
+            if m:
+                out.append(m.group(1))
+    return out
+
+
+@pytest.fixture
+def files(tmp_path):
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is not installed (the TLS example needs a certificate)")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    (tmp_path / "auth").write_text("prom:s3cret\n")
+    shutil.copy(RECORDING, tmp_path / "run.gpumon")
+    return tmp_path
+
+
+def environment():
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_", "COLUMNS"))}
+    e.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=H200, LC_ALL="C.UTF-8")
+    return e
+
+
+def runs_until_stopped(argv):
+    return argv[1:2] == ["serve"] or any(a in ("-l", "-lms") for a in argv)
+
+
+def run_example(cmd, cwd):
+    """Runs one example; returns (exit status, stdout, stderr). A command that runs until stopped
+    is stopped (SIGTERM) once it has printed something or 3 s have passed."""
+    argv = cmd.split()
+    argv[0] = GPUMON_BIN
+    if argv[1:2] == ["serve"]:
+        argv = [a if not re.match(r"^(0\.0\.0\.0|127\.0\.0\.1):19400$", a) else "127.0.0.1:0" for a in argv]
+        if "--listen" not in argv:
+            argv += ["--listen", "127.0.0.1:0"]
+    p = subprocess.Popen(argv, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, stdin=subprocess.DEVNULL)
+    if runs_until_stopped(argv):
+        time.sleep(2.5)
+        p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    return p.returncode, out, err
+
+
+def test_there_are_examples():
+    assert len(readme_examples()) >= 5 and len(man_examples()) >= 5
+
+
+@pytest.mark.parametrize("cmd,shown", readme_examples(), ids=lambda v: v if isinstance(v, str) else "")
+def test_readme_example(files, cmd, shown):
+    status, out, err = run_example(cmd, files)
+    if cmd.split()[1:2] == ["serve"]:
+        # the exporter serves until stopped: it said where, and stopped cleanly on SIGTERM
+        assert re.search(r"serving https?://\S+/metrics", err), err
+        assert status == 0, err
+        return
+    assert status == 0, (cmd, err)
+    if shown is not None:
+        assert out == shown, f"README shows another output for {cmd}"
+
+
+@pytest.mark.parametrize("cmd", man_examples() + help_examples())
+def test_man_and_help_example(files, cmd):
+    status, out, err = run_example(cmd, files)
+    assert status == 0, (cmd, err)
+    assert out, cmd
