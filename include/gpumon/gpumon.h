@@ -398,7 +398,7 @@ enum {
 	GPUMON_OWNER_POD_NAMES = 1u << 2,  /* k8s_namespace, pod and container hold values (read from the
 					      node's /var/log/pods, when it is there to read) */
 	GPUMON_OWNER_SLURM = 1u << 3,      /* slurm_job (and slurm_step when the cgroup names one) */
-	GPUMON_OWNER_UNIT = 1u << 4,       /* unit: the systemd service (a scope — a login session, an app —
+	GPUMON_OWNER_UNIT = 1u << 4,       /* unit: the systemd service (a scope, such as a login session or an app,
 					      is no owner, nor a user@UID.service manager) */
 	GPUMON_OWNER_UNRESOLVED = 1u << 5, /* the pid is not in our /proc (another PID namespace): its
 					      owner is unknown, and nothing is guessed */
