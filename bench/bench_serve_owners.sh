@@ -63,6 +63,8 @@ for g in range(8):
             f.write(f"python\0train.py\0--rank\0{i}\0".encode())
         with open(os.path.join(d, "cgroup"), "w") as f:
             f.write(cg + "\n")
+        with open(os.path.join(d, "stat"), "w") as f:  # as the kernel writes it: starttime is field 22
+            f.write(f"{pid} (python) S 1 {pid} {pid} 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 {1000 + i} 0 0\n")
     steady.append(f'procs {g} {400000 + g * 1000} 512 used=128MiB name="python train.py"')
     moving.append(f'procs {g} {400000 + g * 1000} 512 used=128MiB grow=1MiB name="python train.py"')
 open(os.path.join(tmp, "steady.scn"), "w").write("\n".join(steady) + "\n")

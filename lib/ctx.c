@@ -174,6 +174,7 @@ int gpumon_create(gpumon **out)
 		return GPUMON_E_NOMEM;
 	pthread_mutex_init(&g->err_lock, NULL);
 	pthread_mutex_init(&g->hold_lock, NULL);
+	g->procs = gpumon__proc_cache_new(); /* none when out of memory: /proc is then read each time */
 	g->open_status = GPUMON_E_DRIVER;
 	int st = GPUMON_OK;
 	if (pthread_key_create(&g->err_key, NULL) != 0)
@@ -200,6 +201,7 @@ static void free_handle(gpumon *g)
 	}
 	pthread_mutex_destroy(&g->err_lock);
 	pthread_mutex_destroy(&g->hold_lock);
+	gpumon__proc_cache_free(g->procs);
 	free(g);
 }
 

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include <gpumon/gpumon.h>
 
@@ -144,6 +145,8 @@ struct gpumon {
 	pthread_mutex_t hold_lock;
 	unsigned holds;
 	int closing;
+
+	struct gpumon__proc_cache *procs; /* /proc answers per pid (NULL when out of memory: no cache) */
 };
 
 /* Keeps g alive for a thread of the library until the matching gpumon__release(). */
@@ -185,6 +188,22 @@ void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const
  * GPUMON_PROC_ROOT); sets GPUMON_PROC_FOREIGN and GPUMON_OWNER_UNRESOLVED when the pid is not in
  * our /proc. */
 void gpumon__procfs_fill(gpumon_process *p);
+/* Reads up to len-1 bytes of the pid's /proc file `leaf` (under GPUMON_PROC_ROOT) into buf,
+ * NUL-terminated; returns the bytes read, or -1. */
+ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len);
+
+/* sources/proc_cache.c: what /proc and NVML's process name said of a pid, kept 5 s, keyed by pid
+ * and start time (thread-safe). */
+struct gpumon__proc_cache;
+struct gpumon__proc_cache *gpumon__proc_cache_new(void);
+void gpumon__proc_cache_free(struct gpumon__proc_cache *c);
+/* The pid's start time (clock ticks since boot) from /proc/PID/stat; 0, or -1 when unreadable. */
+int gpumon__proc_start(unsigned pid, uint64_t *start);
+/* Fills p's /proc fields (user, uid, ppid, name, command line, owner, their flags) from the cache
+ * when it holds the pid with that start time, read less than 5 s ago; returns 1, else 0. */
+int gpumon__proc_cache_get(struct gpumon__proc_cache *c, gpumon_process *p, uint64_t start, uint64_t now);
+/* Keeps those fields of p (read now) for the pid with that start time. */
+void gpumon__proc_cache_put(struct gpumon__proc_cache *c, const gpumon_process *p, uint64_t start, uint64_t now);
 
 /* sources/cgroup.c: the owner told by the text of a /proc/PID/cgroup file (cgroup v1, v2 or both;
  * systemd or cgroupfs driver): container runtime and id, pod UID, Slurm job and step, else the

@@ -279,8 +279,15 @@ static size_t merge_same_pid(gpumon_process *list, size_t n)
 
 static void fill_names(gpumon *g, gpumon_process *list, size_t n)
 {
+	uint64_t now = gpumon__now_ns();
 	for (size_t i = 0; i < n; i++) {
 		gpumon_process *p = &list[i];
+		/* what /proc and NVML said of this very process a moment ago still holds: the start
+		   time tells a pid reused by another process */
+		uint64_t start;
+		int known = p->pid && g->procs && gpumon__proc_start(p->pid, &start) == 0;
+		if (known && gpumon__proc_cache_get(g->procs, p, start, now))
+			continue;
 		gpumon__procfs_fill(p);
 		/* NVML's own name is what nvidia-smi prints; /proc's argv[0] is the fallback */
 		if (g->nvml.process_name) {
@@ -291,6 +298,8 @@ static void fill_names(gpumon *g, gpumon_process *list, size_t n)
 				p->flags |= GPUMON_PROC_NAME_KNOWN;
 			}
 		}
+		if (known)
+			gpumon__proc_cache_put(g->procs, p, start, now);
 	}
 }
 

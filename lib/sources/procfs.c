@@ -124,6 +124,11 @@ static void fill_owner(gpumon_process *p)
 	gpumon__owner_pod_names(&p->owner, pods && pods[0] ? pods : "/var/log/pods");
 }
 
+ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len)
+{
+	return read_proc_file(pid, leaf, buf, len);
+}
+
 void gpumon__procfs_fill(gpumon_process *p)
 {
 	char path[4096];

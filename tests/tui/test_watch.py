@@ -348,8 +348,9 @@ def test_many_gpus_get_one_line_each(watch):
     # under load the first samples of the later GPUs may still be on their way ("waiting for the
     # first sample"): wait for the last shown GPU's figures, not just for the layout
     s = small.wait(r"^GPU 13 \[.*\n\+2 more GPUs: press g")
-    assert re.search(r"^GPU 0  \[[▒▓█░]+\] 10\.0 GiB / 141 GiB    7 %  util   0 %   40 C   200 W$", s, re.M), s
-    assert re.search(r"^GPU 3  \[.*  43 C  n/a W$", s, re.M)
+    # utilisation, temperature and power come once a second: wait for them too
+    s = small.wait(r"^GPU 0  \[[▒▓█░]+\] 10\.0 GiB / 141 GiB    7 %  util   0 %   40 C   200 W$")
+    s = small.wait(r"^GPU 3  \[.*  43 C  n/a W$")
     assert re.search(r"^GPU 5 LOST", s, re.M) and re.search(r"^GPU 13 \[", s, re.M), s
     assert "GPU 14" not in s and "q quit" in s
     small.keys("g")  # one GPU: its whole panel again, with the graph
