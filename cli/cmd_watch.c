@@ -189,13 +189,14 @@ struct source {
 	watch_sink sink;
 	int replay_over;
 	char err[256];
-	/* live: each GPU's memory health, read every HEALTH_PERIOD_NS (the counts move seldom) */
+	/* live: each GPU's memory health, read every HEALTH_PERIOD_NS (30 s, as the exporter: the
+	   counts move seldom, and a read is a dozen driver calls) */
 	unsigned *health;
 	char (*health_text)[256];
 	uint64_t health_next;
 };
 
-#define HEALTH_PERIOD_NS 10000000000ull
+#define HEALTH_PERIOD_NS 30000000000ull
 
 /* Reads each GPU's memory health when it is due (live only) and puts it into the snapshot; the
  * library judges it (gpumon_health_problems), words.c words it. */
@@ -628,12 +629,12 @@ static int start_sampler(const struct opts *o, struct source *src, const unsigne
 	   each. The process list likewise: each listing reads /proc for every pid, and a process's
 	   change is judged over a minute; the GPU's memory bar and graph still move at the refresh. */
 	unsigned slow_us = period_us > SLOW_PERIOD_US ? period_us : SLOW_PERIOD_US;
-	/* a device row at every refresh, also when nothing changed: the run model judges processes at
-	   their GPU's rows, and a heartbeat of exactly one period would miss every other tick by a
-	   hair of jitter, halving the points the model gets */
+	/* device rows when memory changes, and a heartbeat a second (the sampler's default) otherwise:
+	   the screen shows the latest figures either way, and the run model judges a process on
+	   windows of time at its GPU's rows (at least one a second), as the exporter feeds it, so a
+	   faster refresh does not feed it more rows to judge the same */
 	gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .slow_period_us = slow_us,
-				   .process_period_us = slow_us, .heartbeat_ms = o->interval_ms / 2,
-				   .devices = sel, .ndevices = nsel};
+				   .process_period_us = slow_us, .devices = sel, .ndevices = nsel};
 	int st = gpumon_sampler_create(src->g, &c, &src->s);
 	if (st != GPUMON_OK) {
 		cli_error("watch: %s", gpumon_errmsg(src->g));
