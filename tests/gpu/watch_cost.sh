@@ -49,7 +49,7 @@ $G query --query-gpu=ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.
 echo "query health fields -lms 100: $(cpu_of $qp 10) % of a core"; kill $qp; wait $qp 2>/dev/null
 if command -v perf >/dev/null; then
 	echo "== perf record of watch --interval 100, 10 s"
-	script -qfc "$G watch --interval 100" /dev/null </dev/zero >/dev/null 2>&1 & wp=$!; sleep 2
+	sleep 30 | script -qfc "$G watch --interval 100" /dev/null >/dev/null 2>&1 & wp=$!; sleep 2
 	w=$(pgrep -n -f "cli/gpumon watch --interval 100")
 	perf record -q -g -p "$w" -o /tmp/w.data -- sleep 10 >/dev/null 2>&1
 	perf report -i /tmp/w.data --stdio --no-children --sort dso,sym 2>/dev/null | grep -v "^#" | grep "%" | head -40
@@ -58,7 +58,7 @@ else
 	echo "(no perf on this machine)"
 fi
 echo "== threads of watch: CPU each over 10 s"
-script -qfc "$G watch --interval 100" /dev/null </dev/zero >/dev/null 2>&1 & wp=$!; sleep 2
+sleep 30 | script -qfc "$G watch --interval 100" /dev/null >/dev/null 2>&1 & wp=$!; sleep 2
 w=$(pgrep -n -f "cli/gpumon watch --interval 100")
 for t in /proc/$w/task/*; do echo "$(basename $t) $(cat $t/comm) $(awk '{print $1}' $t/schedstat)"; done > /tmp/t0
 sleep 10
