@@ -93,7 +93,7 @@ struct csv_state {
 	int real_pids;      /* the file names its processes; else one stand-in (REPORT_CSV_PID) */
 	struct gpu gpus[MAX_DEVS];
 	unsigned ngpus;
-	long unjudged, first_unjudged; /* rows whose used memory came before any total */
+	long unjudged, first_unjudged; /* rows whose used memory came with no total known (room unknown) */
 	long round;         /* the -l round of a log without a time, and the GPUs and pids seen in it */
 	uint64_t seen[MAX_ROUND];
 	size_t nseen;
@@ -255,7 +255,9 @@ static uint64_t bytes(const struct import_row *row, int role)
 }
 
 /* The GPU's row: its total is the file's, else used + free (+ reserved) when it gives free memory;
- * without either its free memory is unknown, and the row is left out (counted), never read as 0. */
+ * without either (a log of memory.used alone) the used figure goes alone (GPUMON_F_MEMORY_USED):
+ * the model judges and peaks it, and the free memory stays unknown, never read as 0 (counted, and
+ * said in the document). */
 static size_t device_record(struct csv_state *st, unsigned dev, uint64_t t, const struct import_row *row,
 			    gpumon_record *r)
 {
@@ -266,14 +268,18 @@ static size_t device_record(struct csv_state *st, unsigned dev, uint64_t t, cons
 		total = g->total;
 	else if (row->known[R_DEVFREE])
 		total = used + bytes(row, R_DEVFREE) + (reserved ? bytes(row, R_DEVRESERVED) : 0);
-	else {
-		if (!st->unjudged++)
-			st->first_unjudged = st->line;
-		return 0;
-	}
+	else
+		total = 0;
 	r->kind = GPUMON_REC_DEVICE;
 	r->dev = dev;
 	r->t_ns = r->sample.t_ns = t;
+	if (!total) {
+		if (!st->unjudged++)
+			st->first_unjudged = st->line;
+		r->sample.present = GPUMON_F_MEMORY_USED;
+		r->sample.memory_used_bytes = used;
+		return 1;
+	}
 	r->sample.present = GPUMON_F_MEMORY | (reserved ? GPUMON_F_MEM_RESERVED : 0);
 	r->sample.memory_used_bytes = used;
 	r->sample.memory_total_bytes = total;
@@ -532,8 +538,8 @@ static int data_line(struct csv_state *st, char *t)
 	return rc;
 }
 
-/* Names in the document what the model did not get: skipped rows, GPU rows without a total, and
- * a period that was assumed. */
+/* Names in the document what the model did not get: skipped rows, GPU rows without a total (their
+ * room is unknown), and a period that was assumed. */
 static int name_losses(const struct csv_state *st)
 {
 	char text[400];
@@ -544,10 +550,10 @@ static int name_losses(const struct csv_state *st)
 	}
 	if (!rc && st->unjudged) {
 		snprintf(text, sizeof text,
-			 "%s of %ld rows left out (the first: line %ld): no %s known by then, so the GPU's free memory is "
-			 "unknown",
-			 st->h.name[R_DEVUSED], st->unjudged, st->first_unjudged,
-			 st->h.dialect == D_SMI ? "memory.total (or memory.free)" : "device_total");
+			 "%s of %ld rows without %s (the first: line %ld): the GPU's free memory is unknown there, and "
+			 "so the time to out-of-memory",
+			 st->h.name[R_DEVUSED], st->unjudged,
+			 st->h.dialect == D_SMI ? "memory.total (or memory.free)" : "device_total", st->first_unjudged);
 		rc = gpumon_model_damage(st->m, text);
 	}
 	return rc;

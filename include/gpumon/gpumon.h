@@ -207,6 +207,11 @@ enum {
 	GPUMON_F_CLOCK_SM = 1u << 7,
 	GPUMON_F_CLOCK_MEM = 1u << 8,
 	GPUMON_F_ALL = (1u << 9) - 1,
+	/* Presence only, never asked for: memory_used_bytes holds a value and total and free are not
+	 * known (a log of another tool that gave the used figure alone). Never with GPUMON_F_MEMORY.
+	 * The run model judges and peaks such a series; what room is left is then unknown. A recording
+	 * does not keep it (gpumon_recording_write refuses such a record). */
+	GPUMON_F_MEMORY_USED = 1u << 9,
 };
 
 /* Which NVML memory call produced a sample's memory figures. */

@@ -575,7 +575,7 @@ static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc
 {
 	if (!p->leak && !(p->leak = new_leak(GPUMON_LEAK_HELD)))
 		return GPUMON_E_NOMEM;
-	if (d->have)
+	if (d->free_known)
 		p->free_at_last = d->free;
 	/* in a job's run its processes are told about together (the job series) */
 	if (gpumon_leak_add(p->leak, -1, t, p->used) == GPUMON_OK && !p->alerted && !m->kind_run)
@@ -585,7 +585,7 @@ static int feed_proc(gpumon_model *m, unsigned dev, struct mdev *d, struct mproc
 
 static void feed_job(gpumon_model *m, unsigned dev, struct mdev *d, uint64_t t)
 {
-	if (d->have)
+	if (d->free_known)
 		d->job_free = d->free;
 	if (gpumon_leak_add(d->job_leak, -1, t, d->job_bytes) == GPUMON_OK && !d->job_alerted)
 		gpumon__model_check_alert(m, GPUMON_SERIES_JOB, (int)dev, NULL, NULL, &d->job_alerted, d->job_leak, t);
@@ -631,12 +631,14 @@ static int on_device(gpumon_model *m, const gpumon_record *r)
 	if (!d)
 		return GPUMON_E_NOMEM;
 	const gpumon_device_sample *s = &r->sample;
-	if (!(s->present & GPUMON_F_MEMORY))
+	int whole = !!(s->present & GPUMON_F_MEMORY);
+	if (!whole && !(s->present & GPUMON_F_MEMORY_USED))
 		return GPUMON_OK;
 	d->have = 1;
-	d->total = s->memory_total_bytes;
+	d->free_known = whole;
+	d->total = whole ? s->memory_total_bytes : 0; /* 0: the total of the GPU's info, if any */
 	d->used = s->memory_used_bytes;
-	d->free = s->memory_free_bytes;
+	d->free = whole ? s->memory_free_bytes : 0;
 	d->reserved_known = !!(s->present & GPUMON_F_MEM_RESERVED);
 	d->reserved = d->reserved_known ? s->memory_reserved_bytes : 0;
 	d->last_t = r->t_ns;
@@ -798,7 +800,7 @@ static int on_framework(gpumon_model *m, const gpumon_record *r)
 	int dev = gpumon__model_map_device(m, f->pid, f->device);
 	if (s->frag.known && s->frag.t_ns == r->t_ns)
 		s->frag.dev = dev >= 0 ? dev : -1;
-	if (dev >= 0 && m->dev[dev].have) {
+	if (dev >= 0 && m->dev[dev].free_known) {
 		s->free_known = 1;
 		s->free_at_last = m->dev[dev].free;
 	}

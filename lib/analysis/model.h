@@ -28,6 +28,8 @@ struct mdev {
 	int seen;                   /* declared or a record named it */
 	gpumon_device_info info;
 	int have;                   /* a device record with memory figures arrived */
+	int free_known;             /* the latest one had total and free too (GPUMON_F_MEMORY), not the
+				       used figure alone (GPUMON_F_MEMORY_USED) */
 	uint64_t total, used, free, reserved, last_t;
 	int reserved_known;
 	int lost;

@@ -76,7 +76,7 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 	case GPUMON_SERIES_JOB:
 		l = d ? d->job_leak : NULL;
 		figure = d ? d->job_bytes : 0;
-		free_known = d && d->have;
+		free_known = d && d->free_known;
 		free = d ? d->job_free : 0;
 		break;
 	case GPUMON_SERIES_PROCESS:
@@ -85,13 +85,13 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 		figure = p->used;
 		nvml_known = p->used_known;
 		nvml = p->used;
-		free_known = d && d->have;
+		free_known = d && d->free_known;
 		free = p->free_at_last;
 		break;
 	case GPUMON_SERIES_DEVICE:
 		l = d ? d->leak : NULL;
 		figure = d ? d->used : 0;
-		free_known = d && d->have;
+		free_known = d && d->free_known;
 		free = d ? d->free : 0;
 		break;
 	}

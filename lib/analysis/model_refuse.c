@@ -16,7 +16,8 @@ static uint64_t out_of_range(const gpumon_record *r, const char **what)
 		uint64_t v;
 		const char *name;
 	} fig[] = {
-	    {r->kind == GPUMON_REC_DEVICE && (d->present & GPUMON_F_MEMORY), d->memory_used_bytes, "used"},
+	    {r->kind == GPUMON_REC_DEVICE && (d->present & (GPUMON_F_MEMORY | GPUMON_F_MEMORY_USED)),
+	     d->memory_used_bytes, "used"},
 	    {r->kind == GPUMON_REC_DEVICE && (d->present & GPUMON_F_MEMORY), d->memory_free_bytes, "free"},
 	    {r->kind == GPUMON_REC_DEVICE && (d->present & GPUMON_F_MEMORY), d->memory_total_bytes, "total"},
 	    {r->kind == GPUMON_REC_DEVICE && (d->present & GPUMON_F_MEM_RESERVED), d->memory_reserved_bytes, "reserved"},

@@ -623,6 +623,13 @@ static int check_records(gpumon_recording *r, const gpumon_record *recs, size_t 
 		if (k == GPUMON_REC_EVENT && (!recs[i].event_kind || !recs[i].event_kind[0]))
 			return seterr(r, GPUMON_E_INVAL, "recording %s: record %zu is an event without a kind",
 				      r->path, i);
+		/* the format keeps a GPU's used memory with its total and free: refused, not lost */
+		if (k == GPUMON_REC_DEVICE && (recs[i].sample.present & GPUMON_F_MEMORY_USED) &&
+		    !(recs[i].sample.present & GPUMON_F_MEMORY))
+			return seterr(r, GPUMON_E_INVAL,
+				      "recording %s: record %zu has the used memory of GPU %u without its total and "
+				      "free, which a recording does not keep",
+				      r->path, i, recs[i].dev);
 	}
 	return GPUMON_OK;
 }

@@ -103,14 +103,19 @@ def test_smi_log_without_timestamp_is_read_in_rounds(gpumon):
         assert r.returncode == 2 and "--period" in r.stderr
 
 
-def test_smi_log_of_used_memory_alone_is_named_not_zero(gpumon):
-    """timestamp, memory.used [MiB]: without memory.total or memory.free the GPU's free memory is not
-    known, so its rows are left out and named, never judged against 0 free."""
+def test_smi_log_of_used_memory_alone_is_read_with_room_unknown(gpumon):
+    """timestamp, memory.used [MiB] (nvidia-smi --query-gpu=timestamp,memory.used --format=csv -l 1):
+    the used figure is read and peaked, the GPU's total and free memory stay unknown (null, never 0),
+    so no time to out-of-memory is given, and the document says why."""
     doc, _ = report(gpumon, fixture("smi-gpu-used-only.csv"))
-    assert "memory.used [MiB] of 10 rows left out (the first: line 2)" in doc["source"]["damage"]
-    assert "memory.total" in doc["source"]["damage"]
-    assert doc["peak"] is None and doc["devices"][0]["total_bytes"] is None
-    assert not [s for s in doc["series"] if s["verdict"] != "insufficient_data"]
+    damage = doc["source"]["damage"]
+    assert "memory.used [MiB] of 10 rows without memory.total (or memory.free) (the first: line 2)" in damage
+    assert "free memory is unknown" in damage
+    assert doc["devices"][0]["total_bytes"] is None
+    assert doc["peak"]["bytes"] == (1024 + 9) * MiB and doc["peak"]["time"] == 9.0
+    assert doc["devices"][0]["peak"]["bytes"] == (1024 + 9) * MiB
+    for s in doc["series"]:
+        assert s.get("seconds_to_oom") is None, s
 
 
 # ---- nvidia-smi --query-compute-apps ----------------------------------------------------------------

@@ -325,6 +325,10 @@ static void test_bad_arguments(void)
 	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "kind 0");
 	ev[1] = (gpumon_record){.kind = GPUMON_REC_LOST, .dev = 5};
 	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a lost GPU not in the recording");
+	ev[1] = device_rec(0, now_ns(), GiB);
+	ev[1].sample.present = GPUMON_F_MEMORY_USED; /* a log's used figure alone: not kept, so refused */
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "used memory without total and free");
+	ok(strstr(gpumon_recording_errmsg(r), "without its total"), "message: %s", gpumon_recording_errmsg(r));
 	is_int(gpumon_recording_write(r, two, 1), GPUMON_OK, "still writable after bad arguments");
 	is_int(gpumon_recording_finish(r, -1), GPUMON_OK, "finish");
 	gpumon_recording_destroy(r);
