@@ -42,15 +42,6 @@ static void set(json_t *o, const char *key, json_t *v, int *bad)
  * for, by name; null when they could not be read. */
 static json_t *health_object(const show_gpu *gpu, int *bad)
 {
-	static const struct {
-		unsigned bit;
-		const char *name;
-	} names[] = {{GPUMON_HEALTH_ECC_UNCORRECTED, "ecc_uncorrected"},
-		     {GPUMON_HEALTH_RETIRED_PENDING, "retired_pages_pending"},
-		     {GPUMON_HEALTH_RETIRED_DBE, "retired_pages_double_bit"},
-		     {GPUMON_HEALTH_REMAP_PENDING, "remapped_rows_pending"},
-		     {GPUMON_HEALTH_REMAP_FAILURE, "remapped_rows_failure"},
-		     {GPUMON_HEALTH_REMAP_UNCORRECTABLE, "remapped_rows_uncorrectable"}};
 	const gpumon_device_props *h = &gpu->health;
 	if (!h->size)
 		return json_null();
@@ -62,8 +53,9 @@ static json_t *health_object(const show_gpu *gpu, int *bad)
 		*bad = 1;
 		return NULL;
 	}
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (gpu->health_problems & names[i].bit && json_array_append_new(problems, json_string(names[i].name)))
+	for (unsigned bit = 1; bit; bit <<= 1)
+		if ((gpu->health_problems & bit) && gpumon_health_problem_name(bit) &&
+		    json_array_append_new(problems, json_string(gpumon_health_problem_name(bit))))
 			*bad = 1;
 	set(o, "problems", problems, bad);
 	set(o, "ecc_uncorrected_volatile", num(h->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE],

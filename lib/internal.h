@@ -188,6 +188,9 @@ void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const
  * GPUMON_PROC_ROOT); sets GPUMON_PROC_FOREIGN and GPUMON_OWNER_UNRESOLVED when the pid is not in
  * our /proc. */
 void gpumon__procfs_fill(gpumon_process *p);
+/* sources/nvml_sample.c: device dev of an open handle that is not lost; a status with the message
+ * on g (E_INVAL, E_DRIVER, E_NOT_FOUND, E_LOST) otherwise. */
+int gpumon__device_get(gpumon *g, unsigned dev, struct device **out);
 /* Reads up to len-1 bytes of the pid's /proc file `leaf` (under GPUMON_PROC_ROOT) into buf,
  * NUL-terminated; returns the bytes read, or -1. */
 ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len);

@@ -375,6 +375,11 @@ enum {
  */
 GPUMON_API unsigned gpumon_health_problems(const gpumon_device_props *p);
 
+/* The name of one GPUMON_HEALTH_* bit as JSON documents and metric labels give it
+ * ("ecc_uncorrected", "retired_pages_pending", "retired_pages_double_bit", "remapped_rows_pending",
+ * "remapped_rows_failure", "remapped_rows_uncorrectable"); NULL for anything else. Static storage. */
+GPUMON_API const char *gpumon_health_problem_name(unsigned bit);
+
 /* event_kind of the sampler's EVENT records for an XID error (NVML's critical error event):
  * event_text is "GPU N: XID CODE" (dev set). Drivers that do not offer the events give none. */
 #define GPUMON_EVENT_XID "xid"

@@ -3,6 +3,19 @@
  * and the exporter raise the same warnings from the same figures. */
 #include "../internal.h"
 
+const char *gpumon_health_problem_name(unsigned bit)
+{
+	switch (bit) {
+	case GPUMON_HEALTH_ECC_UNCORRECTED: return "ecc_uncorrected";
+	case GPUMON_HEALTH_RETIRED_PENDING: return "retired_pages_pending";
+	case GPUMON_HEALTH_RETIRED_DBE: return "retired_pages_double_bit";
+	case GPUMON_HEALTH_REMAP_PENDING: return "remapped_rows_pending";
+	case GPUMON_HEALTH_REMAP_FAILURE: return "remapped_rows_failure";
+	case GPUMON_HEALTH_REMAP_UNCORRECTABLE: return "remapped_rows_uncorrectable";
+	default: return NULL;
+	}
+}
+
 unsigned gpumon_health_problems(const gpumon_device_props *p)
 {
 	if (!p)

@@ -329,17 +329,6 @@ static const struct hsample health_families[] = {
 	 GPUMON_P_RETIRED_PENDING, retired_pending},
 };
 
-static const struct {
-	unsigned bit;
-	const char *name;
-} health_problem_names[] = {
-	{GPUMON_HEALTH_ECC_UNCORRECTED, "ecc_uncorrected"},
-	{GPUMON_HEALTH_RETIRED_PENDING, "retired_pages_pending"},
-	{GPUMON_HEALTH_RETIRED_DBE, "retired_pages_double_bit"},
-	{GPUMON_HEALTH_REMAP_PENDING, "remapped_rows_pending"},
-	{GPUMON_HEALTH_REMAP_FAILURE, "remapped_rows_failure"},
-	{GPUMON_HEALTH_REMAP_UNCORRECTABLE, "remapped_rows_uncorrectable"},
-};
 
 /* Whether GPU g's health figures are shown: read, and the GPU answers. */
 static int health_shown(const struct prom_gpu *g)
@@ -370,14 +359,15 @@ static void render_health(const struct prom_view *v, struct prom_buf *b)
 	header = 0;
 	for (unsigned i = 0; i < v->ngpus; i++) {
 		const struct prom_gpu *g = &v->gpus[i];
-		for (size_t k = 0; health_shown(g) && k < sizeof health_problem_names / sizeof health_problem_names[0]; k++) {
-			if (!(g->health_problems & health_problem_names[k].bit))
+		for (unsigned bit = 1; health_shown(g) && bit; bit <<= 1) {
+			const char *name = gpumon_health_problem_name(bit);
+			if (!(g->health_problems & bit) || !name)
 				continue;
 			if (!header++)
 				gpumon__prom_family(b, "gpumon_memory_health_problem", "gauge",
 						    "1 for each problem the library finds in the GPU's memory health figures (gpumon_health_problems; the warning show and watch give); absent when none.");
 			gpumon__prom_printf(b, "gpumon_memory_health_problem{%s,problem=\"%s\"} 1\n", g->short_labels,
-					    health_problem_names[k].name);
+					    name);
 		}
 	}
 	header = 0;

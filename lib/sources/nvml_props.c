@@ -281,13 +281,10 @@ int gpumon_device_props_read(gpumon *g, unsigned dev, uint64_t want, gpumon_devi
 				      (unsigned long long)(want & ~GPUMON_P_ALL));
 	memset(out, 0, sizeof *out);
 	out->size = size;
-	if (g->open_status != GPUMON_OK)
-		return gpumon__seterr(g, GPUMON_E_DRIVER, "gpumon_create failed; no device can be read");
-	if (dev >= g->ndev)
-		return gpumon__seterr(g, GPUMON_E_NOT_FOUND, "no GPU %u (%u GPUs)", dev, g->ndev);
-	struct device *d = &g->dev[dev];
-	if (atomic_load(&d->lost))
-		return gpumon__seterr(g, GPUMON_E_LOST, "GPU %u is lost (fallen off the bus or needs a reset)", dev);
+	struct device *d;
+	int st = gpumon__device_get(g, dev, &d);
+	if (st != GPUMON_OK)
+		return st;
 	struct props_read pr = {g, d, want, out, 0};
 	read_power(&pr);
 	read_identity(&pr);

@@ -22,7 +22,7 @@ static int mark_lost(gpumon *g, struct device *d, const char *call)
 }
 
 /* Looks up a device for a call: NOT_FOUND, DRIVER (failed handle) or LOST, with a message. */
-static int device_get(gpumon *g, unsigned dev, struct device **out)
+int gpumon__device_get(gpumon *g, unsigned dev, struct device **out)
 {
 	if (!g)
 		return GPUMON_E_INVAL;
@@ -150,7 +150,7 @@ int gpumon_device_sample_read(gpumon *g, unsigned dev, unsigned want, gpumon_dev
 	if (want & ~(unsigned)GPUMON_F_ALL)
 		return g ? gpumon__seterr(g, GPUMON_E_INVAL, "unknown field bits 0x%x", want & ~(unsigned)GPUMON_F_ALL)
 			 : GPUMON_E_INVAL;
-	int st = device_get(g, dev, &d);
+	int st = gpumon__device_get(g, dev, &d);
 	if (st != GPUMON_OK)
 		return st;
 	out->t_ns = gpumon__now_ns();
@@ -310,7 +310,7 @@ int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *c
 		return GPUMON_E_INVAL;
 	*out = NULL;
 	*count = 0;
-	int st = device_get(g, dev, &d);
+	int st = gpumon__device_get(g, dev, &d);
 	if (st != GPUMON_OK)
 		return st;
 	const struct nvml_api *api = &g->nvml;
