@@ -218,6 +218,14 @@ static int gather_gpu(gpumon *g, unsigned dev, show_model *m, show_gpu *gpu, siz
 	return 0;
 }
 
+static int shown(const unsigned *sel, unsigned count, unsigned dev)
+{
+	for (unsigned i = 0; i < count; i++)
+		if (sel[i] == dev)
+			return 1;
+	return 0;
+}
+
 /* Reads the machine and the selected GPUs into *m. Returns 0, or -1 when out of memory. */
 static int gather(gpumon *g, const unsigned *sel, unsigned count, show_model *m)
 {
@@ -251,8 +259,11 @@ static int gather(gpumon *g, const unsigned *sel, unsigned count, show_model *m)
 			m->any_lost = 1;
 		else if (gpu->status != GPUMON_OK)
 			snprintf(gpu->error, sizeof gpu->error, "%s", gpumon_errmsg(g));
-		/* a GPU whose memory cannot be read may still list its processes; a lost one cannot */
-		if (m->processes && gpu->status != GPUMON_E_LOST && gather_gpu(g, sel[k], m, gpu, &cap))
+		/* a GPU whose memory cannot be read may still list its processes; a lost one cannot; a
+		   MIG device's processes are on its GPU's list already (with their instance ids), unless
+		   the GPU is not shown */
+		int on_parent = gpu->info.mig && shown(sel, count, gpu->info.parent);
+		if (m->processes && gpu->status != GPUMON_E_LOST && !on_parent && gather_gpu(g, sel[k], m, gpu, &cap))
 			return -1;
 	}
 	if (m->n_rows)
@@ -299,6 +310,39 @@ static void style_init(show_style *st, enum color_mode mode)
 	st->utf8 = setlocale(LC_CTYPE, "") && !strcasecmp(nl_langinfo(CODESET), "UTF-8");
 }
 
+/* GPUs, not their MIG devices: what the header counts. */
+static unsigned count_gpus(gpumon *g, unsigned n)
+{
+	unsigned k = 0;
+	for (unsigned d = 0; d < n; d++) {
+		gpumon_device_info info;
+		k += gpumon_device_info_get(g, d, &info) == GPUMON_OK && !info.mig;
+	}
+	return k;
+}
+
+/* Each MIG device right after its GPU (the table has the GPUs first, then the MIG devices). */
+static void order_mig_devices(gpumon *g, unsigned *sel, unsigned count)
+{
+	for (unsigned i = 1; i < count; i++) {
+		gpumon_device_info a;
+		if (gpumon_device_info_get(g, sel[i], &a) != GPUMON_OK || !a.mig)
+			continue;
+		unsigned j = i, v = sel[i];
+		while (j > 0) { /* move it up to just after its parent or the parent's last MIG device */
+			gpumon_device_info b;
+			gpumon_device_info_get(g, sel[j - 1], &b);
+			if (b.mig ? b.parent == a.parent && b.index < a.index : b.index == a.parent)
+				break;
+			if (!b.mig && b.index < a.parent)
+				break;
+			sel[j] = sel[j - 1];
+			j--;
+		}
+		sel[j] = v;
+	}
+}
+
 int cmd_show(int argc, char **argv)
 {
 	struct opts o = {.sort = SHOW_SORT_MEMORY, .color = COLOR_AUTO};
@@ -316,7 +360,9 @@ int cmd_show(int argc, char **argv)
 		return EXIT_OTHER;
 	}
 	rc = cli_select_devices(g, o.ids, sel, n, &count);
-	show_model m = {.gpu_count = n, .processes = !o.no_processes, .sort = o.sort, .user = o.user};
+	if (rc == EXIT_OK)
+		order_mig_devices(g, sel, count);
+	show_model m = {.gpu_count = count_gpus(g, n), .processes = !o.no_processes, .sort = o.sort, .user = o.user};
 	if (rc == EXIT_OK && gather(g, sel, count, &m) != 0) {
 		cli_error("out of memory");
 		rc = EXIT_OTHER;

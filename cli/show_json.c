@@ -99,6 +99,12 @@ static json_t *gpu_object(const show_gpu *gpu, int *bad)
 	set(o, "utilization_memory_pct", num(s->util_memory_pct, p & GPUMON_F_UTIL_MEMORY), bad);
 	set(o, "temperature_c", num(s->temperature_c, p & GPUMON_F_TEMPERATURE), bad);
 	set(o, "power_mw", num(s->power_mw, p & GPUMON_F_POWER), bad);
+	set(o, "mig", d->mig ? json_pack("{s:i, s:o, s:o, s:o}", "gpu", (int)d->parent, "gpu_instance_id",
+					      num(d->gpu_instance_id, d->present & GPUMON_INFO_MIG_IDS),
+					      "compute_instance_id",
+					      num(d->compute_instance_id, d->present & GPUMON_INFO_MIG_IDS), "profile",
+					      text(d->mig_profile, d->present & GPUMON_INFO_MIG_PROFILE))
+			     : json_null(), bad);
 	set(o, "memory_health", health_object(gpu, bad), bad);
 	set(o, "processes_listed",
 	    gpu->procs == SHOW_PROCS_NOT_ASKED ? json_null() : json_boolean(gpu->procs == SHOW_PROCS_LISTED), bad);

@@ -231,8 +231,12 @@ static void put_bar(pen *p, const gpumon_device_sample *s, unsigned width)
 
 /* "  memory [bar] 15.0 GiB used + 615 MiB reserved of 140 GiB": the bar takes what the figures
  * leave, up to BAR_MAX; below BAR_MIN the reserved figure goes, then the bar. */
-static void memory_line(const show_style *st, const gpumon_device_sample *s)
+/* "  memory [bar] used + reserved of total"; indent is "  " on a GPU, "    " on a MIG device. */
+static void memory_line(const show_style *st, const gpumon_device_sample *s, const char *indent)
 {
+	char lead[16], lead_bar[24];
+	snprintf(lead, sizeof lead, "%smemory ", indent);
+	snprintf(lead_bar, sizeof lead_bar, "%smemory [] ", indent);
 	char used[32], res[32], total[32], full[128], brief[96];
 	cli_format_bytes(used, sizeof used, s->memory_used_bytes);
 	cli_format_bytes(total, sizeof total, s->memory_total_bytes);
@@ -243,13 +247,13 @@ static void memory_line(const show_style *st, const gpumon_device_sample *s)
 		snprintf(full, sizeof full, " used (includes driver-reserved) of %s", total);
 	snprintf(brief, sizeof brief, " used of %s", total);
 	const char *rest = full;
-	int room = st->width - text_cols(st, "  memory [] ") - text_cols(st, used) - text_cols(st, full);
+	int room = st->width - text_cols(st, lead_bar) - text_cols(st, used) - text_cols(st, full);
 	if (room < BAR_MIN) {
 		rest = brief;
-		room = st->width - text_cols(st, "  memory [] ") - text_cols(st, used) - text_cols(st, brief);
+		room = st->width - text_cols(st, lead_bar) - text_cols(st, used) - text_cols(st, brief);
 	}
 	pen p = pen_line(st);
-	put(&p, NULL, "  memory ");
+	put(&p, NULL, lead);
 	if (room >= BAR_MIN) {
 		put_bar(&p, s, room > BAR_MAX ? BAR_MAX : (unsigned)room);
 		put(&p, NULL, " ");
@@ -294,9 +298,32 @@ static void health_line(const show_style *st, const show_gpu *gpu)
 	}
 }
 
+/* A MIG device, under its GPU: its profile, instance ids, UUID and its own memory (utilisation,
+ * temperature and power are the GPU's, shown above). */
+static void mig_block(const show_gpu *gpu, const show_style *st)
+{
+	const gpumon_device_info *d = &gpu->info;
+	char what[64], ids[64];
+	snprintf(what, sizeof what, "MIG %s", d->mig_profile[0] ? d->mig_profile : "n/a");
+	snprintf(ids, sizeof ids, "GPU %u  gi %u ci %u", d->parent, d->gpu_instance_id, d->compute_instance_id);
+	struct part parts[] = {{what, C_NAME, 0}, {ids, NULL, 2}, {(d->present & GPUMON_INFO_UUID) ? d->uuid : "n/a", NULL, 1}};
+	put_parts(st, "  ", parts, 3, "  ");
+	if (gpu->status != GPUMON_OK) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "    memory n/a (%s)", gpu->status == GPUMON_E_LOST ? "lost" : gpu->error);
+		line(st, NULL, msg);
+		return;
+	}
+	memory_line(st, &gpu->s, "    ");
+}
+
 static void gpu_block(const show_gpu *gpu, const show_style *st)
 {
 	const gpumon_device_info *d = &gpu->info;
+	if (d->mig) {
+		mig_block(gpu, st);
+		return;
+	}
 	char idx[16], name[sizeof d->name * 4];
 	snprintf(idx, sizeof idx, "GPU %u", d->index);
 	cli_safe_text(name, sizeof name, (d->present & GPUMON_INFO_NAME) ? d->name : "n/a");
@@ -315,7 +342,7 @@ static void gpu_block(const show_gpu *gpu, const show_style *st)
 		line(st, NULL, msg);
 		return;
 	}
-	memory_line(st, &gpu->s);
+	memory_line(st, &gpu->s, "  ");
 	figures_line(st, &gpu->s);
 	health_line(st, gpu);
 }

@@ -155,3 +155,28 @@ def test_recording_keeps_mig_devices(gpumon, tmp_path):
     finally:
         p.terminate()
         p.wait(timeout=10)
+
+
+def test_show_puts_mig_devices_under_their_gpu(gpumon):
+    """`gpumon show`: the header counts GPUs, each MIG device comes indented right after its GPU with
+    its profile, instance ids and UUID and its own memory, its processes once (on the GPU), and
+    --json says which device is a MIG device of which GPU."""
+    r = gpumon(["show"], MIG_SCN, env={"COLUMNS": "100"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].endswith("  2 GPUs")
+    i0 = next(i for i, l in enumerate(lines) if l.startswith("GPU 0 "))
+    i1 = next(i for i, l in enumerate(lines) if l.startswith("GPU 1 "))
+    migs = [l for l in lines[i0:i1] if l.startswith("  MIG ")]
+    assert migs == [f"  MIG 1g.18gb  GPU 0  gi 7 ci 0  {MIG_A}", f"  MIG 3g.71gb  GPU 0  gi 1 ci 0  {MIG_B}",
+                    f"  MIG 1g.18gb+me  GPU 0  gi 2 ci 0  {MIG_C}"]
+    assert any(l.startswith("    memory [") and "20.0 GiB used" in l and "of 70.0 GiB" in l for l in lines)
+    assert not any(l.startswith("GPU 2") for l in lines)
+    rows = [l.split() for l in lines[lines.index("Processes holding GPU memory (largest first)") + 2:]]
+    assert [(r[0], r[1]) for r in rows] == [("0", "4194151"), ("0", "4194242"), ("1", "4194007")]
+    doc = json.loads(gpumon(["show", "--json"], MIG_SCN).stdout)
+    assert doc["gpu_count"] == 2
+    assert [(g["uuid"], g["mig"]) for g in doc["gpus"]][:2] == [
+        (GPU0, None), (MIG_A, {"gpu": 0, "gpu_instance_id": 7, "compute_instance_id": 0, "profile": "1g.18gb"})]
+    assert doc["gpus"][1]["utilization_gpu_pct"] is None and doc["gpus"][1]["memory_used_bytes"] == 2 << 30
+    assert [p["pid"] for p in doc["processes"]] == [4194151, 4194242, 4194007]
