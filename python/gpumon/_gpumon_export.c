@@ -18,7 +18,7 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	static char *kwlist[] = {"nvml", "listen", "processes", NULL};
 	PyObject *nvml;
 	const char *listen = NULL;
-	int processes = 50;
+	int processes = 0; /* as gpumon serve: series per owner, per-pid series only when asked */
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zi:Exporter", kwlist, &nvml, &listen, &processes))
 		return -1;
 	int is = PyObject_IsInstance(nvml, gpx_nvml_type);
@@ -27,8 +27,10 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 			PyErr_SetString(PyExc_TypeError, "Exporter needs an Nvml object");
 		return -1;
 	}
-	if (processes < 0) {
-		PyErr_SetString(PyExc_ValueError, "processes must be >= 0 (0: no per-process metrics)");
+	if (processes < -1) {
+		PyErr_SetString(PyExc_ValueError,
+				"processes must be >= -1 (0: per-owner series only; N: also the N largest processes "
+				"one by one; -1: no process list at all)");
 		return -1;
 	}
 	gpumon *g = gpx_nvml_handle(nvml);
@@ -42,8 +44,8 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	memset(&cfg, 0, sizeof cfg);
 	cfg.size = sizeof cfg;
 	cfg.listen = listen;
-	cfg.max_processes = (unsigned)processes;
-	cfg.no_processes = processes == 0;
+	cfg.max_processes = processes > 0 ? (unsigned)processes : 0;
+	cfg.no_processes = processes == -1;
 	cfg.no_energy = 1;
 	gpumon_exporter *e = NULL;
 	int rc;
@@ -127,8 +129,10 @@ static PyMethodDef exp_methods[] = {
 };
 
 static PyType_Slot exp_slots[] = {
-    {Py_tp_doc, (void *)"Exporter(nvml, listen='127.0.0.1:19400', processes=50) -- libgpumon's Prometheus "
-			 "exporter (/metrics, /healthz) in this process; port 0 picks a free port."},
+    {Py_tp_doc, (void *)"Exporter(nvml, listen='127.0.0.1:19400', processes=0) -- libgpumon's Prometheus "
+			 "exporter (/metrics, /healthz) in this process; port 0 picks a free port; processes: 0 "
+			 "series per owner only (as gpumon serve), N also the N largest processes by pid, -1 "
+			 "no process list."},
     {Py_tp_init, (void *)exp_init},
     {Py_tp_new, (void *)PyType_GenericNew},
     {Py_tp_dealloc, (void *)exp_dealloc},

@@ -157,7 +157,9 @@ class PrometheusSink(Sink):
 
     def __init__(self, nvml, port: int):
         self.what = f"Prometheus exporter on port {port}"
-        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}")
+        # a training job's own exporter lives as long as the job: its processes' per-pid series
+        # do not churn there (gpumon serve on a node keeps them off by default)
+        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}", processes=50)
         self.address = self.exporter.address()
         self.what = f"Prometheus exporter on {self.address}"
         self.pid = os.getpid()
