@@ -188,6 +188,7 @@ struct source {
 	gpumon_record *buf;
 	watch_sink sink;
 	int replay_over;
+	int snapped;            /* a snapshot was taken */
 	char err[256];
 	/* live: each GPU's memory health, read every HEALTH_PERIOD_NS (30 s, as the exporter: the
 	   counts move seldom, and a read is a dozen driver calls) */
@@ -220,8 +221,8 @@ static void health_into(struct source *src, watch_snap *snap)
 	}
 }
 
-/* Moves what the source has for now into the display state and the run model. Returns 0, or -1
- * with src->err set. */
+/* Moves what the source has for now into the display state and the run model. Returns 1 when
+ * something came (a replay: always), 0 when nothing did, or -1 with src->err set. */
 static int feed(struct source *src, uint64_t now_ns)
 {
 	if (src->r) {
@@ -231,9 +232,9 @@ static int feed(struct source *src, uint64_t now_ns)
 		if (st && !src->replay_over) /* the end of the run: nothing more comes */
 			gpumon_model_finish(src->sink.model, 0, -1);
 		src->replay_over = st;
-		return 0;
+		return 1;
 	}
-	size_t n;
+	size_t n, got = 0;
 	do {
 		n = 0;
 		gpumon_sampler_poll(src->s, src->buf, BATCH, &n, 0);
@@ -242,8 +243,9 @@ static int feed(struct source *src, uint64_t now_ns)
 				snprintf(src->err, sizeof src->err, "out of memory");
 				return -1;
 			}
+		got += n;
 	} while (n == BATCH);
-	return 0;
+	return got > 0;
 }
 
 static int snapshot(const struct source *src, watch_snap *snap)
@@ -413,12 +415,18 @@ static int key(watch_view *v, struct source *src, const watch_snap *snap, int ch
 /* Feeds what is due and takes a snapshot (also while paused when force); 0, or -1 with src->err. */
 static int refresh_snapshot(struct source *src, const watch_view *v, watch_snap *snap, int force)
 {
-	if (feed(src, cli_now_ns()) < 0)
+	int got = feed(src, cli_now_ns());
+	if (got < 0)
 		return -1;
+	/* nothing new from the sampler (rows come on a change, and a heartbeat a second): the
+	   snapshot would be the one taken already, so a fast refresh of an idle GPU costs a poll */
+	if (!got && !force && src->snapped)
+		return 0;
 	if ((force || !v->paused) && snapshot(src, snap) != GPUMON_OK) {
 		snprintf(src->err, sizeof src->err, "out of memory");
 		return -1;
 	}
+	src->snapped = 1;
 	health_into(src, snap);
 	return 0;
 }
