@@ -47,10 +47,15 @@ def table(screen):
     return [(int(r["GPU"]), int(r["PID"]), r["USER"], r["MEMORY"], r["COMMAND"]) for r in columns(screen)]
 
 
+# both GPUs' figures and processes are on the screen (each GPU's thread sends its own)
+ALL_THERE = r"(?s)^(?=.*sleep 600)(?=.*sleep 602)(?=.*20\.0 GiB used)"
+
+
 def test_content_gpus_bars_and_processes(watch, sleepers):
     a, b, c = sleepers(3)
     p = watch(scenario=two_gpus(a, b, c))
-    s = p.wait(r"sleep 602")
+    # each GPU's sampling thread sends its first rows and process list on its own: wait for both
+    s = p.wait(ALL_THERE)
     assert re.search(r"^GPU 0  NVIDIA H100 80GB HBM3 .*util  95 %  mem-util  40 %   62 C   550.0 W", s, re.M)
     assert re.search(r"^GPU 1  NVIDIA H100 80GB HBM3 .*util  30 %.*  45 C  power n/a", s, re.M), s
     assert "20.0 GiB used + 512 MiB rsv / 80.0 GiB  25 %" in s
@@ -256,7 +261,7 @@ def test_no_color(watch, sleepers):
     s = coloured.wait("sleep 602", escapes=True)
     assert COLOR_SGR.search(s), "the view should use colour on a colour terminal"
     plain = watch(scenario=two_gpus(a, b, c), env={"NO_COLOR": "1"})
-    s = plain.wait("sleep 602", escapes=True)
+    s = plain.wait(ALL_THERE, escapes=True)
     assert not COLOR_SGR.search(s), s
     # reverse video marks the title and the selection instead
     assert "20.0 GiB used" in s and re.search(r"\x1b\[(?:\d+;)*7m", s)
