@@ -117,6 +117,9 @@ def staged(tmp_path):
 
 
 def test_installed_tree_runs_from_an_empty_root(staged, tmp_path):
+    if os.environ.get("GPUMON_SANITIZED", "").upper() in ("ON", "1", "TRUE", "YES"):
+        pytest.skip("a sanitizer build: its runtime needs a /proc the empty root has not, and the image is "
+                    "built without one (make test's plain build runs this)")
     root = tmp_path / "root"
     shutil.copytree(staged, root, symlinks=True)
     os.chmod(root, 0o755)  # the image's user must walk /
