@@ -321,26 +321,36 @@ static unsigned count_gpus(gpumon *g, unsigned n)
 	return k;
 }
 
-/* Each MIG device right after its GPU (the table has the GPUs first, then the MIG devices). */
-static void order_mig_devices(gpumon *g, unsigned *sel, unsigned count)
+/* Each MIG device right after its GPU (the table has the GPUs first, then the MIG devices); GPUs
+ * keep their order, and a MIG device whose GPU is not selected goes last. */
+static int order_mig_devices(gpumon *g, unsigned *sel, unsigned count)
 {
-	for (unsigned i = 1; i < count; i++) {
-		gpumon_device_info a;
-		if (gpumon_device_info_get(g, sel[i], &a) != GPUMON_OK || !a.mig)
-			continue;
-		unsigned j = i, v = sel[i];
-		while (j > 0) { /* move it up to just after its parent or the parent's last MIG device */
-			gpumon_device_info b;
-			gpumon_device_info_get(g, sel[j - 1], &b);
-			if (b.mig ? b.parent == a.parent && b.index < a.index : b.index == a.parent)
-				break;
-			if (!b.mig && b.index < a.parent)
-				break;
-			sel[j] = sel[j - 1];
-			j--;
-		}
-		sel[j] = v;
+	gpumon_device_info *info = calloc(count ? count : 1, sizeof *info);
+	unsigned *out = calloc(count ? count : 1, sizeof *out);
+	if (!info || !out) {
+		free(info);
+		free(out);
+		return -1;
 	}
+	for (unsigned i = 0; i < count; i++)
+		if (gpumon_device_info_get(g, sel[i], &info[i]) != GPUMON_OK)
+			info[i].mig = 0;
+	unsigned n = 0;
+	for (unsigned i = 0; i < count; i++) {
+		if (info[i].mig)
+			continue;
+		out[n++] = sel[i];
+		for (unsigned j = 0; j < count; j++)
+			if (info[j].mig && info[j].parent == sel[i])
+				out[n++] = sel[j];
+	}
+	for (unsigned j = 0; j < count; j++)
+		if (info[j].mig && !shown(sel, count, info[j].parent))
+			out[n++] = sel[j];
+	memcpy(sel, out, count * sizeof *sel);
+	free(info);
+	free(out);
+	return 0;
 }
 
 int cmd_show(int argc, char **argv)
@@ -360,8 +370,10 @@ int cmd_show(int argc, char **argv)
 		return EXIT_OTHER;
 	}
 	rc = cli_select_devices(g, o.ids, sel, n, &count);
-	if (rc == EXIT_OK)
-		order_mig_devices(g, sel, count);
+	if (rc == EXIT_OK && order_mig_devices(g, sel, count) != 0) {
+		cli_error("out of memory");
+		rc = EXIT_OTHER;
+	}
 	show_model m = {.gpu_count = count_gpus(g, n), .processes = !o.no_processes, .sort = o.sort, .user = o.user};
 	if (rc == EXIT_OK && gather(g, sel, count, &m) != 0) {
 		cli_error("out of memory");
