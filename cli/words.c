@@ -454,7 +454,7 @@ json_t *words_alert_list(const json_t *doc)
 
 /* ---- memory health ----------------------------------------------------------------------------- */
 
-/* Appends ", " and a part to buf (kept NUL-terminated, cut at len). */
+/* Appends a part to buf, after "; " when buf holds one already (kept NUL-terminated, cut at len). */
 static void add_part(char *buf, size_t len, const char *part)
 {
 	size_t n = strlen(buf);

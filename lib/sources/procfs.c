@@ -30,7 +30,7 @@ static int proc_path(char *path, size_t cap, unsigned pid, const char *leaf)
 }
 
 /* Reads up to len-1 bytes of a /proc file into buf (NUL-terminated); returns bytes read or -1. */
-static ssize_t read_proc_file(unsigned pid, const char *leaf, char *buf, size_t len)
+ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len)
 {
 	char path[4096];
 	if (proc_path(path, sizeof path, pid, leaf) != 0)
@@ -63,7 +63,7 @@ static void copy_truncated(char *dst, size_t len, const char *src)
 static void fill_user(gpumon_process *p)
 {
 	char status[4096];
-	if (read_proc_file(p->pid, "status", status, sizeof status) <= 0)
+	if (gpumon__procfs_read(p->pid, "status", status, sizeof status) <= 0)
 		return;
 	const char *pp = strstr(status, "\nPPid:");
 	if (pp && sscanf(pp + 6, "%u", &p->ppid) == 1)
@@ -85,7 +85,7 @@ static void fill_user(gpumon_process *p)
 static void fill_cmdline(gpumon_process *p)
 {
 	char buf[sizeof p->cmdline];
-	ssize_t n = read_proc_file(p->pid, "cmdline", buf, sizeof buf);
+	ssize_t n = gpumon__procfs_read(p->pid, "cmdline", buf, sizeof buf);
 	if (n > 0) {
 		/* argv[0] is the process name when NVML does not give one */
 		copy_truncated(p->name, sizeof p->name, buf);
@@ -101,7 +101,7 @@ static void fill_cmdline(gpumon_process *p)
 	}
 	/* no command line (a zombie, or a kernel thread): show the kernel's name in brackets */
 	char comm[64];
-	n = read_proc_file(p->pid, "comm", comm, sizeof comm);
+	n = gpumon__procfs_read(p->pid, "comm", comm, sizeof comm);
 	if (n > 0) {
 		comm[strcspn(comm, "\n")] = 0;
 		snprintf(p->cmdline, sizeof p->cmdline, "[%s]", comm);
@@ -116,17 +116,12 @@ static void fill_owner(gpumon_process *p)
 {
 	/* a process in many v1 hierarchies with long paths still fits: 13 lines of ~300 bytes */
 	char text[8192];
-	if (read_proc_file(p->pid, "cgroup", text, sizeof text) <= 0)
+	if (gpumon__procfs_read(p->pid, "cgroup", text, sizeof text) <= 0)
 		return;
 	if (!gpumon__owner_from_cgroup(text, &p->owner))
 		return;
 	const char *pods = getenv("GPUMON_PODS_DIR");
 	gpumon__owner_pod_names(&p->owner, pods && pods[0] ? pods : "/var/log/pods");
-}
-
-ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len)
-{
-	return read_proc_file(pid, leaf, buf, len);
 }
 
 void gpumon__procfs_fill(gpumon_process *p)
