@@ -165,3 +165,23 @@ def model_document(path):
     r = subprocess.run([GPUMON_BIN, "report", str(path), "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+def owners_proc(tmp_path):
+    """A /proc tree of our own (for GPUMON_PROC_ROOT) with pid 4101 in a Kubernetes pod's container
+    (the pod ml-team/trainer-7f9c6d-x2k4q of tests/unit/cgroup/pods) and pid 4102 in Slurm job 4242,
+    step 0, both `python train.py`; returns the environment that points gpumon at it."""
+    uid = "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f"
+    cgroups = {
+        4101: f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice/"
+              f"cri-containerd-{'0123456789abcdef' * 4}.scope\n",
+        4102: "0::/system.slice/slurmstepd.scope/job_4242/step_0\n",
+    }
+    root = tmp_path / "proc"
+    for pid, cg in cgroups.items():
+        d = root / str(pid)
+        d.mkdir(parents=True)
+        (d / "cgroup").write_text(cg)
+        (d / "status").write_text("Name:\tpython\nPPid:\t1\nUid:\t0\t0\t0\t0\n")
+        (d / "cmdline").write_bytes(b"python\0train.py\0")
+    return {"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": os.path.join(SOURCE_DIR, "tests/unit/cgroup/pods")}

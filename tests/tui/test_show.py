@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import SOURCE_DIR, USER, Pane, base_env, gpumon, GPUMON_BIN
+from conftest import SOURCE_DIR, USER, Pane, base_env, gpumon, owners_proc, GPUMON_BIN
 
 SCHEMA = os.path.join(SOURCE_DIR, "docs/show.schema.json")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -259,23 +259,8 @@ def test_owner_column_names_pod_and_slurm_job(tmp_path):
     """Processes of a pod and of a Slurm job (a /proc tree of our own through GPUMON_PROC_ROOT, the
     pod names from a pods directory through GPUMON_PODS_DIR): the OWNER column names each, the
     same phrase --json gives, and a narrow terminal cuts the command before the owner."""
-    uid = "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f"
-    cid = "0123456789abcdef" * 4
-    cgroups = {
-        4101: f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice/"
-              f"cri-containerd-{cid}.scope\n",
-        4102: "0::/system.slice/slurmstepd.scope/job_4242/step_0\n",
-    }
-    root = tmp_path / "proc"
-    for pid, cg in cgroups.items():
-        d = root / str(pid)
-        d.mkdir(parents=True)
-        (d / "cgroup").write_text(cg)
-        (d / "status").write_text(f"Name:\tpython\nPPid:\t1\nUid:\t0\t0\t0\t0\n")
-        (d / "cmdline").write_bytes(b"python\0train.py\0")
-    pods = os.path.join(SOURCE_DIR, "tests/unit/cgroup/pods")
     scn = "gpu 0 name=\"NVIDIA H200\" total=140GiB used=30GiB\nproc 0 4101 used=20GiB\nproc 0 4102 used=10GiB\n"
-    env = {"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": pods, "COLUMNS": "120"}
+    env = dict(owners_proc(tmp_path), COLUMNS="120")
     r = run_show(tmp_path, [], scn, env)
     assert r.returncode == 0, r.stderr
     rows = table(r.stdout)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUNDLED, GPUMON_BIN, USER, base_env
+from conftest import BUNDLED, GPUMON_BIN, USER, base_env, owners_proc
 from test_watch import columns, table
 
 
@@ -259,24 +259,10 @@ def test_owner_column_filter_and_memory_health(watch, tmp_path):
     """Processes of a pod and of a Slurm job (a /proc tree of our own through GPUMON_PROC_ROOT and a
     pods directory through GPUMON_PODS_DIR): the OWNER column names each, `/` finds a process by its
     owner; a GPU whose memory needs attention gets the memory health line, a clean one none."""
-    uid = "8f2b5d0e-3c1a-4f7e-9b2d-0a1b2c3d4e5f"
-    cgroups = {
-        4101: f"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid.replace('-', '_')}.slice/"
-              f"cri-containerd-{'0123456789abcdef' * 4}.scope\n",
-        4102: "0::/system.slice/slurmstepd.scope/job_4242/step_0\n",
-    }
-    root = tmp_path / "proc"
-    for pid, cg in cgroups.items():
-        d = root / str(pid)
-        d.mkdir(parents=True)
-        (d / "cgroup").write_text(cg)
-        (d / "status").write_text("Name:\tpython\nPPid:\t1\nUid:\t0\t0\t0\t0\n")
-        (d / "cmdline").write_bytes(b"python\0train.py\0")
-    pods = os.path.join(os.path.dirname(__file__), "../unit/cgroup/pods")
     scn = ("gpu 0 name=\"NVIDIA H200\" total=141GiB used=30GiB ecc_uv_total=2\n"
            "gpu 1 name=\"NVIDIA H200\" total=141GiB used=1GiB\n"
            "proc 0 4101 used=20GiB\nproc 0 4102 used=10GiB\n")
-    p = watch(scenario=scn, env={"GPUMON_PROC_ROOT": str(root), "GPUMON_PODS_DIR": pods}, width=160, height=40)
+    p = watch(scenario=scn, env=owners_proc(tmp_path), width=160, height=40)
     s = p.wait("slurm job 4242.0")
     assert "OWNER" in s and "pod ml-team/trainer-7f9c6d-x2k4q" in s
     health = [l for l in s.splitlines() if "memory health" in l]
