@@ -93,7 +93,7 @@ struct csv_state {
 	int real_pids;      /* the file names its processes; else one stand-in (REPORT_CSV_PID) */
 	struct gpu gpus[MAX_DEVS];
 	unsigned ngpus;
-	long unjudged, first_unjudged; /* rows whose used memory came with no total known (room unknown) */
+	long no_total, first_no_total; /* rows whose used memory came with no total known (room unknown) */
 	long round;         /* the -l round of a log without a time, and the GPUs and pids seen in it */
 	uint64_t seen[MAX_ROUND];
 	size_t nseen;
@@ -274,8 +274,8 @@ static size_t device_record(struct csv_state *st, unsigned dev, uint64_t t, cons
 	r->dev = dev;
 	r->t_ns = r->sample.t_ns = t;
 	if (!total) {
-		if (!st->unjudged++)
-			st->first_unjudged = st->line;
+		if (!st->no_total++)
+			st->first_no_total = st->line;
 		r->sample.present = GPUMON_F_MEMORY_USED;
 		r->sample.memory_used_bytes = used;
 		return 1;
@@ -548,12 +548,12 @@ static int name_losses(const struct csv_state *st)
 		snprintf(text, sizeof text, "%ld rows skipped (the first: %s)", st->skipped, st->first_problem);
 		rc = gpumon_model_damage(st->m, text);
 	}
-	if (!rc && st->unjudged) {
+	if (!rc && st->no_total) {
 		snprintf(text, sizeof text,
 			 "%s of %ld rows without %s (the first: line %ld): the GPU's free memory is unknown there, and "
 			 "so the time to out-of-memory",
-			 st->h.name[R_DEVUSED], st->unjudged,
-			 st->h.dialect == D_SMI ? "memory.total (or memory.free)" : "device_total", st->first_unjudged);
+			 st->h.name[R_DEVUSED], st->no_total,
+			 st->h.dialect == D_SMI ? "memory.total (or memory.free)" : "device_total", st->first_no_total);
 		rc = gpumon_model_damage(st->m, text);
 	}
 	return rc;
