@@ -811,17 +811,196 @@ GPUMON_API const char *gpumon_peaks_errmsg(const gpumon_peaks *p);
 GPUMON_API void gpumon_peaks_destroy(gpumon_peaks *p);
 
 /* ---------------------------------------------------------------------------------------------
- * Out-of-memory forensics: from what was on the card when a job ran out of memory, the most likely
- * cause (a leak, another process holding the card, a transient peak, an allocator that
- * pre-reserved most of it). A pure function: it returns a code and the figures that decided it;
- * front ends word it.
+ * What a framework says when it runs out of memory: its message (PyTorch, Paddle, JAX/XLA,
+ * TensorFlow) read into figures, once, here. Pure functions.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Bits of gpumon_oom_figures.known: which figures hold values */
+enum {
+	GPUMON_FIG_REQUEST = 1u << 0,      /* request_bytes: the allocation that failed */
+	GPUMON_FIG_CAPACITY = 1u << 1,     /* capacity_bytes: the device's memory as the framework saw it
+					      (torch's "total capacity": the driver's reserve left out) */
+	GPUMON_FIG_FREE = 1u << 2,         /* free_bytes: free on the device then (the driver's figure; Paddle:
+					      what was available to it) */
+	GPUMON_FIG_PROCESS = 1u << 3,      /* process_bytes: this process on the device, memory outside the
+					      allocator included (torch: "this process has X memory in use") */
+	GPUMON_FIG_ALLOCATED = 1u << 4,    /* allocated_bytes: held by tensors */
+	GPUMON_FIG_RESERVED = 1u << 5,     /* reserved_bytes: held by the allocator, allocated + cached
+					      (torch: allocated + "reserved but unallocated"; Paddle: what
+					      "has been allocated" from the device; XLA: its pool) */
+	GPUMON_FIG_CAP = 1u << 6,          /* cap_bytes: the most the allocator may take (torch's "allowed"
+					      of a per-process fraction, XLA's limit) */
+	GPUMON_FIG_DEVICE = 1u << 7,       /* device: the framework's device index (CUDA order) */
+	GPUMON_FIG_LARGEST_FREE = 1u << 8, /* largest_free_bytes: the allocator's largest free block */
+	GPUMON_FIG_PEAK = 1u << 9,         /* peak_bytes: the most the allocator had in use */
+};
+
+#define GPUMON_OOM_MAX_OTHERS 8
+
+/* The figures of one out-of-memory report; a figure is a value only when its bit is set. */
+typedef struct gpumon_oom_figures {
+	unsigned known;            /* GPUMON_FIG_* */
+	char framework[16];        /* "torch", "paddle", "jax", "tf"; "" when the text does not tell */
+	int device;                /* with GPUMON_FIG_DEVICE */
+	uint64_t request_bytes, capacity_bytes, free_bytes, process_bytes, allocated_bytes, reserved_bytes,
+		cap_bytes, largest_free_bytes, peak_bytes;
+	unsigned nothers;          /* other processes the message names, in its order (torch 2.1 on:
+				      "Process 870 has 60.60 GiB memory in use"); at most
+				      GPUMON_OOM_MAX_OTHERS are kept */
+	struct {
+		unsigned pid;
+		uint64_t bytes;
+	} others[GPUMON_OOM_MAX_OTHERS];
+} gpumon_oom_figures;
+
+/*
+ * Reads the figures of an out-of-memory report from text (len bytes, need not be NUL-terminated;
+ * one line or many: a traceback's tail, an allocator's log): PyTorch's CUDA message in the
+ * wordings of torch 1.x ("Tried to allocate X (GPU N; T total capacity; A already allocated; F
+ * free; C allowed; R reserved in total by PyTorch)") and 2.1 on ("GPU N has a total capacity of T
+ * of which F is free. Process P has X memory in use. Including non-PyTorch memory, this process
+ * has X memory in use. C allowed; Of the allocated memory A is allocated by PyTorch, and U is
+ * reserved by PyTorch but unallocated."); Paddle's ("Cannot allocate X memory on GPU N, Y memory
+ * has been allocated and available memory is only Z"); JAX/XLA's ("Out of memory while trying to
+ * allocate X [bytes] [with allocator GPU_0_bfc on device N]", the BFC allocator's "(rounded to N)"
+ * and its Stats: Limit, InUse, MaxInUse, LargestFreeBlock); TensorFlow's ("OOM when allocating
+ * tensor with shape[...] and type T on .../device:GPU:N": the request is the shape's elements
+ * times the type's size). Sizes are read as each framework prints them (torch's "1.50 GiB",
+ * "0 bytes"; Paddle's "1.000000GB", binary; XLA's "1.00GiB"); a rounded figure is taken as
+ * printed. A figure above GPUMON_MAX_BYTES is left out. TensorFlow's "The caller indicates that
+ * this is not a failure" lines give nothing. Fills *out (cleared first) and returns how many
+ * figures it read (0: none), or GPUMON_E_INVAL when text or out is NULL.
+ */
+GPUMON_API int gpumon_oom_message_parse(const char *text, size_t len, gpumon_oom_figures *out);
+
+/*
+ * Whether a line of a job's output says it ran out of GPU memory (PyTorch, Paddle, JAX/XLA,
+ * TensorFlow, CUDA): returns the framework's name ("PyTorch", ...; static storage) or NULL. line
+ * need not be NUL-terminated. gpumon_oom_message_longest() is the longest text looked for, for
+ * scanners that cut long lines.
+ */
+GPUMON_API const char *gpumon_oom_message_match(const char *line, size_t len);
+GPUMON_API size_t gpumon_oom_message_longest(void);
+
+/*
+ * Whether a line carries figures of an out-of-memory report without saying by itself that the job
+ * ran out (an allocator's log around the failure: the BFC allocator's "ran out of memory trying to
+ * allocate" line and its Stats lines; not the lines TensorFlow marks "not a failure"): returns 1 or
+ * 0. A scanner keeps such lines as GPUMON_EVENT_OOM_DETAIL events; the run model uses them only
+ * next to an out-of-memory moment.
+ */
+GPUMON_API int gpumon_oom_message_detail(const char *line, size_t len);
+
+/* ---------------------------------------------------------------------------------------------
+ * The allocator's snapshot at an out-of-memory (PyTorch's torch.cuda.memory._snapshot(), as JSON):
+ * condensed, once, here, into what holds the memory — live bytes by allocation site, the segment
+ * map, the free memory no request of that size could use. Pure functions.
+ * ------------------------------------------------------------------------------------------- */
+
+#define GPUMON_SNAPSHOT_SITES 16
+#define GPUMON_SNAPSHOT_SEGMENTS 16
+
+/* Bits of gpumon_alloc_snapshot.known */
+enum {
+	GPUMON_SNAP_REQUEST = 1u << 0, /* request_bytes holds the allocation that failed, and
+					  unusable_free_bytes / largest_free_bytes are measured against it */
+	GPUMON_SNAP_STACKS = 1u << 1,  /* the allocator recorded stacks (torch's _record_memory_history):
+					  sites are known */
+	GPUMON_SNAP_DEVICE = 1u << 2,  /* device holds the framework's device index */
+};
+
+/* Where live memory was allocated: the first frame of its stack outside the framework's own code
+ * and Python's (the user's line; a library's when the user's is not on the stack). */
+typedef struct gpumon_alloc_site {
+	char file[192];         /* as the stack names it ("/srv/job/train.py"), cut to fit */
+	unsigned line;
+	char function[64];
+	uint64_t bytes;         /* live (allocated) bytes of blocks allocated there */
+	uint64_t blocks;
+} gpumon_alloc_site;
+
+/* One segment of the allocator (memory it took from the driver in one piece). */
+typedef struct gpumon_alloc_segment {
+	uint64_t size_bytes;
+	uint64_t allocated_bytes;   /* its live blocks */
+	uint64_t largest_free_bytes; /* its largest free block */
+	int expandable;             /* an expandable segment (PYTORCH_CUDA_ALLOC_CONF=expandable_segments) */
+} gpumon_alloc_segment;
+
+typedef struct gpumon_alloc_snapshot {
+	unsigned known;                 /* GPUMON_SNAP_* */
+	char framework[16];             /* "torch" */
+	int device;                     /* with GPUMON_SNAP_DEVICE */
+	uint64_t request_bytes;         /* with GPUMON_SNAP_REQUEST */
+	uint64_t reserved_bytes;        /* the segments' sizes together */
+	uint64_t allocated_bytes;       /* live blocks together */
+	uint64_t free_bytes;            /* free blocks inside the segments: reserved - allocated */
+	uint64_t largest_free_bytes;    /* the largest free block of any segment */
+	uint64_t unusable_free_bytes;   /* free bytes in blocks smaller than the request (all the free
+					   bytes when none is large enough): memory held but useless to it */
+	uint64_t segments, segments_with_free, blocks;
+	uint64_t unsited_bytes;         /* live bytes of blocks without a recorded stack (allocated before
+					   the history was turned on) */
+	unsigned nsites;                /* the sites holding the most, largest first */
+	gpumon_alloc_site sites[GPUMON_SNAPSHOT_SITES];
+	unsigned nsegments;             /* the segments with the most free memory, most first */
+	gpumon_alloc_segment top_segments[GPUMON_SNAPSHOT_SEGMENTS];
+} gpumon_alloc_snapshot;
+
+/*
+ * Condenses a PyTorch allocator snapshot (the JSON of torch.cuda.memory._snapshot(): "segments",
+ * each with its "blocks", their "state" and, when history was recorded, "frames"; len bytes) into
+ * *out (cleared first), for device (-1: every device the snapshot holds) and the request that failed
+ * (0: none known). Returns 0, GPUMON_E_INVAL (NULL, not such a snapshot: the message names what is
+ * wrong, in err when err_len > 0) or GPUMON_E_NOMEM. Memory does not grow with the snapshot beyond
+ * the parsed document.
+ */
+GPUMON_API int gpumon_snapshot_condense(const char *json, size_t len, int device, uint64_t request_bytes,
+					gpumon_alloc_snapshot *out, char *err, size_t err_len);
+
+/* The condensed snapshot as compact JSON (docs/report.md's "snapshot" object): sets *json, freed with
+ * gpumon_free(). 0 or GPUMON_E_NOMEM / GPUMON_E_INVAL. */
+GPUMON_API int gpumon_snapshot_encode(const gpumon_alloc_snapshot *s, char **json);
+
+/* Reads what gpumon_snapshot_encode wrote (a recording's GPUMON_EVENT_SNAPSHOT text) back into *out.
+ * 0, or GPUMON_E_INVAL when the text is not such a document (a figure out of range included). */
+GPUMON_API int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc_snapshot *out);
+
+/* The figures of an out-of-memory report as compact JSON (the GPUMON_EVENT_OOM_FIGURES text: what
+ * a monitor inside the job knew at that moment), and back. Same conventions as the snapshot's. */
+GPUMON_API int gpumon_oom_figures_encode(const gpumon_oom_figures *f, char **json);
+GPUMON_API int gpumon_oom_figures_decode(const char *json, size_t len, gpumon_oom_figures *out);
+
+/* Event kinds (gpumon_record.event_kind) the run model reads about out-of-memory */
+#define GPUMON_EVENT_OOM "oom"                 /* a sign: the job ran out of memory (text: the line it
+						  printed, which the model reads with
+						  gpumon_oom_message_parse) */
+#define GPUMON_EVENT_OOM_DETAIL "oom_detail"   /* a line with figures of a report, not a sign by itself */
+#define GPUMON_EVENT_OOM_FIGURES "oom_figures" /* a sign with figures, from inside the job (text:
+						  gpumon_oom_figures_encode) */
+#define GPUMON_EVENT_SNAPSHOT "alloc_snapshot" /* the allocator's snapshot then (text:
+						  gpumon_snapshot_encode) */
+
+/* ---------------------------------------------------------------------------------------------
+ * Out-of-memory forensics: from what was on the card when a job ran out of memory, and what the
+ * framework said, the causes — several may hold together — each with the figures that decided it.
+ * A pure function: it returns codes and figures; front ends word them.
  * ------------------------------------------------------------------------------------------- */
 enum {
-	GPUMON_OOM_UNKNOWN = 0,        /* none of the others shows: the model and batch may not fit */
-	GPUMON_OOM_LEAK = 1,           /* the job's floor kept rising until the card was full */
+	GPUMON_OOM_UNKNOWN = 0,        /* none of the others shows */
+	GPUMON_OOM_LEAK = 1,           /* the job's floor kept rising until the memory was gone */
 	GPUMON_OOM_CO_TENANT = 2,      /* other processes held the memory the job needed */
-	GPUMON_OOM_TRANSIENT_PEAK = 3, /* a sudden peak well above the job's usual level */
+	GPUMON_OOM_TRANSIENT_PEAK = 3, /* a sudden demand well above the job's usual level */
 	GPUMON_OOM_PREALLOCATION = 4,  /* the allocator had reserved most of the card, little of it in use */
+	GPUMON_OOM_FRAGMENTATION = 5,  /* the allocator held enough free memory, in pieces none of which
+					  was large enough */
+	GPUMON_OOM_OUTSIDE = 6,        /* memory outside the allocator (CUDA context, NCCL, cuBLAS/cuDNN
+					  workspaces, other allocators) took a real share */
+	GPUMON_OOM_CAP = 7,            /* the job's own cap (a per-process fraction, XLA's limit,
+					  gpumon run --limit) stopped it while the card had room */
+	GPUMON_OOM_TOO_BIG = 8,        /* it failed before any steady level: the model or the first batch
+					  does not fit */
+	GPUMON_OOM_NCAUSES = 9
 };
 
 /* Which fields of gpumon_oom_input are known */
@@ -833,6 +1012,14 @@ enum {
 #define GPUMON_OOM_F_FRAMEWORK  (1u << 5) /* allocated_bytes and reserved_bytes */
 #define GPUMON_OOM_F_LEAK       (1u << 6)
 #define GPUMON_OOM_F_EARLY      (1u << 7)
+#define GPUMON_OOM_F_FIGURES    (1u << 8)  /* figures: what the framework said (its message, or the
+					      monitor inside the job) */
+#define GPUMON_OOM_F_STEADY     (1u << 9)  /* steady: whether the job had reached a steady level is
+					      known (steady_bytes its level when it had) */
+#define GPUMON_OOM_F_GROWTH     (1u << 10) /* growth_bytes in growth_seconds: the job's own rise */
+#define GPUMON_OOM_F_PROCESS    (1u << 11) /* process_bytes: NVML's figure of the failing process */
+#define GPUMON_OOM_F_SNAPSHOT   (1u << 12) /* snapshot: the allocator's snapshot then */
+#define GPUMON_OOM_F_LIMIT      (1u << 13) /* limit_bytes: gpumon run --limit, and the job reached it */
 
 typedef struct gpumon_oom_input {
 	unsigned known;               /* GPUMON_OOM_F_* */
@@ -842,12 +1029,22 @@ typedef struct gpumon_oom_input {
 	uint64_t others_bytes;        /* every other process on the card at that moment */
 	int64_t top_other_pid;        /* the largest other process; -1 none */
 	uint64_t top_other_bytes;
-	uint64_t floor_bytes;         /* the job's usual level: the lowest used over the seconds before */
+	uint64_t floor_bytes;         /* the card's usual level: the lowest used over the seconds before */
 	double rise_seconds;          /* how long the climb from floor to the peak took; < 0 unknown */
 	uint64_t early_bytes;         /* the job's figure (NVML) in its first seconds on the card */
 	uint64_t allocated_bytes;     /* the framework's figures just before the end */
 	uint64_t reserved_bytes;
 	gpumon_leak_result leak;      /* the leak detector's result on the job */
+	gpumon_oom_figures figures;   /* what the framework said at the moment */
+	int steady;                   /* 1: the job had held a level (steady_bytes) for a while before the
+					 end; 0: it climbed from its start until it failed */
+	uint64_t steady_bytes;        /* its usual level: the framework's allocated figure when known, else
+					 its NVML figure */
+	uint64_t growth_bytes;        /* the job's own rise over its last seconds ... */
+	double growth_seconds;        /* ... and how long it took */
+	uint64_t process_bytes;       /* NVML's figure of the process that failed (its allocator + outside) */
+	uint64_t limit_bytes;         /* gpumon run --limit */
+	gpumon_alloc_snapshot snapshot;
 } gpumon_oom_input;
 
 /* Bits of gpumon_oom_diagnosis.also */
@@ -857,22 +1054,32 @@ enum {
 						  from the framework's figures */
 };
 
+/* A cause's bit in gpumon_oom_diagnosis.causes */
+#define GPUMON_OOM_BIT(cause) (1u << (cause))
+
 typedef struct gpumon_oom_diagnosis {
-	int cause;                    /* GPUMON_OOM_* */
+	int cause;                    /* GPUMON_OOM_*: the main cause */
 	unsigned also;                /* GPUMON_OOM_ALSO_LEAK, GPUMON_OOM_BY_EARLY_FIGURE */
+	unsigned causes;              /* GPUMON_OOM_BIT() of every cause that holds, the main one
+					 included; 0 with UNKNOWN */
+	/* the figures the causes were decided on; 0 when not part of any */
+	uint64_t request_bytes;       /* the allocation that failed */
+	uint64_t available_bytes;     /* what the allocator could still have given: the card's free
+					 memory (or the room under the cap) + its own free memory */
+	uint64_t shortfall_bytes;     /* request - available: how much was missing (0: it was there, in
+					 pieces) */
+	uint64_t cached_bytes;        /* FRAGMENTATION: reserved but unallocated */
+	uint64_t largest_free_bytes;  /* FRAGMENTATION: the largest free piece, when the snapshot tells */
+	uint64_t outside_bytes;       /* OUTSIDE: the process's NVML figure beyond its allocator's */
+	uint64_t cap_bytes;           /* CAP: the cap */
+	uint64_t excess_bytes;        /* TRANSIENT_PEAK: the demand above the usual level */
+	uint64_t growth_bytes;        /* CO_TENANT: the job's own rise in growth_seconds (0: it did not
+					 grow) */
+	double growth_seconds;
 } gpumon_oom_diagnosis;
 
 /* Fills *out from *in. GPUMON_E_INVAL on NULL. */
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
-
-/*
- * Whether a line of a job's output says it ran out of GPU memory (PyTorch, Paddle, JAX/XLA,
- * TensorFlow, CUDA): returns the framework's name ("PyTorch", ...; static storage) or NULL. line
- * need not be NUL-terminated. gpumon_oom_message_longest() is the longest text looked for, for
- * scanners that cut long lines.
- */
-GPUMON_API const char *gpumon_oom_message_match(const char *line, size_t len);
-GPUMON_API size_t gpumon_oom_message_longest(void);
 
 /* ---------------------------------------------------------------------------------------------
  * The run model: what a run means, decided once. Every front end (gpumon run's summary and live
