@@ -841,6 +841,7 @@ enum {
 typedef struct gpumon_oom_figures {
 	unsigned known;            /* GPUMON_FIG_* */
 	char framework[16];        /* "torch", "paddle", "jax", "tf"; "" when the text does not tell */
+	unsigned pid;              /* the process that reported it; 0 unknown (a message names none) */
 	int device;                /* with GPUMON_FIG_DEVICE */
 	uint64_t request_bytes, capacity_bytes, free_bytes, process_bytes, allocated_bytes, reserved_bytes,
 		cap_bytes, largest_free_bytes, peak_bytes;
@@ -930,6 +931,7 @@ typedef struct gpumon_alloc_segment {
 typedef struct gpumon_alloc_snapshot {
 	unsigned known;                 /* GPUMON_SNAP_* */
 	char framework[16];             /* "torch" */
+	unsigned pid;                   /* the process whose allocator it is; 0 unknown */
 	int device;                     /* with GPUMON_SNAP_DEVICE */
 	uint64_t request_bytes;         /* with GPUMON_SNAP_REQUEST */
 	uint64_t reserved_bytes;        /* the segments' sizes together */
