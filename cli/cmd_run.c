@@ -33,7 +33,6 @@ extern char **environ;
 #define COMMIT_PERIOD_NS 200000000ull
 #define RECBUF 256
 #define STDERR_GRACE_MS 200 /* how long the job's stderr may stay open after it ended */
-#define MAX_OOM_EVENTS 100  /* `oom` events in a run; later signs are left out */
 #define JOBBUF 16
 
 /* ---- one emit path: the recording, then the model ------------------------------------------- */
@@ -50,9 +49,9 @@ static void rec_check(struct run *r, int st)
 
 static void tell_alerts(struct run *r);
 
-/* Every record of the run goes through here: written to the recording, then given to the model,
- * with the same t_ns, so that a replay of the recording is the run the model saw. */
-static void emit(struct run *r, const gpumon_record *recs, size_t n)
+/* Every record of the run goes through here (run_state.h): written to the recording, then given to
+ * the model, with the same t_ns, so that a replay of the recording is the run the model saw. */
+void run_emit(struct run *r, const gpumon_record *recs, size_t n)
 {
 	if (!n)
 		return;
@@ -75,14 +74,15 @@ static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, 
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
 	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = t, .event_kind = kind, .event_text = text};
-	emit(r, &e, 1);
+	run_emit(r, &e, 1);
 }
 
-/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one). */
+/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one). Its
+ * text is long enough for a whole message (PyTorch's figures are in the second half of its). */
 static void oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 {
-	char text[400];
+	char text[RUN_STDERR_TEXT_CAP + 64];
 	va_list ap;
 	if (r->oom_events >= MAX_OOM_EVENTS)
 		return;
@@ -90,7 +90,8 @@ static void oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(text, sizeof text, fmt, ap);
 	va_end(ap);
-	event(r, t, "oom", "%s", text);
+	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = t, .event_kind = GPUMON_EVENT_OOM, .event_text = text};
+	run_emit(r, &e, 1);
 }
 
 /* The model's new alerts: one line each on stderr, worded from the document's entry (as every
@@ -108,7 +109,7 @@ static void tell_alerts(struct run *r)
 		return; /* out of memory: tried again after the next record */
 	}
 	gpumon_model_alerts(r->model, first, a, n);
-	r->alerts_told = first + n; /* first: the events below come back through emit() */
+	r->alerts_told = first + n; /* first: the events below come back through run_emit() */
 	json_t *doc = json_loads(text, 0, NULL);
 	gpumon_free(text);
 	const json_t *list = json_object_get(doc, "alerts");
@@ -160,7 +161,7 @@ static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
 	   model now and in a replay, which reads the recording in time order */
 	recs[(*n)++] = (gpumon_record){.kind = GPUMON_REC_JOB, .t_ns = r->fed_ns + 1, .process.pid = (unsigned)pid};
 	if (*n == JOBBUF) {
-		emit(r, recs, *n);
+		run_emit(r, recs, *n);
 		*n = 0;
 	}
 }
@@ -177,7 +178,7 @@ static void refresh_tree(struct run *r)
 			job_add(r, r->tree.pids[i], recs, &n);
 	if (r->child > 0 && !job_has(r, (unsigned)r->child))
 		job_add(r, r->child, recs, &n);
-	emit(r, recs, n);
+	run_emit(r, recs, n);
 	r->last_tree_ns = cli_now_ns();
 }
 
@@ -297,7 +298,7 @@ static void on_batch(struct run *r, const gpumon_record *recs, size_t n)
 				refresh_tree(r);
 			break;
 		}
-	emit(r, recs, n);
+	run_emit(r, recs, n);
 	for (size_t k = 0; k < n; k++) {
 		if (recs[k].t_ns > r->fed_ns)
 			r->fed_ns = recs[k].t_ns;
@@ -363,10 +364,10 @@ static void on_sample(struct run *r, const struct run_msg *m, unsigned pid, uint
 		.limit_bytes = (m->has & RUN_HAS_LIMIT) ? m->limit : 0};
 	if (f)
 		snprintf(s->framework, sizeof s->framework, "%s", f->framework);
-	emit(r, &rec, 1);
+	run_emit(r, &rec, 1);
 }
 
-static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
+static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 {
 	struct run *r = ctx;
 	unsigned pid = (m->has & RUN_HAS_PID) ? m->pid : peer_pid;
@@ -383,7 +384,10 @@ static void on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		event(r, t, "step", "%lld", (long long)m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
 		event(r, t, "marker", "%s", m->text);
+	} else {
+		return run_inside_msg(r, m, pid, t); /* the monitor inside the job: oom, snapshot, inside */
 	}
+	return 0;
 }
 
 /* A connection the socket could not keep loses what the job sends over it: said at once (once, -q
@@ -404,14 +408,21 @@ static void tell_refusals(struct run *r)
 	event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
 }
 
-/* The out-of-memory lines the stderr scanner found: `oom` events "<Framework>: <line>". */
+/* The lines the stderr scanner found: an out-of-memory message becomes an `oom` event
+ * "<Framework>: <line>", a line with figures around one an oom_detail event (the line). */
 static void take_oom_lines(struct run *r)
 {
 	struct run_stderr_line l[8];
 	size_t n;
 	while ((n = run_stderr_take(r->err, l, sizeof l / sizeof l[0])) > 0)
-		for (size_t i = 0; i < n; i++)
-			oom_event(r, l[i].t_ns, "%s: %.300s", l[i].framework, l[i].line);
+		for (size_t i = 0; i < n; i++) {
+			gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = l[i].t_ns, .event_kind = GPUMON_EVENT_OOM_DETAIL,
+					   .event_text = l[i].line};
+			if (l[i].kind == RUN_STDERR_OOM)
+				oom_event(r, l[i].t_ns, "%s: %s", l[i].framework, l[i].line);
+			else
+				run_emit(r, &e, 1);
+		}
 }
 
 /* ---- the run ------------------------------------------------------------------------------------ */
@@ -420,7 +431,7 @@ static void take_oom_lines(struct run *r)
  * got it (a replay maps the framework's device indexes through it, as the live model does). */
 static char *settings_text(const struct run *r)
 {
-	size_t cap = 256 + strlen(r->cvd);
+	size_t cap = 320 + strlen(r->cvd);
 	for (size_t i = 0; i < r->plan.nvars; i++)
 		cap += strlen(r->plan.vars[i].name) + strlen(r->plan.vars[i].value) + 2;
 	char *s = malloc(cap);
@@ -432,6 +443,8 @@ static char *settings_text(const struct run *r)
 	if (r->cvd_set)
 		n += (size_t)snprintf(s + n, cap - n, "CUDA_VISIBLE_DEVICES=%s\n", r->cvd);
 	n += (size_t)snprintf(s + n, cap - n, "gpumon.interval_ms=%u\n", r->o->interval_ms);
+	n += (size_t)snprintf(s + n, cap - n, "gpumon.inside=%s\n%s", r->inside.on ? "on" : "off",
+			      r->inside.on && r->inside.history ? "gpumon.history=on\n" : "");
 	if (r->o->alloc.limit_bytes)
 		n += (size_t)snprintf(s + n, cap - n, "gpumon.limit_bytes=%llu\ngpumon.on_exceed=%s\n",
 				      (unsigned long long)r->o->alloc.limit_bytes,
@@ -525,8 +538,30 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 	*path = o->no_record ? NULL : o->out ? o->out : defpath;
 	char err[256];
 	if (run_server_open(&r->srv, err, sizeof err))
-		cli_error("run: no GPUMON_RUN_SOCKET for the job (%s); sampling goes on", err);
+		cli_error("run: no GPUMON_RUN_SOCKET for the job (%s): no inside view; sampling goes on", err);
 	return EXIT_OK;
+}
+
+/* The job's environment: the allocator's variables, the inside view's (unless --no-inside: its
+ * bootstrap is written next to the socket), the GPU (cvd; NULL none) and the socket. NULL when out of
+ * memory. */
+static char **job_env(struct run *r, const char *cvd)
+{
+	char err[512];
+	r->inside.history = r->o->history;
+	if (!r->o->no_inside && r->srv && run_inside_prepare(&r->inside, run_server_dir(r->srv), environ, err, sizeof err))
+		cli_error("run: no inside view for the job (%s); sampling goes on", err);
+	size_t n = r->plan.nvars + r->inside.nvars;
+	struct run_env_var *vars = calloc(n ? n : 1, sizeof *vars);
+	if (!vars)
+		return NULL;
+	if (r->plan.nvars)
+		memcpy(vars, r->plan.vars, r->plan.nvars * sizeof *vars);
+	if (r->inside.nvars)
+		memcpy(vars + r->plan.nvars, r->inside.vars, r->inside.nvars * sizeof *vars);
+	char **env = run_job_env(environ, vars, n, cvd, r->srv ? run_server_path(r->srv) : NULL);
+	free(vars);
+	return env;
 }
 
 /*
@@ -576,7 +611,7 @@ static void first_listing(struct run *r)
 			continue;
 		for (size_t k = 0; k < n; k++) {
 			gpumon_record rec = {.kind = GPUMON_REC_PROCESS, .dev = r->sampled[i], .t_ns = t, .process = list[k]};
-			emit(r, &rec, 1);
+			run_emit(r, &rec, 1);
 			track(r, &rec);
 		}
 		gpumon_free(list);
@@ -667,6 +702,7 @@ static void free_run(struct run *r)
 	gpumon_model_destroy(r->model);
 	gpumon_destroy(r->g);
 	run_alloc_plan_free(&r->plan);
+	run_inside_free(&r->inside);
 	run_tree_free(&r->tree);
 	free(r->sampled);
 	free(r->procs);
@@ -698,8 +734,7 @@ int cmd_run(int argc, char **argv)
 	char **env = NULL;
 	int wake = -1;
 	rc = prepare(&r, cvd, sizeof cvd, &path, defpath, sizeof defpath);
-	if (rc == EXIT_OK && !(env = run_job_env(environ, r.plan.vars, r.plan.nvars, o.gpu ? cvd : NULL,
-						  r.srv ? run_server_path(r.srv) : NULL)))
+	if (rc == EXIT_OK && !(env = job_env(&r, o.gpu ? cvd : NULL)))
 		rc = EXIT_OTHER;
 	for (size_t i = 0; env && env[i]; i++)
 		if (!strncmp(env[i], "CUDA_VISIBLE_DEVICES=", 21))

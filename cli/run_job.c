@@ -138,10 +138,11 @@ static char *pair(const char *name, const char *value)
 	return s;
 }
 
-static int named(const char *entry, const char *assignment)
+/* Whether entry ("NAME=VALUE") is of name. */
+static int named(const char *entry, const char *name)
 {
-	size_t nl = (size_t)(strchr(assignment, '=') - assignment);
-	return !strncmp(entry, assignment, nl + 1);
+	size_t nl = strlen(name);
+	return !strncmp(entry, name, nl) && entry[nl] == '=';
 }
 
 char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nvars, const char *cvd,
@@ -162,11 +163,11 @@ char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nva
 			return NULL;
 		}
 	}
-	size_t ours = k;
 	for (size_t i = 0; i < n; i++) {
-		int replaced = 0;
-		for (size_t j = 0; j < ours && !replaced; j++)
-			replaced = named(envp[i], e[j]);
+		/* set above, or removed (a NULL value) */
+		int replaced = (cvd && named(envp[i], "CUDA_VISIBLE_DEVICES")) || (sock && named(envp[i], "GPUMON_RUN_SOCKET"));
+		for (size_t j = 0; j < nvars && !replaced; j++)
+			replaced = named(envp[i], vars[j].name);
 		if (!replaced && !(e[k++] = strdup(envp[i]))) {
 			run_job_env_free(e);
 			return NULL;

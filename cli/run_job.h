@@ -33,9 +33,9 @@ char *run_job_quote(char **cmd);
 unsigned run_job_detect(char **cmd);
 
 /*
- * The job's environment: envp with vars set (replacing the same names), then CUDA_VISIBLE_DEVICES
- * = cvd and GPUMON_RUN_SOCKET = sock when not NULL. Returns a NULL-terminated array, or NULL when
- * out of memory; free with run_job_env_free().
+ * The job's environment: envp with vars set (replacing the same names; a var whose value is NULL
+ * removes its name), then CUDA_VISIBLE_DEVICES = cvd and GPUMON_RUN_SOCKET = sock when not NULL.
+ * Returns a NULL-terminated array, or NULL when out of memory; free with run_job_env_free().
  */
 char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nvars, const char *cvd,
 		   const char *sock);

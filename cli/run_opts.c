@@ -37,6 +37,11 @@ static void help(void)
 	       "  --on-exceed warn|term[:GRACE]|kill  when a job process holds more than --limit (default\n"
 	       "                         warn); term sends SIGTERM, then SIGKILL if the job still runs\n"
 	       "                         GRACE later (default 30s; e.g. term:2m, term:500ms)\n"
+	       "  --no-inside            no inside view: no bootstrap, nothing added to the job's environment\n"
+	       "  --history              the monitor inside a PyTorch job keeps the allocator's recent history\n"
+	       "                         with Python stacks, so that an out-of-memory names the source lines\n"
+	       "                         that hold memory; it costs the job time on every allocation\n"
+	       "                         (measured in BENCHMARKS.md, \"Inside the job\")\n"
 	       "  -v, --verbose          every allocator note (without it, only settings that have no effect)\n"
 	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
@@ -47,7 +52,12 @@ static void help(void)
 	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
 	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n"
 	       "The leak alerts and the summary are the run model's answers, as gpumon report gives them\n"
-	       "for the recording.\n");
+	       "for the recording.\n"
+	       "The inside view: gpumon puts a bootstrap sitecustomize.py first on the job's PYTHONPATH\n"
+	       "(in the socket's private directory, removed at the end); when the job imports torch, paddle\n"
+	       "or jax, it starts a monitor in that process which sends the allocator's figures, what it\n"
+	       "said at an out-of-memory and its snapshot over GPUMON_RUN_SOCKET. The job's code is not\n"
+	       "changed; when the view cannot start, gpumon says why once and the job runs untouched.\n");
 }
 
 static int bad_value(const char *opt, const char *v, const char *want)
@@ -174,6 +184,10 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 			o->verbose = 1;
 		else if (!strcmp(a, "--no-record"))
 			o->no_record = 1;
+		else if (!strcmp(a, "--no-inside"))
+			o->no_inside = 1;
+		else if (!strcmp(a, "--history"))
+			o->history = 1;
 		else if ((r = value_opt(o, argc, argv, &i, &rc)) < 0)
 			return rc;
 		else if (r == 0) {
@@ -188,6 +202,10 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 	o->cmd = argv + i;
 	if (o->no_record && o->out) {
 		cli_error("run: -o %s and --no-record: choose one", o->out);
+		return EXIT_USAGE;
+	}
+	if (o->no_inside && o->history) {
+		cli_error("run: --history asks the monitor inside the job, which --no-inside turns off: choose one");
 		return EXIT_USAGE;
 	}
 	if (o->on_exceed_set && !o->alloc.limit_bytes) {

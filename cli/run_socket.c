@@ -2,6 +2,7 @@
 /* run_socket.c — the server side of the run protocol (docs/run-protocol.md): a listening Unix
  * socket in a private directory, many clients at once, one JSON object per line parsed with
  * jansson. Bad input is counted and skipped; nothing a client sends can stop the run. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -77,19 +78,20 @@ static int get_int(json_t *o, const char *key, long long lo, long long hi, long 
 	return 1;
 }
 
-/* A byte count: a non-negative integer (or a whole real, as some senders write large numbers). */
-static int get_bytes(json_t *o, const char *key, uint64_t *out)
+/* A byte count up to max: a non-negative integer (or a whole real, as some senders write large
+ * numbers). */
+static int get_bytes(json_t *o, const char *key, uint64_t max, uint64_t *out)
 {
 	json_t *v = json_object_get(o, key);
 	if (!v || json_is_null(v))
 		return 0;
-	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+	if (json_is_integer(v) && json_integer_value(v) >= 0 && (uint64_t)json_integer_value(v) <= max) {
 		*out = (uint64_t)json_integer_value(v);
 		return 1;
 	}
 	if (json_is_real(v)) {
 		double d = json_real_value(v);
-		if (isfinite(d) && d >= 0 && d < 1.8e19 && d == (double)(uint64_t)d) {
+		if (isfinite(d) && d >= 0 && d < 1.8e19 && d == (double)(uint64_t)d && (uint64_t)d <= max) {
 			*out = (uint64_t)d;
 			return 1;
 		}
@@ -119,6 +121,12 @@ static int msg_type(const char *t)
 		return RUN_MSG_STEP;
 	if (!strcmp(t, "marker"))
 		return RUN_MSG_MARKER;
+	if (!strcmp(t, "oom"))
+		return RUN_MSG_OOM;
+	if (!strcmp(t, "snapshot"))
+		return RUN_MSG_SNAPSHOT;
+	if (!strcmp(t, "inside"))
+		return RUN_MSG_INSIDE;
 	return RUN_MSG_UNKNOWN;
 }
 
@@ -155,18 +163,79 @@ static int parse_common(json_t *o, struct run_msg *m, char *err, size_t errlen)
 	return 0;
 }
 
+struct byte_field {
+	const char *key;
+	unsigned bit;
+	size_t off;
+};
+
+#define FIELD(key, bit, member) {key, bit, offsetof(struct run_msg, member)}
+static const struct byte_field sample_bytes[] = {
+	FIELD("allocated", RUN_HAS_ALLOCATED, allocated),
+	FIELD("reserved", RUN_HAS_RESERVED, reserved),
+	FIELD("max_allocated", RUN_HAS_MAX_ALLOCATED, max_allocated),
+	FIELD("limit", RUN_HAS_LIMIT, limit),
+};
+static const struct byte_field oom_bytes[] = {
+	FIELD("request", RUN_HAS_REQUEST, request),
+	FIELD("free", RUN_HAS_FREE, free),
+	FIELD("capacity", RUN_HAS_CAPACITY, capacity),
+	FIELD("cap", RUN_HAS_CAP, cap),
+	FIELD("allocated", RUN_HAS_ALLOCATED, allocated),
+	FIELD("reserved", RUN_HAS_RESERVED, reserved),
+	FIELD("process", RUN_HAS_PROCESS, process),
+	FIELD("peak", RUN_HAS_PEAK, peak),
+	FIELD("largest_free", RUN_HAS_LARGEST_FREE, largest_free),
+};
+#undef FIELD
+
+/* The byte fields of a table, each at most max. */
+static int parse_bytes(json_t *o, struct run_msg *m, const struct byte_field *f, size_t n, uint64_t max, char *err,
+		       size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t *dst = (uint64_t *)(void *)((char *)m + f[i].off);
+		int r = get_bytes(o, f[i].key, max, dst);
+		if (r < 0)
+			return fail(err, errlen, "bad value for", f[i].key);
+		if (r)
+			m->has |= f[i].bit;
+	}
+	return 0;
+}
+
+/* inside: "state" "on" or "off" (required), framework and version as hello's, a reason that fits. */
+static int parse_inside(json_t *o, struct run_msg *m, char *err, size_t errlen)
+{
+	const char *state = json_string_value(json_object_get(o, "state"));
+	json_t *reason = json_object_get(o, "reason");
+	if (!state || (strcmp(state, "on") && strcmp(state, "off")))
+		return fail(err, errlen, "\"on\" or \"off\" wanted for", "state");
+	m->inside_on = !strcmp(state, "on");
+	if (get_str(o, "framework", m->framework, sizeof m->framework) < 0 ||
+	    get_str(o, "version", m->fw_version, sizeof m->fw_version) < 0)
+		return fail(err, errlen, "framework and version must be strings", NULL);
+	if (reason && !json_is_null(reason) && (!json_is_string(reason) || json_string_length(reason) > RUN_REASON_MAX))
+		return fail(err, errlen, "a string of at most 1023 bytes wanted for", "reason");
+	if (reason && json_is_string(reason))
+		copy_str(m->text, sizeof m->text, json_string_value(reason));
+	return 0;
+}
+
+/* snapshot: the object, kept as compact JSON for the library to read (cmd_run.c). */
+static int parse_snapshot(json_t *o, struct run_msg *m, char *err, size_t errlen)
+{
+	json_t *snap = json_object_get(o, "snapshot");
+	if (!json_is_object(snap))
+		return fail(err, errlen, "an object wanted for", "snapshot");
+	if (!(m->snapshot = json_dumps(snap, JSON_COMPACT)))
+		return fail(err, errlen, "out of memory", NULL);
+	m->snapshot_len = strlen(m->snapshot);
+	return 0;
+}
+
 static int parse_fields(json_t *o, struct run_msg *m, char *err, size_t errlen)
 {
-	static const struct {
-		const char *key;
-		unsigned bit;
-		size_t off;
-	} bytes[] = {
-		{"allocated", RUN_HAS_ALLOCATED, offsetof(struct run_msg, allocated)},
-		{"reserved", RUN_HAS_RESERVED, offsetof(struct run_msg, reserved)},
-		{"max_allocated", RUN_HAS_MAX_ALLOCATED, offsetof(struct run_msg, max_allocated)},
-		{"limit", RUN_HAS_LIMIT, offsetof(struct run_msg, limit)},
-	};
 	long long x;
 	int r;
 	if (parse_common(o, m, err, errlen))
@@ -182,16 +251,19 @@ static int parse_fields(json_t *o, struct run_msg *m, char *err, size_t errlen)
 		    get_str(o, "version", m->fw_version, sizeof m->fw_version) < 0)
 			return fail(err, errlen, "framework and version must be strings", NULL);
 	} else if (m->type == RUN_MSG_SAMPLE) {
-		for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++) {
-			uint64_t *dst = (uint64_t *)(void *)((char *)m + bytes[i].off);
-			if ((r = get_bytes(o, bytes[i].key, dst)) < 0)
-				return fail(err, errlen, "bad value for", bytes[i].key);
-			if (r)
-				m->has |= bytes[i].bit;
-		}
+		return parse_bytes(o, m, sample_bytes, sizeof sample_bytes / sizeof sample_bytes[0], UINT64_MAX, err,
+				   errlen);
 	} else if (m->type == RUN_MSG_MARKER) {
 		if (get_str(o, "text", m->text, sizeof m->text) < 0)
 			return fail(err, errlen, "bad value for", "text");
+	} else if (m->type == RUN_MSG_OOM) {
+		if (get_str(o, "framework", m->framework, sizeof m->framework) < 0)
+			return fail(err, errlen, "bad value for", "framework");
+		return parse_bytes(o, m, oom_bytes, sizeof oom_bytes / sizeof oom_bytes[0], RUN_MAX_BYTES, err, errlen);
+	} else if (m->type == RUN_MSG_INSIDE) {
+		return parse_inside(o, m, err, errlen);
+	} else if (m->type == RUN_MSG_SNAPSHOT) {
+		return parse_snapshot(o, m, err, errlen);
 	}
 	return 0;
 }
@@ -221,6 +293,13 @@ int run_msg_parse(const char *line, size_t len, struct run_msg *out, char *err, 
 	}
 	json_decref(o);
 	return rc;
+}
+
+void run_msg_release(struct run_msg *m)
+{
+	free(m->snapshot); /* jansson's default allocator is malloc */
+	m->snapshot = NULL;
+	m->snapshot_len = 0;
 }
 
 /* ---- the server ---------------------------------------------------------------------------- */
@@ -269,6 +348,11 @@ int run_server_open(struct run_server **out, char *err, size_t errlen)
 const char *run_server_path(const struct run_server *s)
 {
 	return s->path;
+}
+
+const char *run_server_dir(const struct run_server *s)
+{
+	return s->dir;
 }
 
 void run_server_stats_get(const struct run_server *s, struct run_server_stats *out)
@@ -377,10 +461,11 @@ static void handle_line(struct run_server *s, const struct client *c, const char
 		s->stats.malformed++;
 	else if (m.type == RUN_MSG_UNKNOWN)
 		s->stats.unknown++;
-	else {
+	else if (fn(ctx, &m, c->peer_pid) != 0)
+		s->stats.malformed++;
+	else
 		s->stats.messages++;
-		fn(ctx, &m, c->peer_pid);
-	}
+	run_msg_release(&m);
 }
 
 /* Splits the bytes just read into lines; a line that outgrows the buffer is dropped whole. */
@@ -475,6 +560,39 @@ int run_server_poll(struct run_server *s, int extra_fd, int timeout_ms, run_msg_
 	return extra;
 }
 
+/* Empties the directory open as fd (depth 0: its subdirectories too, one level down) and closes fd.
+ * Links are removed, never followed. */
+static void empty_dir(int fd, int depth)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *e;
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (unlinkat(fd, e->d_name, 0) == 0 || errno != EISDIR || depth > 0)
+			continue;
+		int sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub >= 0)
+			empty_dir(sub, depth + 1);
+		unlinkat(fd, e->d_name, AT_REMOVEDIR);
+	}
+	closedir(d); /* closes fd */
+}
+
+/* Removes the run's private directory: the socket and whatever else the run put there (the inside
+ * view's bootstrap, and the __pycache__ Python wrote beside it). */
+static void remove_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		empty_dir(fd, 0);
+	rmdir(dir);
+}
+
 void run_server_close(struct run_server *s)
 {
 	if (!s)
@@ -487,10 +605,8 @@ void run_server_close(struct run_server *s)
 		close(s->fd);
 	if (s->reserve >= 0)
 		close(s->reserve);
-	if (s->path[0])
-		unlink(s->path);
 	if (s->dir[0])
-		rmdir(s->dir);
+		remove_dir(s->dir);
 	free(s);
 }
 

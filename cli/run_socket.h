@@ -16,8 +16,16 @@ enum {
 	RUN_MSG_SAMPLE,
 	RUN_MSG_STEP,
 	RUN_MSG_MARKER,
-	RUN_MSG_UNKNOWN, /* a well-formed object of a type this version does not know */
+	RUN_MSG_OOM,      /* the monitor inside the job saw an out-of-memory: its allocator's figures */
+	RUN_MSG_SNAPSHOT, /* the allocator's snapshot, condensed inside the job */
+	RUN_MSG_INSIDE,   /* what the bootstrap did: the inside view on or off */
+	RUN_MSG_UNKNOWN,  /* a well-formed object of a type this version does not know */
 };
+
+/* The largest byte figure an `oom` message may carry: GPUMON_MAX_BYTES (cmd_run.c checks that they
+ * agree; this file is built without the library's header for its fuzz target). */
+#define RUN_MAX_BYTES ((1ull << 50) - 1)
+#define RUN_REASON_MAX 1023 /* bytes of an `inside` message's reason; a longer one is malformed */
 
 /* Bits of run_msg.has */
 enum {
@@ -30,6 +38,14 @@ enum {
 	RUN_HAS_MAX_ALLOCATED = 1u << 6,
 	RUN_HAS_VERSION = 1u << 7, /* hello's "v" */
 	RUN_HAS_LIMIT = 1u << 8,
+	/* oom's figures (allocated and reserved are the bits above) */
+	RUN_HAS_REQUEST = 1u << 9,
+	RUN_HAS_FREE = 1u << 10,
+	RUN_HAS_CAPACITY = 1u << 11,
+	RUN_HAS_CAP = 1u << 12,
+	RUN_HAS_PROCESS = 1u << 13,
+	RUN_HAS_PEAK = 1u << 14,
+	RUN_HAS_LARGEST_FREE = 1u << 15,
 };
 
 struct run_msg {
@@ -42,18 +58,26 @@ struct run_msg {
 	int device;
 	uint64_t allocated, reserved, max_allocated;
 	uint64_t limit;         /* sample: the allocator's cap set in the code (bytes) */
-	char framework[16];     /* hello: "torch", ... (truncated) */
-	char fw_version[32];    /* hello: the framework's version (truncated) */
-	char text[1024];        /* marker text (truncated) */
+	uint64_t request, free, capacity, cap, process, peak, largest_free; /* oom (bytes) */
+	int inside_on;          /* inside: 1 "on", 0 "off" */
+	char framework[16];     /* hello, oom, inside: "torch", ... (truncated) */
+	char fw_version[32];    /* hello, inside: the framework's version (truncated) */
+	char text[RUN_REASON_MAX + 1]; /* marker: its text (truncated); inside: the reason */
+	char *snapshot;         /* snapshot: the object as compact JSON (malloc'd; run_msg_release) */
+	size_t snapshot_len;
 };
 
 /*
  * Parses one line (without its newline; len bytes, need not be NUL-terminated). Returns 0 with
  * *out filled (an unknown "type" gives RUN_MSG_UNKNOWN), or -1 with a short reason in err when
  * the line is not a JSON object, has no string "type", or a known field has a wrong type or an
- * impossible value. null and missing values are "unknown", not errors.
+ * impossible value. null and missing values are "unknown", not errors. The snapshot's text is the
+ * message's (out->snapshot): run_msg_release() frees it, after a success or a failure.
  */
 int run_msg_parse(const char *line, size_t len, struct run_msg *out, char *err, size_t errlen);
+
+/* Frees what a parsed message owns (its snapshot's text). The message stays readable otherwise. */
+void run_msg_release(struct run_msg *m);
 
 struct run_server;
 
@@ -66,8 +90,10 @@ struct run_server_stats {
 	int refused_errno;  /* why the last one was: EMFILE, ENFILE or ENOMEM */
 };
 
-/* Called for each well-formed message; peer_pid is the sender's pid from the socket (0 unknown). */
-typedef void (*run_msg_fn)(void *ctx, const struct run_msg *m, unsigned peer_pid);
+/* Called for each well-formed message; peer_pid is the sender's pid from the socket (0 unknown).
+ * Returns 0, or -1 when what the message carries does not hold after all (a snapshot that is not
+ * one): the line then counts as malformed. */
+typedef int (*run_msg_fn)(void *ctx, const struct run_msg *m, unsigned peer_pid);
 
 /*
  * Creates a private directory (mode 0700) under $TMPDIR or /tmp and listens on a socket in it.
@@ -80,6 +106,10 @@ int run_server_open(struct run_server **out, char *err, size_t errlen);
 
 /* The socket's path, to export as GPUMON_RUN_SOCKET. */
 const char *run_server_path(const struct run_server *s);
+
+/* The socket's private directory (mode 0700), where other files of the run may go: whatever is in
+ * it when run_server_close() runs is removed with it. */
+const char *run_server_dir(const struct run_server *s);
 
 /*
  * Waits up to timeout_ms for the socket, its clients and extra_fd (-1: none), then accepts
@@ -94,7 +124,8 @@ void run_server_stats_get(const struct run_server *s, struct run_server_stats *o
  * out of file descriptors (ulimit -n 1024)"); past: as the summary says it ("was"). */
 void run_server_refusal_reason(char *buf, size_t len, int err, int past);
 
-/* Closes every connection, removes the socket and its directory, frees s. NULL: no-op. */
+/* Closes every connection, removes the socket and its directory with the files in it (one level of
+ * subdirectories too: Python's __pycache__), frees s. NULL: no-op. */
 void run_server_close(struct run_server *s);
 
 #endif

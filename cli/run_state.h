@@ -11,11 +11,14 @@
 #include <gpumon/gpumon.h>
 
 #include "run_alloc.h"
+#include "run_inside.h"
 #include "run_tree.h"
 
 enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 
 #define MAX_FW 64 /* reporting processes whose framework name (from hello) is kept */
+#define MAX_OOM_EVENTS 100 /* out-of-memory signs recorded in a run (`oom`, `oom_figures`); later
+			      ones are left out */
 /* --on-exceed term: SIGKILL this long after SIGTERM when the job still runs (the grace that
    Kubernetes and Slurm give by default, time enough for most checkpoints) */
 #define DEFAULT_TERM_GRACE_NS 30000000000ull
@@ -27,6 +30,8 @@ struct opts {
 	int on_exceed, on_exceed_set, quiet;
 	int verbose;               /* -v: every allocator note, not only those of settings without effect */
 	int no_record;             /* --no-record: the model alone, no file */
+	int no_inside;             /* --no-inside: no bootstrap, the job's environment as before */
+	int history;               /* --history: the monitor inside keeps the allocator's history */
 	uint64_t term_grace_ns;    /* --on-exceed term:GRACE */
 	char **cmd;
 };
@@ -76,11 +81,16 @@ struct run {
 	uint64_t term_ns;          /* when SIGTERM was sent (--on-exceed term), 0 before */
 	int escalated;             /* SIGKILL sent after the grace */
 	int refusal_told;          /* a socket connection refused: said once */
-	unsigned oom_events;       /* `oom` events emitted (at most 100) */
+	unsigned oom_events;       /* out-of-memory signs emitted (at most MAX_OOM_EVENTS) */
 	struct run_alloc_plan plan;
 	char cvd[512];             /* CUDA_VISIBLE_DEVICES as the job got it ... */
 	int cvd_set;               /* ... when it got one */
 	struct run_stderr *err;    /* the job's stderr, passed through and scanned (run_stderr.c) */
+	struct run_inside inside;  /* the inside view: the bootstrap, its variables, what it sent */
 };
+
+/* Emits records of the run: to the recording, then to the model, with the same times (cmd_run.c's
+ * one path for every record). */
+void run_emit(struct run *r, const gpumon_record *recs, size_t n);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* run_stderr.c — passes the job's stderr on to gpumon's, byte for byte and at once (a thread that
- * only reads, writes and scans), and queues the lines that carry an out-of-memory message for the
- * loop to take. Lines end at \n or \r (progress bars); a line longer than the buffer is scanned in
+ * only reads, writes and scans), and queues the lines that carry an out-of-memory message, or an
+ * allocator's figures around one, for the loop to take. Lines end at \n or \r (progress bars); a line longer than the buffer is scanned in
  * overlapping parts. */
 #include "run_stderr.h"
 
@@ -21,7 +21,10 @@
 #include "cli.h"
 
 #define LINE_CAP 4096 /* bytes of a line kept for scanning */
-#define MAX_HITS 16   /* lines queued between two takes; more are dropped */
+/* lines queued between two takes; more are dropped. The detail lines of a whole run fit beside 16
+   out-of-memory lines, so that a burst of an allocator's log neither loses its lines nor crowds out
+   the message itself */
+#define MAX_HITS (16 + RUN_STDERR_MAX_DETAILS)
 #define STOP_DRAIN (1 << 20) /* bytes still passed on after a stop */
 
 struct run_stderr {
@@ -37,26 +40,45 @@ struct run_stderr {
 	char line[LINE_CAP];
 	size_t len;
 	int matched;            /* this line was reported already */
+	unsigned details;       /* detail lines queued in the run (at most RUN_STDERR_MAX_DETAILS) */
 };
+
+/* Queues the line being scanned as a line of kind (RUN_STDERR_*), unless the queue is full. Called
+ * with the mutex held. */
+static void queue_line(struct run_stderr *s, int kind, const char *fw)
+{
+	if (s->nhits >= MAX_HITS)
+		return;
+	struct run_stderr_line *h = &s->hits[s->nhits++];
+	size_t n = s->len < RUN_STDERR_TEXT_CAP ? s->len : RUN_STDERR_TEXT_CAP;
+	h->t_ns = cli_now_ns();
+	h->kind = kind;
+	h->framework = fw;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s->line[i];
+		h->line[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+	}
+	h->line[n] = 0;
+}
 
 static void check_line(struct run_stderr *s)
 {
-	const char *fw;
-	if (s->matched || !s->len || !(fw = gpumon_oom_message_match(s->line, s->len)))
+	const char *fw = NULL;
+	int kind = 0;
+	if (s->matched || !s->len)
+		return;
+	if ((fw = gpumon_oom_message_match(s->line, s->len)) != NULL)
+		kind = RUN_STDERR_OOM;
+	else if (s->details < RUN_STDERR_MAX_DETAILS && gpumon_oom_message_detail(s->line, s->len))
+		kind = RUN_STDERR_DETAIL;
+	if (!kind)
 		return;
 	s->matched = 1;
 	pthread_mutex_lock(&s->mu);
-	if (s->nhits < MAX_HITS) {
-		struct run_stderr_line *h = &s->hits[s->nhits++];
-		size_t n = s->len < RUN_STDERR_TEXT_CAP ? s->len : RUN_STDERR_TEXT_CAP;
-		h->t_ns = cli_now_ns();
-		h->framework = fw;
-		for (size_t i = 0; i < n; i++) {
-			unsigned char c = (unsigned char)s->line[i];
-			h->line[i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
-		}
-		h->line[n] = 0;
-	}
+	size_t before = s->nhits;
+	queue_line(s, kind, fw);
+	if (kind == RUN_STDERR_DETAIL && s->nhits > before)
+		s->details++;
 	pthread_mutex_unlock(&s->mu);
 }
 

@@ -323,9 +323,16 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 	if (f->dropped)
 		say(out, "    ", "  dropped records: %llu (the %s misses some samples)", (unsigned long long)f->dropped,
 		    f->path ? "recording" : "summary");
+	char snaps[96] = "";
+	if (f->snapshots_dropped)
+		snprintf(snaps, sizeof snaps, "%s%llu allocator snapshot%s left out (the first %d are kept)",
+			 f->malformed || f->unknown ? "; " : "", (unsigned long long)f->snapshots_dropped,
+			 f->snapshots_dropped == 1 ? "" : "s", RUN_INSIDE_MAX_SNAPSHOTS);
 	if (f->have_socket && (f->malformed || f->unknown))
-		say(out, "    ", "  socket: %llu malformed and %llu unknown messages ignored",
-		    (unsigned long long)f->malformed, (unsigned long long)f->unknown);
+		say(out, "    ", "  socket: %llu malformed and %llu unknown messages ignored%s",
+		    (unsigned long long)f->malformed, (unsigned long long)f->unknown, snaps);
+	else if (f->have_socket && snaps[0])
+		say(out, "    ", "  socket: %s", snaps);
 	if (f->refused)
 		say(out, "    ", "  socket: %llu connection%s refused: %s; what %s sent is not in the %s",
 		    (unsigned long long)f->refused, f->refused == 1 ? "" : "s", f->refused_why, f->refused == 1 ? "it" : "they",
@@ -382,6 +389,7 @@ void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpu
 		run_server_stats_get(r->srv, &st);
 		f.malformed = st.malformed;
 		f.unknown = st.unknown;
+		f.snapshots_dropped = r->inside.snapshots_dropped;
 		f.refused = st.refused;
 		if (st.refused)
 			run_server_refusal_reason(why, sizeof why, st.refused_errno, 1);

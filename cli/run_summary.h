@@ -20,6 +20,7 @@ struct run_facts {
 	uint64_t dropped;                  /* sampler records lost (queue full) */
 	int have_socket;                   /* GPUMON_RUN_SOCKET was offered ... */
 	uint64_t malformed, unknown;       /* ... and these lines were ignored */
+	uint64_t snapshots_dropped;        /* allocator snapshots left out beyond the run's bound */
 	uint64_t refused;                  /* connections the socket closed ... */
 	const char *refused_why;           /* ... and why, in words */
 	int verbose;                       /* -v: every allocator note */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_run_msg.c — libFuzzer target for the `gpumon run` socket protocol's line parser
- * (run_msg_parse in cli/run_socket.c): any bytes as one line, into error buffers of every size. */
+ * (run_msg_parse in cli/run_socket.c): any bytes as one line, into error buffers of every size;
+ * every type reached from the seed corpus, the inside view's oom, snapshot and inside among them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,18 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (rc == 0 && (!memchr(m.framework, 0, sizeof m.framework) || !memchr(m.fw_version, 0, sizeof m.fw_version) ||
 			!memchr(m.text, 0, sizeof m.text)))
 		abort();
+	/* a snapshot comes with its text, and only a snapshot */
+	if (rc == 0 && (m.type == RUN_MSG_SNAPSHOT) != (m.snapshot != NULL))
+		abort();
+	if (m.snapshot && (strlen(m.snapshot) != m.snapshot_len || m.snapshot[0] != '{'))
+		abort();
+	/* the figures of an oom message are within the library's bound */
+	if (rc == 0 && m.type == RUN_MSG_OOM &&
+	    (m.request > RUN_MAX_BYTES || m.free > RUN_MAX_BYTES || m.capacity > RUN_MAX_BYTES || m.cap > RUN_MAX_BYTES ||
+	     m.allocated > RUN_MAX_BYTES || m.reserved > RUN_MAX_BYTES || m.process > RUN_MAX_BYTES ||
+	     m.peak > RUN_MAX_BYTES || m.largest_free > RUN_MAX_BYTES))
+		abort();
+	run_msg_release(&m);
 	free(line);
 	return 0;
 }
