@@ -7,14 +7,14 @@ stderr kept as oom_detail events, the whole out-of-memory message in the `oom` e
 import json
 import os
 import re
-import stat
+import shutil
 import subprocess
 import textwrap
 
 import pytest
 
-from conftest import GPUMON, GPUMON_BIN
-from test_completion import bash_complete, env  # noqa: F401 (env: a fixture)
+from conftest import GPUMON, GPUMON_BIN, WRAPPER
+from test_completion import bash_complete, env as completion_env  # noqa: F401 (a fixture)
 from test_run import PY, WIDE, environment, open_recording, run, said
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
@@ -50,8 +50,9 @@ SHOW_ENV = textwrap.dedent("""
 """)
 
 
-def run_env(tmp_path, args=(), pythonpath=None, extra=None, out="r.gpumon"):
-    """gpumon run ARGS -- python -c SHOW_ENV with PYTHONPATH (None: unset) and extra variables."""
+def run_env(tmp_path, args=(), pythonpath=None, extra=None, out="r.gpumon", program=None):
+    """gpumon run ARGS -- python -c SHOW_ENV with PYTHONPATH (None: unset) and extra variables;
+    program: another copy of gpumon to run."""
     e = environment(tmp_path)
     e.pop("PYTHONPATH", None)
     e.pop("PYTHONDONTWRITEBYTECODE", None)  # Python writes __pycache__ beside the bootstrap: removed too
@@ -59,7 +60,8 @@ def run_env(tmp_path, args=(), pythonpath=None, extra=None, out="r.gpumon"):
         e["PYTHONPATH"] = pythonpath
     e.update(extra or {})
     e["TMPDIR"] = str(tmp_path)
-    r = subprocess.run([*GPUMON, "run", "-q", "-o", str(tmp_path / out)] + list(args) + ["--", PY, "-c", SHOW_ENV],
+    gpumon = WRAPPER + [str(program)] if program else GPUMON
+    r = subprocess.run([*gpumon, "run", "-q", "-o", str(tmp_path / out)] + list(args) + ["--", PY, "-c", SHOW_ENV],
                        env=e, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -113,6 +115,25 @@ def test_package_directory_for_the_bootstrap(tmp_path):
     assert os.path.realpath(r.stdout.strip()) == os.path.join(want, "gpumon", "__init__.py")
 
 
+def test_package_directory_of_a_pip_installed_gpumon(tmp_path):
+    """pip's wheel lays gpumon out as site-packages/gpumon/bin/gpumon: the bootstrap imports the
+    package the program sits in. A program outside any package names none of its surroundings."""
+    site = tmp_path / "site-packages"
+    (site / "gpumon" / "bin").mkdir(parents=True)
+    for f in ("__init__.py", "_gpumon.abi3.so"):
+        (site / "gpumon" / f).write_text("")
+    (tmp_path / "elsewhere" / "bin").mkdir(parents=True)
+    for exe in (site / "gpumon" / "bin" / "gpumon", tmp_path / "elsewhere" / "bin" / "gpumon"):
+        shutil.copy(GPUMON_BIN, exe)
+    got = run_env(tmp_path, program=site / "gpumon" / "bin" / "gpumon")["env"]
+    assert got["GPUMON_INSIDE_PYTHONPATH"] == str(site), got
+    got = run_env(tmp_path, program=tmp_path / "elsewhere" / "bin" / "gpumon", out="elsewhere.gpumon")["env"]
+    # none, or the package `make install` put under this build's prefix
+    assert not got.get("GPUMON_INSIDE_PYTHONPATH", "/").startswith(str(tmp_path)), got
+    if "GPUMON_INSIDE_PYTHONPATH" in got:
+        assert os.path.exists(os.path.join(got["GPUMON_INSIDE_PYTHONPATH"], "gpumon", "_gpumon.abi3.so"))
+
+
 def test_history(tmp_path):
     env = run_env(tmp_path, ["--history"])["env"]
     assert env["GPUMON_INSIDE_HISTORY"] == "1" and env["GPUMON_INSIDE"] == "1"
@@ -144,12 +165,12 @@ def test_history_with_no_inside_is_a_usage_error(gpumon, tmp_path):
     assert not (tmp_path / "rec.gpumon").exists()
 
 
-def test_help_and_completion(gpumon, env):  # noqa: F811 (the completion fixture)
+def test_help_and_completion(gpumon, completion_env):
     text = gpumon(["run", "--help"]).stdout
     assert re.search(r"^  --no-inside\s+\S", text, re.M) and re.search(r"^  --history\s+\S", text, re.M)
     assert "sitecustomize.py" in text and "Inside the job" in text
-    assert bash_complete(env, "gpumon run --no-i") == ["--no-inside"]
-    assert bash_complete(env, "gpumon run --hi") == ["--history"]
+    assert bash_complete(completion_env, "gpumon run --no-i") == ["--no-inside"]
+    assert bash_complete(completion_env, "gpumon run --hi") == ["--history"]
 
 
 # ---- the monitor's messages ----------------------------------------------------------------------------
