@@ -78,7 +78,7 @@ static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, 
 }
 
 /* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one). Its
- * text is long enough for a whole message (PyTorch's figures are in the second half of its). */
+ * text holds a whole message: PyTorch's, some 650 bytes, has its figures in the second half. */
 static void oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 {
