@@ -1083,6 +1083,11 @@ typedef struct gpumon_oom_diagnosis {
 /* Fills *out from *in. GPUMON_E_INVAL on NULL. */
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
 
+/* A cause's short name as every front end and the document say it ("fragmentation", "co-tenant",
+ * "transient peak", "pre-allocation", "outside the allocator", "cap", "too big", "leak", "unknown");
+ * static storage. */
+GPUMON_API const char *gpumon_oom_cause_name(int cause);
+
 /* ---------------------------------------------------------------------------------------------
  * The run model: what a run means, decided once. Every front end (gpumon run's summary and live
  * alerts, gpumon report, gpumon watch, the exporter, the Python package) feeds it records, live or
@@ -1156,6 +1161,10 @@ GPUMON_API int gpumon_model_load(gpumon_model *m, gpumon_reader *r);
  * is taken as out of memory then. Call once; later records are refused.
  */
 GPUMON_API int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_status);
+
+/* Seconds from the run's start (the recording's, else the first record's) to t_ns, as the document
+ * counts times. */
+GPUMON_API double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns);
 
 /* Series a verdict can be about */
 enum {
@@ -1254,6 +1263,24 @@ typedef struct gpumon_model_figure {
 GPUMON_API void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation,
 				    gpumon_model_figure *unaccounted);
 
+/* Every byte of a process placed, at its latest framework sample where NVML listed it: NVML's
+ * figure = the allocator's reserved (allocated + cached) + what it holds outside the allocator (the
+ * CUDA context, libraries' workspaces, NCCL buffers, other allocators). */
+typedef struct gpumon_placed {
+	uint64_t t_ns;
+	int64_t step;               /* the sample's step; -1 unknown */
+	char framework[16];
+	uint64_t nvml_bytes;        /* the process on the GPU, as NVML listed it */
+	uint64_t reserved_bytes;    /* its allocator's, allocated included */
+	uint64_t allocated_bytes;
+	int outside_known;          /* 0 when NVML's figure lagged behind the allocator's (below reserved) */
+	uint64_t outside_bytes;     /* nvml - reserved */
+} gpumon_placed;
+
+/* The process pid on GPU dev placed (its newest framework source there). 0, GPUMON_E_NOT_FOUND
+ * (no framework figures with NVML's figure beside them), GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out);
+
 /* A process on a GPU at the out-of-memory moment */
 typedef struct gpumon_holder {
 	unsigned dev, pid;
@@ -1265,10 +1292,16 @@ typedef struct gpumon_holder {
 } gpumon_holder;
 
 typedef struct gpumon_model_oom {
-	uint64_t t_ns;                /* the moment */
+	uint64_t t_ns;                /* the moment: the first sign (a message, the figures the monitor
+					 inside the job sent, or the card full when the job failed) */
 	int dev;                      /* the GPU it happened on */
-	char message[320];            /* the "oom" event's text, "" when told from a full card */
-	gpumon_oom_input input;       /* what the diagnosis was made from */
+	unsigned pid;                 /* the process that ran out, when a report names it; 0 unknown */
+	char message[1024];           /* the last "oom" event's text (in a traceback the exception's
+					 line comes last), "" when none */
+	gpumon_oom_input input;       /* what the diagnosis was made from: the card then, the figures
+					 the framework said (input.figures: the monitor inside the job's
+					 first, then its message's, then its log's), the allocator's
+					 snapshot (input.snapshot) */
 	gpumon_oom_diagnosis diagnosis;
 	size_t nholders;              /* who held what then (largest first) */
 	gpumon_holder holders[16];
@@ -1276,7 +1309,9 @@ typedef struct gpumon_model_oom {
 	struct {
 		uint64_t t_ns, used_bytes;
 	} last[16];
-	unsigned signs;               /* "oom" events seen in all */
+	unsigned signs;               /* out-of-memory episodes seen in all: signs within 5 s of the
+					 previous one (a traceback's lines, the inside monitor's report and
+					 the message) are one */
 } gpumon_model_oom;
 
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */
