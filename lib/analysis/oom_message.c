@@ -115,8 +115,8 @@ static const struct unit xla_units[] = {
 };
 #define UNITS(u) u, sizeof u / sizeof u[0]
 
-/* Decimals read; more are skipped (frameworks print at most six). */
-#define MAX_PLACES 18
+/* 10^18: up to 18 decimals are read, more are skipped (frameworks print at most six) */
+#define MAX_SCALE 1000000000000000000ull
 /* A size too large to be a figure; dropped where it would be set. */
 #define TOO_BIG UINT64_MAX
 
@@ -159,7 +159,7 @@ static const char *read_size(const char *s, const char *end, const struct unit *
 		return NULL;
 	if (end - p >= 2 && *p == '.' && is_digit(p[1]))
 		for (p++; p < end && is_digit(*p); p++)
-			if (scale < 1000000000000000000ull) {
+			if (scale < MAX_SCALE) {
 				frac = frac * 10 + (unsigned)(*p - '0');
 				scale *= 10;
 			}
