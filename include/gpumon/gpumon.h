@@ -866,11 +866,19 @@ typedef struct gpumon_oom_figures {
  * allocate X [bytes] [with allocator GPU_0_bfc on device N]", the BFC allocator's "(rounded to N)"
  * and its Stats: Limit, InUse, MaxInUse, LargestFreeBlock); TensorFlow's ("OOM when allocating
  * tensor with shape[...] and type T on .../device:GPU:N": the request is the shape's elements
- * times the type's size). Sizes are read as each framework prints them (torch's "1.50 GiB",
- * "0 bytes"; Paddle's "1.000000GB", binary; XLA's "1.00GiB"); a rounded figure is taken as
- * printed. A figure above GPUMON_MAX_BYTES is left out. TensorFlow's "The caller indicates that
- * this is not a failure" lines give nothing. Fills *out (cleared first) and returns how many
- * figures it read (0: none), or GPUMON_E_INVAL when text or out is NULL.
+ * times the type's size; an unknown type gives no request). Sizes are read as each framework
+ * prints them (torch's "1.50 GiB", "0 bytes"; Paddle's "1.000000GB", binary; XLA's "1.00GiB"); a
+ * rounded figure is taken as printed: the decimal figure times its unit, computed exactly and
+ * rounded to the nearest byte, halves up (139.80 GiB is 150109106995), whatever the caller's
+ * locale. The BFC allocator's exact "(rounded to N)" is taken over a rounded request, in either
+ * order; otherwise, when the text holds several reports, the first one's figures stay, and a
+ * process is listed once. A figure above GPUMON_MAX_BYTES, a device above 65535, a pid above 32
+ * bits are left out. TensorFlow's "The caller indicates that this is not a failure" lines give
+ * nothing. The framework is named only when a figure of its words was read; XLA's words are
+ * "jax" when the text says JaxRuntimeError or XlaRuntimeError, else "tf" when it says tensorflow
+ * or "OOM when allocating", else "jax" when it says RESOURCE_EXHAUSTED, else "" (the BFC
+ * allocator's log alone). Fills *out (cleared first) and returns how many bits of known it set
+ * (0: none; others[] are not counted), or GPUMON_E_INVAL when text or out is NULL.
  */
 GPUMON_API int gpumon_oom_message_parse(const char *text, size_t len, gpumon_oom_figures *out);
 
@@ -887,8 +895,11 @@ GPUMON_API size_t gpumon_oom_message_longest(void);
  * Whether a line carries figures of an out-of-memory report without saying by itself that the job
  * ran out (an allocator's log around the failure: the BFC allocator's "ran out of memory trying to
  * allocate" line and its Stats lines; not the lines TensorFlow marks "not a failure"): returns 1 or
- * 0. A scanner keeps such lines as GPUMON_EVENT_OOM_DETAIL events; the run model uses them only
- * next to an out-of-memory moment.
+ * 0. A Stats line is exactly a label of the BFC allocator's (Limit:, InUse:, MaxInUse:,
+ * NumAllocs:, MaxAllocSize:, Reserved:, PeakReserved:, LargestFreeBlock:) at the line's start, at
+ * least 4 blanks, then digits only (a line end aside), so that a job's "Limit: 5" is none. NULL: 0.
+ * A scanner keeps such lines as GPUMON_EVENT_OOM_DETAIL events; the run model uses them only next
+ * to an out-of-memory moment.
  */
 GPUMON_API int gpumon_oom_message_detail(const char *line, size_t len);
 
@@ -969,7 +980,14 @@ GPUMON_API int gpumon_snapshot_encode(const gpumon_alloc_snapshot *s, char **jso
 GPUMON_API int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc_snapshot *out);
 
 /* The figures of an out-of-memory report as compact JSON (the GPUMON_EVENT_OOM_FIGURES text: what
- * a monitor inside the job knew at that moment), and back. Same conventions as the snapshot's. */
+ * a monitor inside the job knew at that moment), and back. Same conventions as the snapshot's. The
+ * object: "framework" (always), "pid" (when not 0), "device" and the byte figures by their field
+ * names ("request_bytes", ...) when known, "others" (always; [{"pid", "bytes"}]). Encode refuses
+ * (GPUMON_E_INVAL) what decode would: bits of known this header does not define, a known figure
+ * above GPUMON_MAX_BYTES, a device outside 0..65535, more than GPUMON_OOM_MAX_OTHERS others, a
+ * framework that is not printable ASCII of at most 15 bytes. Decode ignores keys it does not know
+ * and refuses the rest of what is not such an object (a figure that is not an integer, negative
+ * or too large, duplicate keys); *out is cleared then. */
 GPUMON_API int gpumon_oom_figures_encode(const gpumon_oom_figures *f, char **json);
 GPUMON_API int gpumon_oom_figures_decode(const char *json, size_t len, gpumon_oom_figures *out);
 

@@ -8,41 +8,6 @@
 
 #include <string.h>
 
-static const struct {
-	const char *text, *framework;
-} patterns[] = {
-	{"CUDA out of memory", "PyTorch"},
-	{"torch.OutOfMemoryError", "PyTorch"},
-	{"torch.cuda.OutOfMemoryError", "PyTorch"},
-	/* TensorFlow's line also says ResourceExhaustedError: its own words go before Paddle's */
-	{"OOM when allocating", "TensorFlow"},
-	{"ResourceExhaustedError", "Paddle"},
-	{"Out of memory error on GPU", "Paddle"},
-	{"RESOURCE_EXHAUSTED: Out of memory", "JAX/XLA"},
-	{"cudaErrorMemoryAllocation", "CUDA"},
-	{"CUDA_ERROR_OUT_OF_MEMORY", "CUDA"},
-};
-#define NPATTERNS (sizeof patterns / sizeof patterns[0])
-
-const char *gpumon_oom_message_match(const char *line, size_t len)
-{
-	if (!line)
-		return NULL;
-	for (size_t i = 0; i < NPATTERNS; i++)
-		if (memmem(line, len, patterns[i].text, strlen(patterns[i].text)))
-			return patterns[i].framework;
-	return NULL;
-}
-
-size_t gpumon_oom_message_longest(void)
-{
-	size_t m = 0;
-	for (size_t i = 0; i < NPATTERNS; i++)
-		if (strlen(patterns[i].text) > m)
-			m = strlen(patterns[i].text);
-	return m;
-}
-
 /* Another process "holds the card" when it takes at least this share of it (and 1 GiB). */
 #define CO_TENANT_SHARE 0.10
 #define GIB (1024.0 * 1024.0 * 1024.0)
