@@ -404,7 +404,81 @@ static void put_summary(FILE *f, const json_t *doc)
 	put_figure(f, jobj(doc, "fragmentation"), " reserved by the allocator but not allocated, at ", csv, NULL);
 	fputs("</dd>\n<dt>Unaccounted</dt><dd id=\"unaccounted\">", f);
 	put_figure(f, jobj(doc, "unaccounted"), " held outside the allocator (NVML - reserved), at ", csv, why);
-	fputs("</dd>\n</dl>\n", f);
+	fputs("</dd>\n", f);
+	json_array_foreach(jarr(doc, "frameworks"), i, fw) {
+		char w[400];
+		double v;
+		const json_t *placed = jobj(fw, "placed");
+		if (!placed)
+			continue;
+		fputs("<dt>Memory of pid ", f);
+		if (jnum(fw, "pid", &v))
+			put(f, "%.0f", v);
+		fputs("</dt><dd class=\"placed\">", f);
+		put_words(f, words_placed(w, sizeof w, placed));
+		fputs(", at ", f);
+		put_time(f, placed, "time");
+		fputs("</dd>\n", f);
+	}
+	fputs("</dl>\n", f);
+}
+
+/* The allocator's snapshot at the out-of-memory: its figures, then the allocation sites holding the
+ * most and the segments with the most free memory. */
+static void put_snapshot(FILE *f, const json_t *snap)
+{
+	char w[1200];
+	const json_t *x;
+	size_t i;
+	double v;
+	if (!snap)
+		return;
+	fputs("<section id=\"oom-snapshot\"><h3>What held the memory</h3>\n<p>", f);
+	put_words(f, words_snapshot(w, sizeof w, snap));
+	fputs("</p>\n", f);
+	if (json_array_size(jarr(snap, "sites"))) {
+		fputs("<table id=\"oom-sites\"><caption>Live memory by allocation site</caption>\n<tr><th>file:line</th>"
+		      "<th>function</th><th class=\"num\">memory</th><th class=\"num\">blocks</th></tr>\n",
+		      f);
+		json_array_foreach(jarr(snap, "sites"), i, x) {
+			fputs("<tr><td><code>", f);
+			put_text_or_na(f, jstr(x, "file"));
+			if (jnum(x, "line", &v))
+				put(f, ":%.0f", v);
+			fputs("</code></td><td><code>", f);
+			put_text_or_na(f, jstr(x, "function"));
+			fputs("</code></td><td class=\"num\">", f);
+			put_bytes(f, x, "bytes");
+			fputs("</td><td class=\"num\">", f);
+			if (jnum(x, "blocks", &v))
+				put(f, "%.0f", v);
+			fputs("</td></tr>\n", f);
+		}
+		fputs("</table>\n", f);
+	} else {
+		fputs("<p class=\"hint\">No allocation sites: the allocator kept no stacks (<code>gpumon run "
+		      "--history</code> keeps them).</p>\n",
+		      f);
+	}
+	if (json_array_size(jarr(snap, "top_segments"))) {
+		fputs("<details><summary>Segments with the most free memory</summary>\n<table id=\"oom-segments\">"
+		      "<tr><th class=\"num\">size</th><th class=\"num\">allocated</th><th class=\"num\">largest free "
+		      "piece</th><th></th></tr>\n",
+		      f);
+		json_array_foreach(jarr(snap, "top_segments"), i, x) {
+			fputs("<tr><td class=\"num\">", f);
+			put_bytes(f, x, "size_bytes");
+			fputs("</td><td class=\"num\">", f);
+			put_bytes(f, x, "allocated_bytes");
+			fputs("</td><td class=\"num\">", f);
+			put_bytes(f, x, "largest_free_bytes");
+			fputs(json_is_true(json_object_get(x, "expandable")) ? "</td><td>expandable</td></tr>\n"
+									    : "</td><td></td></tr>\n",
+			      f);
+		}
+		fputs("</table></details>\n", f);
+	}
+	fputs("</section>\n", f);
 }
 
 static void put_oom(FILE *f, const json_t *oom, int csv)
@@ -423,7 +497,14 @@ static void put_oom(FILE *f, const json_t *oom, int csv)
 		put(f, " on GPU %.0f", v);
 	fputs("</h2>\n<p>Cause: <strong id=\"oom-cause\">", f);
 	put_text_or_na(f, cause);
-	fputs("</strong></p>\n", f);
+	fputs("</strong>", f);
+	if (json_array_size(jarr(oom, "causes")) > 1) {
+		char causes[160];
+		fputs(" <span id=\"oom-causes\">(", f);
+		put_text(f, words_causes(causes, sizeof causes, oom));
+		fputs(")</span>", f);
+	}
+	fputs("</p>\n", f);
 	if (jstr(oom, "message")) { /* what the job itself said, when it was seen */
 		fputs("<p>The job said: <code id=\"oom-message\">", f);
 		put_text(f, jstr(oom, "message"));
@@ -432,6 +513,12 @@ static void put_oom(FILE *f, const json_t *oom, int csv)
 	fputs("<p id=\"oom-diagnosis\">", f);
 	put_words(f, words_oom(w, sizeof w, oom));
 	fputs("</p>\n", f);
+	if (words_said(w, sizeof w, oom)[0]) {
+		fputs("<p id=\"oom-said\">The framework said: ", f);
+		put_text(f, w);
+		fputs("</p>\n", f);
+	}
+	put_snapshot(f, jobj(oom, "snapshot"));
 	if (holders && json_array_size(holders) > 0) {
 		fputs("<table id=\"oom-holders\"><caption>Who held the GPU's memory</caption>\n"
 		      "<tr><th>PID</th><th>user</th><th "

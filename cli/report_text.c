@@ -142,6 +142,21 @@ static void print_memory(FILE *f, const json_t *doc, int csv)
 			doc_num(fr, "time"), whose(b, sizeof b, fr, csv));
 	else
 		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
+	size_t i;
+	const json_t *fw;
+	json_array_foreach(json_object_get(doc, "frameworks"), i, fw)
+	{
+		char w[400], name[24];
+		const json_t *placed = json_object_get(fw, "placed");
+		if (!json_is_object(placed))
+			continue;
+		fprintf(f, "Placed:         pid %lld (%s) at %.1f s", (long long)doc_num(fw, "pid"),
+			doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "n/a",
+			doc_num(placed, "time"));
+		if (doc_has_num(placed, "step"))
+			fprintf(f, ", step %lld", (long long)doc_num(placed, "step"));
+		fprintf(f, ": %s\n", words_placed(w, sizeof w, placed));
+	}
 	if (json_is_object(un))
 		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
 			bytes(a, sizeof a, un, "bytes"), doc_num(un, "time"), whose(b, sizeof b, un, csv));
@@ -172,7 +187,26 @@ static void print_oom(FILE *f, const json_t *o)
 	fprintf(f, "Out of memory:  at %.1f s", doc_num(o, "time"));
 	if (doc_has_num(o, "dev"))
 		fprintf(f, " on GPU %lld", (long long)doc_num(o, "dev"));
-	fprintf(f, ": %s\n  %s\n", words_cause(o), words_oom(w, sizeof w, o));
+	char causes[160];
+	fprintf(f, ": %s\n  %s\n", words_causes(causes, sizeof causes, o), words_oom(w, sizeof w, o));
+	if (words_said(w, sizeof w, o)[0])
+		fprintf(f, "  the framework said: %s\n", w);
+	const json_t *snap = json_object_get(o, "snapshot"), *site;
+	size_t k;
+	if (json_is_object(snap)) {
+		fprintf(f, "  what held the memory: %s\n", words_snapshot(w, sizeof w, snap));
+		json_array_foreach(json_object_get(snap, "sites"), k, site)
+		{
+			if (k == 0)
+				fprintf(f, "  live memory by allocation site:\n");
+			fprintf(f, "    %s\n", words_site(w, sizeof w, site));
+		}
+		if (!json_is_true(json_object_get(snap, "stacks")))
+			fprintf(f, "  (no allocation sites: the allocator kept no stacks; gpumon run --history keeps them)\n");
+		else if (doc_num(snap, "unsited_bytes") > 0)
+			fprintf(f, "    and %s allocated before the stacks were kept\n",
+				bytes(a, sizeof a, snap, "unsited_bytes"));
+	}
 	if (doc_str(o, "message"))
 		fprintf(f, "  message: %s\n", safe_str(c, 300, o, "message"));
 	else /* the model's rule: a job that failed with its GPU full ran out of memory then */

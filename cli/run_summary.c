@@ -194,6 +194,21 @@ static void print_memory(FILE *out, const json_t *doc)
 			 words_bytes(a, sizeof a, json_object_get(f, "bytes")), doc_num(f, "time"), (long long)doc_num(f, "pid"));
 		wrap(out, "  allocator cache, at most: ", "    ", line);
 	}
+	size_t i;
+	const json_t *fw;
+	json_array_foreach(json_object_get(doc, "frameworks"), i, fw)
+	{
+		const json_t *placed = json_object_get(fw, "placed");
+		if (!json_is_object(placed))
+			continue;
+		char first[128], w[400], name[24], step[40] = "";
+		if (doc_has_num(placed, "step"))
+			snprintf(step, sizeof step, ", step %lld", (long long)doc_num(placed, "step"));
+		snprintf(first, sizeof first, "  memory of pid %lld (%s) at %.2f s%s: ", (long long)doc_num(fw, "pid"),
+			 doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "?",
+			 doc_num(placed, "time"), step);
+		wrap(out, first, "    ", words_placed(w, sizeof w, placed));
+	}
 	if (json_is_object(u)) {
 		char gpu[32] = "";
 		if (doc_has_num(u, "dev"))
@@ -255,6 +270,33 @@ static void print_last_seconds(FILE *out, const json_t *oom)
 	wrap(out, first, "      ", line);
 }
 
+/* What held the memory, from the allocator's snapshot: its figures and the allocation sites that
+ * held the most (five at most here; the report lists them all). */
+static void print_snapshot(FILE *out, const json_t *oom)
+{
+	char text[1200];
+	const json_t *snap = json_object_get(oom, "snapshot"), *site;
+	size_t i;
+	if (!json_is_object(snap))
+		return;
+	wrap(out, "    what held the memory: ", "      ", words_snapshot(text, sizeof text, snap));
+	json_array_foreach(json_object_get(snap, "sites"), i, site)
+	{
+		if (i == 5) {
+			say(out, "        ", "      ... %zu sites in all (gpumon report lists them)",
+			    json_array_size(json_object_get(snap, "sites")));
+			break;
+		}
+		say(out, "        ", "      %s", words_site(text, sizeof text, site));
+	}
+	if (!json_is_true(json_object_get(snap, "stacks")))
+		say(out, "      ", "      no allocation sites: the allocator kept no stacks (gpumon run --history "
+				  "keeps them)");
+	else if (doc_num(snap, "unsited_bytes") > 0)
+		say(out, "      ", "      and %s allocated before the stacks were kept",
+		    words_bytes(text, sizeof text, json_object_get(snap, "unsited_bytes")));
+}
+
 static void print_oom(FILE *out, const json_t *doc)
 {
 	const json_t *oom = json_object_get(doc, "oom");
@@ -273,8 +315,12 @@ static void print_oom(FILE *out, const json_t *doc)
 	const json_t *status = json_object_get(json_object_get(doc, "source"), "exit_status");
 	if (json_is_integer(status) && json_integer_value(status) == 0)
 		say(out, "      ", "    the job went on and exited with status 0: it recovered");
-	snprintf(label, sizeof label, "  diagnosis: %s: ", words_cause(oom));
+	char causes[160];
+	snprintf(label, sizeof label, "  diagnosis: %.40s: ", words_causes(causes, sizeof causes, oom));
 	wrap(out, label, "    ", words_oom(text, sizeof text, oom));
+	if (words_said(text, sizeof text, oom)[0])
+		wrap(out, "    the framework said: ", "      ", text);
+	print_snapshot(out, oom);
 	const json_t *d;
 	size_t i;
 	const char *uuid = NULL;

@@ -68,7 +68,21 @@ typedef struct watch_proc {
 	char command[512];         /* command line, else the name; "" unknown */
 	char owner[96];            /* gpumon_owner_describe's phrase (pod, Slurm job, container), "" none */
 	unsigned uid;              /* valid with GPUMON_PROC_USER_KNOWN */
+	/* every byte placed (gpumon_model_placed): for a process whose framework reports its figures */
+	int placed_known;
+	gpumon_placed placed;
 } watch_proc;
+
+/* The out-of-memory moment, as the run model has it (a replay of a run that ran out) */
+typedef struct watch_oom {
+	int known;
+	double t_s;                /* seconds since the start */
+	int dev;                   /* -1 unknown */
+	char causes[160];          /* "fragmentation, outside the allocator" (gpumon_oom_cause_name) */
+	int site_known;            /* the allocation site that held the most, from the snapshot */
+	char site[200];            /* "/srv/job/train.py:71 (step)", escaped */
+	uint64_t site_bytes;
+} watch_oom;
 
 typedef struct watch_snap {
 	uint64_t now_ns;           /* the latest record time seen */
@@ -76,6 +90,7 @@ typedef struct watch_snap {
 	watch_gpu *gpus;
 	size_t nproc, cap;
 	watch_proc *procs;
+	watch_oom oom;
 } watch_snap;
 
 /* Fills snap from m, with the verdicts of the run model `judge` on its processes, reusing snap's
@@ -170,6 +185,12 @@ const char *watch_detail_text(const watch_proc *p, char *buf, size_t len);
  * rsv / 80.0 GiB  25 %". */
 const char *watch_gpu_stats_text(const watch_gpu *g, char *buf, size_t len);
 const char *watch_gpu_memory_text(const watch_gpu *g, char *buf, size_t len);
+/* "pid 7 on GPU 0: NVML 20.5 GiB = allocator 13.9 GiB (12.0 GiB allocated) + outside 6.60 GiB" for a
+ * process whose figures are placed ("" otherwise). */
+const char *watch_placed_text(const watch_proc *p, char *buf, size_t len);
+/* "out of memory at 12.3 s on GPU 0: fragmentation, outside the allocator; most held at
+ * /srv/job/train.py:71 (step) 24.0 GiB" ("" when the run has not run out). */
+const char *watch_oom_text(const watch_oom *o, char *buf, size_t len);
 /* 1 when the GPU's memory is WATCH_NEARLY_FULL_PCT used; then who holds it: " nearly full (97 %):
  * pid 744 root 31.6 GiB python3 train.py; ..." (the three largest). */
 int watch_nearly_full(const watch_gpu *g);

@@ -68,6 +68,11 @@ int watch_batch_print(FILE *f, const watch_snap *snap, const watch_view *v)
 	for (size_t i = 0; i < n; i++) /* what the screen's detail line says of the selected one */
 		if (snap->procs[idx[i]].leak)
 			fprintf(f, "%s\n", watch_detail_text(&snap->procs[idx[i]], line, sizeof line));
+	for (size_t i = 0; i < n; i++)
+		if (snap->procs[idx[i]].placed_known)
+			fprintf(f, "%s\n", watch_placed_text(&snap->procs[idx[i]], line, sizeof line));
+	if (snap->oom.known)
+		fprintf(f, "%s\n", watch_oom_text(&snap->oom, line, sizeof line));
 	free(idx);
 	fputc('\n', f);
 	return fflush(f) == 0 && !ferror(f) ? 0 : -1;

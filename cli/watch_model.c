@@ -255,6 +255,35 @@ static void judged(const gpumon_model *judge, watch_proc *o)
 	o->leak_seconds_to_oom = v.seconds_to_oom >= 0 ? v.seconds_to_oom : -1;
 }
 
+/* The run model's out-of-memory moment, its causes and the site that held the most. */
+static void oom_snapshot(const gpumon_model *judge, watch_oom *o)
+{
+	gpumon_model_oom *mo = malloc(sizeof *mo); /* large: the snapshot's sites are in it */
+	memset(o, 0, sizeof *o);
+	if (!mo)
+		return;
+	if (judge && gpumon_model_oom_get(judge, mo) == GPUMON_OK) {
+		const gpumon_oom_diagnosis *d = &mo->diagnosis;
+		size_t at = 0;
+		o->known = 1;
+		o->t_s = gpumon_model_seconds(judge, mo->t_ns);
+		o->dev = mo->dev;
+		at += (size_t)snprintf(o->causes, sizeof o->causes, "%s", gpumon_oom_cause_name(d->cause));
+		for (int c = 1; c < GPUMON_OOM_NCAUSES && at < sizeof o->causes; c++)
+			if ((d->causes & GPUMON_OOM_BIT(c)) && c != d->cause)
+				at += (size_t)snprintf(o->causes + at, sizeof o->causes - at, ", %s", gpumon_oom_cause_name(c));
+		const gpumon_alloc_snapshot *sn = &mo->input.snapshot;
+		if ((mo->input.known & GPUMON_OOM_F_SNAPSHOT) && sn->nsites) {
+			char raw[sizeof sn->sites[0].file + sizeof sn->sites[0].function + 32];
+			snprintf(raw, sizeof raw, "%s:%u (%s)", sn->sites[0].file, sn->sites[0].line, sn->sites[0].function);
+			cli_safe_text(o->site, sizeof o->site, raw);
+			o->site_bytes = sn->sites[0].bytes;
+			o->site_known = 1;
+		}
+	}
+	free(mo);
+}
+
 int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_snap *snap)
 {
 	if (snap->ngpu != m->ngpu || !snap->gpus) {
@@ -275,6 +304,7 @@ int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_
 	snap->now_ns = m->now_ns;
 	for (unsigned i = 0; i < m->ngpu; i++)
 		gpu_snapshot(&m->g[i], m->now_ns, &snap->gpus[i]);
+	oom_snapshot(judge, &snap->oom);
 	snap->nproc = m->nproc;
 	for (size_t i = 0; i < m->nproc; i++) {
 		const struct mproc *p = m->procs[i];
@@ -294,6 +324,7 @@ int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_
 		else if (p->p.flags & GPUMON_PROC_NAME_KNOWN)
 			cli_safe_text(o->command, sizeof o->command, p->p.name);
 		o->uid = p->p.uid;
+		o->placed_known = judge && gpumon_model_placed(judge, o->gpu, o->pid, &o->placed) == GPUMON_OK;
 		char owner[sizeof o->owner];
 		if (gpumon_owner_describe(&p->p.owner, owner, sizeof owner))
 			cli_safe_text(o->owner, sizeof o->owner, owner);
@@ -314,7 +345,8 @@ static int gpu_same(const watch_gpu *a, const watch_gpu *b)
 
 int watch_snap_same(const watch_snap *a, const watch_snap *b)
 {
-	if (a->ngpu != b->ngpu || a->nproc != b->nproc || a->now_ns / NS != b->now_ns / NS)
+	if (a->ngpu != b->ngpu || a->nproc != b->nproc || a->now_ns / NS != b->now_ns / NS ||
+	    memcmp(&a->oom, &b->oom, sizeof a->oom))
 		return 0;
 	for (unsigned i = 0; i < a->ngpu; i++)
 		if (!gpu_same(&a->gpus[i], &b->gpus[i]))
@@ -341,6 +373,7 @@ int watch_snap_copy(watch_snap *dst, const watch_snap *src)
 		dst->cap = src->nproc;
 	}
 	dst->now_ns = src->now_ns;
+	dst->oom = src->oom;
 	if (src->ngpu)
 		memcpy(dst->gpus, src->gpus, src->ngpu * sizeof *src->gpus);
 	dst->nproc = src->nproc;

@@ -207,6 +207,13 @@ static void detail(const watch_proc *p, const watch_view *v, uint64_t now_ns, in
 		n += snprintf(extra + n, sizeof extra - (size_t)n, ", RSS %s", cli_format_bytes(a, sizeof a, h.rss_bytes));
 	if (h.elapsed_known && n < (int)sizeof extra)
 		snprintf(extra + n, sizeof extra - (size_t)n, ", up %s", watch_format_elapsed(b, sizeof b, h.elapsed_s));
+	if (p->placed_known && n < (int)sizeof extra) {
+		n += snprintf(extra + n, sizeof extra - (size_t)n, ", allocator %s",
+			      cli_format_bytes(a, sizeof a, p->placed.reserved_bytes));
+		if (p->placed.outside_known && n < (int)sizeof extra)
+			snprintf(extra + n, sizeof extra - (size_t)n, " + outside %s",
+				 cli_format_bytes(b, sizeof b, p->placed.outside_bytes));
+	}
 	snprintf(line, sizeof line, "pid %u on GPU %u (user %s%s): %s", p->pid, p->gpu, p->user[0] ? p->user : "n/a",
 		 extra, p->command[0] ? p->command : "n/a");
 	watch_put(y, 0, cols, A_NORMAL, line);
@@ -223,4 +230,37 @@ void watch_draw_table(const watch_snap *snap, watch_view *v, const size_t *idx, 
 	if (!n)
 		watch_put(y, 2, cols, A_DIM, "(none)");
 	detail(n ? &snap->procs[idx[v->cur]] : NULL, v, now, getmaxy(stdscr) - 2, cols);
+}
+
+const char *watch_placed_text(const watch_proc *p, char *buf, size_t len)
+{
+	char a[32], b[32], c[32], d[32];
+	buf[0] = 0;
+	if (!p->placed_known)
+		return buf;
+	const gpumon_placed *pl = &p->placed;
+	int n = snprintf(buf, len, "pid %u on GPU %u: NVML %s = allocator %s (%s allocated + %s cached)", p->pid, p->gpu,
+			 cli_format_bytes(a, sizeof a, pl->nvml_bytes), cli_format_bytes(b, sizeof b, pl->reserved_bytes),
+			 cli_format_bytes(c, sizeof c, pl->allocated_bytes),
+			 cli_format_bytes(d, sizeof d, pl->reserved_bytes - (pl->reserved_bytes > pl->allocated_bytes ? pl->allocated_bytes : pl->reserved_bytes)));
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " + outside %s",
+			 pl->outside_known ? cli_format_bytes(a, sizeof a, pl->outside_bytes) : "n/a");
+	return buf;
+}
+
+const char *watch_oom_text(const watch_oom *o, char *buf, size_t len)
+{
+	char a[32];
+	buf[0] = 0;
+	if (!o->known)
+		return buf;
+	int n = snprintf(buf, len, "out of memory at %.1f s", o->t_s);
+	if (o->dev >= 0 && n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, " on GPU %d", o->dev);
+	if (n > 0 && (size_t)n < len)
+		n += snprintf(buf + n, len - (size_t)n, ": %s", o->causes);
+	if (o->site_known && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, "; most held at %s, %s", o->site, cli_format_bytes(a, sizeof a, o->site_bytes));
+	return buf;
 }

@@ -385,6 +385,10 @@ void watch_draw(const watch_snap *snap, watch_view *v)
 	for (int b = 0; b < 2; b++)
 		if (v->banner[b][0])
 			watch_put(y++, 0, cols, watch_attr(v, WATCH_PAIR_REPLAY, A_REVERSE) | A_BOLD, v->banner[b]);
+	if (snap->oom.known) { /* a replay of a run that ran out of memory, from its moment on */
+		char line[512];
+		watch_put(y++, 0, cols, watch_attr(v, WATCH_PAIR_FULL, A_BOLD), watch_oom_text(&snap->oom, line, sizeof line));
+	}
 	/* the table keeps at least MIN_TABLE_ROWS rows; the GPUs get the rest */
 	int fixed = y + 1 /* header */ + 2 /* detail, keys */;
 	y += watch_draw_gpus(snap, v, sel, y, rows - fixed - MIN_TABLE_ROWS, cols);

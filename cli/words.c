@@ -216,72 +216,326 @@ const char *words_cause(const json_t *oom)
 	return c ? c : "unknown";
 }
 
+/* The framework that ran out, as the document's oom.framework names it ("torch", ...), or "". */
+static const char *oom_framework(const json_t *oom)
+{
+	const char *fw = doc_str(json_object_get(oom, "framework"), "framework");
+	return fw ? fw : "";
+}
+
+static void co_tenant_text(char *buf, size_t len, size_t *at, const json_t *oom, const json_t *f)
+{
+	char a[32], b[32], c[32];
+	const json_t *total = json_object_get(f, "total_bytes");
+	add(buf, len, at, "Another process held the memory: other processes had %s of the %s card when the job ran out",
+	    words_bytes(a, sizeof a, json_object_get(f, "others_bytes")), words_bytes(b, sizeof b, total));
+	const json_t *top = json_object_get(f, "top_other");
+	if (json_is_object(top)) {
+		add(buf, len, at, ", the largest pid %lld (%s", (long long)doc_num(top, "pid"),
+		    words_bytes(c, sizeof c, json_object_get(f, "top_other_bytes")));
+		char safe[121]; /* another user's text, escaped and cut to 120 bytes */
+		if (doc_str(top, "user"))
+			add(buf, len, at, ", user %s", cli_safe_text(safe, sizeof safe, doc_str(top, "user")));
+		if (doc_str(top, "command"))
+			add(buf, len, at, ": %s", cli_safe_text(safe, sizeof safe, doc_str(top, "command")));
+		add(buf, len, at, ")");
+		char owner[200];
+		if (words_owner(owner, sizeof owner, top)[0])
+			add(buf, len, at, " %s", owner);
+	}
+	if (doc_has_num(f, "job_bytes"))
+		add(buf, len, at, "; the job itself held %s", words_bytes(a, sizeof a, json_object_get(f, "job_bytes")));
+	if (doc_has_num(f, "growth_bytes"))
+		add(buf, len, at, ", having gained %s in %.1f s", words_bytes(a, sizeof a, json_object_get(f, "growth_bytes")),
+		    doc_num(f, "growth_seconds"));
+	add(buf, len, at, ". Run it on a free GPU (gpumon run --gpu auto) or ask the owner to free it.");
+	if (json_is_true(json_object_get(oom, "also_leak")))
+		add(buf, len, at, " The job's own memory was also rising steadily (a leak is suspected).");
+}
+
+static void fragmentation_text(char *buf, size_t len, size_t *at, const json_t *oom, const json_t *f)
+{
+	char a[32], b[32], c[32];
+	add(buf, len, at, "Fragmentation: the allocator held %s free, but in pieces none of which was large enough for "
+			  "the %s asked",
+	    words_bytes(a, sizeof a, json_object_get(f, "cached_bytes")),
+	    words_bytes(b, sizeof b, json_object_get(f, "request_bytes")));
+	if (doc_has_num(f, "largest_free_bytes"))
+		add(buf, len, at, " (the largest was %s)", words_bytes(c, sizeof c, json_object_get(f, "largest_free_bytes")));
+	if (doc_has_num(f, "available_bytes"))
+		add(buf, len, at, "; with the card's free memory %s was there in all",
+		    words_bytes(a, sizeof a, json_object_get(f, "available_bytes")));
+	if (!strcmp(oom_framework(oom), "torch") || !oom_framework(oom)[0])
+		add(buf, len, at, ". Let the allocator join freed memory: gpumon run --expandable "
+				  "(PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True), or free the cache between phases "
+				  "(torch.cuda.empty_cache()).");
+	else
+		add(buf, len, at, ". Allocate the largest buffers first and keep their sizes alike between steps, or "
+				  "free the allocator's cache between phases.");
+}
+
+static void outside_text(char *buf, size_t len, size_t *at, const json_t *f)
+{
+	char a[32], b[32];
+	add(buf, len, at, "Memory outside the allocator: the process held %s on the GPU beyond the allocator's %s",
+	    words_bytes(a, sizeof a, json_object_get(f, "outside_bytes")),
+	    words_bytes(b, sizeof b, json_object_get(f, "reserved_bytes")));
+	add(buf, len, at, ": the CUDA context takes about 0.5 GiB, the rest is NCCL's buffers, cuBLAS or cuDNN "
+			  "workspaces, or another allocator in the process (CuPy, JAX, TensorFlow, a raw cudaMalloc). Find "
+			  "the library that holds it (NCCL_BUFFSIZE and XLA_PYTHON_CLIENT_PREALLOCATE=false bound two "
+			  "common ones).");
+}
+
+static void cap_text(char *buf, size_t len, size_t *at, const json_t *oom, const json_t *f)
+{
+	char a[32], b[32];
+	const json_t *said = json_object_get(oom, "framework");
+	const char *fw = oom_framework(oom);
+	add(buf, len, at, "The job's own cap: its allocator may take at most %s",
+	    words_bytes(a, sizeof a, json_object_get(f, "cap_bytes")));
+	if (doc_has_num(f, "limit_bytes") && doc_num(f, "limit_bytes") == doc_num(f, "cap_bytes"))
+		add(buf, len, at, " (gpumon run --limit)");
+	else if (!strcmp(fw, "torch"))
+		add(buf, len, at, " (torch.cuda.set_per_process_memory_fraction)");
+	else if (!strcmp(fw, "jax"))
+		add(buf, len, at, " (XLA's limit: XLA_PYTHON_CLIENT_MEM_FRACTION, 75 %% of the card unless set)");
+	if (doc_has_num(said, "free_bytes"))
+		add(buf, len, at, ", while the card had %s free", words_bytes(b, sizeof b, json_object_get(said, "free_bytes")));
+	add(buf, len, at, ". Raise or remove the cap, or make the job fit under it.");
+}
+
+static void too_big_text(char *buf, size_t len, size_t *at, const json_t *f)
+{
+	char a[32], b[32], c[32];
+	add(buf, len, at, "Too big from the start: the job failed before it ever held a steady level");
+	if (doc_has_num(f, "request_bytes"))
+		add(buf, len, at, ", asking for %s", words_bytes(a, sizeof a, json_object_get(f, "request_bytes")));
+	if (doc_has_num(f, "available_bytes"))
+		add(buf, len, at, " with %s available", words_bytes(b, sizeof b, json_object_get(f, "available_bytes")));
+	if (doc_has_num(f, "shortfall_bytes"))
+		add(buf, len, at, ": %s short at least", words_bytes(c, sizeof c, json_object_get(f, "shortfall_bytes")));
+	add(buf, len, at, ". The model or the first batch does not fit this GPU even alone: a smaller batch, mixed "
+			  "precision, gradient checkpointing, or sharding the model.");
+}
+
+static void transient_text(char *buf, size_t len, size_t *at, const json_t *f)
+{
+	char a[32], b[32];
+	if (doc_has_num(f, "steady_bytes") && doc_has_num(f, "excess_bytes") && doc_has_num(f, "request_bytes")) {
+		add(buf, len, at, "A transient peak: the job's usual peak was %s; at the end it needed %s more",
+		    words_bytes(a, sizeof a, json_object_get(f, "steady_bytes")),
+		    words_bytes(b, sizeof b, json_object_get(f, "excess_bytes")));
+	} else {
+		add(buf, len, at, "A transient peak: memory climbed from its usual %s to %s",
+		    words_bytes(a, sizeof a, json_object_get(f, "floor_bytes")),
+		    words_bytes(b, sizeof b, json_object_get(f, "used_bytes")));
+		if (doc_has_num(f, "rise_seconds"))
+			add(buf, len, at, " within %.1f s", doc_num(f, "rise_seconds"));
+	}
+	add(buf, len, at, " and ran out; the rest of the run fitted. One batch needed much more than the others (a long "
+			  "sequence, attention, evaluation): cap the batch or sequence length for the worst case, or use "
+			  "gradient checkpointing.");
+}
+
+static void preallocation_text(char *buf, size_t len, size_t *at, const json_t *oom, const json_t *f)
+{
+	char a[32], b[32], c[32];
+	const json_t *total = json_object_get(f, "total_bytes");
+	if (json_is_true(json_object_get(oom, "by_early_figure")))
+		add(buf, len, at, "The job took %s of the %s card in its first seconds: an allocator that "
+				  "pre-reserves most of the card. ",
+		    words_bytes(a, sizeof a, json_object_get(f, "early_bytes")), words_bytes(b, sizeof b, total));
+	else
+		add(buf, len, at, "The allocator had reserved %s of the %s card but tensors used only %s: the "
+				  "memory went to the allocator's cache or a pre-allocated pool, not to the model. ",
+		    words_bytes(a, sizeof a, json_object_get(f, "reserved_bytes")), words_bytes(b, sizeof b, total),
+		    words_bytes(c, sizeof c, json_object_get(f, "allocated_bytes")));
+	add(buf, len, at, "Limit the pool (Paddle FLAGS_fraction_of_gpu_memory_to_use, JAX "
+			  "XLA_PYTHON_CLIENT_MEM_FRACTION, PyTorch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
+			  "or free the cache between phases.");
+}
+
+/* One cause in words (name as the document has it). */
+static void cause_text(char *buf, size_t len, size_t *at, const char *cause, const json_t *oom)
+{
+	char a[32], b[32];
+	const json_t *f = json_object_get(oom, "figures");
+	if (!strcmp(cause, "co-tenant"))
+		co_tenant_text(buf, len, at, oom, f);
+	else if (!strcmp(cause, "leak"))
+		add(buf, len, at, "A leak: the job's memory floor kept rising until no room was left (on the card, "
+				  "or under a cap the job set). Look for tensors kept from one step to the next: a "
+				  "loss summed without .item(), outputs appended to a list, a graph kept alive by a "
+				  "stored tensor.");
+	else if (!strcmp(cause, "pre-allocation"))
+		preallocation_text(buf, len, at, oom, f);
+	else if (!strcmp(cause, "transient peak"))
+		transient_text(buf, len, at, f);
+	else if (!strcmp(cause, "fragmentation"))
+		fragmentation_text(buf, len, at, oom, f);
+	else if (!strcmp(cause, "outside the allocator"))
+		outside_text(buf, len, at, f);
+	else if (!strcmp(cause, "cap"))
+		cap_text(buf, len, at, oom, f);
+	else if (!strcmp(cause, "too big"))
+		too_big_text(buf, len, at, f);
+	else {
+		add(buf, len, at, "The job ran out of memory");
+		if (doc_has_num(f, "used_bytes") && doc_has_num(f, "total_bytes"))
+			add(buf, len, at, " with %s of %s in use", words_bytes(a, sizeof a, json_object_get(f, "used_bytes")),
+			    words_bytes(b, sizeof b, json_object_get(f, "total_bytes")));
+		add(buf, len, at, ", but no leak, other process, cap, fragmentation, pre-allocation or sudden peak shows "
+				  "in the figures: the model and batch may simply not fit. Reduce the batch size, use mixed "
+				  "precision or gradient checkpointing.");
+	}
+}
+
+const char *words_cause(const json_t *oom)
+{
+	const char *c = doc_str(oom, "cause");
+	return c ? c : "unknown";
+}
+
+const char *words_causes(char *buf, size_t len, const json_t *oom)
+{
+	size_t at = 0, i;
+	const json_t *c;
+	buf[0] = 0;
+	add(buf, len, &at, "%s", words_cause(oom));
+	json_array_foreach(json_object_get(oom, "causes"), i, c)
+	{
+		const char *name = json_string_value(c);
+		if (name && strcmp(name, words_cause(oom)))
+			add(buf, len, &at, ", %s", name);
+	}
+	return buf;
+}
+
 const char *words_oom(char *buf, size_t len, const json_t *oom)
+{
+	size_t at = 0, i;
+	const json_t *c;
+	buf[0] = 0;
+	cause_text(buf, len, &at, words_cause(oom), oom);
+	json_array_foreach(json_object_get(oom, "causes"), i, c)
+	{
+		const char *name = json_string_value(c);
+		if (!name || !strcmp(name, words_cause(oom)) || (!strcmp(name, "leak") && json_is_true(json_object_get(oom, "also_leak"))))
+			continue;
+		add(buf, len, &at, " Also: ");
+		cause_text(buf, len, &at, name, oom);
+	}
+	return buf;
+}
+
+const char *words_said(char *buf, size_t len, const json_t *oom)
+{
+	char a[32], b[32], c[32];
+	size_t at = 0;
+	const json_t *f = json_object_get(oom, "framework");
+	buf[0] = 0;
+	if (!json_is_object(f))
+		return buf;
+	const char *fw = doc_str(f, "framework");
+	char safe[32];
+	add(buf, len, &at, "%s", fw && fw[0] ? cli_safe_text(safe, sizeof safe, fw) : "the framework");
+	if (doc_has_num(f, "device"))
+		add(buf, len, &at, " (device %lld)", (long long)doc_num(f, "device"));
+	const char *sep = ": ";
+	if (doc_has_num(f, "request_bytes")) {
+		add(buf, len, &at, "%stried to allocate %s", sep, words_bytes(a, sizeof a, json_object_get(f, "request_bytes")));
+		sep = "; ";
+	}
+	if (doc_has_num(f, "free_bytes")) {
+		add(buf, len, &at, "%s%s free", sep, words_bytes(a, sizeof a, json_object_get(f, "free_bytes")));
+		if (doc_has_num(f, "capacity_bytes"))
+			add(buf, len, &at, " of %s", words_bytes(b, sizeof b, json_object_get(f, "capacity_bytes")));
+		sep = "; ";
+	}
+	if (doc_has_num(f, "cap_bytes")) {
+		add(buf, len, &at, "%s%s allowed", sep, words_bytes(a, sizeof a, json_object_get(f, "cap_bytes")));
+		sep = "; ";
+	}
+	if (doc_has_num(f, "allocated_bytes") || doc_has_num(f, "reserved_bytes")) {
+		add(buf, len, &at, "%sthe allocator held %s", sep, words_bytes(a, sizeof a, json_object_get(f, "reserved_bytes")));
+		if (doc_has_num(f, "allocated_bytes") && doc_has_num(f, "reserved_bytes") &&
+		    doc_num(f, "reserved_bytes") >= doc_num(f, "allocated_bytes")) {
+			json_t *cached = json_integer((json_int_t)(doc_num(f, "reserved_bytes") - doc_num(f, "allocated_bytes")));
+			add(buf, len, &at, " (%s allocated + %s cached)", words_bytes(b, sizeof b, json_object_get(f, "allocated_bytes")),
+			    words_bytes(c, sizeof c, cached));
+			json_decref(cached);
+		} else if (doc_has_num(f, "allocated_bytes")) {
+			add(buf, len, &at, " (%s allocated)", words_bytes(b, sizeof b, json_object_get(f, "allocated_bytes")));
+		}
+		sep = "; ";
+	}
+	if (doc_has_num(f, "process_bytes")) {
+		add(buf, len, &at, "%sthe process %s in all", sep, words_bytes(a, sizeof a, json_object_get(f, "process_bytes")));
+		sep = "; ";
+	}
+	if (doc_has_num(f, "largest_free_bytes"))
+		add(buf, len, &at, "%sthe largest free block %s", sep,
+		    words_bytes(a, sizeof a, json_object_get(f, "largest_free_bytes")));
+	size_t i;
+	const json_t *o;
+	json_array_foreach(json_object_get(f, "others"), i, o)
+	{
+		add(buf, len, &at, "%s pid %lld %s", i ? "," : "; other processes:", (long long)doc_num(o, "pid"),
+		    words_bytes(a, sizeof a, json_object_get(o, "bytes")));
+	}
+	return buf;
+}
+
+const char *words_snapshot(char *buf, size_t len, const json_t *snap)
 {
 	char a[32], b[32], c[32];
 	size_t at = 0;
 	buf[0] = 0;
-	const char *cause = words_cause(oom);
-	const json_t *f = json_object_get(oom, "figures");
-	const json_t *total = json_object_get(f, "total_bytes");
-	if (!strcmp(cause, "co-tenant")) {
-		add(buf, len, &at, "Another process held the memory: other processes had %s of the %s card when the job ran out",
-		    words_bytes(a, sizeof a, json_object_get(f, "others_bytes")), words_bytes(b, sizeof b, total));
-		const json_t *top = json_object_get(f, "top_other");
-		if (json_is_object(top)) {
-			add(buf, len, &at, ", the largest pid %lld (%s", (long long)doc_num(top, "pid"),
-			    words_bytes(c, sizeof c, json_object_get(f, "top_other_bytes")));
-			char safe[121]; /* another user's text, escaped and cut to 120 bytes */
-			if (doc_str(top, "user"))
-				add(buf, len, &at, ", user %s", cli_safe_text(safe, sizeof safe, doc_str(top, "user")));
-			if (doc_str(top, "command"))
-				add(buf, len, &at, ": %s", cli_safe_text(safe, sizeof safe, doc_str(top, "command")));
-			add(buf, len, &at, ")");
-			char owner[200];
-			if (words_owner(owner, sizeof owner, top)[0])
-				add(buf, len, &at, " %s", owner);
-		}
-		if (doc_has_num(f, "job_bytes"))
-			add(buf, len, &at, "; the job itself held %s", words_bytes(a, sizeof a, json_object_get(f, "job_bytes")));
-		add(buf, len, &at, ". Run it on a free GPU (gpumon run --gpu auto) or ask the owner to free it.");
-		if (json_is_true(json_object_get(oom, "also_leak")))
-			add(buf, len, &at, " The job's own memory was also rising steadily (a leak is suspected).");
-	} else if (!strcmp(cause, "leak")) {
-		add(buf, len, &at, "A leak: the job's memory floor kept rising until no room was left (on the card, "
-				    "or under a cap the job set). Look for tensors kept from one step to the next: a "
-				    "loss summed without .item(), outputs appended to a list, a graph kept alive by a "
-				    "stored tensor.");
-	} else if (!strcmp(cause, "pre-allocation")) {
-		if (json_is_true(json_object_get(oom, "by_early_figure")))
-			add(buf, len, &at, "The job took %s of the %s card in its first seconds: an allocator that "
-					    "pre-reserves most of the card. ",
-			    words_bytes(a, sizeof a, json_object_get(f, "early_bytes")), words_bytes(b, sizeof b, total));
-		else
-			add(buf, len, &at, "The allocator had reserved %s of the %s card but tensors used only %s: the "
-					    "memory went to the allocator's cache or a pre-allocated pool, not to the model. ",
-			    words_bytes(a, sizeof a, json_object_get(f, "reserved_bytes")), words_bytes(b, sizeof b, total),
-			    words_bytes(c, sizeof c, json_object_get(f, "allocated_bytes")));
-		add(buf, len, &at, "Limit the pool (Paddle FLAGS_fraction_of_gpu_memory_to_use, JAX "
-				    "XLA_PYTHON_CLIENT_MEM_FRACTION, PyTorch PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) "
-				    "or free the cache between phases.");
-	} else if (!strcmp(cause, "transient peak")) {
-		add(buf, len, &at, "A transient peak: memory climbed from its usual %s to %s",
-		    words_bytes(a, sizeof a, json_object_get(f, "floor_bytes")),
-		    words_bytes(b, sizeof b, json_object_get(f, "used_bytes")));
-		if (doc_has_num(f, "rise_seconds"))
-			add(buf, len, &at, " within %.1f s", doc_num(f, "rise_seconds"));
-		add(buf, len, &at, " and ran out; the rest of the run fitted. One batch needed much more than the others "
-				    "(a long sequence, attention, evaluation): cap the batch or sequence length for the "
-				    "worst case, or use gradient checkpointing.");
-	} else {
-		add(buf, len, &at, "The job ran out of memory");
-		if (doc_has_num(f, "used_bytes") && json_is_number(total))
-			add(buf, len, &at, " with %s of %s in use", words_bytes(a, sizeof a, json_object_get(f, "used_bytes")),
-			    words_bytes(b, sizeof b, total));
-		add(buf, len, &at, ", but no leak, other process, pre-allocation or sudden peak shows in the figures: the "
-				    "model and batch may simply not fit. Reduce the batch size, use mixed precision or "
-				    "gradient checkpointing.");
+	if (!json_is_object(snap))
+		return buf;
+	add(buf, len, &at, "the allocator held %s in %lld segment%s: %s live in %lld block%s, %s free",
+	    words_bytes(a, sizeof a, json_object_get(snap, "reserved_bytes")), (long long)doc_num(snap, "segments"),
+	    doc_num(snap, "segments") == 1 ? "" : "s", words_bytes(b, sizeof b, json_object_get(snap, "allocated_bytes")),
+	    (long long)doc_num(snap, "blocks"), doc_num(snap, "blocks") == 1 ? "" : "s",
+	    words_bytes(c, sizeof c, json_object_get(snap, "free_bytes")));
+	if (doc_num(snap, "free_bytes") > 0) {
+		add(buf, len, &at, ", the largest free piece %s", words_bytes(a, sizeof a, json_object_get(snap, "largest_free_bytes")));
+		if (doc_has_num(snap, "request_bytes"))
+			add(buf, len, &at, " (%s of the free memory too small for the %s asked)",
+			    words_bytes(b, sizeof b, json_object_get(snap, "unusable_free_bytes")),
+			    words_bytes(c, sizeof c, json_object_get(snap, "request_bytes")));
 	}
+	return buf;
+}
+
+const char *words_site(char *buf, size_t len, const json_t *site)
+{
+	char a[32], f[200], fn[72];
+	const char *file = doc_str(site, "file"), *func = doc_str(site, "function");
+	snprintf(buf, len, "%s:%lld%s%s%s  %s in %lld block%s", file ? cli_safe_text(f, sizeof f, file) : "?",
+		 (long long)doc_num(site, "line"), func ? " (" : "", func ? cli_safe_text(fn, sizeof fn, func) : "",
+		 func ? ")" : "", words_bytes(a, sizeof a, json_object_get(site, "bytes")), (long long)doc_num(site, "blocks"),
+		 doc_num(site, "blocks") == 1 ? "" : "s");
+	return buf;
+}
+
+const char *words_placed(char *buf, size_t len, const json_t *placed)
+{
+	char a[32], b[32], c[32], d[32];
+	size_t at = 0;
+	buf[0] = 0;
+	if (!json_is_object(placed))
+		return buf;
+	add(buf, len, &at, "NVML %s = the allocator's %s (%s allocated + %s cached)",
+	    words_bytes(a, sizeof a, json_object_get(placed, "nvml_bytes")),
+	    words_bytes(b, sizeof b, json_object_get(placed, "reserved_bytes")),
+	    words_bytes(c, sizeof c, json_object_get(placed, "allocated_bytes")),
+	    words_bytes(d, sizeof d, json_object_get(placed, "cached_bytes")));
+	if (doc_has_num(placed, "outside_bytes"))
+		add(buf, len, &at, " + %s outside it (the CUDA context, libraries' workspaces, other allocators)",
+		    words_bytes(a, sizeof a, json_object_get(placed, "outside_bytes")));
+	else
+		add(buf, len, &at, "; outside it n/a (NVML's figure was behind the allocator's)");
 	return buf;
 }
 

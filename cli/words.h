@@ -49,6 +49,25 @@ const char *words_oom(char *buf, size_t len, const json_t *oom);
 /* The short name of an out-of-memory cause code ("co-tenant", ...), as the document has it. */
 const char *words_cause(const json_t *oom);
 
+/* Every cause that holds, the main one first: "fragmentation, outside the allocator". */
+const char *words_causes(char *buf, size_t len, const json_t *oom);
+
+/* What the framework said at the out-of-memory (the document's oom.framework): "torch (device 0):
+ * tried to allocate 40.00 GiB; 10.38 GiB free of 139.80 GiB; the allocator held 128.90 GiB (38.67 GiB
+ * allocated + 90.23 GiB cached); the process 129.41 GiB in all"; "" when it said nothing. */
+const char *words_said(char *buf, size_t len, const json_t *oom);
+
+/* The allocator's snapshot at the out-of-memory (oom.snapshot) in one sentence: what it held, live
+ * and free, the largest free piece and how much was too small for the request; "" when none. */
+const char *words_snapshot(char *buf, size_t len, const json_t *snapshot);
+
+/* One allocation site of a snapshot: "/srv/job/train.py:71 (step)  24.00 GiB in 120 blocks". */
+const char *words_site(char *buf, size_t len, const json_t *site);
+
+/* Every byte of a framework source's process placed (frameworks[].placed): "NVML 20.50 GiB = the
+ * allocator's 13.90 GiB (12.00 GiB allocated + 1.90 GiB cached) + 6.60 GiB outside it (...)". */
+const char *words_placed(char *buf, size_t len, const json_t *placed);
+
 /* Whose a process of the document is, from its "owner" phrase (gpumon_owner_describe's): "held by
  * pod ml-team/trainer-0", "held by slurm job 4242.0", "in another PID namespace"; "" when the
  * document names no owner. Escaped for a terminal. */

@@ -431,9 +431,15 @@ int gpumon__exporter_render(gpumon_exporter *e)
 	pthread_mutex_unlock(&e->fw_lock);
 	v.fw = fw;
 	int fw_gpu[EXPORTER_MAX_FRAMEWORK];
-	for (size_t i = 0; i < v.nfw; i++)
+	int64_t fw_outside[EXPORTER_MAX_FRAMEWORK];
+	for (size_t i = 0; i < v.nfw; i++) {
+		gpumon_placed pl;
 		fw_gpu[i] = gpumon__exporter_framework_gpu(e, &fw[i]);
+		fw_outside[i] = fw_gpu[i] >= 0 && gpumon_model_placed(e->model, (unsigned)fw_gpu[i], fw[i].pid, &pl) == GPUMON_OK &&
+					pl.outside_known ? (int64_t)pl.outside_bytes : -1;
+	}
 	v.fw_gpu = fw_gpu;
+	v.fw_outside = fw_outside;
 	return publish(e, &v, t0);
 }
 

@@ -866,11 +866,19 @@ typedef struct gpumon_oom_figures {
  * allocate X [bytes] [with allocator GPU_0_bfc on device N]", the BFC allocator's "(rounded to N)"
  * and its Stats: Limit, InUse, MaxInUse, LargestFreeBlock); TensorFlow's ("OOM when allocating
  * tensor with shape[...] and type T on .../device:GPU:N": the request is the shape's elements
- * times the type's size). Sizes are read as each framework prints them (torch's "1.50 GiB",
- * "0 bytes"; Paddle's "1.000000GB", binary; XLA's "1.00GiB"); a rounded figure is taken as
- * printed. A figure above GPUMON_MAX_BYTES is left out. TensorFlow's "The caller indicates that
- * this is not a failure" lines give nothing. Fills *out (cleared first) and returns how many
- * figures it read (0: none), or GPUMON_E_INVAL when text or out is NULL.
+ * times the type's size; an unknown type gives no request). Sizes are read as each framework
+ * prints them (torch's "1.50 GiB", "0 bytes"; Paddle's "1.000000GB", binary; XLA's "1.00GiB"); a
+ * rounded figure is taken as printed: the decimal figure times its unit, computed exactly and
+ * rounded to the nearest byte, halves up (139.80 GiB is 150109106995), whatever the caller's
+ * locale. The BFC allocator's exact "(rounded to N)" is taken over a rounded request, in either
+ * order; otherwise, when the text holds several reports, the first one's figures stay, and a
+ * process is listed once. A figure above GPUMON_MAX_BYTES, a device above 65535, a pid above 32
+ * bits are left out. TensorFlow's "The caller indicates that this is not a failure" lines give
+ * nothing. The framework is named only when a figure of its words was read; XLA's words are
+ * "jax" when the text says JaxRuntimeError or XlaRuntimeError, else "tf" when it says tensorflow
+ * or "OOM when allocating", else "jax" when it says RESOURCE_EXHAUSTED, else "" (the BFC
+ * allocator's log alone). Fills *out (cleared first) and returns how many bits of known it set
+ * (0: none; others[] are not counted), or GPUMON_E_INVAL when text or out is NULL.
  */
 GPUMON_API int gpumon_oom_message_parse(const char *text, size_t len, gpumon_oom_figures *out);
 
@@ -887,8 +895,11 @@ GPUMON_API size_t gpumon_oom_message_longest(void);
  * Whether a line carries figures of an out-of-memory report without saying by itself that the job
  * ran out (an allocator's log around the failure: the BFC allocator's "ran out of memory trying to
  * allocate" line and its Stats lines; not the lines TensorFlow marks "not a failure"): returns 1 or
- * 0. A scanner keeps such lines as GPUMON_EVENT_OOM_DETAIL events; the run model uses them only
- * next to an out-of-memory moment.
+ * 0. A Stats line is exactly a label of the BFC allocator's (Limit:, InUse:, MaxInUse:,
+ * NumAllocs:, MaxAllocSize:, Reserved:, PeakReserved:, LargestFreeBlock:) at the line's start, at
+ * least 4 blanks, then digits only (a line end aside), so that a job's "Limit: 5" is none. NULL: 0.
+ * A scanner keeps such lines as GPUMON_EVENT_OOM_DETAIL events; the run model uses them only next
+ * to an out-of-memory moment.
  */
 GPUMON_API int gpumon_oom_message_detail(const char *line, size_t len);
 
@@ -969,7 +980,14 @@ GPUMON_API int gpumon_snapshot_encode(const gpumon_alloc_snapshot *s, char **jso
 GPUMON_API int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc_snapshot *out);
 
 /* The figures of an out-of-memory report as compact JSON (the GPUMON_EVENT_OOM_FIGURES text: what
- * a monitor inside the job knew at that moment), and back. Same conventions as the snapshot's. */
+ * a monitor inside the job knew at that moment), and back. Same conventions as the snapshot's. The
+ * object: "framework" (always), "pid" (when not 0), "device" and the byte figures by their field
+ * names ("request_bytes", ...) when known, "others" (always; [{"pid", "bytes"}]). Encode refuses
+ * (GPUMON_E_INVAL) what decode would: bits of known this header does not define, a known figure
+ * above GPUMON_MAX_BYTES, a device outside 0..65535, more than GPUMON_OOM_MAX_OTHERS others, a
+ * framework that is not printable ASCII of at most 15 bytes. Decode ignores keys it does not know
+ * and refuses the rest of what is not such an object (a figure that is not an integer, negative
+ * or too large, duplicate keys); *out is cleared then. */
 GPUMON_API int gpumon_oom_figures_encode(const gpumon_oom_figures *f, char **json);
 GPUMON_API int gpumon_oom_figures_decode(const char *json, size_t len, gpumon_oom_figures *out);
 
@@ -1083,6 +1101,11 @@ typedef struct gpumon_oom_diagnosis {
 /* Fills *out from *in. GPUMON_E_INVAL on NULL. */
 GPUMON_API int gpumon_oom_diagnose(const gpumon_oom_input *in, gpumon_oom_diagnosis *out);
 
+/* A cause's short name as every front end and the document say it ("fragmentation", "co-tenant",
+ * "transient peak", "pre-allocation", "outside the allocator", "cap", "too big", "leak", "unknown");
+ * static storage. */
+GPUMON_API const char *gpumon_oom_cause_name(int cause);
+
 /* ---------------------------------------------------------------------------------------------
  * The run model: what a run means, decided once. Every front end (gpumon run's summary and live
  * alerts, gpumon report, gpumon watch, the exporter, the Python package) feeds it records, live or
@@ -1156,6 +1179,10 @@ GPUMON_API int gpumon_model_load(gpumon_model *m, gpumon_reader *r);
  * is taken as out of memory then. Call once; later records are refused.
  */
 GPUMON_API int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_status);
+
+/* Seconds from the run's start (the recording's, else the first record's) to t_ns, as the document
+ * counts times. */
+GPUMON_API double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns);
 
 /* Series a verdict can be about */
 enum {
@@ -1254,6 +1281,24 @@ typedef struct gpumon_model_figure {
 GPUMON_API void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation,
 				    gpumon_model_figure *unaccounted);
 
+/* Every byte of a process placed, at its latest framework sample where NVML listed it: NVML's
+ * figure = the allocator's reserved (allocated + cached) + what it holds outside the allocator (the
+ * CUDA context, libraries' workspaces, NCCL buffers, other allocators). */
+typedef struct gpumon_placed {
+	uint64_t t_ns;
+	int64_t step;               /* the sample's step; -1 unknown */
+	char framework[16];
+	uint64_t nvml_bytes;        /* the process on the GPU, as NVML listed it */
+	uint64_t reserved_bytes;    /* its allocator's, allocated included */
+	uint64_t allocated_bytes;
+	int outside_known;          /* 0 when NVML's figure lagged behind the allocator's (below reserved) */
+	uint64_t outside_bytes;     /* nvml - reserved */
+} gpumon_placed;
+
+/* The process pid on GPU dev placed (its newest framework source there). 0, GPUMON_E_NOT_FOUND
+ * (no framework figures with NVML's figure beside them), GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out);
+
 /* A process on a GPU at the out-of-memory moment */
 typedef struct gpumon_holder {
 	unsigned dev, pid;
@@ -1265,10 +1310,16 @@ typedef struct gpumon_holder {
 } gpumon_holder;
 
 typedef struct gpumon_model_oom {
-	uint64_t t_ns;                /* the moment */
+	uint64_t t_ns;                /* the moment: the first sign (a message, the figures the monitor
+					 inside the job sent, or the card full when the job failed) */
 	int dev;                      /* the GPU it happened on */
-	char message[320];            /* the "oom" event's text, "" when told from a full card */
-	gpumon_oom_input input;       /* what the diagnosis was made from */
+	unsigned pid;                 /* the process that ran out, when a report names it; 0 unknown */
+	char message[1024];           /* the last "oom" event's text (in a traceback the exception's
+					 line comes last), "" when none */
+	gpumon_oom_input input;       /* what the diagnosis was made from: the card then, the figures
+					 the framework said (input.figures: the monitor inside the job's
+					 first, then its message's, then its log's), the allocator's
+					 snapshot (input.snapshot) */
 	gpumon_oom_diagnosis diagnosis;
 	size_t nholders;              /* who held what then (largest first) */
 	gpumon_holder holders[16];
@@ -1276,7 +1327,9 @@ typedef struct gpumon_model_oom {
 	struct {
 		uint64_t t_ns, used_bytes;
 	} last[16];
-	unsigned signs;               /* "oom" events seen in all */
+	unsigned signs;               /* out-of-memory episodes seen in all: signs within 5 s of the
+					 previous one (a traceback's lines, the inside monitor's report and
+					 the message) are one */
 } gpumon_model_oom;
 
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */

@@ -39,6 +39,11 @@ double gpumon__model_seconds(const gpumon_model *m, uint64_t t_ns)
 	return ((double)t_ns - (double)m->meta.start_mono_ns) / 1e9;
 }
 
+double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns)
+{
+	return m ? gpumon__model_seconds(m, t_ns) : 0;
+}
+
 /* ---- the object ------------------------------------------------------------------------------- */
 
 /* CUDA_VISIBLE_DEVICES from the run's settings ("NAME=VALUE" lines), or NULL. */
@@ -539,7 +544,7 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 
 static void ring_push(struct mdev *d, uint64_t t, uint64_t used_max, uint64_t used_min)
 {
-	d->ring[d->ring_head] = (struct mring){t, used_max, used_min};
+	d->ring[d->ring_head] = (struct mring){t, used_max, used_min, d->job_seen ? d->job_bytes : 0};
 	d->ring_head = (d->ring_head + 1) % MODEL_RING;
 	if (d->ring_n < MODEL_RING)
 		d->ring_n++;
@@ -760,6 +765,28 @@ int gpumon__model_map_device(const gpumon_model *m, unsigned pid, int cuda_devic
 	return m->ndev == 1 ? 0 : MAP_UNKNOWN;
 }
 
+int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out)
+{
+	if (!m || !out)
+		return GPUMON_E_INVAL;
+	for (size_t i = m->nsegs; i-- > 0;) {
+		const struct mseg *s = &m->segs[i];
+		if (s->pid != pid || !s->placed.known || s->placed.dev != dev)
+			continue;
+		memset(out, 0, sizeof *out);
+		out->t_ns = s->placed.t_ns;
+		out->step = s->placed.step;
+		memcpy(out->framework, s->framework, sizeof out->framework);
+		out->nvml_bytes = s->placed.nvml;
+		out->reserved_bytes = s->placed.reserved;
+		out->allocated_bytes = s->placed.allocated;
+		out->outside_known = s->placed.nvml >= s->placed.reserved;
+		out->outside_bytes = out->outside_known ? s->placed.nvml - s->placed.reserved : 0;
+		return GPUMON_OK;
+	}
+	return GPUMON_E_NOT_FOUND;
+}
+
 static int on_framework(gpumon_model *m, const gpumon_record *r)
 {
 	const gpumon_framework_sample *f = &r->framework;
@@ -770,6 +797,8 @@ static int on_framework(gpumon_model *m, const gpumon_record *r)
 		s->first_t = r->t_ns;
 	s->points++;
 	s->last_t = r->t_ns;
+	if (f->step >= 0 && f->step != s->last_step)
+		s->nsteps++;
 	if (f->step >= 0)
 		s->last_step = f->step;
 	if (f->limit_bytes)
@@ -808,11 +837,24 @@ static int on_framework(gpumon_model *m, const gpumon_record *r)
 		s->allocated_peak = f->allocated_bytes;
 	if (f->max_allocated_known && f->max_allocated_bytes > s->allocated_peak)
 		s->allocated_peak = f->max_allocated_bytes;
+	if (f->max_allocated_known) {
+		s->max_allocated = f->max_allocated_bytes;
+		s->max_allocated_known = 1;
+	}
 	if (f->reserved_known && f->reserved_bytes > s->reserved_peak)
 		s->reserved_peak = f->reserved_bytes;
 	const struct mproc *p = dev >= 0 && f->reserved_known ? find_proc(m, (unsigned)dev, f->pid) : NULL;
 	if (f->reserved_known && !s->unacc.known) /* why it is not known yet, for the words */
 		s->unacc_why = dev < 0 ? dev : MAP_NO_NVML_FIGURE;
+	if (p && p->present && p->used_known && f->allocated_known) {
+		s->placed.known = 1;
+		s->placed.t_ns = r->t_ns;
+		s->placed.nvml = p->used;
+		s->placed.reserved = f->reserved_bytes;
+		s->placed.allocated = f->allocated_bytes;
+		s->placed.step = f->step;
+		s->placed.dev = (unsigned)dev;
+	}
 	if (p && p->present && p->used_known && p->used >= f->reserved_bytes &&
 	    (!s->unacc.known || p->used - f->reserved_bytes > s->unacc.bytes)) {
 		s->unacc.known = 1;
@@ -838,8 +880,10 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 		return GPUMON_OK;
 	if (!strcmp(kind, "step"))
 		return GPUMON_OK; /* one per step: the framework rows say it better */
-	if (!strcmp(kind, "oom"))
+	if (!strcmp(kind, GPUMON_EVENT_OOM))
 		gpumon__model_oom_signal(m, r->t_ns, r->event_text);
+	else if (gpumon__model_oom_event(m, r->t_ns, kind, r->event_text) && strcmp(kind, GPUMON_EVENT_OOM_DETAIL))
+		return GPUMON_OK; /* figures and snapshots: the document's oom object holds them, not its events */
 	if (!strcmp(kind, "alert")) /* an alert given live at the moment the model gave one */
 		for (size_t i = m->nalerts; i-- > 0 && m->alerts[i].t_ns >= r->t_ns;)
 			if (m->alerts[i].t_ns == r->t_ns)

@@ -22,6 +22,7 @@
 
 struct mring {
 	uint64_t t_ns, used_max, used_min;
+	uint64_t job;               /* the job's processes together on the GPU then (NVML) */
 };
 
 struct mdev {
@@ -81,12 +82,22 @@ struct mseg {                   /* a framework source, one segment per restart o
 	int alerted;
 	uint64_t points, first_t, last_t;
 	int64_t last_step;
+	uint64_t nsteps;            /* distinct steps its samples named (a step counted once) */
 	int allocated_known, reserved_known;
 	uint64_t allocated, reserved, limit;
 	int free_known;
 	uint64_t free_at_last;      /* its GPU's free memory at its last sample */
 	uint64_t allocated_peak, reserved_peak;
+	uint64_t max_allocated;     /* the latest max_allocated figure (its usual peak so far) */
+	int max_allocated_known;
 	int unacc_why;              /* MAP_* when unaccounted memory is not known; 0 when it is */
+	struct {                    /* every byte placed at its latest sample where NVML listed its
+				       process: NVML's figure = reserved (allocated + cached) + outside */
+		int known;
+		uint64_t t_ns, nvml, reserved, allocated;
+		int64_t step;
+		unsigned dev;
+	} placed;
 	gpumon_model_figure frag, unacc;
 	struct timeline line;       /* allocated, reserved, max_allocated, step */
 };
@@ -121,7 +132,15 @@ struct gpumon_model {
 	size_t nalerts, alerts_cap;
 	/* the out-of-memory moment */
 	int oom_have, oom_diagnosed;
+	uint64_t oom_last_sign_t;   /* the latest sign: one within 5 s of it is the same episode */
 	gpumon_model_oom oom;
+	/* what the frameworks said of it: the monitor inside the job, its messages, its log's lines
+	   (kept apart: the figures are merged in that order of trust when asked) */
+	gpumon_oom_figures fig_inside, fig_msg, fig_detail;
+	uint64_t fig_detail_t;      /* the latest log line's moment */
+	int snap_have;
+	gpumon_alloc_snapshot snap; /* the allocator's snapshot nearest the moment */
+	uint64_t snap_t;
 	/* the input's span */
 	uint64_t first_t, last_t, end_t;
 	int exit_status, finished;
@@ -166,6 +185,9 @@ int gpumon__model_refuse(gpumon_model *m, const gpumon_record *r);
 
 /* model_oom.c */
 void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text);
+/* The out-of-memory events other than "oom" (GPUMON_EVENT_OOM_DETAIL, _OOM_FIGURES, _SNAPSHOT):
+ * 1 when kind is one of them (taken), 0 otherwise. */
+int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, const char *text);
 void gpumon__model_oom_finish(gpumon_model *m);
 int gpumon__model_job_dev(const gpumon_model *m);
 

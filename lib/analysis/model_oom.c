@@ -1,15 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /* model_oom.c — the out-of-memory moment in the run model: at the first sign (an "oom" event: a
- * message the job printed, or the card full when a job failed) it keeps what was on the GPU then —
- * the last seconds, who held what, the framework's figures — and at the end it asks
- * gpumon_oom_diagnose() for the cause, with the run's leak verdict. */
+ * message the job printed; the figures the monitor inside the job sent; or the card full when a job
+ * failed) it keeps what was on the GPU then — the last seconds, who held what, whether the job had
+ * reached a steady level, its own growth, the allocator's last figures — and what the framework
+ * said of it (its message and log lines read with gpumon_oom_message_parse, the inside monitor's
+ * figures, the allocator's snapshot); asked, it gives gpumon_oom_diagnose() all of it with the
+ * run's leak verdict. */
 #include "model.h"
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define AT_LIMIT_SHARE 0.99
+#define S_NS 1000000000ull
+/* What a framework says within this long of the moment belongs to that out-of-memory; signs closer
+   than SAME_SIGN_NS to the previous one are the same episode (a traceback's lines, the monitor's
+   report and the message it raised). */
+#define NEAR_NS (60 * S_NS)
+#define SAME_SIGN_NS (5 * S_NS)
+/* A steady level: held for this long within a band (10 %, at least 256 MiB) ... */
+#define STEADY_NS (2 * S_NS)
+#define STEADY_BAND_MIN (256ull << 20)
+/* ... at a level the job had really allocated (a CUDA context alone is about 0.5 GiB). */
+#define REAL_LEVEL (1ull << 30)
+/* The job's own growth is measured over this long before the moment. */
+#define GROWTH_NS (60 * S_NS)
 
 /* The job's GPU: where its processes hold the most now, else where they peaked; else the fullest
  * GPU. -1 when there is none. */
@@ -85,9 +103,10 @@ static void last_seconds(gpumon_model *m, const struct mdev *d, uint64_t t)
 	unsigned rise = peak_k;
 	while (rise < oldest && back(d, rise)->used_min > near)
 		rise++;
-	/* a usual level needs the job to have run at it for a while: a job that climbs from its start
-	   until it dies did not fit, it had no transient peak */
-	if (rise < oldest && back(d, rise)->t_ns >= back(d, oldest)->t_ns + 1000000000ull) {
+	/* a usual level needs the job to have run at it for a while, holding memory it allocated: a job
+	   that climbs from its start until it dies, or had not allocated yet, had no transient peak */
+	if (rise < oldest && back(d, rise)->t_ns >= back(d, oldest)->t_ns + 1000000000ull &&
+	    (!d->job_seen || back(d, rise)->job >= REAL_LEVEL)) {
 		in->known |= GPUMON_OOM_F_FLOOR;
 		in->floor_bytes = floor;
 		in->rise_seconds = (double)(peak_t - back(d, rise)->t_ns) / 1e9;
@@ -198,20 +217,165 @@ static void at_the_limit(gpumon_model *m, unsigned dev)
 	}
 	if ((double)top < 0.99 * (double)limit)
 		return;
-	in->known = (in->known | GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED) & ~(unsigned)(GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_FLOOR);
+	in->known = (in->known | GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED | GPUMON_OOM_F_LIMIT) &
+		    ~(unsigned)(GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_FLOOR);
 	in->total_bytes = limit;
 	in->used_bytes = top;
+	in->limit_bytes = limit;
 }
 
-void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
+/* Whether a job process is one the model knows as the job's (every process when it knows none:
+ * a recording of the whole machine). */
+static int of_job(const gpumon_model *m, unsigned pid)
 {
-	m->oom.signs++;
-	/* in a traceback the exception's own line comes last: the message quoted is the last one */
-	if (text && text[0])
-		snprintf(m->oom.message, sizeof m->oom.message, "%s", text);
+	return (!m->njob && !m->meta.job_pid) || gpumon__model_is_job(m, pid);
+}
+
+/* Whether the job had held a level before the moment, and which: from its framework figures when
+ * they count steps (two steps done — the first allocates the optimizer's state — and its usual
+ * peak then), else from its NVML figure on dev (a stretch of STEADY_NS within a band, at a level it
+ * really allocated). Unknown (no bit) when neither tells: the ring does not reach back to the
+ * job's start. */
+static void steadiness(gpumon_model *m, const struct mdev *d, unsigned dev, uint64_t t)
+{
+	gpumon_oom_input *in = &m->oom.input;
+	const struct mseg *best = NULL;
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct mseg *s = &m->segs[i];
+		int sd = gpumon__model_map_device(m, s->pid, s->device);
+		if (!of_job(m, s->pid) || s->last_step < 0 || s->first_t > t || (sd >= 0 && (unsigned)sd != dev))
+			continue;
+		if (!best || s->last_t > best->last_t)
+			best = s;
+	}
+	if (best) {
+		in->known |= GPUMON_OOM_F_STEADY;
+		in->steady = best->nsteps >= 2;
+		if (in->steady)
+			in->steady_bytes = best->max_allocated_known ? best->max_allocated : best->allocated_peak;
+		return;
+	}
+	if (!d->job_seen || !d->ring_n)
+		return;
+	int found = 0;
+	uint64_t ref = 0, from = 0, level = 0, oldest = UINT64_MAX;
+	for (unsigned k = d->ring_n; k-- > 0;) { /* oldest first */
+		const struct mring *e = back(d, k);
+		if (e->t_ns > t)
+			break;
+		if (e->t_ns < oldest)
+			oldest = e->t_ns;
+		if (e->t_ns < d->job_first_t)
+			continue;
+		uint64_t band = ref / 10 > STEADY_BAND_MIN ? ref / 10 : STEADY_BAND_MIN;
+		if (!from || e->job + band < ref || e->job > ref + band) {
+			ref = level = e->job;
+			from = e->t_ns;
+			continue;
+		}
+		if (e->job > level)
+			level = e->job;
+		if (e->t_ns >= from + STEADY_NS && ref >= REAL_LEVEL) {
+			found = 1;
+			in->steady_bytes = level;
+		}
+	}
+	if (found || oldest <= d->job_first_t) {
+		in->known |= GPUMON_OOM_F_STEADY;
+		in->steady = found;
+	}
+}
+
+/* The job's own rise on dev over the last GROWTH_NS (since it first held memory there): from its
+ * lowest figure then to its figure at the moment. */
+static void growth(gpumon_model *m, const struct mdev *d, uint64_t t)
+{
+	gpumon_oom_input *in = &m->oom.input;
+	if (!d->job_seen)
+		return;
+	uint64_t lo = UINT64_MAX, lo_t = 0, from = t > GROWTH_NS ? t - GROWTH_NS : 0;
+	if (from < d->job_first_t)
+		from = d->job_first_t;
+	for (unsigned k = 0; k < d->ring_n; k++) {
+		const struct mring *e = back(d, k);
+		if (e->t_ns < from)
+			break;
+		if (e->t_ns <= t && e->job < lo) { /* the newest at the lowest: where the climb began */
+			lo = e->job;
+			lo_t = e->t_ns;
+		}
+	}
+	if (lo == UINT64_MAX || d->job_bytes <= lo)
+		return;
+	in->known |= GPUMON_OOM_F_GROWTH;
+	in->growth_bytes = d->job_bytes - lo;
+	in->growth_seconds = (double)(t - lo_t) / 1e9;
+}
+
+/* Takes the bits of src that dst lacks (framework, pid, device and the other processes likewise). */
+static void merge_figures(gpumon_oom_figures *dst, const gpumon_oom_figures *src)
+{
+	static const struct {
+		unsigned bit;
+		size_t off;
+	} f[] = {
+		{GPUMON_FIG_REQUEST, offsetof(gpumon_oom_figures, request_bytes)},
+		{GPUMON_FIG_CAPACITY, offsetof(gpumon_oom_figures, capacity_bytes)},
+		{GPUMON_FIG_FREE, offsetof(gpumon_oom_figures, free_bytes)},
+		{GPUMON_FIG_PROCESS, offsetof(gpumon_oom_figures, process_bytes)},
+		{GPUMON_FIG_ALLOCATED, offsetof(gpumon_oom_figures, allocated_bytes)},
+		{GPUMON_FIG_RESERVED, offsetof(gpumon_oom_figures, reserved_bytes)},
+		{GPUMON_FIG_CAP, offsetof(gpumon_oom_figures, cap_bytes)},
+		{GPUMON_FIG_LARGEST_FREE, offsetof(gpumon_oom_figures, largest_free_bytes)},
+		{GPUMON_FIG_PEAK, offsetof(gpumon_oom_figures, peak_bytes)},
+	};
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if ((src->known & f[i].bit) && !(dst->known & f[i].bit)) {
+			memcpy((char *)dst + f[i].off, (const char *)src + f[i].off, sizeof(uint64_t));
+			dst->known |= f[i].bit;
+		}
+	if ((src->known & GPUMON_FIG_DEVICE) && !(dst->known & GPUMON_FIG_DEVICE)) {
+		dst->device = src->device;
+		dst->known |= GPUMON_FIG_DEVICE;
+	}
+	if (!dst->framework[0])
+		memcpy(dst->framework, src->framework, sizeof dst->framework);
+	if (!dst->pid)
+		dst->pid = src->pid;
+	if (!dst->nothers && src->nothers) {
+		dst->nothers = src->nothers;
+		memcpy(dst->others, src->others, sizeof dst->others);
+	}
+}
+
+/* Whether something said at t belongs to the out-of-memory (the first one's, or the one to come). */
+static int near_moment(const gpumon_model *m, uint64_t t)
+{
+	return !m->oom_have || (t + NEAR_NS >= m->oom.t_ns && t <= m->oom.t_ns + NEAR_NS);
+}
+
+/* The GPU of the moment: the one the framework names, when it maps to one of the model's, else the
+ * job's. */
+static int moment_dev(const gpumon_model *m, const gpumon_oom_figures *f)
+{
+	if (f && (f->known & GPUMON_FIG_DEVICE)) {
+		int d = gpumon__model_map_device(m, f->pid, f->device);
+		if (d >= 0)
+			return d;
+	}
+	return gpumon__model_job_dev(m);
+}
+
+/* A sign at t_ns: the first one is the moment; f: the figures it came with (NULL none). */
+static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f)
+{
+	if (!m->oom_have || t_ns > m->oom_last_sign_t + SAME_SIGN_NS)
+		m->oom.signs++;
+	if (t_ns > m->oom_last_sign_t)
+		m->oom_last_sign_t = t_ns;
 	if (m->oom_have)
 		return;
-	int dev = gpumon__model_job_dev(m);
+	int dev = moment_dev(m, f);
 	m->oom_have = 1;
 	m->oom.t_ns = t_ns;
 	m->oom.dev = dev;
@@ -234,7 +398,64 @@ void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
 		in->early_bytes = d->job_early;
 	}
 	framework(m, (unsigned)dev);
+	steadiness(m, d, (unsigned)dev, t_ns);
+	growth(m, d, t_ns);
 	at_the_limit(m, (unsigned)dev);
+}
+
+void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
+{
+	gpumon_oom_figures f;
+	int got = 0;
+	/* in a traceback the exception's own line comes last: the message quoted is the last one */
+	if (text && text[0]) {
+		snprintf(m->oom.message, sizeof m->oom.message, "%s", text);
+		got = gpumon_oom_message_parse(text, strlen(text), &f) > 0;
+		if (got && near_moment(m, t_ns))
+			merge_figures(&m->fig_msg, &f);
+	}
+	sign(m, t_ns, got ? &f : NULL);
+}
+
+int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, const char *text)
+{
+	gpumon_oom_figures f;
+	size_t len = text ? strlen(text) : 0;
+	if (!strcmp(kind, GPUMON_EVENT_OOM_DETAIL)) {
+		if (len && gpumon_oom_message_parse(text, len, &f) > 0 && near_moment(m, t_ns)) {
+			merge_figures(&m->fig_detail, &f);
+			m->fig_detail_t = t_ns;
+		}
+		return 1;
+	}
+	if (!strcmp(kind, GPUMON_EVENT_OOM_FIGURES)) {
+		if (!len || gpumon_oom_figures_decode(text, len, &f) != GPUMON_OK) {
+			gpumon_model_damage(m, "an out-of-memory report from inside the job could not be read");
+			return 1;
+		}
+		if (near_moment(m, t_ns)) {
+			merge_figures(&m->fig_inside, &f);
+			if (f.pid && !m->oom.pid)
+				m->oom.pid = f.pid;
+		}
+		sign(m, t_ns, &f);
+		return 1;
+	}
+	if (!strcmp(kind, GPUMON_EVENT_SNAPSHOT)) {
+		gpumon_alloc_snapshot s;
+		if (!len || gpumon_snapshot_decode(text, len, &s) != GPUMON_OK) {
+			gpumon_model_damage(m, "an allocator snapshot from inside the job could not be read");
+			return 1;
+		}
+		/* the one taken at the moment: the first near it */
+		if (!m->snap_have && near_moment(m, t_ns)) {
+			m->snap = s;
+			m->snap_t = t_ns;
+			m->snap_have = 1;
+		}
+		return 1;
+	}
+	return 0;
 }
 
 void gpumon__model_oom_finish(gpumon_model *m)
@@ -264,12 +485,40 @@ int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out)
 	if (!m->oom_have)
 		return GPUMON_E_NOT_FOUND;
 	*out = m->oom;
+	gpumon_oom_input *in = &out->input;
+	/* what the framework said: the monitor inside the job first (exact bytes), then its message
+	   (rounded as printed), then its log's lines */
+	gpumon_oom_figures f = m->fig_inside;
+	merge_figures(&f, &m->fig_msg);
+	if (m->fig_detail.known && m->fig_detail_t + NEAR_NS >= m->oom.t_ns && m->fig_detail_t <= m->oom.t_ns + NEAR_NS)
+		merge_figures(&f, &m->fig_detail);
+	if (f.known) {
+		in->known |= GPUMON_OOM_F_FIGURES;
+		in->figures = f;
+	}
+	if (m->snap_have) {
+		in->known |= GPUMON_OOM_F_SNAPSHOT;
+		in->snapshot = m->snap;
+	}
+	if (!out->pid)
+		out->pid = f.pid ? f.pid : m->snap_have ? m->snap.pid : 0;
+	/* NVML's figure of the process that ran out (else the job's largest on the GPU) */
+	const gpumon_holder *h = NULL;
+	for (size_t i = 0; i < out->nholders; i++)
+		if (out->pid ? out->holders[i].pid == out->pid : out->holders[i].job) {
+			h = &out->holders[i];
+			break;
+		}
+	if (h && h->used_known) {
+		in->known |= GPUMON_OOM_F_PROCESS;
+		in->process_bytes = h->used_bytes;
+	}
 	/* diagnosed with the run's leak verdict as it stands (at the end, the whole run's) */
 	gpumon_verdict v;
 	if (gpumon_model_verdict(m, &v) == GPUMON_OK) {
-		out->input.known |= GPUMON_OOM_F_LEAK;
-		out->input.leak = v.leak;
+		in->known |= GPUMON_OOM_F_LEAK;
+		in->leak = v.leak;
 	}
-	gpumon_oom_diagnose(&out->input, &out->diagnosis);
+	gpumon_oom_diagnose(in, &out->diagnosis);
 	return GPUMON_OK;
 }

@@ -91,17 +91,6 @@ static const char *room_name(int r)
 	return NULL;
 }
 
-static const char *cause_name(int c)
-{
-	switch (c) {
-	case GPUMON_OOM_LEAK: return "leak";
-	case GPUMON_OOM_CO_TENANT: return "co-tenant";
-	case GPUMON_OOM_TRANSIENT_PEAK: return "transient peak";
-	case GPUMON_OOM_PREALLOCATION: return "pre-allocation";
-	}
-	return "unknown";
-}
-
 static const char *peak_name(int w)
 {
 	return w == GPUMON_PEAK_JOB ? "job" : w == GPUMON_PEAK_DEVICE ? "device" : w == GPUMON_PEAK_FRAMEWORK ? "framework" : NULL;
@@ -369,19 +358,51 @@ static json_t *frameworks_json(const gpumon_model *m)
 		const struct mseg *s = &m->segs[i];
 		const char *why = s->unacc.known ? NULL : unacc_why_name(s->unacc_why);
 		int dev = gpumon__model_map_device(m, s->pid, s->device);
-		json_t *o = json_pack("{s:I, s:o, s:o, s:i, s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "pid", (json_int_t)s->pid,
+		json_t *placed = json_null();
+		if (s->placed.known) /* outside is unknown when NVML's figure lags behind the allocator's */
+			placed = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:o}", "time", secs(m, s->placed.t_ns), "step",
+					   int_or_null(s->placed.step >= 0, s->placed.step), "nvml_bytes",
+					   (json_int_t)s->placed.nvml, "reserved_bytes", (json_int_t)s->placed.reserved,
+					   "allocated_bytes", (json_int_t)s->placed.allocated, "cached_bytes",
+					   (json_int_t)(s->placed.reserved > s->placed.allocated
+								? s->placed.reserved - s->placed.allocated : 0),
+					   "outside_bytes", int_or_null(s->placed.nvml >= s->placed.reserved,
+									(int64_t)(s->placed.nvml - s->placed.reserved)));
+		json_t *o = json_pack("{s:I, s:o, s:o, s:i, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", (json_int_t)s->pid,
 				      "device", int_or_null(s->device >= 0, s->device), "framework",
 				      jstr_or_null(s->framework), "segment", (int)s->segment, "dev",
 				      int_or_null(dev >= 0, dev), "points", (json_int_t)s->points, "allocated_peak_bytes",
 				      int_or_null(s->allocated_peak > 0, (int64_t)s->allocated_peak),
 				      "reserved_peak_bytes", int_or_null(s->reserved_peak > 0, (int64_t)s->reserved_peak),
 				      "fragmentation", figure_json(m, &s->frag), "unaccounted", figure_json(m, &s->unacc),
-				      "unaccounted_why", why ? json_string(why) : json_null());
+				      "unaccounted_why", why ? json_string(why) : json_null(), "placed",
+				      placed ? placed : json_null());
 		if (!o || json_array_append_new(a, o)) {
 			json_decref(a);
 			return NULL;
 		}
 	}
+	return a;
+}
+
+/* A JSON object the library encoded (figures, a snapshot), as a value of the document; null when it
+ * cannot be had. */
+static json_t *encoded(int st, char *text)
+{
+	json_t *j = st == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
+	gpumon_free(text);
+	return j ? j : json_null();
+}
+
+/* Every cause that holds, the main one first. */
+static json_t *causes_json(const gpumon_oom_diagnosis *d)
+{
+	json_t *a = json_array();
+	if (a && d->causes)
+		json_array_append_new(a, json_string(gpumon_oom_cause_name(d->cause)));
+	for (int c = 1; a && c < GPUMON_OOM_NCAUSES; c++)
+		if ((d->causes & GPUMON_OOM_BIT(c)) && c != d->cause)
+			json_array_append_new(a, json_string(gpumon_oom_cause_name(c)));
 	return a;
 }
 
@@ -391,6 +412,7 @@ static json_t *oom_json(const gpumon_model *m)
 	if (gpumon_model_oom_get(m, &o) != GPUMON_OK)
 		return json_null();
 	const gpumon_oom_input *in = &o.input;
+	const gpumon_oom_diagnosis *dg = &o.diagnosis;
 	json_t *holders = json_array(), *last = json_array();
 	for (size_t i = 0; holders && i < o.nholders; i++) {
 		const gpumon_holder *h = &o.holders[i];
@@ -408,6 +430,7 @@ static json_t *oom_json(const gpumon_model *m)
 						      (json_int_t)o.last[i].used_bytes, "total_bytes",
 						      int_or_null(total > 0, (int64_t)total)));
 #define F(bit, v) int_or_null((in->known & (bit)) == (bit), (int64_t)(v))
+#define D(v) int_or_null(dg->v > 0, (int64_t)dg->v)
 	json_t *figures = json_pack(
 	    "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "total_bytes", F(GPUMON_OOM_F_TOTAL, in->total_bytes),
 	    "used_bytes", F(GPUMON_OOM_F_USED, in->used_bytes), "job_bytes", F(GPUMON_OOM_F_JOB, in->job_bytes),
@@ -417,13 +440,36 @@ static json_t *oom_json(const gpumon_model *m)
 	    F(GPUMON_OOM_F_FLOOR, in->floor_bytes), "rise_seconds", num_or_null(in->rise_seconds >= 0, in->rise_seconds),
 	    "early_bytes", F(GPUMON_OOM_F_EARLY, in->early_bytes), "allocated_bytes",
 	    F(GPUMON_OOM_F_FRAMEWORK, in->allocated_bytes), "reserved_bytes", F(GPUMON_OOM_F_FRAMEWORK, in->reserved_bytes));
+	/* what decided the causes */
+	if (figures &&
+	    (put(figures, "steady", (in->known & GPUMON_OOM_F_STEADY) ? json_boolean(in->steady) : json_null()) ||
+	     put(figures, "steady_bytes", int_or_null((in->known & GPUMON_OOM_F_STEADY) && in->steady, (int64_t)in->steady_bytes)) ||
+	     put(figures, "process_bytes", F(GPUMON_OOM_F_PROCESS, in->process_bytes)) ||
+	     put(figures, "limit_bytes", F(GPUMON_OOM_F_LIMIT, in->limit_bytes)) ||
+	     put(figures, "request_bytes", D(request_bytes)) || put(figures, "available_bytes", int_or_null(
+		     dg->request_bytes && (in->figures.known & GPUMON_FIG_FREE), (int64_t)dg->available_bytes)) ||
+	     put(figures, "shortfall_bytes", D(shortfall_bytes)) || put(figures, "cached_bytes", D(cached_bytes)) ||
+	     put(figures, "largest_free_bytes", D(largest_free_bytes)) || put(figures, "outside_bytes", D(outside_bytes)) ||
+	     put(figures, "cap_bytes", D(cap_bytes)) || put(figures, "excess_bytes", D(excess_bytes)) ||
+	     put(figures, "growth_bytes", D(growth_bytes)) ||
+	     put(figures, "growth_seconds", num_or_null(dg->growth_bytes > 0, dg->growth_seconds)))) {
+		json_decref(figures);
+		figures = NULL;
+	}
+#undef D
 #undef F
-	return json_pack("{s:o, s:o, s:o, s:s, s:b, s:b, s:o, s:o, s:o, s:i}", "time", secs(m, o.t_ns), "dev",
-			 int_or_null(o.dev >= 0, o.dev), "message", jstr_or_null(o.message), "cause",
-			 cause_name(o.diagnosis.cause), "also_leak", !!(o.diagnosis.also & GPUMON_OOM_ALSO_LEAK),
-			 "by_early_figure", !!(o.diagnosis.also & GPUMON_OOM_BY_EARLY_FIGURE), "figures",
-			 figures ? figures : json_null(), "holders", holders ? holders : json_null(), "last_seconds",
-			 last ? last : json_null(), "signs", (int)o.signs);
+	char *text = NULL;
+	json_t *said = (in->known & GPUMON_OOM_F_FIGURES) ? encoded(gpumon_oom_figures_encode(&in->figures, &text), text)
+							  : json_null();
+	text = NULL;
+	json_t *snap = (in->known & GPUMON_OOM_F_SNAPSHOT) ? encoded(gpumon_snapshot_encode(&in->snapshot, &text), text)
+							   : json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:s, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i}", "time", secs(m, o.t_ns),
+			 "dev", int_or_null(o.dev >= 0, o.dev), "pid", int_or_null(o.pid > 0, o.pid), "message",
+			 jstr_or_null(o.message), "cause", gpumon_oom_cause_name(dg->cause), "causes", causes_json(dg), "also_leak",
+			 !!(dg->also & GPUMON_OOM_ALSO_LEAK), "by_early_figure", !!(dg->also & GPUMON_OOM_BY_EARLY_FIGURE),
+			 "figures", figures ? figures : json_null(), "framework", said, "snapshot", snap, "holders",
+			 holders ? holders : json_null(), "last_seconds", last ? last : json_null(), "signs", (int)o.signs);
 }
 
 static json_t *alert_json(const gpumon_model *m, const gpumon_alert *a)

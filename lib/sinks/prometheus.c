@@ -523,13 +523,17 @@ static void render_framework(const struct prom_view *v, struct prom_buf *b)
 		{"gpumon_framework_allocated_bytes", "Bytes the framework's allocator has handed out to tensors (torch.cuda.memory_allocated), as the process reported it.", 0},
 		{"gpumon_framework_reserved_bytes", "Bytes the framework's caching allocator holds from the driver (torch.cuda.memory_reserved).", 1},
 		{"gpumon_framework_allocated_peak_bytes", "The framework's own peak of allocated bytes (torch.cuda.max_memory_allocated).", 2},
+		{"gpumon_framework_outside_bytes", "Bytes the process holds on the GPU outside the framework's allocator (its NVML figure - reserved: the CUDA context, libraries' workspaces, other allocators).", 3},
 	};
 	for (size_t k = 0; k < sizeof fams / sizeof fams[0]; k++) {
 		int header = 0;
 		for (size_t i = 0; i < v->nfw; i++) {
 			const gpumon_framework_sample *f = &v->fw[i];
-			int known = fams[k].which == 0 ? f->allocated_known : fams[k].which == 1 ? f->reserved_known : f->max_allocated_known;
-			uint64_t x = fams[k].which == 0 ? f->allocated_bytes : fams[k].which == 1 ? f->reserved_bytes : f->max_allocated_bytes;
+			int w = fams[k].which;
+			int known = w == 0 ? f->allocated_known : w == 1 ? f->reserved_known : w == 2 ? f->max_allocated_known
+								      : v->fw_outside && v->fw_outside[i] >= 0;
+			uint64_t x = w == 0 ? f->allocated_bytes : w == 1 ? f->reserved_bytes : w == 2 ? f->max_allocated_bytes
+										 : known ? (uint64_t)v->fw_outside[i] : 0;
 			if (!known)
 				continue;
 			if (!header++)

@@ -108,6 +108,8 @@ struct prom_view {
 	size_t nowners;
 	const gpumon_framework_sample *fw;
 	const int *fw_gpu;          /* per framework sample: its GPU's position, -1 when not known */
+	const int64_t *fw_outside;  /* per framework sample: its process's memory outside the allocator
+				       (the run model's), -1 when not known */
 	size_t nfw;
 	const gpumon_nvml_error_count *errs;
 	size_t nerrs;

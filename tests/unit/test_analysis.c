@@ -245,6 +245,190 @@ static void test_oom_preallocation_and_peak(void)
 }
 
 /* Each framework's message as it prints it, and the name the match gives back. */
+/* torch's figures at an out-of-memory, as its message says them (the H200 fixtures'), for the causes
+ * that need them: request, free and capacity, the process, allocated and reserved (+ cap). */
+static gpumon_oom_input torch_said(double request_gib, double free_gib, double process_gib, double alloc_gib,
+				   double cached_gib)
+{
+	gpumon_oom_input in;
+	memset(&in, 0, sizeof in);
+	in.known = GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_USED | GPUMON_OOM_F_JOB | GPUMON_OOM_F_OTHERS | GPUMON_OOM_F_FIGURES;
+	in.total_bytes = 143771ull * MIB; /* NVML's total; torch's capacity leaves the driver's reserve out */
+	in.used_bytes = in.total_bytes - (uint64_t)(free_gib * GIB) - 616 * MIB;
+	in.job_bytes = (uint64_t)(process_gib * GIB);
+	in.top_other_pid = -1;
+	in.rise_seconds = -1;
+	in.leak.verdict = GPUMON_LEAK_INSUFFICIENT_DATA;
+	gpumon_oom_figures *f = &in.figures;
+	f->known = GPUMON_FIG_REQUEST | GPUMON_FIG_CAPACITY | GPUMON_FIG_FREE | GPUMON_FIG_PROCESS | GPUMON_FIG_ALLOCATED |
+		   GPUMON_FIG_RESERVED | GPUMON_FIG_DEVICE;
+	snprintf(f->framework, sizeof f->framework, "torch");
+	f->request_bytes = (uint64_t)(request_gib * GIB);
+	f->capacity_bytes = (uint64_t)(139.80 * GIB);
+	f->free_bytes = (uint64_t)(free_gib * GIB);
+	f->process_bytes = (uint64_t)(process_gib * GIB);
+	f->allocated_bytes = (uint64_t)(alloc_gib * GIB);
+	f->reserved_bytes = (uint64_t)((alloc_gib + cached_gib) * GIB);
+	return in;
+}
+
+#define HOLDS(d, c) (((d).causes & GPUMON_OOM_BIT(c)) != 0)
+
+static void test_oom_causes(void)
+{
+	gpumon_oom_diagnosis d;
+	/* tests/fixtures/oom/torch-2.11-fragmentation.txt: 40 GiB asked, 90.23 GiB cached in pieces */
+	gpumon_oom_input in = torch_said(40.00, 10.38, 129.41, 38.67, 90.23);
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_FRAGMENTATION, "40 GiB asked with 90 GiB cached: fragmentation");
+	is_int(d.causes, GPUMON_OOM_BIT(GPUMON_OOM_FRAGMENTATION), "and nothing else (not pre-allocation, not a peak)");
+	is_int(d.cached_bytes, (uint64_t)(90.23 * GIB), "the cached bytes");
+	is_int(d.request_bytes, 40 * GIB, "the request");
+	is_int(d.shortfall_bytes, 0, "nothing was missing: it was there, in pieces");
+	in.known |= GPUMON_OOM_F_SNAPSHOT;
+	in.snapshot.largest_free_bytes = 12 * MIB;
+	d = diagnose(&in);
+	is_int(d.largest_free_bytes, 12 * MIB, "the snapshot's largest free piece is told");
+	in.snapshot.largest_free_bytes = 41 * GIB;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_FRAGMENTATION), "a free piece as large as the request: not fragmentation");
+	in = torch_said(40.00, 10.38, 129.41, 38.67, 2.0);
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_FRAGMENTATION), "2 GiB cached of a 140 GiB card: no real share, not fragmentation");
+	in = torch_said(20.00, 7.06, 139.5, 125.35, 13.93); /* cached < request, but with the free memory enough */
+	d = diagnose(&in);
+	ok(HOLDS(d, GPUMON_OOM_FRAGMENTATION), "13.9 GiB cached + 7 GiB free for 20 GiB: fragmentation");
+	is_int(d.available_bytes, in.figures.free_bytes + in.figures.reserved_bytes - in.figures.allocated_bytes,
+	       "available: the card's free memory and the cache");
+
+	/* tests/fixtures/oom/torch-2.11-fraction.txt: a cap of 34.95 GiB, 105 GiB free on the card */
+	in = torch_said(1.0, 105.29, 34.51, 34.00, 0);
+	in.figures.known |= GPUMON_FIG_CAP;
+	in.figures.cap_bytes = (uint64_t)(34.95 * GIB);
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_CAP, "set_per_process_memory_fraction: the job's own cap");
+	is_int(d.cap_bytes, (uint64_t)(34.95 * GIB), "the cap");
+	ok(!HOLDS(d, GPUMON_OOM_TOO_BIG), "not too big: it would fit the card");
+	in.known |= GPUMON_OOM_F_STEADY; /* climbing from its start to the cap: still not "too big" */
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_TOO_BIG), "climbing to a cap is not too big for the card");
+	in.figures.cap_bytes = (uint64_t)(139.0 * GIB);
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_CAP), "a cap at 99 %% of the card is no cap of the job's");
+
+	/* tests/fixtures/oom/torch-2.11-cotenant.txt: another process holds 60.60 GiB */
+	in = torch_said(1.0, 0.685, 78.51, 78.00, 0);
+	in.others_bytes = (uint64_t)(60.60 * GIB);
+	in.top_other_pid = 870;
+	in.top_other_bytes = in.others_bytes;
+	in.known |= GPUMON_OOM_F_GROWTH;
+	in.growth_bytes = 77 * GIB;
+	in.growth_seconds = 4.2;
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_CO_TENANT, "60 GiB held by another process: co-tenant");
+	is_int(d.growth_bytes, 77 * GIB, "with the job's own growth");
+	ok(d.growth_seconds > 4.1 && d.growth_seconds < 4.3, "and its time");
+	in.figures.free_bytes = 2 * GIB;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_CO_TENANT), "the card had room for the 1 GiB asked: the others did not cause it");
+	in = torch_said(10.0, 0.5, 50, 50, 0);
+	in.others_bytes = 2 * GIB;
+	in.figures.free_bytes = 0;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_CO_TENANT), "others hold 2 GiB, under 10 %% of the card: no co-tenant");
+	in.others_bytes = 15 * GIB; /* 15 GiB of others, 9.5 GiB missing: they made the difference */
+	d = diagnose(&in);
+	ok(HOLDS(d, GPUMON_OOM_CO_TENANT), "others hold more than was missing: co-tenant");
+	in.figures.request_bytes = 40 * GIB; /* 40 GiB missing, others hold 15: not theirs alone */
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_CO_TENANT), "others hold less than was missing: not the co-tenant's doing");
+
+	/* tests/fixtures/oom/torch-2.11-too-big.txt: 200 GiB asked of a 139.80 GiB card, before any step */
+	in = torch_said(200.0, 139.29, 0.506, 0, 0);
+	in.known |= GPUMON_OOM_F_STEADY;
+	in.steady = 0;
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_TOO_BIG, "200 GiB asked before any steady level: too big");
+	is_int(d.shortfall_bytes, (uint64_t)(200.0 * GIB) - (uint64_t)(139.29 * GIB), "short by what was asked beyond what was free");
+	in.steady = 1;
+	in.steady_bytes = 10 * GIB;
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_TRANSIENT_PEAK, "the same after a steady level of 10 GiB: a transient peak");
+	is_int(d.excess_bytes, 190 * GIB, "its excess over the usual level");
+	ok(!HOLDS(d, GPUMON_OOM_TOO_BIG), "and not too big from the start");
+	in = torch_said(100.0, 30, 45, 40, 0); /* a peak against a level it never held */
+	in.known |= GPUMON_OOM_F_STEADY | GPUMON_OOM_F_FLOOR;
+	in.steady = 0;
+	in.floor_bytes = 0;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_TRANSIENT_PEAK), "no steady level: never a transient peak, whatever the floor");
+	is_int(d.cause, GPUMON_OOM_TOO_BIG, "140 GiB needed before a steady level on a 139.8 GiB card: too big");
+	in.figures.request_bytes = 50 * GIB;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_TOO_BIG), "90 GiB needed would fit the card alone: not too big");
+
+	/* tests/fixtures/oom/torch-2.11-outside.txt: 6 GiB from cuMemAlloc beside torch's 133 GiB */
+	in = torch_said(1.0, 0.286, 139.51, 133.00, 0);
+	d = diagnose(&in);
+	ok(HOLDS(d, GPUMON_OOM_OUTSIDE), "6.5 GiB outside the allocator: said");
+	is_int(d.outside_bytes, (uint64_t)(139.51 * GIB) - (uint64_t)(133.00 * GIB), "its size");
+	in = torch_said(1.0, 0.286, 133.51, 133.00, 0); /* the CUDA context alone */
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_OUTSIDE), "half a GiB outside (the context): not a cause");
+	in = torch_said(40.00, 10.38, 135.41, 38.67, 90.23); /* fragmentation and 6 GiB outside together */
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_FRAGMENTATION, "fragmentation first ...");
+	ok(HOLDS(d, GPUMON_OOM_OUTSIDE), "... outside the allocator said with it");
+
+	/* JAX's limit (tests/fixtures/oom/jax-0.11-prealloc.txt with memory_stats at the moment) */
+	memset(&in, 0, sizeof in);
+	in.known = GPUMON_OOM_F_TOTAL | GPUMON_OOM_F_FIGURES;
+	in.total_bytes = 143771ull * MIB;
+	in.top_other_pid = -1;
+	in.rise_seconds = -1;
+	in.figures.known = GPUMON_FIG_REQUEST | GPUMON_FIG_CAP | GPUMON_FIG_ALLOCATED | GPUMON_FIG_RESERVED |
+			   GPUMON_FIG_PEAK | GPUMON_FIG_LARGEST_FREE;
+	in.figures.request_bytes = GIB;
+	in.figures.cap_bytes = 112583507968ull;
+	in.figures.reserved_bytes = 112583507968ull;
+	in.figures.allocated_bytes = 111669149696ull;
+	in.figures.peak_bytes = 111669150208ull;
+	in.figures.largest_free_bytes = 914357760ull;
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_CAP, "JAX at XLA's 75 %% limit: the job's own cap");
+	ok(!HOLDS(d, GPUMON_OOM_PREALLOCATION), "its pool in use: no pre-allocation");
+
+	/* a fragmented cache looks like a pool reserved up front: it is not pre-allocation */
+	in = torch_said(40.00, 10.38, 129.41, 38.67, 90.23);
+	in.known |= GPUMON_OOM_F_FRAMEWORK;
+	in.reserved_bytes = in.figures.reserved_bytes;
+	in.allocated_bytes = in.figures.allocated_bytes;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_PREALLOCATION), "fragmentation is not pre-allocation");
+	in.figures.known &= ~(unsigned)GPUMON_FIG_REQUEST; /* without the request: the old rule stands */
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_PREALLOCATION, "no request known: 129 GiB reserved, 39 GiB used: pre-allocation");
+	in.figures.known |= GPUMON_FIG_PEAK;
+	in.figures.peak_bytes = 120 * GIB;
+	d = diagnose(&in);
+	ok(!HOLDS(d, GPUMON_OOM_PREALLOCATION), "a peak of 120 GiB once in use: cached after use, not pre-allocated");
+
+	/* --limit reached (the model sets F_LIMIT when a job process held it) */
+	in = base();
+	in.known |= GPUMON_OOM_F_LIMIT;
+	in.total_bytes = in.limit_bytes = 40 * GIB;
+	in.used_bytes = 40 * GIB;
+	d = diagnose(&in);
+	is_int(d.cause, GPUMON_OOM_CAP, "at gpumon run --limit: the cap");
+	is_int(d.cap_bytes, 40 * GIB, "the limit as the cap");
+
+	/* the names every front end says */
+	is_str(gpumon_oom_cause_name(GPUMON_OOM_FRAGMENTATION), "fragmentation", "name: fragmentation");
+	is_str(gpumon_oom_cause_name(GPUMON_OOM_OUTSIDE), "outside the allocator", "name: outside");
+	is_str(gpumon_oom_cause_name(GPUMON_OOM_TOO_BIG), "too big", "name: too big");
+	is_str(gpumon_oom_cause_name(99), "unknown", "name of an unknown code");
+}
+
 static void test_oom_messages(void)
 {
 	static const struct {
@@ -300,6 +484,7 @@ int main(void)
 	test_peaks();
 	test_oom_co_tenant_and_leak();
 	test_oom_preallocation_and_peak();
+	test_oom_causes();
 	test_oom_messages();
 	return tap_done();
 }

@@ -248,14 +248,17 @@ static void test_oom_event(void)
 	run_scenario(300, 64 * MiB, 0, 0, 20 * GiB); /* the job climbs to 22.7 GiB, 43.7 GiB used */
 	uint64_t t = T0 + 300 * S + S / 2;
 	ev(t, "oom", "PyTorch: torch.OutOfMemoryError: CUDA out of memory.");
-	ev(t + S, "oom", "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
+	ev(t + 6 * S, "oom", "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB");
 	gpumon_model_finish(M, 0, 1);
 	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory moment");
 	is_int(o.t_ns, t, "at the first \"oom\" event");
 	is_int(o.dev, 0, "on the job's GPU");
 	is_str(o.message, "PyTorch: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB",
 	       "the message quoted is the last one");
-	is_int(o.signs, 2, "two signs");
+	is_int(o.signs, 2, "two signs, 6 s apart");
+	ok((o.input.known & GPUMON_OOM_F_FIGURES) && (o.input.figures.known & GPUMON_FIG_REQUEST) &&
+	       o.input.figures.request_bytes == 2 * GiB,
+	   "the message's figures read: 2.00 GiB asked");
 	is_int(o.nholders, 3, "three holders");
 	ok(o.nholders == 3 && o.holders[0].pid == 100 && o.holders[0].job && o.holders[1].pid == 200 &&
 	       !o.holders[1].job && o.holders[2].pid == 101 && o.holders[2].job,
@@ -284,6 +287,196 @@ static void test_oom_event(void)
 	       json_integer_value(at(d, "oom.figures.top_other.pid")) == 200,
 	   "also_leak, holders and the top other in the document");
 	json_decref(d);
+	done();
+}
+
+/* ---- what the framework said, the inside view ---------------------------------------------------- */
+
+/* The job (pid 100) alone on GPU 0: idle, then its NVML figure follows job(i) at 10 rows a second. */
+static void nvml_job(unsigned rows, uint64_t (*job)(unsigned))
+{
+	for (unsigned i = 0; i < rows; i++) {
+		uint64_t t = T0 + S + i * (S / 10), b = job(i);
+		proc(0, t, 100, b);
+		dev_row(0, t + 2, b);
+	}
+}
+
+static uint64_t from_nothing(unsigned i) /* 10 s holding its context only, then 3 GiB a row to full */
+{
+	uint64_t b = i < 100 ? 512 * MiB : 512 * MiB + (i - 99) * 3 * GiB;
+	return b < TOTAL - RESV - GiB ? b : TOTAL - RESV - GiB;
+}
+
+static void test_oom_no_baseline(void)
+{
+	gpumon_model_oom o;
+	model_new(100, 0, 0, 0, 0);
+	nvml_job(130, from_nothing);
+	ev(T0 + S + 129 * (S / 10), "oom",
+	   "PyTorch: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total capacity of "
+	   "79.50 GiB of which 512.00 MiB is free. Including non-PyTorch memory, this process has 78.50 GiB memory in use. "
+	   "Of the allocated memory 77.90 GiB is allocated by PyTorch, and 100.00 MiB is reserved by PyTorch but "
+	   "unallocated.");
+	gpumon_model_finish(M, 0, 1);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory");
+	ok(!(o.input.known & GPUMON_OOM_F_FLOOR), "a job holding only its context has no usual level to peak from");
+	ok((o.input.known & GPUMON_OOM_F_STEADY) && !o.input.steady, "it never held a level: steady known, false");
+	ok(!(o.diagnosis.causes & GPUMON_OOM_BIT(GPUMON_OOM_TRANSIENT_PEAK)), "not a transient peak (causes 0x%x)",
+	   o.diagnosis.causes);
+	is_int(o.diagnosis.cause, GPUMON_OOM_TOO_BIG, "too big from the start: 98 GiB needed of a 79.5 GiB card");
+	json_t *d = document(0);
+	is_str(json_string_value(at(d, "oom.cause")), "too big", "the document's cause");
+	is_str(json_string_value(json_array_get(at(d, "oom.causes"), 0)), "too big", "first of its causes");
+	is_int(json_integer_value(at(d, "oom.framework.request_bytes")), 20 * GiB, "what torch said: the request");
+	ok(json_is_false(at(d, "oom.figures.steady")), "figures.steady false");
+	json_decref(d);
+	done();
+}
+
+static uint64_t steady_then_peak(unsigned i) /* 10 GiB for 20 s, then nothing moves: the request fails */
+{
+	(void)i;
+	return 10 * GiB;
+}
+
+/* A training job with steps at a steady 10 GiB, then an evaluation asks for 75 GiB: a transient peak;
+ * the monitor inside the job reports the figures and the allocator's snapshot. */
+static void test_oom_inside_figures(void)
+{
+	gpumon_model_oom o;
+	model_new(100, 0, 0, 0, 0);
+	nvml_job(200, steady_then_peak);
+	for (unsigned s = 1; s <= 20; s++)
+		fw(T0 + S + s * S - S / 2, 100, s, 9 * GiB, 9 * GiB + 512 * MiB, 0);
+	uint64_t t = T0 + 21 * S;
+	gpumon_oom_figures f;
+	memset(&f, 0, sizeof f);
+	snprintf(f.framework, sizeof f.framework, "torch");
+	f.pid = 100;
+	f.device = 0;
+	f.known = GPUMON_FIG_DEVICE | GPUMON_FIG_REQUEST | GPUMON_FIG_FREE | GPUMON_FIG_CAPACITY | GPUMON_FIG_ALLOCATED |
+		  GPUMON_FIG_RESERVED;
+	f.request_bytes = 75 * GiB + 12345;
+	f.free_bytes = TOTAL - RESV - 10 * GiB;
+	f.capacity_bytes = TOTAL - RESV;
+	f.allocated_bytes = 9 * GiB;
+	f.reserved_bytes = 9 * GiB + 512 * MiB;
+	char *text = NULL;
+	is_int(gpumon_oom_figures_encode(&f, &text), GPUMON_OK, "figures encoded");
+	ev(t, GPUMON_EVENT_OOM_FIGURES, text);
+	gpumon_free(text);
+	gpumon_alloc_snapshot sn;
+	memset(&sn, 0, sizeof sn);
+	snprintf(sn.framework, sizeof sn.framework, "torch");
+	sn.pid = 100;
+	sn.known = GPUMON_SNAP_REQUEST | GPUMON_SNAP_STACKS | GPUMON_SNAP_DEVICE;
+	sn.request_bytes = f.request_bytes;
+	sn.reserved_bytes = f.reserved_bytes;
+	sn.allocated_bytes = f.allocated_bytes;
+	sn.free_bytes = 512 * MiB;
+	sn.largest_free_bytes = 512 * MiB;
+	sn.unusable_free_bytes = 512 * MiB;
+	sn.segments = 4;
+	sn.blocks = 10;
+	sn.nsites = 1;
+	snprintf(sn.sites[0].file, sizeof sn.sites[0].file, "/srv/job/train.py");
+	sn.sites[0].line = 42;
+	snprintf(sn.sites[0].function, sizeof sn.sites[0].function, "evaluate");
+	sn.sites[0].bytes = 9 * GiB;
+	sn.sites[0].blocks = 10;
+	text = NULL;
+	is_int(gpumon_snapshot_encode(&sn, &text), GPUMON_OK, "snapshot encoded");
+	ev(t + S / 10, GPUMON_EVENT_SNAPSHOT, text);
+	gpumon_free(text);
+	/* then the message the job printed, rounded as torch prints it */
+	ev(t + S, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.00 GiB. GPU 0 has a total "
+			 "capacity of 79.50 GiB of which 69.50 GiB is free. Of the allocated memory 9.00 GiB is allocated "
+			 "by PyTorch, and 512.00 MiB is reserved by PyTorch but unallocated.");
+	gpumon_model_finish(M, 0, 1);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory");
+	is_int(o.t_ns, t, "at the inside monitor's report, the first sign");
+	is_int(o.signs, 1, "one episode: the report and the message a second apart");
+	is_int(o.pid, 100, "the process that ran out");
+	is_int(o.input.figures.request_bytes, 75 * GiB + 12345, "the inside monitor's exact request, not the rounded one");
+	ok((o.input.known & GPUMON_OOM_F_STEADY) && o.input.steady, "20 steps done: a steady level");
+	is_int(o.input.steady_bytes, 9 * GiB + 256 * MiB, "its usual peak: max_allocated at the last step");
+	is_int(o.diagnosis.cause, GPUMON_OOM_TRANSIENT_PEAK, "a transient peak");
+	ok((o.input.known & GPUMON_OOM_F_SNAPSHOT) && o.input.snapshot.nsites == 1, "the snapshot kept");
+	ok((o.input.known & GPUMON_OOM_F_PROCESS) && o.input.process_bytes == 10 * GiB, "NVML's figure of the process");
+	json_t *d = document(0);
+	is_str(json_string_value(at(d, "oom.cause")), "transient peak", "the document's cause");
+	is_str(json_string_value(json_array_get(at(d, "oom.snapshot.sites"), 0) ? json_object_get(
+		   json_array_get(at(d, "oom.snapshot.sites"), 0), "file") : NULL),
+	       "/srv/job/train.py", "the snapshot's top site in the document");
+	is_int(json_integer_value(at(d, "oom.pid")), 100, "oom.pid");
+	ok(json_integer_value(at(d, "oom.figures.excess_bytes")) > 70 * (json_int_t)GiB, "oom.figures.excess_bytes");
+	size_t i;
+	json_t *e;
+	int leaked = 0;
+	json_array_foreach(json_object_get(d, "events"), i, e)
+		leaked |= !strcmp(json_string_value(json_object_get(e, "kind")), GPUMON_EVENT_SNAPSHOT) ||
+			  !strcmp(json_string_value(json_object_get(e, "kind")), GPUMON_EVENT_OOM_FIGURES);
+	ok(!leaked, "figures and snapshots are not listed as events");
+	json_decref(d);
+	done();
+}
+
+/* Memory outside the allocator, placed for every sample; the exporter and watch ask for it typed. */
+static void test_placed(void)
+{
+	gpumon_placed pl;
+	model_new(100, 0, 0, 0, 0);
+	is_int(gpumon_model_placed(M, 0, 100, &pl), GPUMON_E_NOT_FOUND, "nothing placed yet");
+	proc(0, T0 + S, 100, 17 * GiB);
+	dev_row(0, T0 + S + 1, 17 * GiB);
+	fw(T0 + 2 * S, 100, 5, 8 * GiB, 10 * GiB, 0);
+	is_int(gpumon_model_placed(M, 0, 100, &pl), GPUMON_OK, "placed");
+	ok(pl.nvml_bytes == 17 * GiB && pl.reserved_bytes == 10 * GiB && pl.allocated_bytes == 8 * GiB &&
+	       pl.outside_known && pl.outside_bytes == 7 * GiB && pl.step == 5 && !strcmp(pl.framework, "torch"),
+	   "NVML 17 GiB = 10 GiB reserved (8 allocated) + 7 GiB outside");
+	fw(T0 + 3 * S, 100, 6, 8 * GiB, 18 * GiB, 0);
+	is_int(gpumon_model_placed(M, 0, 100, &pl), GPUMON_OK, "placed again");
+	ok(!pl.outside_known, "NVML's figure behind the allocator's: outside unknown, not 0");
+	is_int(gpumon_model_placed(M, 1, 100, &pl), GPUMON_E_NOT_FOUND, "not on another GPU");
+	json_t *d = document(0);
+	json_t *p = at(json_array_get(json_object_get(d, "frameworks"), 0), "placed");
+	ok(json_is_object(p) && json_integer_value(json_object_get(p, "nvml_bytes")) == (json_int_t)(17 * GiB) &&
+	       json_is_null(json_object_get(p, "outside_bytes")),
+	   "the document's frameworks[].placed, outside null");
+	json_decref(d);
+	done();
+}
+
+/* A job growing 1 GiB every 0.1 s next to a 60 GiB co-tenant: the co-tenant, and the job's growth. */
+static uint64_t growing(unsigned i)
+{
+	return i < 10 ? 512 * MiB : 512 * MiB + (i - 9) * GiB;
+}
+
+static void test_oom_growth(void)
+{
+	gpumon_model_oom o;
+	model_new(100, 0, 0, 0, 0);
+	proc(0, T0 + 1, 200, 60 * GiB);
+	for (unsigned i = 0; i < 28; i++) {
+		uint64_t t = T0 + S + i * (S / 10), b = growing(i);
+		proc(0, t, 100, b);
+		dev_row(0, t + 2, b + 60 * GiB);
+	}
+	ev(T0 + S + 28 * (S / 10), "oom",
+	   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity of 79.50 "
+	   "GiB of which 100.00 MiB is free. Process 200 has 60.00 GiB memory in use. Including non-PyTorch memory, this "
+	   "process has 19.50 GiB memory in use. Of the allocated memory 19.00 GiB is allocated by PyTorch, and 0 bytes is "
+	   "reserved by PyTorch but unallocated.");
+	gpumon_model_finish(M, 0, 1);
+	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory");
+	is_int(o.diagnosis.cause, GPUMON_OOM_CO_TENANT, "the co-tenant");
+	ok(o.diagnosis.growth_bytes == 18 * GiB, "the job's own growth: 18 GiB (%.2f GiB)",
+	   (double)o.diagnosis.growth_bytes / GiB);
+	ok(o.diagnosis.growth_seconds > 1.7 && o.diagnosis.growth_seconds < 2.0, "in about 1.9 s (%.2f s)",
+	   o.diagnosis.growth_seconds);
+	is_int(o.input.figures.nothers, 1, "the message's other process");
 	done();
 }
 
@@ -576,6 +769,10 @@ int main(void)
 	test_restarted_steps();
 	test_oom_event();
 	test_oom_full_card();
+	test_oom_no_baseline();
+	test_oom_inside_figures();
+	test_placed();
+	test_oom_growth();
 	test_alerts();
 	test_bounded();
 	test_out_of_range();
