@@ -205,8 +205,6 @@ static int on_oom(struct run *r, const struct run_msg *m, unsigned pid, uint64_t
 	};
 	gpumon_oom_figures f = {.pid = pid, .device = -1};
 	char *text = NULL;
-	if (r->oom_events >= MAX_OOM_EVENTS)
-		return 0;
 	snprintf(f.framework, sizeof f.framework, "%s", m->framework);
 	if (m->has & RUN_HAS_DEVICE) {
 		f.device = m->device;
@@ -217,10 +215,14 @@ static int on_oom(struct run *r, const struct run_msg *m, unsigned pid, uint64_t
 			*(uint64_t *)(void *)((char *)&f + figs[i].out) = *(const uint64_t *)(const void *)((const char *)m + figs[i].msg);
 			f.known |= figs[i].fig;
 		}
-	if (gpumon_oom_figures_encode(&f, &text) != GPUMON_OK)
-		return 0; /* out of memory: this sign is lost, the job goes on */
-	r->oom_events++;
-	emit_event(r, t, GPUMON_EVENT_OOM_FIGURES, text);
+	int st = gpumon_oom_figures_encode(&f, &text);
+	if (st != GPUMON_OK) /* refused (a framework name that is not printable ASCII): malformed; else
+				out of memory: this sign is lost, the job goes on */
+		return st == GPUMON_E_INVAL ? -1 : 0;
+	if (r->oom_events < MAX_OOM_EVENTS) {
+		r->oom_events++;
+		emit_event(r, t, GPUMON_EVENT_OOM_FIGURES, text);
+	}
 	gpumon_free(text);
 	return 0;
 }
@@ -240,8 +242,9 @@ static int on_snapshot(struct run *r, const struct run_msg *m, unsigned pid, uin
 	}
 	if (!s.pid)
 		s.pid = pid;
-	if (gpumon_snapshot_encode(&s, &text) != GPUMON_OK)
-		return 0; /* out of memory: lost, the job goes on */
+	int st = gpumon_snapshot_encode(&s, &text);
+	if (st != GPUMON_OK) /* what decode took, encode takes: out of memory, lost; the job goes on */
+		return st == GPUMON_E_INVAL ? -1 : 0;
 	r->inside.snapshots++;
 	emit_event(r, t, GPUMON_EVENT_SNAPSHOT, text);
 	gpumon_free(text);

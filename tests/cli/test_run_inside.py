@@ -304,6 +304,7 @@ MALFORMED = [
     {"type": "oom", "free": MAX_BYTES + 1},
     {"type": "oom", "allocated": 1.5},
     {"type": "oom", "framework": 3},
+    {"type": "oom", "framework": "t\u00f8rch"},  # the library names frameworks in printable ASCII
     {"type": "snapshot", "snapshot": {"not": "a snapshot"}},
     {"type": "snapshot", "snapshot": [1, 2]},
     {"type": "snapshot"},
