@@ -575,6 +575,7 @@ static int frame(struct cx *c, struct site *f, int *kind)
 	int k, have = 0, have_file = 0;
 	int64_t line = 0;
 	memset(f, 0, sizeof *f);
+	f->file.s = f->func.s = ""; /* no file or function: empty, never NULL */
 	*kind = FRAME_OTHER;
 	if (peek(r) != '{')
 		return skip(r, 0);
@@ -969,17 +970,17 @@ static int finish(struct cx *c)
 int gpumon_snapshot_condense(const char *json, size_t len, int device, uint64_t request_bytes,
 			     gpumon_alloc_snapshot *out, char *err, size_t err_len)
 {
-	struct cx c = {
-	    .r = {.base = json, .p = json, .end = json + len, .err = err, .err_len = err ? err_len : 0},
-	    .device = device < 0 ? -1 : device,
-	    .request = request_bytes,
-	    .out = out};
+	struct cx c = {.r = {.base = json, .p = json, .err = err, .err_len = err ? err_len : 0},
+		       .device = device < 0 ? -1 : device,
+		       .request = request_bytes,
+		       .out = out};
 	if (c.r.err_len)
 		err[0] = '\0';
 	if (out)
 		memset(out, 0, sizeof *out);
 	if (!json || !out)
 		return fail(&c.r, "no %s", json ? "place for the result" : "snapshot"), GPUMON_E_INVAL;
+	c.r.end = json + len;
 	if (request_bytes > GPUMON_MAX_BYTES)
 		return fail(&c.r, "request of %llu bytes out of range", (unsigned long long)request_bytes),
 		       GPUMON_E_INVAL;

@@ -23,6 +23,10 @@ struct sb {
 __attribute__((format(printf, 2, 3))) static void sb_add(struct sb *b, const char *fmt, ...)
 {
 	va_list ap;
+	if (!b->p && !(b->p = malloc(b->cap = 256))) {
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
 	for (;;) {
 		va_start(ap, fmt);
 		int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
@@ -315,6 +319,9 @@ static void test_sites(void)
 	t = site_of("1,{\"filename\":5,\"line\":\"x\"}," F("/srv/job/b.py", -3, "h"));
 	ok(!strcmp(t.file, "/srv/job/b.py") && t.line == 0,
 	   "malformed frames passed over; a negative line is 0");
+	t = site_of("{\"line\":3},{\"name\":\"g\",\"filename\":\"??\",\"line\":1}");
+	ok(!strcmp(t.file, "") && t.line == 3 && !strcmp(t.function, ""),
+	   "no frame of the user's, the innermost without a file: an empty file");
 
 	/* long strings cut to fit: a path keeps its end, a function its start, at a character's start */
 	char path[300], func[101], frames[800];
