@@ -181,10 +181,14 @@ static int str(struct rd *r, struct view *v)
 		}
 		if (c < 0x20)
 			return syntax(r, "a control character in a string");
-		if (c == '\\' && !(v->esc = 1, k = unescape(r->p, (size_t)(r->end - r->p), &cp)))
-			return syntax(r, "an invalid escape");
-		if (c >= 0x80 && !(k = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p))))
+		if (c == '\\') {
+			v->esc = 1;
+			if (!(k = unescape(r->p, (size_t)(r->end - r->p), &cp)))
+				return syntax(r, "an invalid escape");
+		} else if (c >= 0x80 &&
+			   !(k = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p)))) {
 			return syntax(r, "invalid UTF-8");
+		}
 		r->p += k;
 	}
 	return syntax(r, "an unterminated string");
@@ -239,9 +243,12 @@ static int number(struct rd *r, int *have, int64_t *v)
 		if (digits(r))
 			return -1;
 	}
-	if (big || mag > (uint64_t)INT64_MAX)
+	if (big || mag > (uint64_t)INT64_MAX) {
 		*have = -1;
-	*v = neg ? -(int64_t)mag : (int64_t)mag;
+		*v = 0;
+	} else {
+		*v = neg ? -(int64_t)mag : (int64_t)mag;
+	}
 	return 0;
 }
 

@@ -567,6 +567,12 @@ static void test_refusals(void)
 	     "segment 0: total_size 1125899906842624 out of range (0 to 2^50-1)"},
 	    {"{\"segments\":[{\"device\":0,\"total_size\":99999999999999999999,\"blocks\":[]}]}",
 	     "segment 0 has no integer total_size"},
+	    {"{\"segments\":[{\"device\":0,\"total_size\":-9223372036854775808,\"blocks\":[]}]}",
+	     "segment 0 has no integer total_size"},
+	    {"{\"segments\":[{\"device\":0,\"total_size\":18446744073709551616,\"blocks\":[]}]}",
+	     "segment 0 has no integer total_size"},
+	    {"{\"segments\":[{\"device\":0,\"total_size\":-9223372036854775807,\"blocks\":[]}]}",
+	     "segment 0: total_size -9223372036854775807 out of range (0 to 2^50-1)"},
 	    {"{\"segments\":[{\"total_size\":5,\"blocks\":[]}]}", "segment 0 has no integer device"},
 	    {"{\"segments\":[{\"device\":-1,\"total_size\":5,\"blocks\":[]}]}",
 	     "segment 0: device -1 out of range"},
@@ -654,6 +660,11 @@ static void test_refusals(void)
 	is_int(condense(b.p, -1, 0, &s), GPUMON_E_INVAL, "600 levels of nesting refused");
 	ok(strstr(errbuf, "nesting too deep") != NULL, "... as too deep (%s)", errbuf);
 	free(b.p);
+
+	is_int(condense("{\"segments\":[{\"device\":-0,\"total_size\":-0,\"blocks\":[]}]}", -1, 0, &s),
+	       GPUMON_OK, "-0 is 0");
+	ok(s.segments == 1 && (s.known & GPUMON_SNAP_DEVICE) && s.device == 0,
+	   "... device 0, an empty segment");
 
 	/* the arguments */
 	is_int(gpumon_snapshot_condense(NULL, 0, -1, 0, &s, errbuf, sizeof errbuf), GPUMON_E_INVAL,
