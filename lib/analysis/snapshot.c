@@ -14,9 +14,10 @@
 
 /* ---- a reader of JSON text in place --------------------------------------------------------------
  * A snapshot of a full card is tens of megabytes, most of it stack frames: a tree of it (jansson's)
- * takes seconds and ten times the text in memory, so the text is read where it stands, once, and
- * checked as it goes (RFC 8259, UTF-8 included; \u0000 refused, as jansson refuses it). Strings are
- * views of the text, decoded only where their content matters. */
+ * takes seconds and ten times the text in memory, so the text is read where it stands (in one pass
+ * when its keys come in torch's order) and checked as it goes (RFC 8259, UTF-8 included; \u0000
+ * refused, as jansson refuses it). Strings are views of the text, decoded only where their content
+ * matters. */
 
 #define MAX_DEPTH 512 /* nesting; the reader recurses only into values it skips */
 
@@ -588,10 +589,10 @@ static int frame(struct cx *c, struct site *f, int *kind)
 		return skip(r, 0);
 	r->p++;
 	while ((k = member(r, &i, &key)) > 0) {
-		int s = peek(r) == '"';
-		if (is(&key, "filename") && s)
+		int string = peek(r) == '"';
+		if (is(&key, "filename") && string)
 			k = str(r, &f->file), have_file = 1;
-		else if (is(&key, "name") && s)
+		else if (is(&key, "name") && string)
 			k = str(r, &f->func);
 		else if (is(&key, "line"))
 			k = integer(r, &have, &line);
