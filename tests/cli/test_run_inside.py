@@ -206,8 +206,16 @@ FIGURES = {"request": 2 << 30, "free": 1 << 30, "capacity": 150109880320, "cap":
 
 
 def snapshot_object(**extra):
-    """A condensed snapshot as the monitor inside the job sends it (gpumon_snapshot_encode's JSON)."""
-    return dict({"framework": "torch", "reserved_bytes": 70 << 30}, **extra)
+    """A condensed snapshot as the monitor inside the job sends it: gpumon_snapshot_encode's JSON
+    (docs/report.md, "snapshot"), pid 0 when the monitor did not fill it in."""
+    return dict({"framework": "torch", "pid": 0, "device": 0, "request_bytes": 2 << 30,
+                 "reserved_bytes": 70 << 30, "allocated_bytes": 60 << 30, "free_bytes": 10 << 30,
+                 "largest_free_bytes": 512 << 20, "unusable_free_bytes": 10 << 30, "segments": 40,
+                 "segments_with_free": 12, "blocks": 900, "unsited_bytes": 1 << 30, "stacks": True,
+                 "sites": [{"file": "/srv/job/train.py", "line": 42, "function": "forward",
+                            "bytes": 59 << 30, "blocks": 880}],
+                 "top_segments": [{"size_bytes": 2 << 30, "allocated_bytes": (2 << 30) - (512 << 20),
+                                   "largest_free_bytes": 512 << 20, "expandable": False}]}, **extra)
 
 
 def send(gpumon, tmp_path, *messages, args=()):
@@ -258,9 +266,11 @@ def test_snapshot_message_becomes_alloc_snapshot(gpumon, tmp_path):
     assert r.returncode == 0, r.stderr
     snaps = [json.loads(t) for t in events(tmp_path / "rec.gpumon", "alloc_snapshot")]
     _, job = settings(tmp_path / "rec.gpumon")
-    # the sender's pid where the snapshot names none; its own when it does
+    # the sender's pid where the snapshot names none (the message's, else the connection's); its
+    # own when it does; every other field as the library read and wrote it back
     assert [s["pid"] for s in snaps] == [job, 4243, 777], snaps
-    assert all(s["reserved_bytes"] == 70 << 30 and s["framework"] == "torch" for s in snaps), snaps
+    for got, pid in zip(snaps, [job, 4243, 777]):
+        assert got == snapshot_object(pid=pid), got
 
 
 def test_snapshots_beyond_eight_are_counted(gpumon, tmp_path):
@@ -306,6 +316,8 @@ MALFORMED = [
     {"type": "oom", "framework": 3},
     {"type": "oom", "framework": "t\u00f8rch"},  # the library names frameworks in printable ASCII
     {"type": "snapshot", "snapshot": {"not": "a snapshot"}},
+    {"type": "snapshot", "snapshot": snapshot_object(reserved_bytes=MAX_BYTES + 1)},
+    {"type": "snapshot", "snapshot": {k: v for k, v in snapshot_object().items() if k != "top_segments"}},
     {"type": "snapshot", "snapshot": [1, 2]},
     {"type": "snapshot"},
     {"type": "inside", "state": "off", "reason": "r" * 1024},
