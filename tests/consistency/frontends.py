@@ -182,6 +182,8 @@ def watch_marks(gpumon_bin, path, env=None):
     assert r.returncode == 0, r.stderr
     marks = {"oom": None, "placed": {}}
     for line in r.stdout.splitlines():
+        if line.startswith("gpumon watch "):  # a new snapshot: the placed figures are the last one's
+            marks["placed"] = {}
         o = re.match(r"out of memory at ([\d.]+) s(?: on GPU (\d+))?: ([^;]+)(?:; most held at (\S+):(\d+) \(.*\), "
                      r"([\d.]+ \w+))?$", line)
         if o:
