@@ -11,36 +11,87 @@
 # framework itself and never changes what an import returns. Then, in every case, it runs the next
 # sitecustomize on sys.path (the job's or the system's), as Python would have without this one.
 #
-# It runs before anything else in every Python of the job, those that never touch a GPU too: it
-# costs a finder on sys.meta_path and the search for the next sitecustomize, imports nothing that
-# Python has not loaded already, and never raises. Standard library only, and written for any
-# Python 3 from 3.6 on (a job may start another Python with this PYTHONPATH).
+# It runs before anything else in every Python of the job, those that never touch a GPU too, so it
+# costs little: a finder on sys.meta_path and a few stat calls for the next sitecustomize; it
+# imports nothing Python has not loaded already and never raises. What runs only once a framework
+# is imported (_LATER) is compiled only then: where Python keeps no bytecode cache
+# (PYTHONDONTWRITEBYTECODE), compiling this file is most of its cost. Standard library only,
+# written for any Python 3 from 3.6 on (a job may start another Python with this PYTHONPATH).
 import os
 import sys
 
 _FRAMEWORKS = ("torch", "paddle", "jax")
 
+_LATER = r'''
+class Loader(object):
+    """The framework's own loader, with the monitor started once its module has run. The module
+    keeps its loader: the spec and __loader__ name the original before the module runs."""
 
-def _gpumon_inside_start(name, state):
+    def __init__(self, loader, name, state):
+        self.loader = loader
+        self.name = name
+        self.state = state
+
+    def create_module(self, spec):
+        create = getattr(self.loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        loader = self.loader
+        try:
+            if module.__spec__.loader is self:
+                module.__spec__.loader = loader
+            if module.__loader__ is self:
+                module.__loader__ = loader
+        except Exception:
+            pass
+        loader.exec_module(module)
+        try:
+            start(self.name, self.state)
+        except Exception:
+            pass
+
+    def __getattr__(self, attr):
+        if attr == "loader":
+            raise AttributeError(attr)
+        return getattr(self.loader, attr)
+
+
+def find_spec(finder, name, target):
+    """The spec the finders after this one give, its loader wrapped."""
+    spec = None
+    after = False
+    for f in list(sys.meta_path):
+        if not after:
+            after = f is finder
+            continue
+        find = getattr(f, "find_spec", None)
+        if find is None:
+            return None  # a finder of the old protocol: Python asks it itself, unwatched
+        spec = find(name, None, target)
+        if spec is not None:
+            break
+    loader = getattr(spec, "loader", None)
+    if loader is not None and hasattr(loader, "exec_module") and not isinstance(loader, Loader):
+        spec.loader = Loader(loader, name, finder.state)
+    return spec
+
+
+def start(name, state):
     """The framework name has been imported: start gpumon's monitor inside this process."""
+    where = "this Python (%s, %s)" % (sys.executable, sys.version.split()[0])
     try:
-        inside = _gpumon_inside_import()
+        inside = inside_module()
     except Exception as e:
-        _gpumon_inside_off(name, state, "this Python (%s, %s) cannot import gpumon: %s"
-                           % (sys.executable, sys.version.split()[0], _gpumon_inside_error(e)))
+        off(name, state, "%s cannot import gpumon: %s: %s" % (where, type(e).__name__, e))
         return
     try:
         inside.start(name)
     except Exception as e:
-        _gpumon_inside_off(name, state, "gpumon's monitor did not start in this Python (%s, %s): %s"
-                           % (sys.executable, sys.version.split()[0], _gpumon_inside_error(e)))
+        off(name, state, "gpumon's monitor did not start in %s: %s: %s" % (where, type(e).__name__, e))
 
 
-def _gpumon_inside_error(e):
-    return "%s: %s" % (type(e).__name__, e)
-
-
-def _gpumon_inside_import():
+def inside_module():
     """gpumon._inside: the job's own gpumon when it has one (its packages win), else the one gpumon
     run names, its directory appended to sys.path (and taken off again when that fails too)."""
     try:
@@ -65,7 +116,7 @@ def _gpumon_inside_import():
         raise
 
 
-def _gpumon_inside_off(name, state, reason):
+def off(name, state, reason):
     """Tells gpumon run, once per process, that the monitor is off here and why; with the standard
     library only, as gpumon may be what is missing."""
     if state.get("off"):
@@ -85,79 +136,41 @@ def _gpumon_inside_off(name, state, reason):
             s.close()
     except Exception:
         pass
-
-
-class _GpumonInsideLoader(object):
-    """The framework's own loader, with the monitor started once its module has run. The module
-    keeps its loader: the spec and __loader__ name the original before the module runs."""
-
-    def __init__(self, loader, name, state):
-        self.loader = loader
-        self.name = name
-        self.state = state
-
-    def create_module(self, spec):
-        create = getattr(self.loader, "create_module", None)
-        return create(spec) if create is not None else None
-
-    def exec_module(self, module):
-        loader = self.loader
-        try:
-            spec = getattr(module, "__spec__", None)
-            if spec is not None and spec.loader is self:
-                spec.loader = loader
-            if getattr(module, "__loader__", None) is self:
-                module.__loader__ = loader
-        except Exception:
-            pass
-        loader.exec_module(module)
-        _gpumon_inside_start(self.name, self.state)
-
-    def __getattr__(self, attr):
-        if attr == "loader":
-            raise AttributeError(attr)
-        return getattr(self.loader, attr)
+'''
 
 
 class _GpumonInsideFinder(object):
     """First on sys.meta_path: for the top-level torch, paddle and jax, the spec the finders after it
-    give, its loader wrapped; for everything else, nothing (a name compared, ~0.1 us)."""
+    give, its loader wrapped so that the monitor starts once the module has run (_LATER, compiled
+    at the first of them); for every other name, nothing (one comparison)."""
 
     _gpumon_inside = True
 
     def __init__(self):
         self.looking = set()
         self.state = {}
+        self.later = None
 
     def find_spec(self, name, path=None, target=None):
         if path is not None or name not in _FRAMEWORKS or name in self.looking:
             return None
         self.looking.add(name)
         try:
-            spec = self._next_spec(name, target)
+            return self.code()["find_spec"](self, name, target)
+        except Exception:  # Python asks the finders itself, as without this one
+            return None
         finally:
             self.looking.discard(name)
-        loader = getattr(spec, "loader", None)
-        if loader is not None and hasattr(loader, "exec_module") and not isinstance(loader, _GpumonInsideLoader):
-            spec.loader = _GpumonInsideLoader(loader, name, self.state)
-        return spec
 
-    def _next_spec(self, name, target):
-        meta = sys.meta_path
-        after = False
-        for finder in list(meta):
-            if finder is self:
-                after = True
-                continue
-            if not after:
-                continue
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                return None  # a finder of the old protocol: Python asks it itself, unwatched
-            spec = find(name, None, target)
-            if spec is not None:
-                return spec
-        return None
+    def started(self, name):
+        self.code()["start"](name, self.state)
+
+    def code(self):
+        if self.later is None:
+            later = {"os": os, "sys": sys}
+            exec(compile(_LATER, __file__, "exec"), later)
+            self.later = later
+        return self.later
 
 
 def _gpumon_inside_install():
@@ -168,26 +181,40 @@ def _gpumon_inside_install():
         if not any(getattr(f, "_gpumon_inside", False) for f in sys.meta_path):
             finder = _GpumonInsideFinder()
             sys.meta_path.insert(0, finder)
-            for name in _FRAMEWORKS:  # imported before site ran (a .pth file): started now
+            for name in _FRAMEWORKS:  # imported before site ran (by a .pth file): started now
                 if name in sys.modules:
-                    _gpumon_inside_start(name, finder.state)
+                    finder.started(name)
     except Exception:
         pass
 
 
 def _gpumon_inside_chain():
     """The sitecustomize this one hides: the next one on sys.path, run as the module sitecustomize
-    (sys.modules["sitecustomize"] is then the job's). What it raises goes to site, which says it
-    as it says any sitecustomize's error and goes on."""
+    (sys.modules["sitecustomize"] is then the job's). What it raises goes to site, which says it as
+    it says any sitecustomize's error and goes on."""
     try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        path = [p for p in sys.path if not isinstance(p, str) or os.path.abspath(p or os.curdir) != here]
         # CPython's import machinery is loaded already; importlib.util would cost ~7 ms to import
-        machinery, util = sys.modules.get("_frozen_importlib_external"), sys.modules.get("_frozen_importlib")
-        if machinery is None or util is None:
+        mods = sys.modules
+        machinery, util, imp = mods.get("_frozen_importlib_external"), mods.get("_frozen_importlib"), mods.get("_imp")
+        if machinery is None or util is None or imp is None:
+            import _imp as imp
             import importlib.machinery as machinery
             import importlib.util as util
-        spec = machinery.PathFinder.find_spec("sitecustomize", path)
+        here = os.path.dirname(os.path.abspath(__file__))
+        names = ["sitecustomize" + s for s in [".py", ".pyc"] + list(imp.extension_suffixes())]
+        names.append(os.path.join("sitecustomize", "__init__.py"))
+        spec = None
+        for p in sys.path:
+            if not isinstance(p, str):
+                continue
+            d = os.path.abspath(p or os.curdir)
+            if d == here:
+                continue
+            # a few stats per entry, where asking the path finder would list each directory
+            if os.path.isfile(d) or any(os.path.exists(os.path.join(d, n)) for n in names):
+                spec = machinery.PathFinder.find_spec("sitecustomize", [p])
+                if spec is not None:
+                    break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return
         module = util.module_from_spec(spec)
