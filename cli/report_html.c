@@ -411,10 +411,11 @@ static void put_summary(FILE *f, const json_t *doc)
 		const json_t *placed = jobj(fw, "placed");
 		if (!placed)
 			continue;
-		fputs("<dt>Memory of pid ", f);
 		if (jnum(fw, "pid", &v))
-			put(f, "%.0f", v);
-		fputs("</dt><dd class=\"placed\">", f);
+			put(f, "<dt>Memory of pid %.0f</dt>", v);
+		else /* a CSV names no process */
+			fputs("<dt>Memory of the process</dt>", f);
+		fputs("<dd class=\"placed\">", f);
 		put_words(f, words_placed(w, sizeof w, placed));
 		fputs(", at ", f);
 		put_time(f, placed, "time");

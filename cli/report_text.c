@@ -150,7 +150,10 @@ static void print_memory(FILE *f, const json_t *doc, int csv)
 		const json_t *placed = json_object_get(fw, "placed");
 		if (!json_is_object(placed))
 			continue;
-		fprintf(f, "Placed:         pid %lld (%s) at %.1f s", (long long)doc_num(fw, "pid"),
+		char who[48] = "the process"; /* a CSV names none */
+		if (doc_has_num(fw, "pid"))
+			snprintf(who, sizeof who, "pid %lld", (long long)doc_num(fw, "pid"));
+		fprintf(f, "Placed:         %s (%s) at %.1f s", who,
 			doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "n/a",
 			doc_num(placed, "time"));
 		if (doc_has_num(placed, "step"))

@@ -210,12 +210,6 @@ const char *words_alert(char *buf, size_t len, const json_t *a)
 	return buf;
 }
 
-const char *words_cause(const json_t *oom)
-{
-	const char *c = doc_str(oom, "cause");
-	return c ? c : "unknown";
-}
-
 /* The framework that ran out, as the document's oom.framework names it ("torch", ...), or "". */
 static const char *oom_framework(const json_t *oom)
 {

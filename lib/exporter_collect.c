@@ -554,6 +554,10 @@ int gpumon__exporter_replay(gpumon_exporter *e)
 	while (st == GPUMON_OK && (rc = gpumon_reader_next(r, &rec)) > 0) {
 		apply(e, &rec);
 		rotate_peaks(e, rec.t_ns);
+		/* the recording's framework figures are shown as the job's process pushed them live: the
+		   latest of each source, with what its process held outside the allocator */
+		if (rec.kind == GPUMON_REC_FRAMEWORK)
+			gpumon_exporter_framework(e, &rec.framework);
 	}
 	/* what the file holds up to where it failed is served; the damage is the model's to tell */
 	if (st == GPUMON_OK && (gpumon_reader_damage(r)[0] || rc < 0))

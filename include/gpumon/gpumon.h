@@ -915,18 +915,20 @@ GPUMON_API int gpumon_oom_message_detail(const char *line, size_t len);
 /* Bits of gpumon_alloc_snapshot.known */
 enum {
 	GPUMON_SNAP_REQUEST = 1u << 0, /* request_bytes holds the allocation that failed, and
-					  unusable_free_bytes / largest_free_bytes are measured against it */
+					  unusable_free_bytes is measured against it */
 	GPUMON_SNAP_STACKS = 1u << 1,  /* the allocator recorded stacks (torch's _record_memory_history):
 					  sites are known */
 	GPUMON_SNAP_DEVICE = 1u << 2,  /* device holds the framework's device index */
 };
 
-/* Where live memory was allocated: the first frame of its stack outside the framework's own code
- * and Python's (the user's line; a library's when the user's is not on the stack). */
+/* Where live memory was allocated: the innermost frame of its stack outside the framework's own
+ * code, Python's and gpumon's (the user's line, or that of the library which asked for the memory;
+ * the rule is gpumon_snapshot_condense's). */
 typedef struct gpumon_alloc_site {
-	char file[192];         /* as the stack names it ("/srv/job/train.py"), cut to fit */
+	char file[192];         /* as the stack names it ("/srv/job/train.py"); a longer path keeps
+				   its end (the file's name) after "..." */
 	unsigned line;
-	char function[64];
+	char function[64];      /* cut to fit */
 	uint64_t bytes;         /* live (allocated) bytes of blocks allocated there */
 	uint64_t blocks;
 } gpumon_alloc_site;
@@ -947,36 +949,69 @@ typedef struct gpumon_alloc_snapshot {
 	uint64_t request_bytes;         /* with GPUMON_SNAP_REQUEST */
 	uint64_t reserved_bytes;        /* the segments' sizes together */
 	uint64_t allocated_bytes;       /* live blocks together */
-	uint64_t free_bytes;            /* free blocks inside the segments: reserved - allocated */
+	uint64_t free_bytes;            /* free blocks inside the segments: reserved - allocated (the
+					   free blocks' sum where a malformed snapshot disagrees) */
 	uint64_t largest_free_bytes;    /* the largest free block of any segment */
 	uint64_t unusable_free_bytes;   /* free bytes in blocks smaller than the request (all the free
 					   bytes when none is large enough): memory held but useless to it */
-	uint64_t segments, segments_with_free, blocks;
+	uint64_t segments, segments_with_free, blocks; /* segments_with_free: those holding a free block */
 	uint64_t unsited_bytes;         /* live bytes of blocks without a recorded stack (allocated before
 					   the history was turned on) */
-	unsigned nsites;                /* the sites holding the most, largest first */
+	unsigned nsites;                /* the sites holding the most, largest first (ties: by file,
+					   line, function) */
 	gpumon_alloc_site sites[GPUMON_SNAPSHOT_SITES];
-	unsigned nsegments;             /* the segments with the most free memory, most first */
+	unsigned nsegments;             /* the segments with the most free memory, most first (the
+					   earlier in the snapshot on a tie) */
 	gpumon_alloc_segment top_segments[GPUMON_SNAPSHOT_SEGMENTS];
 } gpumon_alloc_snapshot;
 
 /*
  * Condenses a PyTorch allocator snapshot (the JSON of torch.cuda.memory._snapshot(): "segments",
- * each with its "blocks", their "state" and, when history was recorded, "frames"; len bytes) into
- * *out (cleared first), for device (-1: every device the snapshot holds) and the request that failed
- * (0: none known). Returns 0, GPUMON_E_INVAL (NULL, not such a snapshot: the message names what is
- * wrong, in err when err_len > 0) or GPUMON_E_NOMEM. Memory does not grow with the snapshot beyond
- * the parsed document.
+ * each with its "blocks", their "state" and, when history was recorded, "frames"; len bytes, need
+ * not be NUL-terminated) into *out (cleared first), for device (< 0: every device the snapshot
+ * holds) and the request that failed (0: none known).
+ *  - Figures: reserved is the segments' total_size; allocated the blocks active_allocated or
+ *    active_pending_free (not usable yet); free the inactive blocks. device is known when one is
+ *    asked or the snapshot holds one; pid is left 0 for the caller to set.
+ *  - Sites: a live block's site is the innermost frame of its stack that is not PyTorch's (a
+ *    directory "torch" right under site-packages, dist-packages or a "pytorch" checkout; the code
+ *    torch.compile writes in torchinductor_*; C/C++ frames), not Python's standard library
+ *    (lib/pythonX.Y, outside site-packages), not gpumon's (gpumon under site-packages, gpumon/_*.py)
+ *    and not a pseudo-file (empty, "??", "<frozen ...>", "<string>"); the innermost frame when all
+ *    are. Decided by where packages live, not by a word anywhere in the path: the user's project in a
+ *    directory named torch is the user's. Live blocks without frames count in unsited_bytes.
+ *  - At most 4096 distinct sites are tracked: when the table fills, the half holding the least is
+ *    dropped (a site stays while it holds more than 1/2048 of the sited bytes read so far), and the
+ *    sites kept are counted again at the end, so the bytes and blocks listed are exact.
+ * Returns 0; GPUMON_E_NOMEM; or GPUMON_E_INVAL for NULL, a request past GPUMON_MAX_BYTES, or text
+ * that is not such a snapshot: not JSON (RFC 8259, UTF-8; \u0000 refused), no "segments" array, a
+ * segment without an integer device or total_size or a blocks array, a block without an integer
+ * size or a known state, a size negative or past GPUMON_MAX_BYTES, a block larger than its segment,
+ * sizes that add up past GPUMON_MAX_BYTES (over every device). The message names what is wrong
+ * ("segment 12: block 3 has no integer size"), in err when err_len > 0 ("" on success). Keys it
+ * does not use (device_traces, what newer versions add) are ignored; a malformed frame is taken as
+ * one without a file. The text is read in place, never parsed into a tree: memory is fixed (the
+ * site table, about 340 KiB), and a snapshot of a full card (tens of MB) takes a fraction of a
+ * second (bench/bench_snapshot.c).
  */
 GPUMON_API int gpumon_snapshot_condense(const char *json, size_t len, int device, uint64_t request_bytes,
 					gpumon_alloc_snapshot *out, char *err, size_t err_len);
 
-/* The condensed snapshot as compact JSON (docs/report.md's "snapshot" object): sets *json, freed with
- * gpumon_free(). 0 or GPUMON_E_NOMEM / GPUMON_E_INVAL. */
+/* The condensed snapshot as compact JSON (docs/report.md's "snapshot" object): keys named after the
+ * fields, in their order; "device" and "request_bytes" only when known; "stacks": true or false;
+ * "sites" [{"file", "line", "function", "bytes", "blocks"}]; "top_segments" [{"size_bytes",
+ * "allocated_bytes", "largest_free_bytes", "expandable": true or false}]. Sets *json, freed with
+ * gpumon_free(). 0, GPUMON_E_NOMEM, or GPUMON_E_INVAL for NULL or a snapshot it could not read back
+ * as it is: an unknown bit in known, a known device < 0 or request of 0, more sites or segments
+ * than the arrays hold, a string not NUL-terminated in its array or not UTF-8, a figure past
+ * GPUMON_MAX_BYTES, expandable other than 0 or 1 (*json stays NULL). */
 GPUMON_API int gpumon_snapshot_encode(const gpumon_alloc_snapshot *s, char **json);
 
-/* Reads what gpumon_snapshot_encode wrote (a recording's GPUMON_EVENT_SNAPSHOT text) back into *out.
- * 0, or GPUMON_E_INVAL when the text is not such a document (a figure out of range included). */
+/* Reads what gpumon_snapshot_encode wrote (a recording's GPUMON_EVENT_SNAPSHOT text) back into *out
+ * (cleared first): encode then decode gives the same fields. 0, or GPUMON_E_INVAL when the text is
+ * not such a document: not a JSON object, a key missing, a figure out of range (negative, past
+ * GPUMON_MAX_BYTES; pid and line past 32 bits), a string longer than its array, more sites or
+ * segments than the arrays hold (*out is left cleared). Unknown keys are ignored. */
 GPUMON_API int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc_snapshot *out);
 
 /* The figures of an out-of-memory report as compact JSON (the GPUMON_EVENT_OOM_FIGURES text: what

@@ -95,10 +95,12 @@ static void last_seconds(gpumon_model *m, const struct mdev *d, uint64_t t)
 	in->used_bytes = peak;
 	/* the usual level: the lowest figure between the start of the window and the peak; the climb
 	   starts where memory was last near it */
-	uint64_t floor = peak;
+	uint64_t floor = peak, floor_job = 0;
 	for (unsigned k = peak_k; k <= oldest; k++)
-		if (back(d, k)->used_min < floor)
+		if (back(d, k)->used_min < floor) {
 			floor = back(d, k)->used_min;
+			floor_job = back(d, k)->job;
+		}
 	uint64_t near = floor + (peak - floor) / 10;
 	unsigned rise = peak_k;
 	while (rise < oldest && back(d, rise)->used_min > near)
@@ -106,7 +108,7 @@ static void last_seconds(gpumon_model *m, const struct mdev *d, uint64_t t)
 	/* a usual level needs the job to have run at it for a while, holding memory it allocated: a job
 	   that climbs from its start until it dies, or had not allocated yet, had no transient peak */
 	if (rise < oldest && back(d, rise)->t_ns >= back(d, oldest)->t_ns + 1000000000ull &&
-	    (!d->job_seen || back(d, rise)->job >= REAL_LEVEL)) {
+	    (!d->job_seen || floor_job >= REAL_LEVEL)) {
 		in->known |= GPUMON_OOM_F_FLOOR;
 		in->floor_bytes = floor;
 		in->rise_seconds = (double)(peak_t - back(d, rise)->t_ns) / 1e9;
@@ -280,7 +282,7 @@ static void steadiness(gpumon_model *m, const struct mdev *d, unsigned dev, uint
 			in->steady_bytes = level;
 		}
 	}
-	if (found || oldest <= d->job_first_t) {
+	if (found || d->ring_n < MODEL_RING || oldest <= d->job_first_t) { /* the ring reaches back to its start */
 		in->known |= GPUMON_OOM_F_STEADY;
 		in->steady = found;
 	}

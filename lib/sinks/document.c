@@ -385,8 +385,8 @@ static json_t *frameworks_json(const gpumon_model *m)
 	return a;
 }
 
-/* A JSON object the library encoded (figures, a snapshot), as a value of the document; null when it
- * cannot be had. */
+/* A JSON object the library encoded (figures, a snapshot: st its status, text what it wrote, freed
+ * here), as a value of the document; null when it cannot be had. */
 static json_t *encoded(int st, char *text)
 {
 	json_t *j = st == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
@@ -459,11 +459,16 @@ static json_t *oom_json(const gpumon_model *m)
 #undef D
 #undef F
 	char *text = NULL;
-	json_t *said = (in->known & GPUMON_OOM_F_FIGURES) ? encoded(gpumon_oom_figures_encode(&in->figures, &text), text)
-							  : json_null();
-	text = NULL;
-	json_t *snap = (in->known & GPUMON_OOM_F_SNAPSHOT) ? encoded(gpumon_snapshot_encode(&in->snapshot, &text), text)
-							   : json_null();
+	json_t *said = json_null(), *snap = json_null();
+	if (in->known & GPUMON_OOM_F_FIGURES) {
+		int st = gpumon_oom_figures_encode(&in->figures, &text);
+		said = encoded(st, text);
+	}
+	if (in->known & GPUMON_OOM_F_SNAPSHOT) {
+		text = NULL;
+		int st = gpumon_snapshot_encode(&in->snapshot, &text);
+		snap = encoded(st, text);
+	}
 	return json_pack("{s:o, s:o, s:o, s:o, s:s, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i}", "time", secs(m, o.t_ns),
 			 "dev", int_or_null(o.dev >= 0, o.dev), "pid", int_or_null(o.pid > 0, o.pid), "message",
 			 jstr_or_null(o.message), "cause", gpumon_oom_cause_name(dg->cause), "causes", causes_json(dg), "also_leak",

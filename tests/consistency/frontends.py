@@ -88,12 +88,69 @@ def run_summary_facts(stderr):
             nxt = body[i + 1] if i + 1 < len(body) else ""
             o = re.match(r"\s+made by the rise of pid (\d+)", nxt)
             facts["peak_owner"] = int(o.group(1)) if o else None
+    facts["causes"] = None
+    facts["placed"] = {}
+    facts["sites"] = []
+    for i, l in enumerate(body):
+        text = unwrap(body, i)
+        m = re.match(r"  diagnosis: ([^:]+): ", text)
+        if m:
+            facts["causes"] = [c.strip() for c in m.group(1).split(",")]
+        m = re.match(r"  memory of pid (\d+) \(.*?\) at [\d.]+ s(?:, step \d+)?: NVML ([\d.]+ \w+) = the allocator's "
+                     r"([\d.]+ \w+) \(([\d.]+ \w+) allocated \+ [\d.]+ \w+ cached\)(?: \+ ([\d.]+ \w+) outside it)?", text)
+        if m:
+            facts["placed"][int(m.group(1))] = {"nvml": bytes_of(m.group(2)), "reserved": bytes_of(m.group(3)),
+                                                 "allocated": bytes_of(m.group(4)),
+                                                 "outside": bytes_of(m.group(5)) if m.group(5) else None}
+        m = re.match(r"      (\S+):(\d+) \(.*\)  ([\d.]+ \w+) in \d+ blocks?", l)
+        if m:
+            facts["sites"].append((m.group(1), int(m.group(2)), bytes_of(m.group(3))))
     return facts
+
+
+def unwrap(body, i):
+    """Line i of the summary with the lines that continue it (indented deeper) joined."""
+    text = body[i]
+    indent = len(text) - len(text.lstrip(" "))
+    for more in body[i + 1:]:
+        if len(more) - len(more.lstrip(" ")) <= indent + 1 or not more.strip():
+            break
+        text += " " + more.strip()
+    return text
+
+
+def near(a, b, rel=0.01):
+    """Within a printed figure's precision: three significant digits (1 %)."""
+    return a is not None and b is not None and abs(a - b) <= rel * max(abs(b), 1)
+
+
+def check_oom_and_placed(facts, doc):
+    """The summary's causes are the document's, in order; every byte placed as the document places it;
+    the top allocation sites as the snapshot has them."""
+    oom = doc.get("oom")
+    if oom is None:
+        assert facts["causes"] is None, facts["causes"]
+    else:
+        assert facts["causes"] == (oom["causes"] or [oom["cause"]]), (facts["causes"], oom["causes"])
+        sites = ((oom.get("snapshot") or {}).get("sites") or [])[:5]
+        assert len(facts["sites"]) == len(sites), (facts["sites"], sites)
+        for (file, line, b), s in zip(facts["sites"], sites):
+            assert file == s["file"] and line == s["line"] and near(b, s["bytes"]), (facts["sites"], sites)
+    want = {f["pid"]: f["placed"] for f in doc.get("frameworks") or [] if f.get("placed")}
+    assert set(facts["placed"]) == set(want), (facts["placed"], want)
+    for pid, p in want.items():
+        got = facts["placed"][pid]
+        assert near(got["nvml"], p["nvml_bytes"]) and near(got["reserved"], p["reserved_bytes"]), (got, p)
+        assert (got["outside"] is None) == (p["outside_bytes"] is None), (got, p)
+        if p["outside_bytes"] is not None:
+            assert near(got["outside"], p["outside_bytes"]), (got, p)
 
 
 def check_run_summary(facts, doc):
     """The summary says what the document says: verdict, series, rate within the printed precision
-    (1 %), time to out-of-memory, the job's peak and its owner."""
+    (1 %), time to out-of-memory, the job's peak and its owner, the out-of-memory's causes and sites,
+    every byte placed."""
+    check_oom_and_placed(facts, doc)
     leak = doc["leak"]
     assert facts["verdict"] == leak["verdict"], (facts, leak)
     words = series_words(leak["series"])
@@ -123,8 +180,23 @@ def watch_marks(gpumon_bin, path, env=None):
     r = subprocess.run([gpumon_bin, "watch", "-b", "--replay", str(path), "--speed", "20", "--interval", "50"],
                        capture_output=True, text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
-    marks = {}
+    marks = {"oom": None, "placed": {}}
     for line in r.stdout.splitlines():
+        if line.startswith("gpumon watch "):  # a new snapshot: the placed figures are the last one's
+            marks["placed"] = {}
+        o = re.match(r"out of memory at ([\d.]+) s(?: on GPU (\d+))?: ([^;]+)(?:; most held at (\S+):(\d+) \(.*\), "
+                     r"([\d.]+ \w+))?$", line)
+        if o:
+            marks["oom"] = {"time": float(o.group(1)), "dev": int(o.group(2)) if o.group(2) else None,
+                            "causes": [c.strip() for c in o.group(3).split(",")],
+                            "site": (o.group(4), int(o.group(5)), bytes_of(o.group(6))) if o.group(4) else None}
+            continue
+        p = re.match(r"pid (\d+) on GPU \d+: NVML ([\d.]+ \w+) = allocator ([\d.]+ \w+) \(([\d.]+ \w+) allocated \+ "
+                     r"[\d.]+ \w+ cached\) \+ outside (\S+(?: \w+)?)$", line)
+        if p:
+            marks["placed"][int(p.group(1))] = {"nvml": bytes_of(p.group(2)), "reserved": bytes_of(p.group(3)),
+                                                 "outside": None if p.group(5) == "n/a" else bytes_of(p.group(5))}
+            continue
         m = re.match(r"([! ])\s+(\d+)\s+(\d+)\s", line)
         if m and not line.startswith("  GPU"):
             marks.setdefault(int(m.group(3)), [False, None, None])[0] = m.group(1) == "!"
@@ -133,11 +205,26 @@ def watch_marks(gpumon_bin, path, env=None):
             e = marks.setdefault(int(d.group(1)), [True, None, None])
             e[1] = bytes_of(d.group(2))
             e[2] = float(d.group(3)) if d.group(3) else None
-    return {pid: tuple(v) for pid, v in marks.items()}
+    return {pid: (tuple(v) if isinstance(pid, int) else v) for pid, v in marks.items()}
 
 
 def check_watch(marks, doc):
-    """watch marks a process exactly when the model's verdict on that process alerts, with its rate."""
+    """watch marks a process exactly when the model's verdict on that process alerts, with its rate; its
+    out-of-memory line has the document's causes and top site; every byte placed as the document
+    places it."""
+    oom, w = doc.get("oom"), marks.get("oom")
+    assert (oom is None) == (w is None), (oom and oom["causes"], w)
+    if oom:
+        assert w["causes"] == (oom["causes"] or [oom["cause"]]) and abs(w["time"] - oom["time"]) <= 0.051, (w, oom)
+        sites = (oom.get("snapshot") or {}).get("sites") or []
+        assert (w["site"] is None) == (not sites), (w, sites)
+        if sites:
+            assert w["site"][:2] == (sites[0]["file"], sites[0]["line"]) and near(w["site"][2], sites[0]["bytes"])
+    want = {f["pid"]: f["placed"] for f in doc.get("frameworks") or [] if f.get("placed")}
+    for pid, got in marks.get("placed", {}).items():
+        p = want.get(pid)
+        assert p and near(got["nvml"], p["nvml_bytes"]) and near(got["reserved"], p["reserved_bytes"]), (got, p)
+        assert (got["outside"] is None) == (p["outside_bytes"] is None), (got, p)
     for s in doc["series"]:
         if s["series"]["kind"] != "process" or s["series"]["pid"] not in marks:
             continue
@@ -178,16 +265,23 @@ def serve_gauges(gpumon_bin, path, env=None):
     finally:
         p.terminate()
         p.wait(timeout=10)
-    g = {}
+    g = {"outside": {}}
     for line in body.splitlines():
         m = re.match(r"(gpumon_leak_\w+)\{([^}]*)\} (\S+)$", line)
         if m:
             labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
             g[m.group(1)] = (labels, float(m.group(3)))
+        m = re.match(r"gpumon_framework_outside_bytes\{([^}]*)\} (\S+)$", line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            g["outside"][int(labels["pid"])] = float(m.group(2))
     return g
 
 
 def check_serve(g, doc):
+    # what each framework source's process held outside its allocator: the document's figure
+    want = {f["pid"]: f["placed"]["outside_bytes"] for f in doc.get("frameworks") or [] if f.get("placed")}
+    assert g["outside"] == {pid: float(b) for pid, b in want.items() if b is not None}, (g["outside"], want)
     leak = doc["leak"]
     labels, v = g["gpumon_leak_verdict"]
     assert v == {"insufficient_data": 0, "none": 1, "leak": 2}[leak["verdict"]], (g, leak)

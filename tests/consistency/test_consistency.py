@@ -89,6 +89,19 @@ JOB = textwrap.dedent("""
                                     "allocated": alloc, "reserved": alloc + 256 * {mib}}}) + "\\n").encode())
     while time.time() < t0 + seconds:
         time.sleep(0.05)
+    if oom == "inside":  # what the monitor inside a torch job sends at out-of-memory, then torch's words
+        import gpumon._gpumon as g
+        snap = open(os.environ["SNAPSHOT_FIXTURE"]).read()
+        condensed = g.snapshot_condense(snap, 0, 60 * {gib}, os.getpid())
+        s.sendall((json.dumps({{"type": "oom", "t": time.time(), "framework": "torch", "device": 0,
+                                "request": 60 * {gib}, "free": 64 * {gib}, "capacity": 79 * {gib},
+                                "allocated": 9 * {gib}, "reserved": 9 * {gib} + 256 * {mib}}}) + "\\n").encode())
+        s.sendall((json.dumps({{"type": "snapshot", "t": time.time(), "snapshot": json.loads(condensed)}}) + "\\n").encode())
+        time.sleep(0.3)
+        sys.stderr.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 60.00 GiB. GPU 0 has a total "
+                         "capacity of 79.00 GiB of which 64.00 GiB is free. Of the allocated memory 9.00 GiB is "
+                         "allocated by PyTorch, and 256.00 MiB is reserved by PyTorch but unallocated.\\n")
+        sys.exit(1)
     if oom:
         sys.stderr.write("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\\n")
         sys.exit(1)
@@ -125,6 +138,11 @@ SCENARIOS = {
         procs=lambda t: {COTENANT: 40 * GIB,
                          **({2: min(2 * GIB + int((t - 1) * 1.25 * GIB), TOTAL - RESERVED - 40 * GIB)} if t >= 1 else {})},
         seconds=31, rate=0, segments=[], oom=True, want="leak"),
+    # steady training, 3 GiB outside the allocator, then an evaluation asks for 60 GiB: the monitor inside
+    # the job reports the figures and the allocator's snapshot, torch prints its message
+    "oom_inside": dict(
+        procs=lambda t: {2: 9 * GIB + 256 * MIB + 3 * GIB + noise(t)} if t >= 1 else {},
+        seconds=14, rate=10, segments=[(120, 9 * GIB, 0)], oom="inside", want="none"),
     # too short to tell: 20 steps (a verdict needs 32), 6 s of NVML figures (it needs 16)
     "short_clean": dict(
         procs=lambda t: {2: 4 * GIB} if t >= 1 else {},
@@ -136,7 +154,8 @@ def environment(tmp, name, spec):
     path = tmp / f"{name}.scn"
     path.write_text(scenario(spec["procs"], spec["seconds"] + 5))
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
-    e.update(LC_ALL="C", GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(path))
+    e.update(LC_ALL="C", GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(path),
+             SNAPSHOT_FIXTURE=os.path.join(SOURCE, "tests", "fixtures", "snapshot", "torch-2.11-history.json"))
     return e
 
 
@@ -148,7 +167,7 @@ def runs(tmp_path_factory):
     procs = {}
     for name, spec in SCENARIOS.items():
         job = JOB.format(seconds=spec["seconds"], rate=spec["rate"], segments=spec["segments"], oom=spec["oom"],
-                         mib=MIB)
+                         mib=MIB, gib=GIB)
         rec = tmp / f"{name}.gpumon"
         procs[name] = (rec, subprocess.Popen(
             ["unshare", "--pid", "--fork", "--mount-proc", GPUMON_BIN, "run", "-o", str(rec), "--", PY, "-c", job],
@@ -248,3 +267,19 @@ def test_oom_next_to_a_co_tenant(runs):
     oom = doc["oom"]
     assert oom and oom["cause"] == "co-tenant" and oom["also_leak"], oom
     assert oom["figures"]["top_other"]["pid"] == COTENANT
+
+
+@needs_unshare
+@pytest.mark.skipif(not HAVE_PYTHON, reason="the job condenses its snapshot with the Python package")
+def test_oom_inside_causes(runs):
+    """What the monitor inside the job said decides the causes, the same in every front end (test_fake_runs
+    holds them side by side): a transient peak after a steady level, 3 GiB outside the allocator, the
+    snapshot's allocation site."""
+    doc = fe.report_json(GPUMON_BIN, runs["oom_inside"]["rec"])
+    oom = doc["oom"]
+    assert oom["causes"] == ["transient peak", "outside the allocator"], oom["causes"]
+    assert oom["framework"]["request_bytes"] == 60 * GIB and oom["framework"]["free_bytes"] == 64 * GIB, oom["framework"]
+    assert oom["figures"]["steady"] is True and oom["signs"] == 1, oom["figures"]
+    assert oom["snapshot"]["sites"][0]["file"] == "/srv/job/tests/gpu/oom_capture.py", oom["snapshot"]["sites"]
+    placed = doc["frameworks"][0]["placed"]
+    assert abs(placed["outside_bytes"] - 3 * GIB) <= 64 * MIB, placed
