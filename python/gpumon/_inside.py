@@ -284,7 +284,12 @@ class _Inside:
             self.announced = name
             self.send({"type": "inside", "state": "on", "framework": name, "pid": os.getpid()})
         self.watchers[name] = w
-        w.begin()
+        try:
+            w.begin()
+        except Exception as e:  # told here, once; the bootstrap has nothing more to say
+            self.send({"type": "inside", "state": "off", "framework": name, "pid": os.getpid(),
+                       "reason": f"gpumon's monitor could not watch {name}: {type(e).__name__}: {e}"})
+            self.close()
 
     # -- messages
 
@@ -403,7 +408,10 @@ class _Inside:
 
 def _forked() -> None:
     """In a forked child (a DataLoader worker): nothing more from this process. The parent's
-    connection is left to the parent (the child's copy of its descriptor is closed)."""
+    connection is left to the parent (the child's copy of its descriptor is closed); the lock,
+    which another thread may have held at the fork, is the child's own."""
+    global _lock
+    _lock = threading.RLock()
     st = _state
     if st is not None:
         st.off = True
@@ -441,6 +449,9 @@ class _TorchWatch:
         self.next_scan_ns = 0
         self.started = False
         self.sampling = threading.Lock()  # the loop's samples and the thread's, one at a time, in order
+        # torch.compile traces an optimizer step it compiles, its hooks with it: there the hook is
+        # nothing (a clock read would break the graph, and fail a fullgraph compile)
+        self.compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)  # torch >= 2.3
 
     def begin(self) -> None:
         oom = torch_oom()
@@ -467,6 +478,8 @@ class _TorchWatch:
 
     def _stepped(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         # the training loop's cost: a set lookup and a clock read, a sample ten times a second
+        if self.compiling is not None and self.compiling():
+            return
         try:
             key = id(optimizer)
             if not self.round or key in self.round:  # several optimizers stepping once each: one step

@@ -622,3 +622,21 @@ def test_monitor_history_is_torchs(scenario, torch, paddle, framework):
         gpumon.GPUMonitor(history=True, framework=framework, logger=False)
     with pytest.raises(ValueError, match="history must be True or False"):
         gpumon.GPUMonitor(history=1, logger=False)
+
+
+def test_a_compiled_optimizer_step_is_left_alone(tmp_path, launcher):
+    """torch.compile traces the hooks of an optimizer step it compiles: there the hook does nothing
+    (no clock read to break the graph), and the steps it does see are counted as before."""
+    r = run_job(tmp_path, launcher, """
+        import time, torch
+        torch._fake.alloc(1 << 20)
+        opt = torch.optim.SGD([])
+        torch._fake.compiling = True
+        for _ in range(3):
+            opt.step()
+            time.sleep(0.12)
+        torch._fake.compiling = False
+        opt.step()
+    """)
+    assert r.returncode == 0, r.stderr
+    assert [s["step"] for s in launcher.of("sample")] == [1]

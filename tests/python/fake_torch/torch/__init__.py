@@ -26,3 +26,4 @@ from ._fake import OutOfMemoryError  # noqa: E402,F401
 from . import _C  # noqa: E402,F401
 from . import cuda  # noqa: E402
 from . import optim  # noqa: E402,F401
+from . import compiler  # noqa: E402,F401

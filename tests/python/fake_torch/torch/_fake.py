@@ -28,6 +28,7 @@ history = None     # _record_memory_history's settings while it is on
 traces = [[] for _ in range(GPUS)]
 snapshots = 0      # torch.cuda.memory._snapshot() calls
 inits = 0
+compiling = False  # torch.compile tracing (torch.compiler.is_compiling())
 
 
 class OutOfMemoryError(RuntimeError):
@@ -137,7 +138,7 @@ def snapshot():
 
 def reset():
     global allocated, reserved, peak, peak_reserved, stats_calls, current, fraction, blocks, initialized, history
-    global traces, snapshots, inits
+    global traces, snapshots, inits, compiling
     allocated, reserved, peak, peak_reserved = [0] * GPUS, [0] * GPUS, [0] * GPUS, [0] * GPUS
     blocks = [[] for _ in range(GPUS)]
     traces = [[] for _ in range(GPUS)]
@@ -150,3 +151,4 @@ def reset():
     history = None
     snapshots = 0
     inits = 0
+    compiling = False
