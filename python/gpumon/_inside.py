@@ -118,6 +118,7 @@ class TorchOom:
         self.next_snapshot_ns = 0
         self.snapshot_s: Optional[float] = None  # what the last snapshot cost, seconds
         self.warm_s: Optional[float] = None      # what the first snapshot with stacks cost
+        self.next_warm_ns = 0
         self.busy = False
 
     def listen(self, listener: Any, history_entries: int = 0) -> None:
@@ -154,20 +155,28 @@ class TorchOom:
             pass
 
     def warm(self) -> None:
-        """With the history on, torch's first snapshot names its Python frames through torch's lazy
-        torch._inductor (hasattr(torch, "_inductor") in torch/csrc/profiler/python/
-        combined_traceback.cpp imports it: 5-7 s on the H200 without bytecode caches), a cost paid
-        once per process. Paid here, on the training thread at a step boundary (the first step
-        after the history was set), so that the out-of-memory does not pay it, and never on another
-        thread, whose imports could cross the job's own."""
+        """With the history on, torch's first snapshot that holds Python frames names them through
+        torch's lazy torch._inductor (hasattr(torch, "_inductor") in
+        torch/csrc/profiler/python/combined_traceback.cpp imports it: 3.4 to 4 s on the H200, whose
+        torch has no bytecode cache), a cost paid once per process. Paid here, on the training
+        thread at a step boundary, so that the out-of-memory does not pay it; never on another
+        thread, whose imports could cross the job's own. A snapshot without frames yet (nothing
+        allocated since the history started) pays nothing: tried again a second later."""
         if self.warm_s is not None or not self.history_set:
             return
         t0 = time.monotonic_ns()
+        if t0 < self.next_warm_ns:
+            return
         try:
-            self.torch.cuda.memory._snapshot()
+            snap = self.torch.cuda.memory._snapshot()
         except Exception:
-            pass
-        self.warm_s = (time.monotonic_ns() - t0) / 1e9
+            self.warm_s = 0.0  # no snapshot to take: nothing to warm
+            return
+        t1 = time.monotonic_ns()
+        if "torch._inductor" in sys.modules or _has_frames(snap):
+            self.warm_s = (t1 - t0) / 1e9
+        else:
+            self.next_warm_ns = t1 + SNAPSHOT_SPACING_MIN_NS
 
     def _live(self) -> list:
         return [x for x in (r() for r in self.listeners) if x is not None]
@@ -237,6 +246,16 @@ class TorchOom:
             cost = time.monotonic_ns() - t0
             self.snapshot_s = cost / 1e9
             self.next_snapshot_ns = t0 + cost + max(SNAPSHOT_SPACING * cost, SNAPSHOT_SPACING_MIN_NS)
+
+
+def _has_frames(snap: Any) -> bool:
+    """Whether a snapshot holds a Python frame (torch named it, paying what that costs once)."""
+    if not isinstance(snap, dict):
+        return True
+    for trace in snap.get("device_traces") or []:
+        if any(e.get("frames") for e in trace):
+            return True
+    return any(b.get("frames") for seg in snap.get("segments") or [] for b in seg.get("blocks") or [])
 
 
 def torch_figures(torch: Any, device: int):

@@ -640,3 +640,26 @@ def test_a_compiled_optimizer_step_is_left_alone(tmp_path, launcher):
     """)
     assert r.returncode == 0, r.stderr
     assert [s["step"] for s in launcher.of("sample")] == [1]
+
+
+def test_monitor_history_pays_the_first_named_snapshot_early(scenario, torch):
+    """torch's first snapshot that names Python frames costs seconds once (it imports
+    torch._inductor): the monitor takes it at a sample once there are frames to name, so that the
+    out-of-memory does not pay it; before any allocation with the history on there are none."""
+    import gpumon
+    from gpumon import _inside
+    scenario(h200())
+    torch.cuda.init()
+    mon = gpumon.GPUMonitor(history=True, logger=False, interval=1)
+    mon.step()
+    oom = _inside.torch_oom()
+    assert oom.warm_s is None and torch._fake.snapshots == 1  # nothing to name yet: again later
+    mon.step()
+    assert torch._fake.snapshots == 1  # not before a second has passed
+    oom.next_warm_ns = 0
+    torch._fake.alloc(MIB)
+    mon.step()
+    assert oom.warm_s is not None and torch._fake.snapshots == 2
+    mon.step()
+    assert torch._fake.snapshots == 2
+    mon.close()
