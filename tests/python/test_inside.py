@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import FAKE_PADDLE, FAKE_TORCH, GIB, HERE, MIB, PYPATH, ROOT, child_env, h200
+from conftest import FAKE_PADDLE, FAKE_TORCH, GIB, GPUMON_BIN, HERE, MIB, PYPATH, ROOT, child_env, h200
 
 BOOTSTRAP = os.path.join(ROOT, "python", "gpumon", "_bootstrap.py")
 FAKE_JAX = os.path.join(HERE, "fake_jax")
@@ -663,3 +663,48 @@ def test_monitor_history_pays_the_first_named_snapshot_early(scenario, torch):
     mon.step()
     assert torch._fake.snapshots == 2
     mon.close()
+
+
+# ---- under gpumon run itself ----------------------------------------------------------------------------
+
+def gpumon_run(tmp_path, code, args=(), extra=None):
+    """gpumon run -o run.gpumon ARGS -- python job.py, the job knowing nothing of gpumon (no gpumon on
+    its PYTHONPATH: gpumon run's bootstrap finds the build tree's package)."""
+    if "--no-inside" not in subprocess.run([GPUMON_BIN, "run", "--help"], capture_output=True, text=True).stdout:
+        pytest.skip("this gpumon run has no inside view")
+    (tmp_path / "job.py").write_text(textwrap.dedent(code))
+    env = child_env(tmp_path, h200(pid=False), TMPDIR=str(tmp_path), **(extra or {}))
+    env["PYTHONPATH"] = os.pathsep.join([FAKE_TORCH, FAKE_PADDLE, FAKE_JAX])
+    rec = tmp_path / "run.gpumon"
+    r = subprocess.run([os.path.abspath(GPUMON_BIN), "run", "-o", str(rec)] + list(args) + ["--", sys.executable, "job.py"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    return r, rec
+
+
+def test_under_gpumon_run(tmp_path):
+    """The whole way: gpumon run's bootstrap starts the monitor in a job that never imports gpumon;
+    the recording holds its samples with the optimizer's steps, and at out-of-memory the figures and
+    the allocator's snapshot, whose sites (with --history) name the job's line; the report says it."""
+    import sqlite3
+    r, rec = gpumon_run(tmp_path, TRAIN + "torch._fake.alloc(200 << 30)  # the failing line\n", ["--history"])
+    assert r.returncode == 1 and "torch._fake.OutOfMemoryError" in r.stderr, r.stderr
+    db = sqlite3.connect(rec)
+    assert db.execute("SELECT framework FROM framework_sources").fetchall() == [("torch",)]
+    steps = [s for (s,) in db.execute("SELECT step FROM framework_samples ORDER BY t_ns")]
+    assert steps == [1, 2, 3, 4, 5, 6]
+    kinds = [k for (k,) in db.execute("SELECT kind FROM events ORDER BY t_ns")]
+    assert kinds.count("oom_figures") == 1 and kinds.count("alloc_snapshot") == 1
+    doc = json.loads(subprocess.run([GPUMON_BIN, "report", str(rec), "--json"], capture_output=True,
+                                    text=True).stdout)
+    oom = doc["oom"]
+    assert oom["framework"]["request_bytes"] == 200 * GIB and oom["framework"]["framework"] == "torch"
+    site = oom["snapshot"]["sites"][0]  # the largest: the model
+    line = (tmp_path / "job.py").read_text().splitlines().index("torch._fake.alloc(512 << 20)") + 1
+    assert site["file"] == str(tmp_path / "job.py") and site["line"] == line and site["bytes"] == 512 * MIB
+
+
+def test_under_gpumon_run_no_inside(tmp_path):
+    r, rec = gpumon_run(tmp_path, TRAIN + "import sys\nprint('gpumon' in sys.modules)\n", ["--no-inside"])
+    assert r.returncode == 0 and r.stdout == "False\n", r.stderr
+    import sqlite3
+    assert sqlite3.connect(rec).execute("SELECT count(*) FROM framework_samples").fetchone() == (0,)
