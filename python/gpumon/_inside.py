@@ -125,7 +125,7 @@ class TorchOom:
         """Adds a listener; with history_entries, the allocator keeps its history (stacks of the
         live blocks) from CUDA's start, or from now when CUDA started already."""
         with _lock:
-            self.listeners.append(weakref.ref(listener))
+            self.listeners = [r for r in self.listeners if r() is not None] + [weakref.ref(listener)]
             self.history_wanted = max(self.history_wanted, history_entries)
         self.when_cuda(self.setup)
 
