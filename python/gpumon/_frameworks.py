@@ -268,6 +268,7 @@ class JaxAdapter(Adapter):
         self._dev = self._pick(jax, gpus, device)
         self.device = _cuda_index(self._dev)
         self._limit: Optional[int] = None
+        self._largest_free: Optional[int] = None
 
     @staticmethod
     def _pick(jax: Any, gpus: list, device: Any) -> Any:
@@ -300,6 +301,7 @@ class JaxAdapter(Adapter):
     def read(self) -> Figures:
         st = self._dev.memory_stats()  # None on a backend without statistics (the platform allocator)
         self._limit = _stat(st, "bytes_limit")
+        self._largest_free = _stat(st, "largest_free_block_bytes")
         reserved, max_reserved = _stat(st, "pool_bytes"), _stat(st, "peak_pool_bytes")
         if reserved is None and _stat(st, "bytes_reserved"):  # an allocator that counts it there
             reserved, max_reserved = _stat(st, "bytes_reserved"), _stat(st, "peak_bytes_reserved")
@@ -308,6 +310,10 @@ class JaxAdapter(Adapter):
     def cap(self) -> Optional[int]:
         # bytes_limit of the last read(): the monitor asks right after reading, one call a sample
         return self._limit
+
+    def largest_free(self) -> Optional[int]:
+        """The BFC allocator's largest free block at the last read() (None when not told)."""
+        return self._largest_free
 
 
 def make_adapter(framework: Any, device: Any) -> Adapter:

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* _gpumon.c — the C extension under the Python package: thin types over gpumon.h for GPUMonitor,
- * built against Python's limited API (3.11) so one build loads on every later CPython. Here the
+ * built against Python's limited API (3.9) so one build loads on every later CPython. Here the
  * NVML handle and the module; the run model and report() are in _gpumon_model.c, the writers
- * (TensorBoard, recordings) in _gpumon_io.c, the exporter in _gpumon_export.c. */
+ * (TensorBoard, recordings) in _gpumon_io.c, the exporter in _gpumon_export.c, what concerns
+ * out-of-memory (messages, figures, the allocator's snapshot) in _gpumon_oom.c. */
 #include "_gpumon.h"
 
 #include <stdio.h>
@@ -260,6 +261,20 @@ static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
     {"report", gpx_report, METH_VARARGS,
      "report(path) -> the JSON document (text) of a gpumon recording, as `gpumon report PATH --json`."},
+    {"snapshot_condense", (PyCFunction)(void (*)(void))gpx_snapshot_condense, METH_VARARGS | METH_KEYWORDS,
+     "snapshot_condense(json_text, device=-1, request=0, pid=0) -> str: torch's allocator snapshot "
+     "(the JSON of torch.cuda.memory._snapshot()) condensed by libgpumon, as its JSON; ValueError with "
+     "the library's message when the text is not such a snapshot."},
+    {"oom_figures", (PyCFunction)(void (*)(void))gpx_oom_figures, METH_VARARGS | METH_KEYWORDS,
+     "oom_figures(framework=, pid=, device=, request=, capacity=, free=, process=, allocated=, "
+     "reserved=, cap=, largest_free=, peak=) -> str: the figures of an out-of-memory as libgpumon "
+     "encodes them (an oom_figures event's text); bytes, None where unknown."},
+    {"oom_message_match", gpx_oom_message_match, METH_O,
+     "oom_message_match(text) -> the framework's name when a line of text says it ran out of GPU "
+     "memory (libgpumon's reading), else None."},
+    {"oom_message_parse", gpx_oom_message_parse, METH_O,
+     "oom_message_parse(text) -> dict of the figures an out-of-memory message holds (request, device, "
+     "capacity, free, process, allocated, reserved, cap, largest_free, peak, framework, others), or None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -49,6 +49,13 @@ int gpx_add_model_type(PyObject *m);
 /* report(path) -> the JSON document of a recording, as `gpumon report PATH --json` gives it. */
 PyObject *gpx_report(PyObject *mod, PyObject *args);
 
+/* Out-of-memory (_gpumon_oom.c): snapshot_condense(json_text, device=-1, request=0, pid=0),
+ * oom_figures(**figures), oom_message_match(text), oom_message_parse(text). */
+PyObject *gpx_snapshot_condense(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_oom_figures(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_oom_message_match(PyObject *mod, PyObject *arg);
+PyObject *gpx_oom_message_parse(PyObject *mod, PyObject *arg);
+
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */
 int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);

@@ -8,7 +8,9 @@ import csv as _csv
 import json
 import os
 import socket
-from typing import Any, Callable, Optional
+import threading
+import time
+from typing import Any, Callable, Dict, Optional
 
 from . import _gpumon
 
@@ -176,7 +178,11 @@ class PrometheusSink(Sink):
 class RunSocketSink(Sink):
     """The `gpumon run` socket (docs/run-protocol.md): one JSON object a line, never blocking
     the training loop: what the socket does not take now waits in a bounded buffer, and whole
-    lines that do not fit are dropped (a partial line is never dropped, so framing holds)."""
+    lines that do not fit are dropped (a partial line is never dropped, so framing holds).
+
+    Safe to share between threads (the monitor inside a job sends from the training loop, its
+    sampling thread and the allocator's out-of-memory observer). flush() is the one call that
+    blocks, for at most its timeout: at out-of-memory the process may end right after it."""
 
     MAX_PENDING = 256 << 10
 
@@ -190,21 +196,29 @@ class RunSocketSink(Sink):
             self.sock.close()
             raise
         self.sock.setblocking(False)
+        self.lock = threading.Lock()
         self.pending = bytearray()
         self.dropped = 0
         self.device = device
+        self.send(self.hello(framework, version))
+
+    @staticmethod
+    def hello(framework: str, version: Optional[str]) -> dict:
         hello = {"v": 1, "type": "hello", "pid": os.getpid(), "framework": framework}
         if version:
             hello["version"] = version
-        self._send(hello)
+        return hello
 
-    def _send(self, obj: dict) -> None:
+    def send(self, obj: dict) -> None:
+        """Queues one message and sends what the socket takes now. Raises OSError when the
+        connection is gone."""
         line = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
-        if len(self.pending) + len(line) > self.MAX_PENDING:
-            self.dropped += 1
-        else:
-            self.pending += line
-        self._pump()
+        with self.lock:
+            if len(self.pending) + len(line) > self.MAX_PENDING:
+                self.dropped += 1
+            else:
+                self.pending += line
+            self._pump()
 
     def _pump(self) -> None:
         while self.pending:
@@ -213,6 +227,30 @@ class RunSocketSink(Sink):
             except (BlockingIOError, InterruptedError):
                 return
             del self.pending[:n]
+
+    def flush(self, timeout: float) -> bool:
+        """Sends what is pending, waiting at most timeout seconds for the socket to take it.
+        Returns whether all of it went."""
+        with self.lock:
+            if not self.pending:
+                return True
+            deadline = time.monotonic() + timeout
+            try:
+                while self.pending:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self.sock.settimeout(left)
+                    n = self.sock.send(self.pending)
+                    del self.pending[:n]
+            except OSError:
+                pass
+            finally:
+                try:
+                    self.sock.setblocking(False)
+                except OSError:
+                    pass
+            return not self.pending
 
     def write(self, s) -> None:
         figures = {key: int(v) for key, v in (("allocated", s.allocated), ("reserved", s.reserved),
@@ -224,24 +262,27 @@ class RunSocketSink(Sink):
             m.update(figures)
             if s.cap:  # the allocator's cap set in the code
                 m["limit"] = int(s.cap)
-            self._send(m)
-        self._send({"type": "step", "step": s.step, "t": s.time})
+            self.send(m)
+        self.send({"type": "step", "step": s.step, "t": s.time})
 
     def event(self, t_ns: int, kind: str, text: str) -> None:
         if kind in ("marker", "alert", "note"):
-            self._send({"type": "marker", "text": text[:1023]})
+            self.send({"type": "marker", "text": text[:1023]})
+
+    def oom(self, figures: Dict[str, Any], t: Optional[float] = None) -> None:
+        """An `oom` message: what the allocator knew when it ran out of memory (the figures as
+        _inside.TorchOom gives them: bytes, None where unknown)."""
+        m = {"type": "oom", "t": time.time() if t is None else t}
+        m.update((k, v) for k, v in figures.items() if v is not None)
+        self.send(m)
+
+    def snapshot(self, condensed: str, t: Optional[float] = None) -> None:
+        """A `snapshot` message: the allocator's snapshot as libgpumon condensed it (its JSON)."""
+        self.send({"type": "snapshot", "t": time.time() if t is None else t, "pid": os.getpid(),
+                   "snapshot": json.loads(condensed)})
 
     def close(self) -> None:
         try:
-            self.sock.setblocking(True)
-            self.sock.settimeout(0.2)  # a last chance for what is pending, bounded
-            self._pump_blocking()
-        except OSError:
-            pass
+            self.flush(0.2)  # a last chance for what is pending, bounded
         finally:
             self.sock.close()
-
-    def _pump_blocking(self) -> None:
-        while self.pending:
-            n = self.sock.send(self.pending)
-            del self.pending[:n]

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import warnings
 
 import pytest
@@ -86,7 +87,10 @@ def lightning_run(torch, callbacks, steps, batch_size=64, leak=0, clock=None, st
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.allocated[trainer.global_step] = torch.cuda.memory_allocated()
 
-    logger = L.loggers.CSVLogger(trainer_kw.pop("save_dir", "."))
+    save_dir = trainer_kw.pop("save_dir", None)
+    keep = None if save_dir is not None else tempfile.TemporaryDirectory()  # not the test's working directory
+    logger = L.loggers.CSVLogger(save_dir if save_dir is not None else keep.name)
+    logger.kept_dir = keep
     probe = Probe()
     net, data = Net(), Data()
     trainer = L.Trainer(callbacks=callbacks + [probe], logger=logger, max_steps=steps, **trainer_kw)

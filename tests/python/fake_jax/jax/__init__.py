@@ -2,7 +2,9 @@
 """A stand-in for the part of JAX gpumon reads, for tests on machines without JAX: jax.devices(),
 jax.local_devices(), jax.config.jax_default_device, and a Device's platform, id,
 local_hardware_id, process_index, device_kind and memory_stats() (a dict with XLA's keys on a GPU,
-None on the CPU, as jax's Device.memory_stats documents). jax._fake drives the allocator.
+None on the CPU, as jax's Device.memory_stats documents); the backends started by the first of
+those calls (jax._src.xla_bridge.backends_are_initialized()), and jax.errors.JaxRuntimeError, what
+XLA's out-of-memory raises. jax._fake drives the allocator.
 
 FAKE_JAX_GPUS (default 1; 0: a CPU-only jax) sets the number of GPUs. The allocator reads JAX's
 variables as JAX does when its backend starts: XLA_PYTHON_CLIENT_PREALLOCATE,
@@ -43,3 +45,5 @@ def local_devices(process_index=None, backend=None, host_id=None):
 
 
 from . import _fake  # noqa: E402
+from . import errors  # noqa: E402,F401
+from ._src import xla_bridge  # noqa: E402,F401

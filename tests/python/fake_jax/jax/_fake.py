@@ -15,6 +15,7 @@ PLATFORM = False  # XLA_PYTHON_CLIENT_ALLOCATOR=platform
 _devs = []
 in_use = peak = pool = peak_pool = allocs = []
 stats_calls = 0
+started = False  # the backends exist: the first devices() (JAX starts them at the job's first use)
 
 
 def _settings():
@@ -26,7 +27,7 @@ def _settings():
 
 def reset(gpus=None, id_base=0):
     """A fresh backend: GPUS GPUs (FAKE_JAX_GPUS unless given), nothing allocated."""
-    global GPUS, ID_BASE, LIMIT, PLATFORM, _devs, in_use, peak, pool, peak_pool, allocs, stats_calls
+    global GPUS, ID_BASE, LIMIT, PLATFORM, _devs, in_use, peak, pool, peak_pool, allocs, stats_calls, started
     from . import Device
     GPUS = int(os.environ.get("FAKE_JAX_GPUS", "1")) if gpus is None else gpus
     ID_BASE = id_base
@@ -40,9 +41,12 @@ def reset(gpus=None, id_base=0):
     in_use, peak, allocs = [0] * GPUS, [0] * GPUS, [0] * GPUS
     pool, peak_pool = [start] * GPUS, [start] * GPUS
     stats_calls = 0
+    started = False
 
 
 def devices(backend=None):
+    global started
+    started = True
     platforms = {d.platform for d in _devs}
     if backend is not None and backend not in platforms and not (backend == "cuda" and "gpu" in platforms):
         raise RuntimeError(f"Unknown backend: '{backend}' requested, but no platforms that are instances of "
@@ -51,8 +55,11 @@ def devices(backend=None):
 
 
 def alloc(n, dev=0):
+    """An array of n bytes on GPU dev (the backends start first, as a job's first array starts them)."""
+    devices()
     if in_use[dev] + n > LIMIT:
-        raise RuntimeError(f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {n} bytes.")
+        from .errors import JaxRuntimeError
+        raise JaxRuntimeError(f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {n} bytes.")
     in_use[dev] += n
     allocs[dev] += 1
     peak[dev] = max(peak[dev], in_use[dev])

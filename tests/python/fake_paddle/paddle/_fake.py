@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The fake allocator behind the stand-in paddle: per device allocated / reserved bytes with
-their peaks, and a log of the device arguments the API was called with."""
+their peaks, a log of the device arguments the API was called with, and out-of-memory past the
+device's memory as Paddle raises it (MemoryError with its ResourceExhaustedError text)."""
 import os
 
 GPUS = int(os.environ.get("FAKE_PADDLE_GPUS", "1"))
@@ -11,9 +12,18 @@ max_allocated = [0] * GPUS
 max_reserved = [0] * GPUS
 calls = []  # (function name, device argument as given)
 SEGMENT = 2 << 20
+TOTAL = 150754820096  # an H200: an allocation past it fails as Paddle's do
 
 
 def alloc(n, dev=0):
+    if reserved[dev] + n > TOTAL:
+        # Paddle raises its ResourceExhaustedError as Python's MemoryError, in these words (2.6)
+        raise MemoryError(
+            "ResourceExhaustedError: \n\nOut of memory error on GPU %d. Cannot allocate %.6fMB memory on GPU %d, "
+            "%.6fGB memory has been allocated and available memory is only %.6fMB.\n\nPlease check whether "
+            "there is any other process using GPU %d.\n (at /paddle/paddle/phi/core/memory/allocation/"
+            "cuda_allocator.cc:71)" % (dev, n / (1 << 20), dev, reserved[dev] / (1 << 30),
+                                       (TOTAL - reserved[dev]) / (1 << 20), dev))
     allocated[dev] += n
     if allocated[dev] > reserved[dev]:
         reserved[dev] = -(-allocated[dev] // SEGMENT) * SEGMENT

@@ -1,6 +1,28 @@
 # SPDX-License-Identifier: MIT
-"""torch.cuda of the stand-in."""
-from . import _fake
+"""torch.cuda of the stand-in: devices, the allocator's statistics (empty before CUDA starts, as
+torch's), CUDA's lazy start (_lazy_call, is_initialized, init) and the out-of-memory error."""
+from .. import _fake
+from .._fake import OutOfMemoryError  # noqa: F401
+
+
+class DeferredCudaCallError(Exception):
+    pass
+
+
+def is_initialized():
+    return _fake.initialized
+
+
+def init():
+    _fake.init()
+
+
+def _lazy_call(callable, **kwargs):
+    """As torch's: now when CUDA started, else queued until it starts."""
+    if _fake.initialized:
+        callable()
+    else:
+        _fake.queued.append(callable)
 
 
 def _dev(device):
@@ -30,20 +52,22 @@ def current_device():
 def memory_stats(device=None):
     d = _dev(device)
     _fake.stats_calls += 1
+    if not _fake.initialized:
+        return {}
     return {"allocated_bytes.all.current": _fake.allocated[d], "allocated_bytes.all.peak": _fake.peak[d],
             "reserved_bytes.all.current": _fake.reserved[d], "reserved_bytes.all.peak": _fake.peak_reserved[d]}
 
 
 def memory_allocated(device=None):
-    return _fake.allocated[_dev(device)]
+    return memory_stats(device).get("allocated_bytes.all.current", 0)
 
 
 def max_memory_allocated(device=None):
-    return _fake.peak[_dev(device)]
+    return memory_stats(device).get("allocated_bytes.all.peak", 0)
 
 
 def memory_reserved(device=None):
-    return _fake.reserved[_dev(device)]
+    return memory_stats(device).get("reserved_bytes.all.current", 0)
 
 
 def set_per_process_memory_fraction(fraction, device=None):
@@ -70,3 +94,6 @@ class _Props:
 
 def get_device_properties(device=None):
     return _Props(_dev(device))  # without FAKE_TORCH_UUIDS no .uuid, as in older torch
+
+
+from . import memory  # noqa: E402,F401
