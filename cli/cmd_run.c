@@ -372,10 +372,13 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 	struct run *r = ctx;
 	unsigned pid = (m->has & RUN_HAS_PID) ? m->pid : peer_pid;
 	uint64_t t = msg_time(r, m);
+	struct fw_name *f;
 	if (m->type == RUN_MSG_HELLO) {
-		struct fw_name *f = fw_of(r, pid, 1);
-		if (f)
+		f = fw_of(r, pid, 1);
+		if (f) {
 			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
+			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
+		}
 		event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
 		      m->framework[0] ? m->framework : "unknown framework", m->fw_version);
 	} else if (m->type == RUN_MSG_SAMPLE) {
@@ -384,6 +387,11 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		event(r, t, "step", "%lld", (long long)m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
 		event(r, t, "marker", "%s", m->text);
+	} else if (m->type == RUN_MSG_INSIDE && !m->fw_version[0] && (f = fw_of(r, pid, 0)) &&
+		   !strcmp(f->framework, m->framework)) {
+		struct run_msg with = *m; /* the version its hello gave: "inside view on for pid N: torch 2.11" */
+		snprintf(with.fw_version, sizeof with.fw_version, "%s", f->version);
+		return run_inside_msg(r, &with, pid, t);
 	} else {
 		return run_inside_msg(r, m, pid, t); /* the monitor inside the job: oom, snapshot, inside */
 	}

@@ -48,6 +48,7 @@ struct proc_mem {           /* a process holding memory on a GPU now, as NVML la
 struct fw_name {            /* the framework a reporting process named in its hello */
 	unsigned pid;
 	char framework[16];
+	char version[32];       /* its version, "" when not said */
 };
 
 struct run {

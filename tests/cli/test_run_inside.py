@@ -41,12 +41,12 @@ SHOW_ENV = textwrap.dedent("""
     import json, os, stat, sys
     d = os.path.dirname(os.environ["GPUMON_RUN_SOCKET"])
     site = os.path.join(d, "sitecustomize.py")
-    mod = sys.modules.get("sitecustomize")
+    cache = os.path.join(d, "__pycache__")
     print(json.dumps({
         "env": {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or k.startswith("GPUMON_INSIDE")},
         "dir": d, "mode": stat.S_IMODE(os.stat(d).st_mode), "listing": sorted(os.listdir(d)),
         "bootstrap": open(site, "rb").read().decode() if os.path.exists(site) else None,
-        "imported": getattr(mod, "__file__", None), "path": sys.path}))
+        "cached": sorted(os.listdir(cache)) if os.path.isdir(cache) else [], "path": sys.path}))
 """)
 
 
@@ -82,9 +82,9 @@ def test_bootstrap_first_on_the_python_path(tmp_path, pythonpath):
     assert env["PYTHONPATH"] == want, env
     assert env["GPUMON_INSIDE"] == "1"
     assert "GPUMON_INSIDE_HISTORY" not in env
-    # the embedded bootstrap, byte for byte, is the sitecustomize.py Python imported
+    # the embedded bootstrap, byte for byte, is the sitecustomize.py Python imported (and cached)
     assert got["bootstrap"] == open(BOOTSTRAP, encoding="utf-8").read()
-    assert got["imported"] == os.path.join(d, "sitecustomize.py")
+    assert any(re.fullmatch(r"sitecustomize\.\w+-\d+\.pyc", f) for f in got["cached"]), got["cached"]
     assert got["path"][1] == d or got["path"][0] == d, got["path"]
     # private: only the user enters it; gone after the run, with the bytecode Python wrote there
     assert got["mode"] == 0o700
@@ -96,7 +96,7 @@ def test_bootstrap_first_on_the_python_path(tmp_path, pythonpath):
 
 def test_bytecode_beside_the_bootstrap_is_removed(tmp_path):
     got = run_env(tmp_path)
-    assert "__pycache__" in got["listing"], got["listing"]  # Python cached the bootstrap there ...
+    assert "__pycache__" in got["listing"] and got["cached"], got  # Python cached the bootstrap there ...
     assert not os.path.exists(got["dir"])  # ... and the directory is gone all the same
 
 
@@ -151,7 +151,7 @@ def test_no_inside_leaves_the_environment_untouched(tmp_path):
     mine = {"GPUMON_INSIDE": "mine", "GPUMON_INSIDE_HISTORY": "mine too", "GPUMON_INSIDE_PYTHONPATH": "/mine"}
     got = run_env(tmp_path, ["--no-inside"], pythonpath="/x/one:/x/two", extra=mine)
     assert got["env"] == dict(mine, PYTHONPATH="/x/one:/x/two"), got["env"]
-    assert got["listing"] == ["sock"] and got["bootstrap"] is None and got["imported"] != os.path.join(got["dir"], "sitecustomize.py")
+    assert got["listing"] == ["sock"] and got["bootstrap"] is None
     got = run_env(tmp_path, ["--no-inside"], out="plain.gpumon")
     assert got["env"] == {}, got["env"]
     s, _ = settings(tmp_path / "plain.gpumon")
@@ -286,7 +286,11 @@ def test_inside_notes_and_the_off_reason_said_once(gpumon, tmp_path):
     same = {"type": "inside", "state": "off", "framework": "torch", "reason": "torch 1.8 is older than 1.10"}
     other = {"type": "inside", "state": "off", "reason": "GPUMON_INSIDE_PYTHONPATH \x1b[31mred"}
     on = {"type": "inside", "state": "on", "framework": "torch", "version": "2.11", "pid": 4244}
-    r = send(gpumon, tmp_path, "--proc", same, "--proc", same, "--proc", other, on)
+    # as the monitor says it: its hello names the version, its "on" only the framework
+    hello = {"v": 1, "type": "hello", "pid": 4245, "framework": "paddle", "version": "2.6.1"}
+    on_after_hello = {"type": "inside", "state": "on", "framework": "paddle", "pid": 4245}
+    r = send(gpumon, tmp_path, "--proc", same, "--proc", same, "--proc", other, on, hello, on_after_hello,
+             {"type": "inside", "state": "on", "pid": 4246})
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stderr.splitlines() if "the inside view is off" in l]
     assert len(lines) == 2, r.stderr
@@ -300,6 +304,7 @@ def test_inside_notes_and_the_off_reason_said_once(gpumon, tmp_path):
     pids = {int(re.match(r"inside view off for pid (\d+): ", t).group(1)) for t in same_notes}
     assert len(same_notes) == 2 and len(pids) == 2, notes  # two processes, each noted
     assert "inside view on for pid 4244: torch 2.11" in notes, notes
+    assert "inside view on for pid 4245: paddle 2.6.1" in notes and "inside view on for pid 4246" in notes, notes
     assert any(re.fullmatch(r"inside view off for pid \d+: GPUMON_INSIDE_PYTHONPATH \x1b\[31mred", t) for t in notes), notes
 
 
