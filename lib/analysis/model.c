@@ -529,6 +529,7 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		int k = p->used_known;
 		gpumon__timeline_add(&p->line, r->t_ns, &v, &k);
 	}
+	gpumon__model_oom_settle(m, p, r->t_ns);
 	/* a step function changes here: its series take the new value now, not at the next device row
 	   (and a GPU without rows, a CSV's process column, is judged on these alone) */
 	if (p->used_known) {

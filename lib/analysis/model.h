@@ -188,6 +188,8 @@ void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text);
 /* The out-of-memory events other than "oom" (GPUMON_EVENT_OOM_DETAIL, _OOM_FIGURES, _SNAPSHOT):
  * 1 when kind is one of them (taken), 0 otherwise. */
 int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, const char *text);
+/* A process record just after the moment: the job's holders take what it says, when higher. */
+void gpumon__model_oom_settle(gpumon_model *m, const struct mproc *p, uint64_t t);
 void gpumon__model_oom_finish(gpumon_model *m);
 int gpumon__model_job_dev(const gpumon_model *m);
 

@@ -28,6 +28,8 @@
 #define REAL_LEVEL (1ull << 30)
 /* The job's own growth is measured over this long before the moment. */
 #define GROWTH_NS (60 * S_NS)
+/* The job's processes listed this long after the moment still tell what they held at it. */
+#define SETTLE_NS (S_NS / 2)
 
 /* The job's GPU: where its processes hold the most now, else where they peaked; else the fullest
  * GPU. -1 when there is none. */
@@ -180,6 +182,29 @@ static void holders(gpumon_model *m, unsigned dev)
 	m->oom.nholders = n < 16 ? n : 16;
 	memcpy(m->oom.holders, all, m->oom.nholders * sizeof all[0]);
 	in->known |= GPUMON_OOM_F_OTHERS | (job_listed ? GPUMON_OOM_F_JOB : 0);
+}
+
+/* Processes are listed every 100 ms or so, after the device's figure: the listing before the moment
+ * may miss the job's last allocations. A job process listed within SETTLE_NS after it held at least
+ * what that listing says (its allocator stopped at the out-of-memory; what it freed since is
+ * unwinding), so its holder takes the higher figure. Other processes keep theirs: they may have
+ * grown since. */
+void gpumon__model_oom_settle(gpumon_model *m, const struct mproc *p, uint64_t t)
+{
+	if (!m->oom_have || m->oom.dev < 0 || p->dev != (unsigned)m->oom.dev || !p->job || !p->used_known ||
+	    t < m->oom.t_ns || t > m->oom.t_ns + SETTLE_NS)
+		return;
+	gpumon_oom_input *in = &m->oom.input;
+	for (size_t i = 0; i < m->oom.nholders; i++) {
+		gpumon_holder *h = &m->oom.holders[i];
+		if (h->pid != p->pid || (h->used_known && h->used_bytes >= p->used))
+			continue;
+		in->job_bytes += p->used - (h->used_known ? h->used_bytes : 0);
+		h->used_known = 1;
+		h->used_bytes = p->used;
+		qsort(m->oom.holders, m->oom.nholders, sizeof m->oom.holders[0], cmp_holder);
+		return;
+	}
 }
 
 /* The framework's last figures on dev: the source holding the most. */

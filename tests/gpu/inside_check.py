@@ -28,11 +28,15 @@ GIB = 1 << 30
 UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
 checks = []
+OUT_JSON = None  # where every check is written as it is made: a run cut short keeps what it found
 
 
 def check(name, ok, **detail):
     checks.append(dict(name=name, passed=bool(ok), **detail))
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else f"  {json.dumps(detail)[:600]}"), flush=True)
+    if OUT_JSON:
+        with open(OUT_JSON, "w") as f:
+            json.dump({"passed": all(c["passed"] for c in checks), "checks": checks, "partial": True}, f, indent=1)
 
 
 def near(a, b, rel=0.01):
@@ -134,9 +138,18 @@ def common(name, r, cause):
     return oom
 
 
+ORDER = ("toobig", "fraction", "frag", "cotenant", "transient", "outside", "clean", "leak")
+
+
 def scenarios(gpumon, work, only):
+    for name in ORDER:
+        if not only or name in only:
+            scenario(gpumon, work, name)
+
+
+def scenario(gpumon, work, name):
     def want(n):
-        return not only or n in only
+        return n == name
 
     if want("frag"):
         r = run_job(gpumon, work, "frag", "frag", history=True)
@@ -299,10 +312,18 @@ def main():
     ap.add_argument("--steps", type=int, default=600)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    global OUT_JSON
+    OUT_JSON = os.path.join(a.out, "inside_check.json")
     work = tempfile.mkdtemp()
     only = set(x for x in a.only.split(",") if x)
     result = {}
-    scenarios(a.gpumon, work, only)
+    try:
+        scenarios(a.gpumon, work, only)
+    finally:  # what ran comes back, also when the rest did not
+        with tarfile.open(os.path.join(a.out, "inside_runs.tar.gz"), "w:gz") as t:
+            for n in sorted(os.listdir(work)):
+                if not n.endswith((".gpumon-wal", ".gpumon-shm")):
+                    t.add(os.path.join(work, n), arcname=n)
     if not a.no_bench:
         result["bench"] = bench(a.gpumon, work, a.rounds, a.steps)
         result["condense"] = condense_cost()
@@ -310,10 +331,6 @@ def main():
     result.update(passed=passed, checks=checks)
     with open(os.path.join(a.out, "inside_check.json"), "w") as f:
         json.dump(result, f, indent=1)
-    with tarfile.open(os.path.join(a.out, "inside_runs.tar.gz"), "w:gz") as t:
-        for n in sorted(os.listdir(work)):
-            if not n.endswith(".gpumon-wal") and not n.endswith(".gpumon-shm"):
-                t.add(os.path.join(work, n), arcname=n)
     print(f"{sum(c['passed'] for c in checks)}/{len(checks)} checks passed")
     sys.exit(0 if passed else 1)
 

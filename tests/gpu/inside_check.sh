@@ -11,7 +11,8 @@
 # an out-of-memory snapshot of the whole card. Needs the driver, python3 with torch and pynvml,
 # cmake, gcc (tests/gpu/README.md for the libraries). Writes $OUT/inside_check.json,
 # $OUT/inside_check.txt, $OUT/inside_runs.tar.gz, $OUT/inside_build.log. Exit status 0 when every
-# check held. About 8 minutes.
+# check held. About 8 minutes (3 with --no-bench; GPUMON_PREBUILT=DIR uses a Release build made
+# elsewhere instead of building).
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -21,7 +22,13 @@ PY=${PYTHON:-python3}
 
 . tests/gpu/deps.sh
 start=$(date +%s)
-gpumon_build "$BUILD" gpumon gpumon_python >"$OUT/inside_build.log" 2>&1
+if [ -n "${GPUMON_PREBUILT:-}" ]; then # a Release build made elsewhere, carried along
+	BUILD=$(cd "$GPUMON_PREBUILT" && pwd)
+	export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	echo "prebuilt: $BUILD" >"$OUT/inside_build.log"
+else
+	gpumon_build "$BUILD" gpumon gpumon_python >"$OUT/inside_build.log" 2>&1
+fi
 if [ $? -ne 0 ] || [ ! -f "$BUILD/python/gpumon/_gpumon.abi3.so" ]; then
 	echo "FAIL build; last lines of $OUT/inside_build.log:"
 	tail -n 25 "$OUT/inside_build.log"

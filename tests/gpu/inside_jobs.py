@@ -12,7 +12,7 @@ torch's message, memory_allocated/reserved, mem_get_info and NVML's figure of th
   cotenant    takes 512 MiB every 50 ms until out of memory (run next to `hold`)
   fraction    set_per_process_memory_fraction(0.3), then 1 GiB every 50 ms until out of memory
   toobig      a Linear layer of 160 GiB of weights made on the GPU
-  transient   8 s of steady training, then an evaluation whose attention scores need 120 GiB
+  transient   8 s of steady training, then an evaluation whose attention scores need 149 GiB
   bench N     N training steps, timed (the inside view's cost)
   hold GIB    not a job: holds GIB of the card until killed, touches $INSIDE_SIDE when it holds it
 """
@@ -140,7 +140,7 @@ def main():
         elif mode == "transient":
             m, _ = train(seconds=8, sleep=0.004)
             with torch.no_grad():  # evaluation: attention over one very long sequence
-                q = torch.randn(1, 180000, 64, device="cuda")
+                q = torch.randn(1, 200000, 64, device="cuda")  # 200000^2 fp32 scores: 149 GiB
                 scores = q @ q.transpose(1, 2)
                 del scores
         else:

@@ -469,10 +469,19 @@ static void test_oom_growth(void)
 	   "GiB of which 100.00 MiB is free. Process 200 has 60.00 GiB memory in use. Including non-PyTorch memory, this "
 	   "process has 19.50 GiB memory in use. Of the allocated memory 19.00 GiB is allocated by PyTorch, and 0 bytes is "
 	   "reserved by PyTorch but unallocated.");
+	/* the listing after the moment has the job's last gigabyte; the one a second later is past it */
+	proc(0, T0 + S + 28 * (S / 10) + S / 5, 100, growing(28));
+	proc(0, T0 + S + 28 * (S / 10) + 2 * S, 100, growing(40));
+	proc(0, T0 + S + 28 * (S / 10) + S / 4, 200, 70 * GiB);
 	gpumon_model_finish(M, 0, 1);
 	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory");
+	ok(o.nholders == 2 && o.holders[0].pid == 200 && o.holders[0].used_bytes == 60 * GiB,
+	   "a co-tenant listed after the moment keeps its figure then");
+	ok(o.nholders == 2 && o.holders[1].pid == 100 && o.holders[1].used_bytes == growing(28),
+	   "the job listed 0.2 s after the moment: what it held when it ran out");
+	is_int(o.input.job_bytes, growing(28), "and the job's figure with it, not the one 2 s later");
 	is_int(o.diagnosis.cause, GPUMON_OOM_CO_TENANT, "the co-tenant");
-	ok(o.diagnosis.growth_bytes == 18 * GiB, "the job's own growth: 18 GiB (%.2f GiB)",
+	ok(o.diagnosis.growth_bytes == 18 * GiB, "the job's own growth to the moment: 18 GiB (%.2f GiB)",
 	   (double)o.diagnosis.growth_bytes / GiB);
 	ok(o.diagnosis.growth_seconds > 1.7 && o.diagnosis.growth_seconds < 2.0, "in about 1.9 s (%.2f s)",
 	   o.diagnosis.growth_seconds);
