@@ -21,7 +21,7 @@ JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
 MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
-DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev \
+DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libyajl-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev \
              libncurses-dev libmicrohttpd-dev
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux prometheus
 # gpumon show --json is validated against docs/show.schema.json; the zsh and fish completion

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* snapshot.c — PyTorch's allocator snapshot (torch.cuda.memory._snapshot() as JSON) condensed into
  * what holds the memory: its figures, the segments with the most free memory and the live bytes by
- * allocation site; and that condensed form as JSON and back. */
+ * allocation site (gpumon_snapshot_condense). */
 #include <gpumon/gpumon.h>
 
 #include <limits.h>
@@ -10,490 +10,140 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
+#include <yajl/yajl_parse.h>
 
-/* ---- a reader of JSON text in place --------------------------------------------------------------
- * A snapshot of a full card is tens of megabytes, most of it stack frames: a tree of it (jansson's)
- * takes seconds and ten times the text in memory, so the text is read where it stands (in one pass
- * when its keys come in torch's order) and checked as it goes (RFC 8259, UTF-8 included; \u0000
- * refused, as jansson refuses it). Strings are views of the text, decoded only where their content
- * matters. */
+#include "snapshot.h"
 
-#define MAX_DEPTH 512 /* nesting; the reader recurses only into values it skips */
+/* A snapshot of a full card is tens of megabytes, most of it stack frames: a tree of it (jansson's)
+ * takes seconds and ten times the text in memory. yajl hands over each value as it reads it: the
+ * members of a segment, a block and a frame are kept as they come and acted on at the object's end,
+ * so their order does not matter; memory is the site table with its sites' names, and the longest
+ * string. What cannot wait in a few fields is a segment's blocks, which need its device and
+ * total_size: when those come after them (keys sorted), that piece of the text is read again. */
 
-struct rd {
-	const char *base, *p, *end;
-	char *err; /* the first failure's message */
-	size_t err_len;
-	int failed;
-};
-
-/* a string as it stands between its quotes, escapes not decoded */
-struct view {
-	const char *s;
-	size_t n;
-	int esc;
-};
-
-__attribute__((format(printf, 2, 3))) static int fail(struct rd *r, const char *fmt, ...)
-{
-	if (!r->failed && r->err_len) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(r->err, r->err_len, fmt, ap);
-		va_end(ap);
-	}
-	r->failed = 1;
-	return -1;
-}
-
-static int syntax(struct rd *r, const char *what)
-{
-	return fail(r, "not JSON: %s at byte %zu", what, (size_t)(r->p - r->base));
-}
-
-static int peek(struct rd *r)
-{
-	while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
-		r->p++;
-	return r->p < r->end ? (unsigned char)*r->p : -1;
-}
-
-/* Length of the UTF-8 sequence at s (n bytes there), 0 when it is not a valid one (overlong forms,
- * surrogates and code points past U+10FFFF are not). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	unsigned cp, min;
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0)
-		len = 2, cp = s[0] & 0x1fu, min = 0x80;
-	else if ((s[0] & 0xf0) == 0xe0)
-		len = 3, cp = s[0] & 0x0fu, min = 0x800;
-	else if ((s[0] & 0xf8) == 0xf0)
-		len = 4, cp = s[0] & 0x07u, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3fu);
-	}
-	return cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? 0 : len;
-}
-
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int hex4(const char *s, unsigned *v)
-{
-	*v = 0;
-	for (int i = 0; i < 4; i++) {
-		int d = hex_digit(s[i]);
-		if (d < 0)
-			return 0;
-		*v = *v << 4 | (unsigned)d;
-	}
-	return 1;
-}
-
-/* The escape at s (a backslash, n bytes there): its length, and its code point in *cp; 0 when it is
- * not a valid one (a lone surrogate, \u0000). */
-static size_t unescape(const char *s, size_t n, unsigned *cp)
-{
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	unsigned hi, lo;
-	if (n < 2)
-		return 0;
-	const char *k = s[1] ? strchr(from, s[1]) : NULL;
-	if (k) {
-		*cp = (unsigned char)to[k - from];
-		return 2;
-	}
-	if (s[1] != 'u' || n < 6 || !hex4(s + 2, &hi) || hi == 0)
-		return 0;
-	if (hi < 0xd800 || hi > 0xdfff) {
-		*cp = hi;
-		return 6;
-	}
-	if (hi > 0xdbff || n < 12 || s[6] != '\\' || s[7] != 'u' || !hex4(s + 8, &lo) || lo < 0xdc00 ||
-	    lo > 0xdfff)
-		return 0;
-	*cp = 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
-	return 12;
-}
-
-/* Decodes a string the reader checked into dst (room for v->n bytes: no escape decodes longer than
- * it is written) and returns its length. */
-static size_t decode(const struct view *v, char *dst)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < v->n;) {
-		unsigned cp;
-		size_t k = v->s[i] == '\\' ? unescape(v->s + i, v->n - i, &cp) : 0;
-		if (!k) {
-			dst[o++] = v->s[i++];
-			continue;
-		}
-		i += k;
-		if (cp < 0x80) {
-			dst[o++] = (char)cp;
-		} else if (cp < 0x800) {
-			dst[o++] = (char)(0xc0 | cp >> 6);
-			dst[o++] = (char)(0x80 | (cp & 0x3f));
-		} else if (cp < 0x10000) {
-			dst[o++] = (char)(0xe0 | cp >> 12);
-			dst[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
-			dst[o++] = (char)(0x80 | (cp & 0x3f));
-		} else {
-			dst[o++] = (char)(0xf0 | cp >> 18);
-			dst[o++] = (char)(0x80 | (cp >> 12 & 0x3f));
-			dst[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
-			dst[o++] = (char)(0x80 | (cp & 0x3f));
-		}
-	}
-	return o;
-}
-
-static int str(struct rd *r, struct view *v)
-{
-	if (peek(r) != '"')
-		return syntax(r, "expected a string");
-	v->s = ++r->p;
-	v->esc = 0;
-	while (r->p < r->end) {
-		unsigned char c = (unsigned char)*r->p;
-		size_t k = 1;
-		unsigned cp;
-		if (c == '"') {
-			v->n = (size_t)(r->p++ - v->s);
-			return 0;
-		}
-		if (c < 0x20)
-			return syntax(r, "a control character in a string");
-		if (c == '\\') {
-			v->esc = 1;
-			if (!(k = unescape(r->p, (size_t)(r->end - r->p), &cp)))
-				return syntax(r, "an invalid escape");
-		} else if (c >= 0x80 &&
-			   !(k = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p)))) {
-			return syntax(r, "invalid UTF-8");
-		}
-		r->p += k;
-	}
-	return syntax(r, "an unterminated string");
-}
-
-/* Whether a string is the word lit. */
-static int is(const struct view *v, const char *lit)
-{
-	size_t n = strlen(lit);
-	char buf[64];
-	if (!v->esc)
-		return v->n == n && !memcmp(v->s, lit, n);
-	return v->n < sizeof buf && decode(v, buf) == n && !memcmp(buf, lit, n);
-}
-
-static int digits(struct rd *r)
-{
-	if (r->p >= r->end || *r->p < '0' || *r->p > '9')
-		return syntax(r, "a malformed number");
-	while (r->p < r->end && *r->p >= '0' && *r->p <= '9')
-		r->p++;
-	return 0;
-}
-
-/* A number; *have: 1 an integer in int64_t's range (*v), -1 anything else. */
-static int number(struct rd *r, int *have, int64_t *v)
-{
-	int neg = r->p < r->end && *r->p == '-', big = 0;
-	uint64_t mag = 0;
-	r->p += neg;
-	if (r->p >= r->end || *r->p < '0' || *r->p > '9')
-		return syntax(r, "a malformed number");
-	if (*r->p == '0') /* no leading zeros: "01" is not a number */
-		r->p++;
-	else
-		for (; r->p < r->end && *r->p >= '0' && *r->p <= '9'; r->p++) {
-			unsigned d = (unsigned)(*r->p - '0');
-			big |= mag > (UINT64_MAX - d) / 10;
-			mag = mag * 10 + d;
-		}
-	*have = 1;
-	if (r->p < r->end && *r->p == '.') {
-		r->p++;
-		*have = -1;
-		if (digits(r))
-			return -1;
-	}
-	if (r->p < r->end && (*r->p == 'e' || *r->p == 'E')) {
-		r->p++;
-		*have = -1;
-		r->p += r->p < r->end && (*r->p == '+' || *r->p == '-');
-		if (digits(r))
-			return -1;
-	}
-	if (big || mag > (uint64_t)INT64_MAX) {
-		*have = -1;
-		*v = 0;
-	} else {
-		*v = neg ? -(int64_t)mag : (int64_t)mag;
-	}
-	return 0;
-}
-
-/* The next member of an object whose '{' was read: 1 with its key and ':' read, 0 at its '}' (read),
- * -1 on an error. *i counts the members so far. */
-static int member(struct rd *r, size_t *i, struct view *key)
-{
-	int c = peek(r);
-	if (c == '}') {
-		r->p++;
-		return 0;
-	}
-	if (*i) {
-		if (c != ',')
-			return syntax(r, "expected ',' or '}'");
-		r->p++;
-	}
-	if (str(r, key))
-		return -1;
-	if (peek(r) != ':')
-		return syntax(r, "expected ':'");
-	r->p++;
-	++*i;
-	return 1;
-}
-
-/* The next element of an array whose '[' was read: 1 when one follows, 0 at its ']' (read). */
-static int element(struct rd *r, size_t *i)
-{
-	int c = peek(r);
-	if (c == ']') {
-		r->p++;
-		return 0;
-	}
-	if (*i) {
-		if (c != ',')
-			return syntax(r, "expected ',' or ']'");
-		r->p++;
-	}
-	++*i;
-	return 1;
-}
-
-static int word(struct rd *r, const char *w)
-{
-	size_t n = strlen(w);
-	if ((size_t)(r->end - r->p) < n || memcmp(r->p, w, n))
-		return syntax(r, "an unknown word");
-	r->p += n;
-	return 0;
-}
-
-/* Reads past any value, checking it. */
-static int skip(struct rd *r, int depth)
-{
-	struct view v;
-	size_t i = 0;
-	int k, have;
-	int64_t n;
-	switch (peek(r)) {
-	case '{':
-	case '[':
-		if (depth >= MAX_DEPTH)
-			return syntax(r, "nesting too deep");
-		if (*r->p++ == '{') {
-			while ((k = member(r, &i, &v)) > 0)
-				if (skip(r, depth + 1))
-					return -1;
-		} else {
-			while ((k = element(r, &i)) > 0)
-				if (skip(r, depth + 1))
-					return -1;
-		}
-		return k;
-	case '"': return str(r, &v);
-	case 't': return word(r, "true");
-	case 'f': return word(r, "false");
-	case 'n': return word(r, "null");
-	case -1: return syntax(r, "the text ends");
-	default: return number(r, &have, &n);
-	}
-}
-
-/* A value that should be an integer: *have 1 with *v when it is one, -1 when it is anything else. */
-static int integer(struct rd *r, int *have, int64_t *v)
-{
-	int c = peek(r);
-	if (c == '-' || (c >= '0' && c <= '9'))
-		return number(r, have, v);
-	*have = -1;
-	return skip(r, 0);
-}
-
-/* ---- which frame is the allocation's site --------------------------------------------------------
- * A frame belongs to the framework, to Python or to gpumon, or it is the user's (a library's counts
- * as the user's: it is the code that asked for the memory). Decided on the file's path, split at '/'
- * and '\\', by where packages live rather than by a word anywhere in it, so that a project of the
- * user's in a directory named "torch" is still the user's:
- *  - PyTorch's: a component "torch" right under "site-packages" or "dist-packages", or right under
- *    "pytorch" (a source checkout, pip install -e); a component "torchinductor_*" (the code
- *    torch.compile writes and runs); a C/C++ source or library (a frame of stacks="all": the
- *    allocator and the framework underneath the Python code);
- *  - Python's: a component "pythonX.Y" right under "lib" or "lib64", with no "site-packages" or
- *    "dist-packages" further on (the standard library);
- *  - gpumon's: "gpumon" right under site-packages/dist-packages, or a file "_*.py" right in a
- *    directory "gpumon" (the package's own modules, wherever it is imported from);
- *  - no file: empty, "??", or "<...>" ("<frozen runpy>", "<string>", torch.fx's "<eval_with_key>.3").
- * The site is the innermost frame that is the user's; the innermost frame when none is. */
-
-enum { FRAME_USER, FRAME_OTHER };
-
-static int comp_is(const char *s, size_t n, const char *lit)
-{
-	return strlen(lit) == n && !memcmp(s, lit, n);
-}
-
-static int ends_with(const char *s, size_t n, const char *lit)
-{
-	size_t m = strlen(lit);
-	return n >= m && !memcmp(s + n - m, lit, m);
-}
-
-/* "python3.11", "python3.13t" */
-static int is_python_dir(const char *s, size_t n)
-{
-	size_t i = 6;
-	if (n < 9 || memcmp(s, "python", 6) || s[i] < '0' || s[i] > '9')
-		return 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9')
-		i++;
-	if (i >= n || s[i++] != '.' || i >= n || s[i] < '0' || s[i] > '9')
-		return 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9')
-		i++;
-	while (i < n && s[i] >= 'a' && s[i] <= 'z')
-		i++;
-	return i == n;
-}
-
-static int native_file(const char *s, size_t n)
-{
-	static const char *const ext[] = {".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".so"};
-	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++)
-		if (ends_with(s, n, ext[i]))
-			return 1;
-	return memmem(s, n, ".so.", 4) != NULL; /* libcuda.so.1 */
-}
-
-static int frame_kind(const char *s, size_t n)
-{
-	const char *prev = "", *c = s;
-	size_t prevn = 0;
-	int stdlib = 0, packages = 0;
-	if (n == 0 || s[0] == '<' || comp_is(s, n, "??") || native_file(s, n))
-		return FRAME_OTHER;
-	for (const char *e = s; e <= s + n; e++) {
-		if (e < s + n && *e != '/' && *e != '\\')
-			continue;
-		size_t cn = (size_t)(e - c);
-		int under_packages =
-		    comp_is(prev, prevn, "site-packages") || comp_is(prev, prevn, "dist-packages");
-		if ((under_packages && (comp_is(c, cn, "torch") || comp_is(c, cn, "gpumon"))) ||
-		    (comp_is(prev, prevn, "pytorch") && comp_is(c, cn, "torch")) ||
-		    (cn > 14 && !memcmp(c, "torchinductor_", 14)) ||
-		    (e == s + n && comp_is(prev, prevn, "gpumon") && cn > 4 && c[0] == '_' &&
-		     ends_with(c, cn, ".py")))
-			return FRAME_OTHER;
-		if (comp_is(c, cn, "site-packages") || comp_is(c, cn, "dist-packages"))
-			packages = 1;
-		if ((comp_is(prev, prevn, "lib") || comp_is(prev, prevn, "lib64")) && is_python_dir(c, cn))
-			stdlib = 1, packages = 0;
-		if (cn)
-			prev = c, prevn = cn;
-		c = e + 1;
-	}
-	return stdlib && !packages ? FRAME_OTHER : FRAME_USER;
-}
-
-/* ---- condensing ---------------------------------------------------------------------------------- */
+#define MAX_DEPTH 512 /* nesting refused past it (yajl keeps a byte per level) */
 
 #define SITES_MAX   4096 /* distinct sites tracked (see gpumon_snapshot_condense) */
 #define SITES_SLOTS 8192 /* their hash table, at most half full */
 
 struct site {
-	struct view file, func; /* as they stand in the snapshot */
+	char *text; /* its file, then its function (file_n + func_n bytes, owned) */
+	size_t file_n, func_n;
 	unsigned line;
 	uint64_t hash, bytes, blocks;
 };
 
+struct str {
+	char *p;
+	size_t n, cap;
+};
+
+/* Where the reader is: the container whose values come next (the way down is always the same). */
+enum where { W_TOP, W_DOC, W_SEGMENTS, W_SEGMENT, W_BLOCKS, W_BLOCK, W_FRAMES, W_FRAME, W_END };
+/* The member of an object whose value comes next: those gpumon reads */
+enum key {
+	K_NONE,
+	K_SEGS,
+	K_DEV,
+	K_TOTAL,
+	K_EXPAND,
+	K_BLOCKS,
+	K_SIZE,
+	K_STATE,
+	K_FRAMES,
+	K_FILE,
+	K_NAME,
+	K_LINE
+};
+enum type { V_NULL, V_FALSE, V_TRUE, V_NUMBER, V_STRING, V_MAP, V_ARRAY };
+
+/* One run of yajl over text (at off0 in the snapshot): the whole snapshot, or a piece read again. */
+struct pos {
+	yajl_handle h;
+	const char *text;
+	size_t off0;
+	int parsing; /* inside yajl_parse, whose offsets are into text */
+	enum where at;
+	enum key key;
+	unsigned depth, skip; /* skip: the nesting inside a value not read */
+	int deferring;	      /* the value skipped is a segment's blocks, read at the segment's end */
+};
+
+/* A segment's members as they come. Its blocks need its device and total_size: when they come
+ * after the blocks (keys sorted), the blocks array is read again from the text at the segment's end. */
 struct seg {
-	int have_dev, have_total, have_blocks, selected, checked;
+	int have_dev, have_total, have_blocks, selected, checked, expandable; /* have: 1, -1 not integer */
 	int64_t dev, total;
-	int expandable;
-	const char *blocks; /* the blocks array, when it came before device and total_size */
+	size_t from, to, nblocks; /* its blocks array in the text, when read again */
 	uint64_t live, free, nfree, largest_free;
 };
 
+/* A block's members as they come: its site (from its frames) is taken at its end. */
 struct blk {
 	int have_size, have_state, have_frames, live, checked;
-	int array; /* frames is an array (read or to be read) */
+	int array, found, user; /* frames is an array; a frame was taken; it was the user's */
 	int64_t size;
-	const char *frames; /* the frames array, when it came before size and state */
+	size_t nframes;
 };
 
 struct cx {
-	struct rd r;
+	const char *json;
+	struct pos *pos;
+	char *err; /* the first failure's message */
+	size_t err_len;
+	int failed, nomem;
 	int device;
 	uint64_t request;
 	gpumon_alloc_snapshot *out;
-	const char *segments; /* the segments array */
-	int recount;	      /* the second walk, which counts the kept sites' bytes again */
-	int first_dev, many_devs, nomem;
-	size_t nseg_all;
+	int recount; /* the second reading, which counts the kept sites' bytes again */
+	int not_object, have_segments, first_dev, many_devs;
+	size_t seg_from, seg_to, nseg, nseg_all, si, bi;
 	uint64_t all_reserved, all_blocks; /* over every device */
 	uint64_t top_free[GPUMON_SNAPSHOT_SEGMENTS];
+	struct seg seg;
+	struct blk blk;
+	struct str file, func, site_file, site_func; /* the frame being read; the block's site so far */
+	unsigned line, site_line;
 	struct site *sites;
 	uint16_t *slots; /* index + 1 into sites; 0 empty */
 	unsigned nsites;
 	int evicted;
-	char *scratch; /* a decoded string */
-	size_t scratch_cap;
 };
+
+__attribute__((format(printf, 2, 3))) static int fail(struct cx *c, const char *fmt, ...)
+{
+	if (!c->failed && c->err_len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->err_len, fmt, ap);
+		va_end(ap);
+	}
+	c->failed = 1;
+	return -1;
+}
 
 static int nomem(struct cx *c)
 {
 	c->nomem = 1;
-	return fail(&c->r, "out of memory");
+	return fail(c, "out of memory");
 }
 
-/* A string's text, decoded when it holds escapes (into c->scratch). */
-static int text(struct cx *c, const struct view *v, const char **s, size_t *n)
+static size_t consumed(const struct cx *c)
 {
-	if (!v->esc) {
-		*s = v->s, *n = v->n;
-		return 0;
-	}
-	if (v->n + 1 > c->scratch_cap) {
-		char *p = realloc(c->scratch, v->n + 1);
+	return yajl_get_bytes_consumed(c->pos->h);
+}
+
+static int str_set(struct cx *c, struct str *d, const char *s, size_t n)
+{
+	if (n > d->cap) {
+		char *p = realloc(d->p, n);
 		if (!p)
 			return nomem(c);
-		c->scratch = p, c->scratch_cap = v->n + 1;
+		d->p = p, d->cap = n;
 	}
-	*n = decode(v, c->scratch);
-	*s = c->scratch;
+	if (n)
+		memcpy(d->p, s, n);
+	d->n = n;
 	return 0;
 }
 
@@ -504,10 +154,10 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
-static int view_cmp(const struct view *a, const struct view *b)
+static int text_cmp(const char *a, size_t an, const char *b, size_t bn)
 {
-	int d = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
-	return d ? d : (a->n > b->n) - (a->n < b->n);
+	int d = memcmp(a, b, an < bn ? an : bn);
+	return d ? d : (an > bn) - (an < bn);
 }
 
 /* Largest first; ties by file, line, function. */
@@ -517,11 +167,11 @@ static int site_cmp(const void *pa, const void *pb)
 	int d;
 	if (a->bytes != b->bytes)
 		return a->bytes < b->bytes ? 1 : -1;
-	if ((d = view_cmp(&a->file, &b->file)))
+	if ((d = text_cmp(a->text, a->file_n, b->text, b->file_n)))
 		return d;
 	if (a->line != b->line)
 		return a->line < b->line ? -1 : 1;
-	return view_cmp(&a->func, &b->func);
+	return text_cmp(a->text + a->file_n, a->func_n, b->text + b->file_n, b->func_n);
 }
 
 static void slots_fill(struct cx *c)
@@ -535,24 +185,26 @@ static void slots_fill(struct cx *c)
 	}
 }
 
-/* Adds a live block's bytes to its site. A full table drops the half holding the least (the sites
- * that hold much keep being counted, and a second walk counts the kept ones again exactly). */
-static int site_add(struct cx *c, struct site *k, uint64_t bytes)
+/* Adds a live block's bytes to its site (the block's, in c->site_*). A full table drops the half
+ * holding the least (the sites that hold much keep being counted, and a second reading counts the
+ * kept ones again exactly). */
+static int site_add(struct cx *c, uint64_t bytes)
 {
+	const struct str *f = &c->site_file, *u = &c->site_func;
+	const char *fp = f->n ? f->p : "", *up = u->n ? u->p : ""; /* never NULL to memcpy, memcmp */
 	if (!c->sites) {
 		c->sites = malloc(SITES_MAX * sizeof *c->sites);
-		c->slots = malloc(SITES_SLOTS * sizeof *c->slots);
+		c->slots = calloc(SITES_SLOTS, sizeof *c->slots);
 		if (!c->sites || !c->slots)
 			return nomem(c);
-		memset(c->slots, 0, SITES_SLOTS * sizeof *c->slots);
 	}
-	uint64_t h = fnv(fnv(0xcbf29ce484222325ull, k->file.s, k->file.n), k->func.s, k->func.n);
-	h = fnv(h, (const char *)&k->line, sizeof k->line);
+	uint64_t h = fnv(fnv(0xcbf29ce484222325ull, fp, f->n), up, u->n);
+	h = fnv(h, (const char *)&c->site_line, sizeof c->site_line);
 	unsigned at = (unsigned)h & (SITES_SLOTS - 1);
 	for (; c->slots[at]; at = (at + 1) & (SITES_SLOTS - 1)) {
 		struct site *s = &c->sites[c->slots[at] - 1];
-		if (s->hash == h && s->line == k->line && !view_cmp(&s->file, &k->file) &&
-		    !view_cmp(&s->func, &k->func)) {
+		if (s->hash == h && s->line == c->site_line && s->file_n == f->n && s->func_n == u->n &&
+		    !memcmp(s->text, fp, f->n) && !memcmp(s->text + f->n, up, u->n)) {
 			s->bytes += bytes;
 			s->blocks++;
 			return 0;
@@ -560,122 +212,77 @@ static int site_add(struct cx *c, struct site *k, uint64_t bytes)
 	}
 	if (c->recount)
 		return 0;
+	char *text = malloc(f->n + u->n + 1);
+	if (!text)
+		return nomem(c);
+	memcpy(text, fp, f->n);
+	memcpy(text + f->n, up, u->n);
 	if (c->nsites == SITES_MAX) {
 		qsort(c->sites, c->nsites, sizeof *c->sites, site_cmp);
+		for (unsigned i = SITES_MAX / 2; i < SITES_MAX; i++)
+			free(c->sites[i].text);
 		c->nsites = SITES_MAX / 2;
 		c->evicted = 1;
 		slots_fill(c);
 		for (at = (unsigned)h & (SITES_SLOTS - 1); c->slots[at]; at = (at + 1) & (SITES_SLOTS - 1))
 			;
 	}
-	k->hash = h, k->bytes = bytes, k->blocks = 1;
-	c->sites[c->nsites++] = *k;
+	c->sites[c->nsites++] = (struct site){text, f->n, u->n, c->site_line, h, bytes, 1};
 	c->slots[at] = (uint16_t)c->nsites;
 	return 0;
 }
 
-/* One frame (leniently: a frame torch would not write is taken as one without a file). */
-static int frame(struct cx *c, struct site *f, int *kind)
-{
-	struct rd *r = &c->r;
-	struct view key;
-	size_t i = 0;
-	int k, have = 0, have_file = 0;
-	int64_t line = 0;
-	memset(f, 0, sizeof *f);
-	f->file.s = f->func.s = ""; /* no file or function: empty, never NULL */
-	*kind = FRAME_OTHER;
-	if (peek(r) != '{')
-		return skip(r, 0);
-	r->p++;
-	while ((k = member(r, &i, &key)) > 0) {
-		int string = peek(r) == '"';
-		if (is(&key, "filename") && string)
-			k = str(r, &f->file), have_file = 1;
-		else if (is(&key, "name") && string)
-			k = str(r, &f->func);
-		else if (is(&key, "line"))
-			k = integer(r, &have, &line);
-		else
-			k = skip(r, 0);
-		if (k)
-			return -1;
-	}
-	if (k < 0)
-		return -1;
-	f->line = have == 1 && line >= 0 && line <= UINT_MAX ? (unsigned)line : 0;
-	if (have_file) {
-		const char *s;
-		size_t n;
-		if (text(c, &f->file, &s, &n))
-			return -1;
-		*kind = frame_kind(s, n);
-	}
-	return 0;
-}
+/* ---- a segment, a block, a frame ------------------------------------------------------------------- */
 
-/* A live block's frames (innermost first; r at the array's '['): its site in *site, *found 0 when
- * there are none. Reads to the array's end. */
-static int frames_site(struct cx *c, struct site *site, int *found)
+/* A segment's device and size, once both are read: checked and counted. */
+static int segment_check(struct cx *c)
 {
-	struct rd *r = &c->r;
-	struct site f;
-	size_t i = 0;
-	int k, kind, user = 0;
-	*found = 0;
-	r->p++;
-	while ((k = element(r, &i)) > 0) {
-		if (user) {
-			if (skip(r, 0))
-				return -1;
-			continue;
-		}
-		if (frame(c, &f, &kind))
-			return -1;
-		if (i == 1 || kind == FRAME_USER)
-			*site = f, *found = 1;
-		user = kind == FRAME_USER;
-	}
-	return k;
-}
-
-/* A block's frames array (r at it), read through: its bytes to its site when it is live. */
-static int block_frames(struct cx *c, const struct seg *s, const struct blk *b)
-{
-	struct site site;
-	int found;
-	if (!s->selected || !b->live)
-		return skip(&c->r, 0);
-	if (frames_site(c, &site, &found))
-		return -1;
-	if (found) {
-		c->out->known |= GPUMON_SNAP_STACKS;
-		return site_add(c, &site, (uint64_t)b->size);
-	}
-	if (!c->recount)
-		c->out->unsited_bytes += (uint64_t)b->size;
+	struct seg *s = &c->seg;
+	size_t si = c->si;
+	s->checked = 1;
+	if (s->have_total != 1)
+		return fail(c, "segment %zu has no integer total_size", si);
+	if (s->total < 0 || (uint64_t)s->total > GPUMON_MAX_BYTES)
+		return fail(c, "segment %zu: total_size %lld out of range (0 to 2^50-1)", si,
+			    (long long)s->total);
+	if (s->have_dev != 1)
+		return fail(c, "segment %zu has no integer device", si);
+	if (s->dev < 0 || s->dev > INT_MAX)
+		return fail(c, "segment %zu: device %lld out of range", si, (long long)s->dev);
+	s->selected = c->device < 0 || s->dev == c->device;
+	if (c->recount)
+		return 0;
+	if ((c->all_reserved += (uint64_t)s->total) > GPUMON_MAX_BYTES)
+		return fail(c, "segment %zu: the segments add up past 2^50 bytes", si);
+	if (c->nseg_all++ == 0)
+		c->first_dev = (int)s->dev;
+	else if (s->dev != c->first_dev)
+		c->many_devs = 1;
 	return 0;
 }
 
 /* A block's size and state, once both are read: checked, and counted in its segment. */
-static int block_check(struct cx *c, struct seg *s, struct blk *b, size_t si, size_t bi)
+static int block_check(struct cx *c)
 {
 	gpumon_alloc_snapshot *o = c->out;
+	struct seg *s = &c->seg;
+	struct blk *b = &c->blk;
 	uint64_t size = (uint64_t)b->size;
+	size_t si = c->si, bi = c->bi;
 	b->checked = 1;
 	if (b->have_size != 1)
-		return fail(&c->r, "segment %zu: block %zu has no integer size", si, bi);
+		return fail(c, "segment %zu: block %zu has no integer size", si, bi);
 	if (b->size < 0 || size > GPUMON_MAX_BYTES)
-		return fail(&c->r, "segment %zu: block %zu: size %lld out of range (0 to 2^50-1)", si, bi,
+		return fail(c, "segment %zu: block %zu: size %lld out of range (0 to 2^50-1)", si, bi,
 			    (long long)b->size);
 	if (b->size > s->total)
-		return fail(&c->r, "segment %zu: block %zu is larger than its segment", si, bi);
+		return fail(c, "segment %zu: block %zu is larger than its segment", si, bi);
 	if (b->have_state != 1)
-		return fail(&c->r, "segment %zu: block %zu has no state", si, bi);
+		return fail(c, "segment %zu: block %zu has no state", si, bi);
 	if (c->recount)
 		return 0;
 	if ((c->all_blocks += size) > GPUMON_MAX_BYTES)
-		return fail(&c->r, "segment %zu: block %zu: the blocks add up past 2^50 bytes", si, bi);
+		return fail(c, "segment %zu: block %zu: the blocks add up past 2^50 bytes", si, bi);
 	if (!s->selected)
 		return 0;
 	o->blocks++;
@@ -694,117 +301,6 @@ static int block_check(struct cx *c, struct seg *s, struct blk *b, size_t si, si
 	if (size < c->request)
 		o->unusable_free_bytes += size;
 	return 0;
-}
-
-/* The frames member of a block: read now when its size and state are known (torch's order), else
- * marked to be read after them. */
-static int block_frames_member(struct cx *c, struct seg *s, struct blk *b, size_t si, size_t bi)
-{
-	struct rd *r = &c->r;
-	int p = peek(r);
-	if (p == 'n') /* null: none */
-		return skip(r, 0);
-	if (p != '[')
-		return fail(r, "segment %zu: block %zu: frames is not an array", si, bi);
-	b->array = 1;
-	if (b->have_size && b->have_state)
-		return block_check(c, s, b, si, bi) || block_frames(c, s, b) ? -1 : 0;
-	b->frames = r->p;
-	return skip(r, 0);
-}
-
-static int block_state(struct cx *c, struct blk *b, size_t si, size_t bi)
-{
-	struct rd *r = &c->r;
-	struct view st;
-	b->have_state = -1;
-	if (peek(r) != '"')
-		return skip(r, 0);
-	if (str(r, &st))
-		return -1;
-	b->live = is(&st, "active_allocated") || is(&st, "active_pending_free"); /* pending: not usable yet */
-	if (!b->live && !is(&st, "inactive"))
-		return fail(r, "segment %zu: block %zu has an unknown state \"%.*s\"", si, bi,
-			    (int)(st.n < 40 ? st.n : 40), st.s);
-	b->have_state = 1;
-	return 0;
-}
-
-static int block(struct cx *c, struct seg *s, size_t si, size_t bi)
-{
-	struct rd *r = &c->r;
-	struct blk b = {0};
-	struct view key;
-	size_t i = 0;
-	int k;
-	if (peek(r) != '{')
-		return skip(r, 0) ? -1 : fail(r, "segment %zu: block %zu is not an object", si, bi);
-	r->p++;
-	while ((k = member(r, &i, &key)) > 0) {
-		int size = is(&key, "size"), state = is(&key, "state"), frames = is(&key, "frames");
-		if ((size && b.have_size) || (state && b.have_state) || (frames && b.have_frames))
-			return fail(r, "segment %zu: block %zu has two %.*s", si, bi, (int)key.n, key.s);
-		if (size)
-			k = integer(r, &b.have_size, &b.size);
-		else if (state)
-			k = block_state(c, &b, si, bi);
-		else if (frames)
-			b.have_frames = 1, k = block_frames_member(c, s, &b, si, bi);
-		else
-			k = skip(r, 0);
-		if (k)
-			return -1;
-	}
-	if (k < 0 || (!b.checked && block_check(c, s, &b, si, bi)))
-		return -1;
-	if (b.frames) {
-		const char *after = r->p;
-		r->p = b.frames;
-		k = block_frames(c, s, &b);
-		r->p = after;
-		return k;
-	}
-	if (!b.array && b.live && s->selected && !c->recount) /* no frames: history was not recorded */
-		c->out->unsited_bytes += (uint64_t)b.size;
-	return 0;
-}
-
-/* A segment's device and size, once both are read: checked and counted. */
-static int segment_check(struct cx *c, struct seg *s, size_t si)
-{
-	struct rd *r = &c->r;
-	s->checked = 1;
-	if (s->have_total != 1)
-		return fail(r, "segment %zu has no integer total_size", si);
-	if (s->total < 0 || (uint64_t)s->total > GPUMON_MAX_BYTES)
-		return fail(r, "segment %zu: total_size %lld out of range (0 to 2^50-1)", si,
-			    (long long)s->total);
-	if (s->have_dev != 1)
-		return fail(r, "segment %zu has no integer device", si);
-	if (s->dev < 0 || s->dev > INT_MAX)
-		return fail(r, "segment %zu: device %lld out of range", si, (long long)s->dev);
-	s->selected = c->device < 0 || s->dev == c->device;
-	if (c->recount)
-		return 0;
-	if ((c->all_reserved += (uint64_t)s->total) > GPUMON_MAX_BYTES)
-		return fail(r, "segment %zu: the segments add up past 2^50 bytes", si);
-	if (c->nseg_all++ == 0)
-		c->first_dev = (int)s->dev;
-	else if (s->dev != c->first_dev)
-		c->many_devs = 1;
-	return 0;
-}
-
-static int blocks(struct cx *c, struct seg *s, size_t si)
-{
-	struct rd *r = &c->r;
-	size_t i = 0;
-	int k;
-	r->p++;
-	while ((k = element(r, &i)) > 0)
-		if (block(c, s, si, i - 1))
-			return -1;
-	return k;
 }
 
 /* Keeps the segments with the most free memory, most first (the earlier on a tie). */
@@ -827,129 +323,420 @@ static void top_segment(struct cx *c, const struct seg *s)
 	g->expandable = s->expandable;
 }
 
-static int segment(struct cx *c, size_t si)
+static int parse(struct cx *c, const char *text, size_t len, size_t off0, enum where at, enum key key,
+		 unsigned depth);
+
+static int segment_end(struct cx *c)
 {
-	struct rd *r = &c->r;
-	struct seg s = {0};
-	struct view key;
-	size_t i = 0;
-	int k;
-	if (peek(r) != '{')
-		return skip(r, 0) ? -1 : fail(r, "segment %zu is not an object", si);
-	r->p++;
-	while ((k = member(r, &i, &key)) > 0) {
-		int dev = is(&key, "device"), total = is(&key, "total_size"), blks = is(&key, "blocks");
-		if ((dev && s.have_dev) || (total && s.have_total) || (blks && s.have_blocks))
-			return fail(r, "segment %zu has two %.*s", si, (int)key.n, key.s);
-		if (dev) {
-			k = integer(r, &s.have_dev, &s.dev);
-		} else if (total) {
-			k = integer(r, &s.have_total, &s.total);
-		} else if (is(&key, "is_expandable")) {
-			s.expandable = peek(r) == 't';
-			k = skip(r, 0);
-		} else if (blks) {
-			s.have_blocks = 1;
-			if (peek(r) != '[')
-				return fail(r, "segment %zu: blocks is not an array", si);
-			if (s.have_dev && s.have_total) /* torch's order: read them now */
-				k = segment_check(c, &s, si) || blocks(c, &s, si) ? -1 : 0;
-			else
-				s.blocks = r->p, k = skip(r, 0);
-		} else {
-			k = skip(r, 0);
-		}
-		if (k)
-			return -1;
-	}
-	if (k < 0)
+	struct seg *s = &c->seg;
+	if (!s->have_blocks)
+		return fail(c, "segment %zu has no blocks array", c->si);
+	if (!s->checked && (segment_check(c) || parse(c, c->json + s->from, s->to - s->from, s->from,
+						      W_SEGMENT, K_BLOCKS, c->pos->depth + 1)))
 		return -1;
-	if (!s.have_blocks)
-		return fail(r, "segment %zu has no blocks array", si);
-	if (s.blocks) {
-		const char *after = r->p;
-		r->p = s.blocks;
-		k = segment_check(c, &s, si) || blocks(c, &s, si) ? -1 : 0;
-		r->p = after;
-		if (k)
-			return -1;
-	}
-	if (!s.selected || c->recount)
+	if (!s->selected || c->recount)
 		return 0;
 	c->out->segments++;
-	c->out->reserved_bytes += (uint64_t)s.total;
-	c->out->segments_with_free += s.nfree > 0;
-	top_segment(c, &s);
+	c->out->reserved_bytes += (uint64_t)s->total;
+	c->out->segments_with_free += s->nfree > 0;
+	top_segment(c, s);
 	return 0;
 }
 
-static int walk(struct cx *c)
+/* A block's end: checked if it was not yet, its bytes to its site when it is live. */
+static int block_end(struct cx *c)
 {
-	struct rd *r = &c->r;
-	size_t i = 0;
-	int k;
-	r->p = c->segments + 1;
-	while ((k = element(r, &i)) > 0)
-		if (segment(c, i - 1))
-			return -1;
-	return k;
+	struct blk *b = &c->blk;
+	if (!b->checked && block_check(c))
+		return -1;
+	if (!c->seg.selected || !b->live)
+		return 0;
+	if (b->found) {
+		c->out->known |= GPUMON_SNAP_STACKS;
+		return site_add(c, (uint64_t)b->size);
+	}
+	if (!c->recount) /* no frames, or none recorded: history was not on */
+		c->out->unsited_bytes += (uint64_t)b->size;
+	return 0;
 }
 
-static int document(struct cx *c)
+/* A frame read (file, function, line in c->file, c->func, c->line; a value that is not an object
+ * is one without a file): the block's site when it is the innermost frame or the user's. Once the
+ * user's is found, the outer frames are not read. */
+static int frame_end(struct cx *c)
 {
-	struct rd *r = &c->r;
-	struct view key;
-	size_t i = 0;
-	int k;
-	if (peek(r) != '{')
-		return skip(r, 0) ? -1 : fail(r, "not a snapshot: the text is not a JSON object");
-	r->p++;
-	while ((k = member(r, &i, &key)) > 0) {
-		if (!is(&key, "segments")) { /* device_traces, allocator_settings, what newer torch adds */
-			k = skip(r, 0);
-		} else if (c->segments) {
-			return fail(r, "two \"segments\" arrays");
-		} else if (peek(r) != '[') {
-			return fail(r, "\"segments\" is not an array");
-		} else {
-			c->segments = r->p;
-			k = walk(c);
-		}
-		if (k)
-			return -1;
+	struct blk *b = &c->blk;
+	if (gpumon__frame_is_users(c->file.p, c->file.n))
+		b->user = 1;
+	else if (b->nframes > 1)
+		return 0;
+	struct str t = c->site_file;
+	c->site_file = c->file, c->file = t;
+	t = c->site_func;
+	c->site_func = c->func, c->func = t;
+	c->site_line = c->line;
+	b->found = 1;
+	return 0;
+}
+
+/* ---- the values, as yajl reads them ----------------------------------------------------------------
+ * Each handler returns -1 on a failure, 0 when it took the value (or went into it), 1 when the value
+ * is not one gpumon reads (a container is then skipped whole). */
+
+static int doc_value(struct cx *c, enum type t)
+{
+	if (c->pos->key != K_SEGS)
+		return 1;
+	if (t != V_ARRAY)
+		return fail(c, "\"segments\" is not an array");
+	c->have_segments = 1;
+	c->seg_from = c->pos->off0 + consumed(c) - 1;
+	c->nseg = 0, c->pos->at = W_SEGMENTS;
+	return 0;
+}
+
+static int segment_value(struct cx *c, enum type t, const char *s, size_t n)
+{
+	struct seg *g = &c->seg;
+	struct pos *p = c->pos;
+	switch (p->key) {
+	case K_DEV: g->have_dev = t == V_NUMBER && gpumon__json_integer(s, n, &g->dev) ? 1 : -1; return 1;
+	case K_TOTAL:
+		g->have_total = t == V_NUMBER && gpumon__json_integer(s, n, &g->total) ? 1 : -1;
+		return 1;
+	case K_EXPAND: g->expandable = t == V_TRUE; return 1;
+	case K_BLOCKS: break;
+	default: return 1;
+	}
+	if (t != V_ARRAY)
+		return fail(c, "segment %zu: blocks is not an array", c->si);
+	if (!g->checked && !(g->have_dev && g->have_total)) { /* keys sorted: read at the segment's end */
+		g->from = p->off0 + consumed(c) - 1;
+		p->deferring = 1;
+		return 1;
+	}
+	if (!g->checked && segment_check(c))
+		return -1;
+	g->nblocks = 0;
+	p->at = W_BLOCKS;
+	return 0;
+}
+
+static int block_state(struct cx *c, enum type t, const char *s, size_t n)
+{
+	struct blk *b = &c->blk;
+	b->have_state = -1;
+	if (t != V_STRING)
+		return 1;
+	b->live = (n == 16 && !memcmp(s, "active_allocated", n)) ||
+		  (n == 19 && !memcmp(s, "active_pending_free", n)); /* pending: not usable yet */
+	if (!b->live && !(n == 8 && !memcmp(s, "inactive", n)))
+		return fail(c, "segment %zu: block %zu has an unknown state \"%.*s\"", c->si, c->bi,
+			    (int)(n < 40 ? n : 40), s);
+	b->have_state = 1;
+	return 1;
+}
+
+static int block_value(struct cx *c, enum type t, const char *s, size_t n)
+{
+	struct blk *b = &c->blk;
+	switch (c->pos->key) {
+	case K_SIZE: b->have_size = t == V_NUMBER && gpumon__json_integer(s, n, &b->size) ? 1 : -1; return 1;
+	case K_STATE: return block_state(c, t, s, n);
+	case K_FRAMES: break;
+	default: return 1;
+	}
+	if (t == V_NULL) /* none */
+		return 1;
+	if (t != V_ARRAY)
+		return fail(c, "segment %zu: block %zu: frames is not an array", c->si, c->bi);
+	b->array = 1;
+	if (b->have_size && b->have_state && !b->checked && block_check(c)) /* torch's order */
+		return -1;
+	if (!c->seg.selected || (b->have_state == 1 && !b->live)) /* no site to find */
+		return 1;
+	c->pos->at = W_FRAMES;
+	return 0;
+}
+
+/* An element of the frames array. */
+static int frame_start(struct cx *c, enum type t)
+{
+	c->blk.nframes++;
+	if (c->blk.user)
+		return 1;
+	c->file.n = c->func.n = 0;
+	c->line = 0;
+	if (t == V_MAP)
+		return c->pos->at = W_FRAME, 0;
+	return frame_end(c) ? -1 : 1;
+}
+
+static int frame_value(struct cx *c, enum type t, const char *s, size_t n)
+{
+	int64_t line;
+	switch (c->pos->key) {
+	case K_FILE: return t == V_STRING && str_set(c, &c->file, s, n) ? -1 : 1;
+	case K_NAME: return t == V_STRING && str_set(c, &c->func, s, n) ? -1 : 1;
+	case K_LINE:
+		c->line = t == V_NUMBER && gpumon__json_integer(s, n, &line) && line >= 0 && line <= UINT_MAX
+			      ? (unsigned)line
+			      : 0;
+		return 1;
+	default: return 1;
+	}
+}
+
+static int value(struct cx *c, enum type t, const char *s, size_t n)
+{
+	struct pos *p = c->pos;
+	int k = 1, container = t == V_MAP || t == V_ARRAY;
+	if (container && ++p->depth > MAX_DEPTH)
+		return fail(c, "not JSON: nesting too deep at byte %zu", p->off0 + consumed(c) - 1);
+	if (p->skip) {
+		p->skip += (unsigned)container;
+		return 0;
+	}
+	switch (p->at) {
+	case W_TOP:
+		if (t == V_MAP)
+			p->at = W_DOC, k = 0;
+		else
+			c->not_object = 1;
+		break;
+	case W_DOC: k = doc_value(c, t); break;
+	case W_SEGMENTS:
+		c->si = c->nseg++;
+		if (t != V_MAP)
+			return fail(c, "segment %zu is not an object", c->si);
+		memset(&c->seg, 0, sizeof c->seg);
+		p->at = W_SEGMENT, k = 0;
+		break;
+	case W_SEGMENT: k = segment_value(c, t, s, n); break;
+	case W_BLOCKS:
+		c->bi = c->seg.nblocks++;
+		if (t != V_MAP)
+			return fail(c, "segment %zu: block %zu is not an object", c->si, c->bi);
+		memset(&c->blk, 0, sizeof c->blk);
+		p->at = W_BLOCK, k = 0;
+		break;
+	case W_BLOCK: k = block_value(c, t, s, n); break;
+	case W_FRAMES: k = frame_start(c, t); break;
+	case W_FRAME: k = frame_value(c, t, s, n); break;
+	case W_END: break;
 	}
 	if (k < 0)
 		return -1;
-	if (peek(r) != -1)
-		return syntax(r, "text after the document");
-	return c->segments ? 0 : fail(r, "not a snapshot: no \"segments\" array");
-}
-
-/* Copies a string of the snapshot into dst (size bytes), cut at a character's start to fit: a
- * path keeps its end (the file's name and the directories nearest it tell most), after "...". */
-static int put_text(struct cx *c, const struct view *v, char *dst, size_t size, int keep_end)
-{
-	const char *s;
-	size_t n, from = 0;
-	if (text(c, v, &s, &n))
-		return -1;
-	if (n >= size && keep_end) {
-		from = n - (size - 4);
-		while (from < n && (s[from] & 0xc0) == 0x80)
-			from++;
-		memcpy(dst, "...", 3);
-		dst += 3;
-	} else if (n >= size) {
-		n = size - 1;
-		while (n && (s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(dst, s + from, n - from);
-	dst[n - from] = '\0';
+	if (k > 0 && container)
+		p->skip = 1;
 	return 0;
 }
 
-static int finish(struct cx *c)
+/* The end of a map or an array. */
+static int end(struct cx *c)
+{
+	struct pos *p = c->pos;
+	p->depth--;
+	if (p->skip) {
+		if (--p->skip == 0 && p->deferring) {
+			c->seg.to = p->off0 + consumed(c);
+			p->deferring = 0;
+		}
+		return 0;
+	}
+	switch (p->at) {
+	case W_DOC: p->at = W_END; return 0;
+	case W_SEGMENTS: p->at = W_DOC, c->seg_to = p->off0 + consumed(c); return 0;
+	case W_SEGMENT: p->at = W_SEGMENTS; return segment_end(c);
+	case W_BLOCKS: p->at = W_SEGMENT; return 0;
+	case W_BLOCK: p->at = W_BLOCKS; return block_end(c);
+	case W_FRAMES: p->at = W_BLOCK; return 0;
+	case W_FRAME: p->at = W_FRAMES; return frame_end(c);
+	default: return 0;
+	}
+}
+
+/* A key or a string as yajl handed it over, held to RFC 8259 and UTF-8 where yajl is lenient. */
+static int check_string(struct cx *c, const unsigned char *s, size_t n)
+{
+	struct pos *p = c->pos;
+	const char *what;
+	size_t at;
+	if (!p->parsing || /* yajl calls back with whole strings inside yajl_parse only */
+	    !gpumon__json_string_check(p->text, consumed(c) - 1, (const char *)s, n, &at, &what))
+		return 0;
+	return fail(c, "not JSON: %s at byte %zu", what, p->off0 + at);
+}
+
+static int is(const unsigned char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && !memcmp(s, lit, n);
+}
+
+static int member_key(struct cx *c, const unsigned char *s, size_t n)
+{
+	struct pos *p = c->pos;
+	struct seg *g = &c->seg;
+	struct blk *b = &c->blk;
+	enum key k = K_NONE;
+	if (check_string(c, s, n))
+		return -1;
+	if (p->skip)
+		return 0;
+	switch (p->at) {
+	case W_DOC:
+		if (is(s, n, "segments") && c->have_segments)
+			return fail(c, "two \"segments\" arrays");
+		k = is(s, n, "segments") ? K_SEGS : K_NONE;
+		break;
+	case W_SEGMENT:
+		k = is(s, n, "device")		? K_DEV
+		    : is(s, n, "total_size")	? K_TOTAL
+		    : is(s, n, "is_expandable") ? K_EXPAND
+		    : is(s, n, "blocks")	? K_BLOCKS
+						: K_NONE;
+		if ((k == K_DEV && g->have_dev) || (k == K_TOTAL && g->have_total) ||
+		    (k == K_BLOCKS && g->have_blocks))
+			return fail(c, "segment %zu has two %.*s", c->si, (int)n, (const char *)s);
+		g->have_blocks |= k == K_BLOCKS;
+		break;
+	case W_BLOCK:
+		k = is(s, n, "size")	 ? K_SIZE
+		    : is(s, n, "state")	 ? K_STATE
+		    : is(s, n, "frames") ? K_FRAMES
+					 : K_NONE;
+		if ((k == K_SIZE && b->have_size) || (k == K_STATE && b->have_state) ||
+		    (k == K_FRAMES && b->have_frames))
+			return fail(c, "segment %zu: block %zu has two %.*s", c->si, c->bi, (int)n,
+				    (const char *)s);
+		b->have_frames |= k == K_FRAMES;
+		break;
+	case W_FRAME:
+		k = is(s, n, "filename") ? K_FILE
+		    : is(s, n, "name")	 ? K_NAME
+		    : is(s, n, "line")	 ? K_LINE
+					 : K_NONE;
+		break;
+	default: break;
+	}
+	p->key = k;
+	return 0;
+}
+
+/* yajl's callbacks: 1 to go on, 0 to stop (the message is in the context) */
+static int on_null(void *c)
+{
+	return !value(c, V_NULL, NULL, 0);
+}
+
+static int on_boolean(void *c, int v)
+{
+	return !value(c, v ? V_TRUE : V_FALSE, NULL, 0);
+}
+
+static int on_number(void *c, const char *s, size_t n)
+{
+	return !value(c, V_NUMBER, s, n);
+}
+
+static int on_string(void *c, const unsigned char *s, size_t n)
+{
+	return !check_string(c, s, n) && !value(c, V_STRING, (const char *)s, n);
+}
+
+static int on_start_map(void *c)
+{
+	return !value(c, V_MAP, NULL, 0);
+}
+
+static int on_key(void *c, const unsigned char *s, size_t n)
+{
+	return !member_key(c, s, n);
+}
+
+static int on_start_array(void *c)
+{
+	return !value(c, V_ARRAY, NULL, 0);
+}
+
+static int on_end(void *c)
+{
+	return !end(c);
+}
+
+/* yajl_number takes every number as written: one past long long stops no text, and the integers
+ * gpumon reads are converted here (a fraction, an exponent, out of range: not an integer). */
+static const yajl_callbacks callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_boolean,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_start_map,
+    .yajl_map_key = on_key,
+    .yajl_end_map = on_end,
+    .yajl_start_array = on_start_array,
+    .yajl_end_array = on_end,
+};
+
+/* yajl's message ("parse error: premature EOF\n"): what, and where it stopped. */
+static int json_error(struct cx *c, yajl_handle h, const char *text, size_t len, size_t at)
+{
+	unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)text, len);
+	const char *m = e ? strstr((const char *)e, ": ") : NULL;
+	size_t n;
+	m = m ? m + 2 : "malformed";
+	n = strcspn(m, "\n");
+	while (n && m[n - 1] == '.')
+		n--;
+	fail(c, "not JSON: %.*s at byte %zu", (int)n, m, at);
+	if (e)
+		yajl_free_error(h, e);
+	return -1;
+}
+
+/* Reads text (at off0 in the snapshot) with yajl from where at and key say it starts: the snapshot
+ * (W_TOP), or a piece of it read again (a segment's blocks, the segments array). */
+static int parse(struct cx *c, const char *text, size_t len, size_t off0, enum where at, enum key key,
+		 unsigned depth)
+{
+	struct pos p = {.text = text, .off0 = off0, .parsing = 1, .at = at, .key = key, .depth = depth},
+		   *outer = c->pos;
+	yajl_status st;
+	size_t stop;
+	if (!(p.h = yajl_alloc(&callbacks, NULL, c)))
+		return nomem(c);
+	/* RFC 8259: no comments, strings' UTF-8 checked; as by default, one whole value, nothing after */
+	yajl_config(p.h, yajl_allow_comments, 0);
+	yajl_config(p.h, yajl_dont_validate_strings, 0);
+	c->pos = &p;
+	st = yajl_parse(p.h, (const unsigned char *)text, len);
+	stop = off0 + yajl_get_bytes_consumed(p.h);
+	if (st == yajl_status_ok) {
+		p.parsing = 0;
+		st = yajl_complete_parse(p.h);
+		stop = off0 + len;
+	}
+	if (st == yajl_status_error)
+		json_error(c, p.h, text, len, stop);
+	c->pos = outer;
+	yajl_free(p.h);
+	return st == yajl_status_ok && !c->failed ? 0 : -1;
+}
+
+/* The whole snapshot read: yajl takes \f and \v for white space too (any left in the text is such,
+ * as yajl refuses them inside a string), RFC 8259 does not. */
+static int document_end(struct cx *c, size_t len)
+{
+	const char *f = memchr(c->json, '\f', len), *v = memchr(c->json, '\v', len);
+	if (f || v)
+		return fail(c, "not JSON: a form feed or vertical tab at byte %zu",
+			    (size_t)((f && (!v || f < v) ? f : v) - c->json));
+	if (c->not_object)
+		return fail(c, "not a snapshot: the text is not a JSON object");
+	return c->have_segments ? 0 : fail(c, "not a snapshot: no \"segments\" array");
+}
+
+static void finish(struct cx *c)
 {
 	gpumon_alloc_snapshot *o = c->out;
 	strcpy(o->framework, "torch");
@@ -964,259 +751,49 @@ static int finish(struct cx *c)
 	if (c->nsites)
 		qsort(c->sites, c->nsites, sizeof *c->sites, site_cmp);
 	for (unsigned i = 0; i < c->nsites && i < GPUMON_SNAPSHOT_SITES; i++) {
+		const struct site *t = &c->sites[i];
 		gpumon_alloc_site *d = &o->sites[o->nsites++];
-		if (put_text(c, &c->sites[i].file, d->file, sizeof d->file, 1) ||
-		    put_text(c, &c->sites[i].func, d->function, sizeof d->function, 0))
-			return -1;
-		d->line = c->sites[i].line;
-		d->bytes = c->sites[i].bytes;
-		d->blocks = c->sites[i].blocks;
+		gpumon__put_text(t->text, t->file_n, d->file, sizeof d->file, 1);
+		gpumon__put_text(t->text + t->file_n, t->func_n, d->function, sizeof d->function, 0);
+		d->line = t->line;
+		d->bytes = t->bytes;
+		d->blocks = t->blocks;
 	}
-	return 0;
 }
 
 int gpumon_snapshot_condense(const char *json, size_t len, int device, uint64_t request_bytes,
 			     gpumon_alloc_snapshot *out, char *err, size_t err_len)
 {
-	struct cx c = {.r = {.base = json, .p = json, .err = err, .err_len = err ? err_len : 0},
+	struct cx c = {.json = json,
+		       .err = err,
+		       .err_len = err ? err_len : 0,
 		       .device = device < 0 ? -1 : device,
 		       .request = request_bytes,
 		       .out = out};
-	if (c.r.err_len)
+	if (c.err_len)
 		err[0] = '\0';
 	if (out)
 		memset(out, 0, sizeof *out);
 	if (!json || !out)
-		return fail(&c.r, "no %s", json ? "place for the result" : "snapshot"), GPUMON_E_INVAL;
-	c.r.end = json + len;
+		return fail(&c, "no %s", json ? "place for the result" : "snapshot"), GPUMON_E_INVAL;
 	if (request_bytes > GPUMON_MAX_BYTES)
-		return fail(&c.r, "request of %llu bytes out of range", (unsigned long long)request_bytes),
+		return fail(&c, "request of %llu bytes out of range", (unsigned long long)request_bytes),
 		       GPUMON_E_INVAL;
-	int rc = document(&c);
+	int rc = parse(&c, json, len, 0, W_TOP, K_NONE, 0) || document_end(&c, len);
 	if (!rc && c.evicted) {
 		for (unsigned i = 0; i < c.nsites; i++)
 			c.sites[i].bytes = c.sites[i].blocks = 0;
 		c.recount = 1;
-		rc = walk(&c);
+		rc = parse(&c, json + c.seg_from, c.seg_to - c.seg_from, c.seg_from, W_DOC, K_SEGS, 1);
 	}
 	if (!rc)
-		rc = finish(&c);
+		finish(&c);
+	for (unsigned i = 0; i < c.nsites; i++)
+		free(c.sites[i].text);
 	free(c.sites);
 	free(c.slots);
-	free(c.scratch);
+	free(c.file.p), free(c.func.p), free(c.site_file.p), free(c.site_func.p);
 	if (rc)
 		memset(out, 0, sizeof *out);
 	return !rc ? GPUMON_OK : c.nomem ? GPUMON_E_NOMEM : GPUMON_E_INVAL;
-}
-
-/* ---- the condensed snapshot as JSON, and back (jansson: a document of a few kilobytes) ----------- */
-
-/* A NUL-terminated string of valid UTF-8 within size bytes. */
-static int good_text(const char *s, size_t size)
-{
-	size_t n = strnlen(s, size), k;
-	if (n == size)
-		return 0;
-	for (size_t i = 0; i < n; i += k)
-		if (!(k = utf8_len((const unsigned char *)s + i, n - i)))
-			return 0;
-	return 1;
-}
-
-static int good(const gpumon_alloc_snapshot *s)
-{
-	const uint64_t fig[] = {
-	    s->reserved_bytes,	    s->allocated_bytes, s->free_bytes,	       s->largest_free_bytes,
-	    s->unusable_free_bytes, s->segments,	s->segments_with_free, s->blocks,
-	    s->unsited_bytes};
-	if ((s->known & ~(unsigned)(GPUMON_SNAP_REQUEST | GPUMON_SNAP_STACKS | GPUMON_SNAP_DEVICE)) ||
-	    ((s->known & GPUMON_SNAP_DEVICE) && s->device < 0) ||
-	    ((s->known & GPUMON_SNAP_REQUEST) &&
-	     (!s->request_bytes || s->request_bytes > GPUMON_MAX_BYTES)) ||
-	    s->nsites > GPUMON_SNAPSHOT_SITES || s->nsegments > GPUMON_SNAPSHOT_SEGMENTS ||
-	    !good_text(s->framework, sizeof s->framework))
-		return 0;
-	for (size_t i = 0; i < sizeof fig / sizeof fig[0]; i++)
-		if (fig[i] > GPUMON_MAX_BYTES)
-			return 0;
-	for (unsigned i = 0; i < s->nsites; i++) {
-		const gpumon_alloc_site *t = &s->sites[i];
-		if (!good_text(t->file, sizeof t->file) || !good_text(t->function, sizeof t->function) ||
-		    t->bytes > GPUMON_MAX_BYTES || t->blocks > GPUMON_MAX_BYTES)
-			return 0;
-	}
-	for (unsigned i = 0; i < s->nsegments; i++) {
-		const gpumon_alloc_segment *g = &s->top_segments[i];
-		if (g->size_bytes > GPUMON_MAX_BYTES || g->allocated_bytes > GPUMON_MAX_BYTES ||
-		    g->largest_free_bytes > GPUMON_MAX_BYTES || (g->expandable != 0 && g->expandable != 1))
-			return 0;
-	}
-	return 1;
-}
-
-static int put(json_t *o, const char *key, json_t *v)
-{
-	return v ? json_object_set_new(o, key, v) : -1;
-}
-
-static json_t *num(uint64_t v)
-{
-	return json_integer((json_int_t)v); /* every figure is at most GPUMON_MAX_BYTES (good()) */
-}
-
-static json_t *encode_doc(const gpumon_alloc_snapshot *s)
-{
-	json_t *o = json_object(), *sites = json_array(), *segs = json_array();
-	int bad = !o || !sites || !segs || put(o, "framework", json_string(s->framework)) ||
-		  put(o, "pid", num(s->pid)) ||
-		  ((s->known & GPUMON_SNAP_DEVICE) && put(o, "device", num((uint64_t)s->device))) ||
-		  ((s->known & GPUMON_SNAP_REQUEST) && put(o, "request_bytes", num(s->request_bytes))) ||
-		  put(o, "reserved_bytes", num(s->reserved_bytes)) ||
-		  put(o, "allocated_bytes", num(s->allocated_bytes)) ||
-		  put(o, "free_bytes", num(s->free_bytes)) ||
-		  put(o, "largest_free_bytes", num(s->largest_free_bytes)) ||
-		  put(o, "unusable_free_bytes", num(s->unusable_free_bytes)) ||
-		  put(o, "segments", num(s->segments)) ||
-		  put(o, "segments_with_free", num(s->segments_with_free)) ||
-		  put(o, "blocks", num(s->blocks)) || put(o, "unsited_bytes", num(s->unsited_bytes)) ||
-		  put(o, "stacks", json_boolean(s->known & GPUMON_SNAP_STACKS));
-	for (unsigned i = 0; !bad && i < s->nsites; i++) {
-		const gpumon_alloc_site *t = &s->sites[i];
-		bad = json_array_append_new(sites,
-					    json_pack("{s:s, s:I, s:s, s:I, s:I}", "file", t->file, "line",
-						      (json_int_t)t->line, "function", t->function, "bytes",
-						      (json_int_t)t->bytes, "blocks", (json_int_t)t->blocks));
-	}
-	for (unsigned i = 0; !bad && i < s->nsegments; i++) {
-		const gpumon_alloc_segment *g = &s->top_segments[i];
-		bad = json_array_append_new(
-		    segs, json_pack("{s:I, s:I, s:I, s:b}", "size_bytes", (json_int_t)g->size_bytes,
-				    "allocated_bytes", (json_int_t)g->allocated_bytes, "largest_free_bytes",
-				    (json_int_t)g->largest_free_bytes, "expandable", g->expandable));
-	}
-	if (!bad && o) {
-		bad = json_object_set(o, "sites", sites) || json_object_set(o, "top_segments", segs);
-	}
-	json_decref(sites);
-	json_decref(segs);
-	if (bad) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
-int gpumon_snapshot_encode(const gpumon_alloc_snapshot *s, char **json)
-{
-	if (json)
-		*json = NULL;
-	if (!s || !json || !good(s))
-		return GPUMON_E_INVAL;
-	json_t *o = encode_doc(s);
-	char *t = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) : NULL;
-	json_decref(o);
-	if (!t)
-		return GPUMON_E_NOMEM;
-	*json = strdup(t); /* from malloc, as every buffer gpumon_free() frees */
-	free(t);
-	return *json ? GPUMON_OK : GPUMON_E_NOMEM;
-}
-
-/* An integer in 0..max at key (optional: absent leaves *v and returns 0 when opt). */
-static int get_u64(json_t *o, const char *key, uint64_t max, uint64_t *v, int opt)
-{
-	json_t *j = json_object_get(o, key);
-	if (!j)
-		return opt ? 0 : -1;
-	if (!json_is_integer(j) || json_integer_value(j) < 0 || (uint64_t)json_integer_value(j) > max)
-		return -1;
-	*v = (uint64_t)json_integer_value(j);
-	return 0;
-}
-
-static int get_str(json_t *o, const char *key, char *dst, size_t size)
-{
-	json_t *j = json_object_get(o, key);
-	if (!json_is_string(j) || json_string_length(j) >= size)
-		return -1;
-	memcpy(dst, json_string_value(j), json_string_length(j) + 1);
-	return 0;
-}
-
-static int get_bool(json_t *o, const char *key, int *v)
-{
-	json_t *j = json_object_get(o, key);
-	if (!json_is_boolean(j))
-		return -1;
-	*v = json_is_true(j);
-	return 0;
-}
-
-static int decode_doc(json_t *o, gpumon_alloc_snapshot *s)
-{
-	uint64_t pid = 0, dev = UINT64_MAX, line;
-	int stacks;
-	json_t *sites = json_object_get(o, "sites"), *segs = json_object_get(o, "top_segments");
-	if (!json_is_object(o) || get_str(o, "framework", s->framework, sizeof s->framework) ||
-	    get_u64(o, "pid", UINT_MAX, &pid, 0) || get_u64(o, "device", INT_MAX, &dev, 1) ||
-	    get_u64(o, "request_bytes", GPUMON_MAX_BYTES, &s->request_bytes, 1) ||
-	    get_u64(o, "reserved_bytes", GPUMON_MAX_BYTES, &s->reserved_bytes, 0) ||
-	    get_u64(o, "allocated_bytes", GPUMON_MAX_BYTES, &s->allocated_bytes, 0) ||
-	    get_u64(o, "free_bytes", GPUMON_MAX_BYTES, &s->free_bytes, 0) ||
-	    get_u64(o, "largest_free_bytes", GPUMON_MAX_BYTES, &s->largest_free_bytes, 0) ||
-	    get_u64(o, "unusable_free_bytes", GPUMON_MAX_BYTES, &s->unusable_free_bytes, 0) ||
-	    get_u64(o, "segments", GPUMON_MAX_BYTES, &s->segments, 0) ||
-	    get_u64(o, "segments_with_free", GPUMON_MAX_BYTES, &s->segments_with_free, 0) ||
-	    get_u64(o, "blocks", GPUMON_MAX_BYTES, &s->blocks, 0) ||
-	    get_u64(o, "unsited_bytes", GPUMON_MAX_BYTES, &s->unsited_bytes, 0) ||
-	    get_bool(o, "stacks", &stacks) || !json_is_array(sites) ||
-	    json_array_size(sites) > GPUMON_SNAPSHOT_SITES || !json_is_array(segs) ||
-	    json_array_size(segs) > GPUMON_SNAPSHOT_SEGMENTS || !good_text(s->framework, sizeof s->framework))
-		return -1;
-	s->pid = (unsigned)pid;
-	if (dev != UINT64_MAX)
-		s->known |= GPUMON_SNAP_DEVICE, s->device = (int)dev;
-	if (json_object_get(o, "request_bytes")) {
-		if (!s->request_bytes)
-			return -1;
-		s->known |= GPUMON_SNAP_REQUEST;
-	}
-	if (stacks)
-		s->known |= GPUMON_SNAP_STACKS;
-	for (size_t i = 0; i < json_array_size(sites); i++) {
-		json_t *e = json_array_get(sites, i);
-		gpumon_alloc_site *t = &s->sites[s->nsites++];
-		if (!json_is_object(e) || get_str(e, "file", t->file, sizeof t->file) ||
-		    get_u64(e, "line", UINT_MAX, &line, 0) ||
-		    get_str(e, "function", t->function, sizeof t->function) ||
-		    get_u64(e, "bytes", GPUMON_MAX_BYTES, &t->bytes, 0) ||
-		    get_u64(e, "blocks", GPUMON_MAX_BYTES, &t->blocks, 0) ||
-		    !good_text(t->file, sizeof t->file) || !good_text(t->function, sizeof t->function))
-			return -1;
-		t->line = (unsigned)line;
-	}
-	for (size_t i = 0; i < json_array_size(segs); i++) {
-		json_t *e = json_array_get(segs, i);
-		gpumon_alloc_segment *g = &s->top_segments[s->nsegments++];
-		if (!json_is_object(e) || get_u64(e, "size_bytes", GPUMON_MAX_BYTES, &g->size_bytes, 0) ||
-		    get_u64(e, "allocated_bytes", GPUMON_MAX_BYTES, &g->allocated_bytes, 0) ||
-		    get_u64(e, "largest_free_bytes", GPUMON_MAX_BYTES, &g->largest_free_bytes, 0) ||
-		    get_bool(e, "expandable", &g->expandable))
-			return -1;
-	}
-	return 0;
-}
-
-int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc_snapshot *out)
-{
-	if (out)
-		memset(out, 0, sizeof *out);
-	if (!json || !out)
-		return GPUMON_E_INVAL;
-	json_t *o = json_loadb(json, len, 0, NULL);
-	int rc = o && !decode_doc(o, out) ? GPUMON_OK : GPUMON_E_INVAL;
-	json_decref(o);
-	if (rc)
-		memset(out, 0, sizeof *out);
-	return rc;
 }

@@ -25,8 +25,8 @@ TOTAL = 150754820096
 GIB = 1 << 30
 # what the wheel may take from the system (python/CMakeLists.txt, setup.py): glibc's libraries
 SYSTEM_LIBS = re.compile(r"^(ld-linux[-\w.]*|lib(c|m|dl|pthread|rt|util|resolv|nsl|gcc_s)[.]so[.][\d.]+)$")
-BUNDLED = {"libgpumon.so.0", "libjansson.so.4", "libsqlite3.so.0", "libprotobuf-c.so.1", "libncursesw.so.6",
-           "libtinfo.so.6"}
+BUNDLED = {"libgpumon.so.0", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1",
+           "libncursesw.so.6", "libtinfo.so.6"}
 
 
 def version():
@@ -152,7 +152,7 @@ def check_import(env_dir, tmp_path):
     # or the build tree
     loaded = {os.path.basename(p): p for p in out["libs"]}
     libdir = os.path.join(site, "gpumon.libs")
-    for name in ("libgpumon.so.0", "libjansson.so.4", "libsqlite3.so.0", "libprotobuf-c.so.1"):
+    for name in ("libgpumon.so.0", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"):
         assert os.path.dirname(loaded.get(name, "")) == libdir, (name, out["libs"])
     assert loaded["_gpumon.abi3.so"] == os.path.join(site, "gpumon", "_gpumon.abi3.so")
 

@@ -545,14 +545,14 @@ struct refusal {
 static void test_refusals(void)
 {
 	static const struct refusal r[] = {
-	    {"", "not JSON: the text ends at byte 0"},
-	    {"   ", "not JSON: the text ends at byte 3"},
-	    {"nul", "not JSON: an unknown word at byte 0"},
+	    {"", "not JSON: premature EOF at byte 0"},
+	    {"   ", "not JSON: premature EOF at byte 3"},
+	    {"nul", "not JSON: invalid string in json text at byte 3"},
 	    {"[]", "not a snapshot: the text is not a JSON object"},
 	    {"{}", "not a snapshot: no \"segments\" array"},
 	    {"{\"segments\":{}}", "\"segments\" is not an array"},
 	    {"{\"segments\":[],\"segments\":[]}", "two \"segments\" arrays"},
-	    {"{\"segments\":[]} x", "not JSON: text after the document at byte 16"},
+	    {"{\"segments\":[]} x", "not JSON: trailing garbage at byte 17"},
 	    {"{\"segments\":[1]}", "segment 0 is not an object"},
 	    {"{\"segments\":[{\"device\":0,\"blocks\":[]}]}", "segment 0 has no integer total_size"},
 	    {"{\"segments\":[{\"device\":0,\"total_size\":\"5\",\"blocks\":[]}]}",
@@ -622,21 +622,31 @@ static void test_refusals(void)
 	     "\"state\":\"inactive\"},{\"size\":1,\"state\":\"inactive\"}]}]}",
 	     "segment 0: block 1: the blocks add up past 2^50 bytes"},
 	    /* JSON itself */
-	    {"{\"segments\":[],}", "not JSON: expected a string at byte 15"},
-	    {"{\"segments\" []}", "not JSON: expected ':' at byte 12"},
-	    {"{\"segments\":[]", "not JSON: expected ',' or '}' at byte 14"},
-	    {"{\"segments\":[],\"x\":[01]}", "not JSON: expected ',' or ']' at byte 21"},
-	    {"{\"segments\":[-]}", "not JSON: a malformed number at byte 14"},
-	    {"{\"segments\":[1.]}", "not JSON: a malformed number at byte 15"},
-	    {"{\"segments\":[],\"x\":\"a\tb\"}", "not JSON: a control character in a string at byte 21"},
-	    {"{\"segments\":[],\"x\":\"\xff\"}", "not JSON: invalid UTF-8 at byte 20"},
+	    {"{\"segments\":[],}", "not JSON: invalid object key (must be a string) at byte 16"},
+	    {"{\"segments\" []}", "not JSON: object key and value must be separated by a colon (':') at byte 13"},
+	    {"{\"segments\":[]", "not JSON: premature EOF at byte 14"},
+	    {"{\"segments\":[],\"x\":[01]}", "not JSON: after array element, I expect ',' or ']' at byte 22"},
+	    {"{\"segments\":[-]}", "not JSON: malformed number, a digit is required after the minus sign at byte 14"},
+	    {"{\"segments\":[1.]}", "not JSON: malformed number, a digit is required after the decimal point at byte 15"},
+	    {"{\"segments\":[],\"x\":\"a\tb\"}", "not JSON: invalid character inside string at byte 21"},
+	    {"{\"segments\":[],\"x\":\"\xff\"}", "not JSON: invalid bytes in UTF8 string at byte 21"},
 	    {"{\"segments\":[],\"x\":\"\xc0\xaf\"}", "not JSON: invalid UTF-8 at byte 20"},
 	    {"{\"segments\":[],\"x\":\"\xed\xa0\x80\"}", "not JSON: invalid UTF-8 at byte 20"},
 	    {"{\"segments\":[],\"x\":\"\\ud800\"}", "not JSON: an invalid escape at byte 20"},
 	    {"{\"segments\":[],\"x\":\"\\u0000\"}", "not JSON: an invalid escape at byte 20"},
-	    {"{\"segments\":[],\"x\":\"\\x\"}", "not JSON: an invalid escape at byte 20"},
-	    {"{\"segments\":[],\"x\":\"abc}", "not JSON: an unterminated string at byte 24"},
-	    {"{\"segments\":[],\"x\":tru}", "not JSON: an unknown word at byte 19"},
+	    {"{\"segments\":[],\"x\":\"\\x\"}",
+	     "not JSON: inside a string, '\\' occurs before a character which it may not at byte 21"},
+	    /* what yajl lets through: lone surrogates (it writes '?' or CESU-8), a high one paired with
+	     * no low one, bytes past U+10FFFF, \u0000 after an escaped quote, in a key; \f and \v */
+	    {"{\"segments\":[],\"x\":\"\\udc00\"}", "not JSON: an invalid escape at byte 20"},
+	    {"{\"segments\":[],\"x\":\"\\ud800\\u0041\"}", "not JSON: an invalid escape at byte 20"},
+	    {"{\"segments\":[],\"x\":\"\xf4\x90\x80\x80\"}", "not JSON: invalid UTF-8 at byte 20"},
+	    {"{\"segments\":[],\"x\":\"a\\\"\\u0000\"}", "not JSON: an invalid escape at byte 23"},
+	    {"{\"segments\":[],\"\\u0000\":1}", "not JSON: an invalid escape at byte 16"},
+	    {"{\"segments\":[]}\f", "not JSON: a form feed or vertical tab at byte 15"},
+	    {"{\"segments\":\v[]}", "not JSON: a form feed or vertical tab at byte 12"},
+	    {"{\"segments\":[],\"x\":\"abc}", "not JSON: premature EOF at byte 24"},
+	    {"{\"segments\":[],\"x\":tru}", "not JSON: invalid string in json text at byte 22"},
 	};
 	gpumon_alloc_snapshot s;
 	for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
@@ -665,6 +675,10 @@ static void test_refusals(void)
 	       GPUMON_OK, "-0 is 0");
 	ok(s.segments == 1 && (s.known & GPUMON_SNAP_DEVICE) && s.device == 0,
 	   "... device 0, an empty segment");
+
+	/* numbers past long long and double: read as written (yajl_number), not integers, never an error */
+	is_int(condense("{\"segments\":[],\"x\":[123456789012345678901234567890,-1e400,1.5]}", -1, 0, &s),
+	       GPUMON_OK, "numbers past long long and double where they are not read");
 
 	/* the arguments */
 	is_int(gpumon_snapshot_condense(NULL, 0, -1, 0, &s, errbuf, sizeof errbuf), GPUMON_E_INVAL,
