@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_snapshot.c — what condensing PyTorch's allocator snapshot of a full card costs: generates in
  * memory a snapshot of a 140 GiB card (20,000 segments, 60,000 live blocks each with a stack of 10
- * frames from a few hundred allocation sites, 20,000 free blocks: about 30 MB of JSON), times
+ * frames from a few hundred allocation sites, 20,000 free blocks: about 63 MB of JSON), times
  * gpumon_snapshot_condense on it and prints the time and the peak RSS; then, for comparison,
  * jansson's json_loadb of the same text (a tree of it). Usage: gpumon_bench_snapshot [RUNS] */
 #include <stdarg.h>

@@ -990,9 +990,9 @@ typedef struct gpumon_alloc_snapshot {
  * sizes that add up past GPUMON_MAX_BYTES (over every device). The message names what is wrong
  * ("segment 12: block 3 has no integer size"), in err when err_len > 0 ("" on success). Keys it
  * does not use (device_traces, what newer versions add) are ignored; a malformed frame is taken as
- * one without a file. The text is read in place, never parsed into a tree: memory is fixed (the
- * site table, about 340 KiB), and a snapshot of a full card (tens of MB) takes a fraction of a
- * second (bench/bench_snapshot.c).
+ * one without a file. The text is read as it streams (yajl), never parsed into a tree: memory is
+ * the site table (about 240 KiB) with its sites' names and the longest string, and a snapshot of a
+ * full card (tens of MB) takes a fraction of a second (bench/bench_snapshot.c).
  */
 GPUMON_API int gpumon_snapshot_condense(const char *json, size_t len, int device, uint64_t request_bytes,
 					gpumon_alloc_snapshot *out, char *err, size_t err_len);

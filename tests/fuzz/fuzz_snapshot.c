@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_snapshot.c — libFuzzer target for PyTorch's allocator snapshot read in place
+/* fuzz_snapshot.c — libFuzzer target for PyTorch's allocator snapshot read as it streams
  * (gpumon_snapshot_condense: every device and one picked from the input, a request from it, error
  * buffers of every size) and for the condensed document (gpumon_snapshot_decode). What either
  * accepts must hold together and come back the same through encode and decode. */
