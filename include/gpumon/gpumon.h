@@ -1364,7 +1364,8 @@ typedef struct gpumon_model_oom {
 	} last[16];
 	unsigned signs;               /* out-of-memory episodes seen in all: signs within 5 s of the
 					 previous one (a traceback's lines, the inside monitor's report and
-					 the message) are one */
+					 the message), and the message of the request the inside monitor
+					 reported (printed once its snapshot is taken, seconds later), are one */
 } gpumon_model_oom;
 
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */

@@ -133,6 +133,8 @@ struct gpumon_model {
 	/* the out-of-memory moment */
 	int oom_have, oom_diagnosed;
 	uint64_t oom_last_sign_t;   /* the latest sign: one within 5 s of it is the same episode */
+	uint64_t report_t, report_request; /* the latest report from inside the job with its request: the
+				       message the job prints after it is the same episode */
 	gpumon_model_oom oom;
 	/* what the frameworks said of it: the monitor inside the job, its messages, its log's lines
 	   (kept apart: the figures are merged in that order of trust when asked) */

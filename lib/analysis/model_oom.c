@@ -393,10 +393,21 @@ static int moment_dev(const gpumon_model *m, const gpumon_oom_figures *f)
 	return gpumon__model_job_dev(m);
 }
 
+/* Whether f is the message of the out-of-memory the monitor inside the job reported last (its
+ * request, as printed, within 1 % of the report's exact one, within NEAR_NS after it): the job
+ * prints it once the snapshot is taken, which may take seconds. */
+static int reported_before(const gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f)
+{
+	if (!f || !(f->known & GPUMON_FIG_REQUEST) || !m->report_t || t_ns < m->report_t || t_ns > m->report_t + NEAR_NS)
+		return 0;
+	double a = (double)f->request_bytes, b = (double)m->report_request;
+	return a <= b * 1.01 && a >= b * 0.99;
+}
+
 /* A sign at t_ns: the first one is the moment; f: the figures it came with (NULL none). */
 static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f)
 {
-	if (!m->oom_have || t_ns > m->oom_last_sign_t + SAME_SIGN_NS)
+	if (!m->oom_have || (t_ns > m->oom_last_sign_t + SAME_SIGN_NS && !reported_before(m, t_ns, f)))
 		m->oom.signs++;
 	if (t_ns > m->oom_last_sign_t)
 		m->oom_last_sign_t = t_ns;
@@ -466,6 +477,10 @@ int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, co
 				m->oom.pid = f.pid;
 		}
 		sign(m, t_ns, &f);
+		if (f.known & GPUMON_FIG_REQUEST) {
+			m->report_t = t_ns;
+			m->report_request = f.request_bytes;
+		}
 		return 1;
 	}
 	if (!strcmp(kind, GPUMON_EVENT_SNAPSHOT)) {

@@ -389,14 +389,15 @@ static void test_oom_inside_figures(void)
 	is_int(gpumon_snapshot_encode(&sn, &text), GPUMON_OK, "snapshot encoded");
 	ev(t + S / 10, GPUMON_EVENT_SNAPSHOT, text);
 	gpumon_free(text);
-	/* then the message the job printed, rounded as torch prints it */
-	ev(t + S, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.00 GiB. GPU 0 has a total "
+	/* then the message the job printed, rounded as torch prints it, once the snapshot was taken: 7 s
+	   later (torch's first named snapshot imports much of torch) */
+	ev(t + 7 * S, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 75.00 GiB. GPU 0 has a total "
 			 "capacity of 79.50 GiB of which 69.50 GiB is free. Of the allocated memory 9.00 GiB is allocated "
 			 "by PyTorch, and 512.00 MiB is reserved by PyTorch but unallocated.");
 	gpumon_model_finish(M, 0, 1);
 	is_int(gpumon_model_oom_get(M, &o), GPUMON_OK, "an out-of-memory");
 	is_int(o.t_ns, t, "at the inside monitor's report, the first sign");
-	is_int(o.signs, 1, "one episode: the report and the message a second apart");
+	is_int(o.signs, 1, "one episode: the report and the message of its request, 7 s apart");
 	is_int(o.pid, 100, "the process that ran out");
 	is_int(o.input.figures.request_bytes, 75 * GiB + 12345, "the inside monitor's exact request, not the rounded one");
 	ok((o.input.known & GPUMON_OOM_F_STEADY) && o.input.steady, "20 steps done: a steady level");
