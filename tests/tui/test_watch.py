@@ -67,8 +67,11 @@ def test_content_gpus_bars_and_processes(watch, sleepers):
         (0, a, USER, "20.0 GiB"), (1, b, USER, "9.50 GiB"), (1, c, USER, "512 MiB")]
     assert [r[4] for r in rows] == ["sleep 600", "sleep 601", "sleep 602"]
     # the selected (first) process's details, and its share in its GPU's bar
-    # and its host figures, the CPU once it has been read twice
-    p.wait(rf"pid {a} on GPU 0 \(user {USER}, CPU [\d.]+ %, RSS [\d.]+ [KM]iB, up 00:\d\d\): sleep 600")
+    # and its host figures, the CPU once it has been read twice (on a loaded machine GPU 1's rows may
+    # have come first, and the cursor follows the process it was on: it is taken to the top)
+    p.keys("Up")
+    p.keys("Up")
+    s = p.wait(rf"pid {a} on GPU 0 \(user {USER}, CPU [\d.]+ %, RSS [\d.]+ [KM]iB, up 00:\d\d\): sleep 600")
     bars = re.findall(r"^ \[([▒▓█░]+)\]", s, re.M)
     assert "▓" in bars[0] and "▓" not in bars[1], bars
     p.keys("Down")
