@@ -114,6 +114,21 @@ class NoneAdapter(Adapter):
         self.device = 0 if d is None else d
 
 
+def torch_cap(cuda: Any, device: int) -> Optional[int]:
+    """torch.cuda.set_per_process_memory_fraction(F): the caching allocator of device stops at F x the
+    device's memory (torch >= 2.9 can tell; earlier versions cannot): that cap in bytes, else None."""
+    get = getattr(cuda, "get_per_process_memory_fraction", None)
+    if get is None:
+        return None
+    try:
+        f = float(get(device))
+        if not 0 < f < 1:
+            return None
+        return int(f * cuda.get_device_properties(device).total_memory)
+    except Exception:  # a torch that cannot answer: no cap known
+        return None
+
+
 class TorchAdapter(Adapter):
     name = "torch"
 
@@ -148,18 +163,7 @@ class TorchAdapter(Adapter):
         return True
 
     def cap(self) -> Optional[int]:
-        # torch.cuda.set_per_process_memory_fraction(F): the caching allocator stops at F x the
-        # device's memory (torch >= 2.9 can tell; earlier versions cannot)
-        get = getattr(self._cuda, "get_per_process_memory_fraction", None)
-        if get is None:
-            return None
-        try:
-            f = float(get(self.device))
-            if not 0 < f < 1:
-                return None
-            return int(f * self._cuda.get_device_properties(self.device).total_memory)
-        except Exception:  # a torch that cannot answer: no cap known
-            return None
+        return torch_cap(self._cuda, self.device)
 
     def uuid(self) -> Optional[str]:
         try:

@@ -9,15 +9,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A str (as UTF-8) or bytes argument as a new bytes object, or NULL with TypeError. */
-static PyObject *as_bytes(PyObject *o, const char *what)
+/* A str (as UTF-8) or bytes argument as a new bytes object whose buffer *buf (of *len bytes) stays
+ * valid while it lives, or NULL with TypeError. */
+static PyObject *text_arg(PyObject *o, const char *what, char **buf, Py_ssize_t *len)
 {
+	PyObject *b;
 	if (PyUnicode_Check(o))
-		return PyUnicode_AsUTF8String(o);
-	if (PyBytes_Check(o))
-		return Py_NewRef(o);
-	PyErr_Format(PyExc_TypeError, "%s must be a str or bytes", what);
-	return NULL;
+		b = PyUnicode_AsUTF8String(o);
+	else if (PyBytes_Check(o))
+		b = Py_NewRef(o);
+	else {
+		PyErr_Format(PyExc_TypeError, "%s must be a str or bytes", what);
+		return NULL;
+	}
+	if (b && PyBytes_AsStringAndSize(b, buf, len)) {
+		Py_DECREF(b);
+		return NULL;
+	}
+	return b;
 }
 
 /* A new str from a buffer the library allocated, which is freed. */
@@ -43,13 +52,11 @@ PyObject *gpx_snapshot_condense(PyObject *mod, PyObject *args, PyObject *kw)
 		PyErr_Format(PyExc_ValueError, "device must be -1 (every device) or a device index, got %d", device);
 		return NULL;
 	}
-	PyObject *b = as_bytes(text, "json_text");
 	char *buf;
 	Py_ssize_t len;
-	if (!b || PyBytes_AsStringAndSize(b, &buf, &len)) {
-		Py_XDECREF(b);
+	PyObject *b = text_arg(text, "json_text", &buf, &len);
+	if (!b)
 		return NULL;
-	}
 	gpumon_alloc_snapshot *s = calloc(1, sizeof *s);
 	if (!s) {
 		Py_DECREF(b);
@@ -168,13 +175,11 @@ PyObject *gpx_oom_figures(PyObject *mod, PyObject *args, PyObject *kw)
 PyObject *gpx_oom_message_match(PyObject *mod, PyObject *arg)
 {
 	(void)mod;
-	PyObject *b = as_bytes(arg, "text");
 	char *buf;
 	Py_ssize_t len;
-	if (!b || PyBytes_AsStringAndSize(b, &buf, &len)) {
-		Py_XDECREF(b);
+	PyObject *b = text_arg(arg, "text", &buf, &len);
+	if (!b)
 		return NULL;
-	}
 	const char *name = NULL;
 	for (Py_ssize_t i = 0; i < len && !name;) {
 		const char *nl = memchr(buf + i, '\n', (size_t)(len - i));
@@ -193,13 +198,11 @@ PyObject *gpx_oom_message_match(PyObject *mod, PyObject *arg)
 PyObject *gpx_oom_message_parse(PyObject *mod, PyObject *arg)
 {
 	(void)mod;
-	PyObject *b = as_bytes(arg, "text");
 	char *buf;
 	Py_ssize_t len;
-	if (!b || PyBytes_AsStringAndSize(b, &buf, &len)) {
-		Py_XDECREF(b);
+	PyObject *b = text_arg(arg, "text", &buf, &len);
+	if (!b)
 		return NULL;
-	}
 	gpumon_oom_figures f;
 	int n = gpumon_oom_message_parse(buf, (size_t)len, &f);
 	Py_DECREF(b);

@@ -22,7 +22,7 @@ import weakref
 from typing import Any, Dict, List, Optional
 
 from . import _gpumon
-from ._frameworks import JaxAdapter, PaddleAdapter
+from ._frameworks import JaxAdapter, PaddleAdapter, torch_cap
 from ._sinks import RunSocketSink
 
 # A sample at the first optimizer step, then at the first one at least this long after the last
@@ -567,14 +567,7 @@ class _TorchWatch:
         self.next_scan_ns = now + (SCAN_NS if found else SCAN_NS // 5)
 
     def _cap(self, d: int) -> Optional[int]:
-        get = getattr(self.cuda, "get_per_process_memory_fraction", None)  # torch >= 2.9
-        if get is None:
-            return None
-        try:
-            f = float(get(d))
-            return int(f * self.cuda.get_device_properties(d).total_memory) if 0 < f < 1 else None
-        except Exception:
-            return None
+        return torch_cap(self.cuda, d)
 
 
 class _OomReporter:
