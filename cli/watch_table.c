@@ -242,7 +242,7 @@ const char *watch_placed_text(const watch_proc *p, char *buf, size_t len)
 	int n = snprintf(buf, len, "pid %u on GPU %u: NVML %s = allocator %s (%s allocated + %s cached)", p->pid, p->gpu,
 			 cli_format_bytes(a, sizeof a, pl->nvml_bytes), cli_format_bytes(b, sizeof b, pl->reserved_bytes),
 			 cli_format_bytes(c, sizeof c, pl->allocated_bytes),
-			 cli_format_bytes(d, sizeof d, pl->reserved_bytes - (pl->reserved_bytes > pl->allocated_bytes ? pl->allocated_bytes : pl->reserved_bytes)));
+			 cli_format_bytes(d, sizeof d, pl->cached_bytes));
 	if (n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, " + outside %s",
 			 pl->outside_known ? cli_format_bytes(a, sizeof a, pl->outside_bytes) : "n/a");

@@ -452,12 +452,9 @@ const char *words_said(char *buf, size_t len, const json_t *oom)
 	}
 	if (doc_has_num(f, "allocated_bytes") || doc_has_num(f, "reserved_bytes")) {
 		add(buf, len, &at, "%sthe allocator held %s", sep, words_bytes(a, sizeof a, json_object_get(f, "reserved_bytes")));
-		if (doc_has_num(f, "allocated_bytes") && doc_has_num(f, "reserved_bytes") &&
-		    doc_num(f, "reserved_bytes") >= doc_num(f, "allocated_bytes")) {
-			json_t *cached = json_integer((json_int_t)(doc_num(f, "reserved_bytes") - doc_num(f, "allocated_bytes")));
+		if (doc_has_num(f, "cached_bytes")) {
 			add(buf, len, &at, " (%s allocated + %s cached)", words_bytes(b, sizeof b, json_object_get(f, "allocated_bytes")),
-			    words_bytes(c, sizeof c, cached));
-			json_decref(cached);
+			    words_bytes(c, sizeof c, json_object_get(f, "cached_bytes")));
 		} else if (doc_has_num(f, "allocated_bytes")) {
 			add(buf, len, &at, " (%s allocated)", words_bytes(b, sizeof b, json_object_get(f, "allocated_bytes")));
 		}

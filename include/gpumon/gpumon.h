@@ -1326,6 +1326,7 @@ typedef struct gpumon_placed {
 	uint64_t nvml_bytes;        /* the process on the GPU, as NVML listed it */
 	uint64_t reserved_bytes;    /* its allocator's, allocated included */
 	uint64_t allocated_bytes;
+	uint64_t cached_bytes;      /* reserved - allocated: held by the allocator, no tensor in it */
 	int outside_known;          /* 0 when NVML's figure lagged behind the allocator's (below reserved) */
 	uint64_t outside_bytes;     /* nvml - reserved */
 } gpumon_placed;

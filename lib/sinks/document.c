@@ -461,8 +461,16 @@ static json_t *oom_json(const gpumon_model *m)
 	char *text = NULL;
 	json_t *said = json_null(), *snap = json_null();
 	if (in->known & GPUMON_OOM_F_FIGURES) {
-		int st = gpumon_oom_figures_encode(&in->figures, &text);
+		const gpumon_oom_figures *f = &in->figures;
+		int st = gpumon_oom_figures_encode(f, &text);
 		said = encoded(st, text);
+		/* what the allocator held that no tensor used then */
+		unsigned both = GPUMON_FIG_ALLOCATED | GPUMON_FIG_RESERVED;
+		if (json_is_object(said) && (f->known & both) == both && f->reserved_bytes >= f->allocated_bytes &&
+		    put(said, "cached_bytes", u64(f->reserved_bytes - f->allocated_bytes))) {
+			json_decref(said);
+			said = NULL;
+		}
 	}
 	if (in->known & GPUMON_OOM_F_SNAPSHOT) {
 		text = NULL;

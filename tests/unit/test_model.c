@@ -411,6 +411,7 @@ static void test_oom_inside_figures(void)
 		   json_array_get(at(d, "oom.snapshot.sites"), 0), "file") : NULL),
 	       "/srv/job/train.py", "the snapshot's top site in the document");
 	is_int(json_integer_value(at(d, "oom.pid")), 100, "oom.pid");
+	is_int(json_integer_value(at(d, "oom.framework.cached_bytes")), 512 * MiB, "what the framework said: cached");
 	ok(json_integer_value(at(d, "oom.figures.excess_bytes")) > 70 * (json_int_t)GiB, "oom.figures.excess_bytes");
 	size_t i;
 	json_t *e;
@@ -434,8 +435,9 @@ static void test_placed(void)
 	fw(T0 + 2 * S, 100, 5, 8 * GiB, 10 * GiB, 0);
 	is_int(gpumon_model_placed(M, 0, 100, &pl), GPUMON_OK, "placed");
 	ok(pl.nvml_bytes == 17 * GiB && pl.reserved_bytes == 10 * GiB && pl.allocated_bytes == 8 * GiB &&
-	       pl.outside_known && pl.outside_bytes == 7 * GiB && pl.step == 5 && !strcmp(pl.framework, "torch"),
-	   "NVML 17 GiB = 10 GiB reserved (8 allocated) + 7 GiB outside");
+	       pl.outside_known && pl.outside_bytes == 7 * GiB && pl.step == 5 && !strcmp(pl.framework, "torch") &&
+	       pl.cached_bytes == 2 * GiB,
+	   "NVML 17 GiB = 10 GiB reserved (8 allocated + 2 cached) + 7 GiB outside");
 	fw(T0 + 3 * S, 100, 6, 8 * GiB, 18 * GiB, 0);
 	is_int(gpumon_model_placed(M, 0, 100, &pl), GPUMON_OK, "placed again");
 	ok(!pl.outside_known, "NVML's figure behind the allocator's: outside unknown, not 0");
