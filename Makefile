@@ -67,11 +67,13 @@ build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target gpumon
 
-# gpumon's own line explains a missing driver (exit 12); make adds nothing to it.
+# gpumon's own line explains a missing driver (exit 12); make adds how to try it without one.
 # On a terminal with no ARGS: the live view (which plays the bundled recording without a driver).
 run: build
 	@if [ -z "$(ARGS)" ] && [ -t 0 ] && [ -t 1 ]; then $(BUILD)/cli/gpumon watch; \
-	else $(BUILD)/cli/gpumon $(ARGS); fi; st=$$?; [ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
+	else $(BUILD)/cli/gpumon $(ARGS); fi; st=$$?; \
+	if [ $$st -eq 12 ] && [ -z "$(ARGS)" ]; then echo "Without a GPU, try: make run ARGS=\"show --replay examples/recordings/h200_train_leak.gpumon --at peak\" (README.md: Try it without a GPU)"; fi; \
+	[ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
 
 test: deps-test test-werror test-asan test-tsan
 

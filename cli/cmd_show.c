@@ -28,11 +28,14 @@ struct opts {
 	int no_processes;
 	int json;
 	enum color_mode color;
+	const char *replay; /* --replay FILE */
+	const char *at;     /* --at SECONDS, or NULL: the recording's end */
 };
 
 static void help(void)
 {
 	printf("Usage: gpumon [show] [-i LIST] [-u NAME] [-s KEY] [-P] [--json] [--color[=WHEN]]\n"
+	       "                     [--replay FILE [--at SECONDS|peak]]\n"
 	       "One screen for this machine: per GPU the memory used, reserved by the driver and total,\n"
 	       "with a bar (# used, %% reserved, . free), utilisation, temperature and power; then the\n"
 	       "processes holding GPU memory (GPU, pid, user, memory, owner, command), largest first.\n"
@@ -50,7 +53,13 @@ static void help(void)
 	       "                       (docs/show-json.md; schema docs/show.schema.json)\n"
 	       "  --color[=WHEN]       auto (the default: on a terminal unless NO_COLOR is set),\n"
 	       "                       always (also a bare --color) or never\n"
-	       "  -h, --help           this help\n");
+	       "  --replay FILE        the machine as a recording (gpumon record, gpumon run) holds it,\n"
+	       "                       at its end; needs no driver, and says it is a replay\n"
+	       "  --at WHEN            with --replay: SECONDS after the recording's start (negative:\n"
+	       "                       before its end), or peak: the moment of the run's peak\n"
+	       "  -h, --help           this help\n\n"
+	       "Examples:\n"
+	       "  gpumon show --replay examples/recordings/h200_train_leak.gpumon --at peak\n");
 }
 
 static int parse_sort(const char *v, enum show_sort *out)
@@ -97,6 +106,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->color = COLOR_ALWAYS; /* as ls and grep take a bare --color */
 		} else if ((v = cli_option_value(argc, argv, &i, "--id", "-i", &bad))) {
 			o->ids = v;
+		} else if ((v = cli_option_value(argc, argv, &i, "--replay", NULL, &bad))) {
+			o->replay = v;
+		} else if ((v = cli_option_value(argc, argv, &i, "--at", NULL, &bad))) {
+			o->at = v;
 		} else if ((v = cli_option_value(argc, argv, &i, "--user", "-u", &bad))) {
 			if (!*v) {
 				cli_error("--user: the name is empty");
@@ -114,6 +127,10 @@ static int parse(int argc, char **argv, struct opts *o)
 				cli_error("unknown option '%s' (see gpumon show --help)", argv[i]);
 			return EXIT_USAGE;
 		}
+	}
+	if (o->at && !o->replay) {
+		cli_error("--at: a moment of a recording: give the recording with --replay FILE");
+		return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -271,6 +288,239 @@ static int gather(gpumon *g, const unsigned *sel, unsigned count, show_model *m)
 	return 0;
 }
 
+/* ---- a recording (--replay) ------------------------------------------------------------------ */
+
+/* Whether the -i list (comma-separated indexes or UUIDs; NULL: all) names the recorded device. */
+static int replay_selected(const char *ids, const gpumon_device_info *info)
+{
+	if (!ids)
+		return 1;
+	char idx[16];
+	snprintf(idx, sizeof idx, "%u", info->index);
+	for (const char *s = ids; *s;) {
+		size_t n = strcspn(s, ",");
+		if ((n == strlen(idx) && !strncmp(s, idx, n)) ||
+		    ((info->present & GPUMON_INFO_UUID) && n == strlen(info->uuid) && !strncasecmp(s, info->uuid, n)))
+			return 1;
+		s += n + (s[n] == ',');
+	}
+	return 0;
+}
+
+/* The wall-clock time of monotonic time t of the recording, in m->when and m->when_iso. */
+static void replay_when(const gpumon_run_meta *meta, uint64_t t_ns, show_model *m)
+{
+	int64_t wall_ns = (int64_t)meta->start_wall_ns + ((int64_t)t_ns - (int64_t)meta->start_mono_ns);
+	time_t t = (time_t)(wall_ns / 1000000000);
+	struct tm tm;
+	char zone[8];
+	localtime_r(&t, &tm);
+	strftime(m->when, sizeof m->when, "%Y-%m-%d %H:%M:%S", &tm);
+	strftime(zone, sizeof zone, "%z", &tm);
+	snprintf(m->when_iso, sizeof m->when_iso, "%.10sT%s%.3s:%.2s", m->when, m->when + 11, zone,
+		 strlen(zone) == 5 ? zone + 3 : "00");
+}
+
+/* Keeps the process table of the recording as its records come: a PROCESS record adds or updates
+ * its (device, pid), PROCESS_GONE removes it. Returns 0, or -1 when out of memory. */
+static int replay_track(const gpumon_record *rec, show_row **rows, size_t *n, size_t *cap)
+{
+	size_t i = 0;
+	while (i < *n && !((*rows)[i].gpu == rec->dev && (*rows)[i].p.pid == rec->process.pid))
+		i++;
+	if (rec->kind == GPUMON_REC_PROCESS_GONE) {
+		if (i < *n)
+			(*rows)[i] = (*rows)[--*n];
+		return 0;
+	}
+	if (i == *n) {
+		if (cli_grow((void **)rows, cap, *n, sizeof **rows, 16))
+			return -1;
+		memset(&(*rows)[i], 0, sizeof **rows);
+		(*n)++;
+	}
+	(*rows)[i].gpu = rec->dev; /* a device position until the model is built */
+	(*rows)[i].p = rec->process;
+	return 0;
+}
+
+/* The moment --at names, on the recording's clock: UINT64_MAX for its end (no --at), start + SECONDS,
+ * SECONDS before its end when negative, or the run's peak as the library's model finds it ("peak").
+ * Returns 0, or an exit status (the error said). */
+static int replay_target(const char *path, const char *at, uint64_t *target)
+{
+	*target = UINT64_MAX;
+	if (!at)
+		return EXIT_OK;
+	double d = 0;
+	char *end = NULL;
+	int peak = !strcmp(at, "peak");
+	if (!peak) {
+		d = strtod(at, &end);
+		if (end == at || *end || d != d || d > 1e9 || d < -1e9) {
+			cli_error("--at: '%s' is not a number of seconds (from the recording's start; negative: before "
+				  "its end) nor 'peak'", at);
+			return EXIT_USAGE;
+		}
+	}
+	gpumon_reader *rd = NULL;
+	gpumon_model *m = NULL;
+	int st = gpumon_reader_create(path, &rd), rc = EXIT_OK;
+	if (st != GPUMON_OK) {
+		cli_error("--replay: %s", rd && gpumon_reader_errmsg(rd)[0] ? gpumon_reader_errmsg(rd) : gpumon_strerror(st));
+		gpumon_reader_destroy(rd);
+		return EXIT_OTHER;
+	}
+	const gpumon_run_meta *meta = gpumon_reader_meta(rd);
+	uint64_t start = meta->start_mono_ns, last = meta->end_mono_ns;
+	if (d >= 0 && !peak) {
+		*target = start + (uint64_t)(d * 1e9);
+	} else if (!peak) { /* back from the end: the recorded one, else the last record's */
+		gpumon_record rec;
+		while (!meta->end_mono_ns && gpumon_reader_next(rd, &rec) == 1)
+			last = rec.t_ns > last ? rec.t_ns : last;
+		uint64_t back = (uint64_t)(-d * 1e9);
+		*target = last - start > back ? last - back : start;
+	} else if (gpumon_model_create(NULL, &m) != GPUMON_OK) {
+		cli_error("out of memory");
+		rc = EXIT_OTHER;
+	} else { /* the run's peak, as every other command finds it */
+		int what, dev;
+		gpumon_peak pk;
+		gpumon_model_load(m, rd);
+		if (gpumon_model_peak(m, &what, &dev, &pk, NULL, 0, NULL) == GPUMON_OK) {
+			*target = pk.t_ns;
+		} else {
+			cli_error("--at peak: the recording holds no memory figure to find a peak in");
+			rc = EXIT_OTHER;
+		}
+	}
+	gpumon_model_destroy(m);
+	gpumon_reader_destroy(rd);
+	return rc;
+}
+
+/* Reads the recording up to the moment asked into *m: its devices with their last sample, and the
+ * processes listed on them then. Returns an exit status (the error said). */
+static int replay_gather(const struct opts *o, show_model *m)
+{
+	uint64_t target;
+	int rc = replay_target(o->replay, o->at, &target);
+	if (rc != EXIT_OK)
+		return rc;
+	gpumon_reader *rd = NULL;
+	int st = gpumon_reader_create(o->replay, &rd);
+	if (st != GPUMON_OK) {
+		cli_error("--replay: %s", rd && gpumon_reader_errmsg(rd)[0] ? gpumon_reader_errmsg(rd) : gpumon_strerror(st));
+		gpumon_reader_destroy(rd);
+		return EXIT_OTHER;
+	}
+	const gpumon_run_meta *meta = gpumon_reader_meta(rd);
+	unsigned nd = gpumon_reader_device_count(rd);
+	uint64_t start = meta->start_mono_ns, end = meta->end_mono_ns;
+	/* the devices' last samples and the process table, on the recording's device positions */
+	show_gpu *dev = calloc(nd ? nd : 1, sizeof *dev);
+	show_row *rows = NULL;
+	size_t n_rows = 0, cap = 0;
+	if (!dev) {
+		cli_error("out of memory");
+		gpumon_reader_destroy(rd);
+		return EXIT_OTHER;
+	}
+	for (unsigned d = 0; d < nd; d++) {
+		gpumon_reader_device(rd, d, &dev[d].info);
+		dev[d].status = GPUMON_E_NOT_FOUND;
+		snprintf(dev[d].error, sizeof dev[d].error, "no sample recorded by then");
+		dev[d].procs = SHOW_PROCS_LISTED;
+	}
+	uint64_t last = start;
+	gpumon_record rec;
+	int got;
+	while ((got = gpumon_reader_next(rd, &rec)) == 1) {
+		if (rec.t_ns > target)
+			break;
+		last = rec.t_ns > last ? rec.t_ns : last;
+		if (rec.dev >= nd && (rec.kind == GPUMON_REC_DEVICE || rec.kind == GPUMON_REC_LOST ||
+				      rec.kind == GPUMON_REC_PROCESS || rec.kind == GPUMON_REC_PROCESS_GONE))
+			continue;
+		if (rec.kind == GPUMON_REC_DEVICE) {
+			dev[rec.dev].s = rec.sample;
+			dev[rec.dev].status = GPUMON_OK;
+		} else if (rec.kind == GPUMON_REC_LOST) {
+			dev[rec.dev].status = GPUMON_E_LOST;
+		} else if ((rec.kind == GPUMON_REC_PROCESS || rec.kind == GPUMON_REC_PROCESS_GONE) &&
+			   replay_track(&rec, &rows, &n_rows, &cap)) {
+			cli_error("out of memory");
+			rc = EXIT_OTHER;
+			break;
+		}
+	}
+	if (got < 0 && rc == EXIT_OK) /* what came before is good: shown, and the loss named */
+		cli_error("--replay: %s (shown up to there)",
+			  gpumon_reader_damage(rd)[0] ? gpumon_reader_damage(rd) : gpumon_strerror(got));
+	if (got == 1) /* stopped at the moment: the span is still the recording's */
+		for (last = rec.t_ns; !end && gpumon_reader_next(rd, &rec) == 1;)
+			last = rec.t_ns > last ? rec.t_ns : last;
+	if (!end)
+		end = last;
+	uint64_t moment = target < end ? target : end;
+	const char *base = strrchr(o->replay, '/');
+	snprintf(m->host, sizeof m->host, "%s", meta->host ? meta->host : "n/a");
+	snprintf(m->driver, sizeof m->driver, "%s", meta->driver_version ? meta->driver_version : "");
+	replay_when(meta, moment, m);
+	snprintf(m->replay, sizeof m->replay, "%s", base ? base + 1 : o->replay);
+	m->replay_at_s = (double)(moment - start) / 1e9;
+	m->replay_span_s = (double)(end - start) / 1e9;
+	if (rc == EXIT_OK && !(m->gpus = calloc(nd ? nd : 1, sizeof *m->gpus))) {
+		cli_error("out of memory");
+		rc = EXIT_OTHER;
+	}
+	for (unsigned d = 0; rc == EXIT_OK && d < nd; d++) {
+		m->gpu_count += !dev[d].info.mig;
+		if (!replay_selected(o->ids, &dev[d].info))
+			continue;
+		m->gpus[m->n_gpus++] = dev[d];
+		m->any_lost |= dev[d].status == GPUMON_E_LOST;
+	}
+	/* the rows take their GPU's index and UUID, and pass --user */
+	size_t keep = 0, rcap = 0;
+	for (size_t i = 0; rc == EXIT_OK && i < n_rows; i++) {
+		unsigned d = rows[i].gpu;
+		/* a MIG device's processes are on its GPU's list already, as live, when the GPU is shown */
+		int on_parent = dev[d].info.mig && dev[d].info.parent < nd && replay_selected(o->ids, &dev[dev[d].info.parent].info);
+		if (!replay_selected(o->ids, &dev[d].info) || !user_matches(&rows[i].p, m->user) || on_parent)
+			continue;
+		if (cli_grow((void **)&m->rows, &rcap, keep, sizeof *m->rows, 16)) {
+			cli_error("out of memory");
+			rc = EXIT_OTHER;
+			break;
+		}
+		show_row *r = &m->rows[keep++];
+		*r = rows[i];
+		r->gpu = dev[d].info.index;
+		for (unsigned k = 0; k < m->n_gpus; k++)
+			if (m->gpus[k].info.index == dev[d].info.index && !strcmp(m->gpus[k].info.uuid, dev[d].info.uuid))
+				r->uuid = (m->gpus[k].info.present & GPUMON_INFO_UUID) ? m->gpus[k].info.uuid : NULL;
+		char phrase[sizeof r->owner];
+		gpumon_owner_describe(&r->p.owner, phrase, sizeof phrase);
+		if (!(r->p.owner.present & ~(unsigned)GPUMON_OWNER_UNRESOLVED))
+			phrase[0] = 0;
+		cli_safe_text(r->owner, sizeof r->owner, phrase);
+		m->any_owner |= r->owner[0] != 0;
+	}
+	m->n_rows = keep;
+	if (m->n_rows)
+		qsort_r(m->rows, m->n_rows, sizeof *m->rows, row_cmp, &m->sort);
+	if (rc == EXIT_OK && o->ids && !m->n_gpus) {
+		cli_error("-i: the recording has no GPU '%s'", o->ids);
+		rc = EXIT_NOT_FOUND;
+	}
+	free(rows);
+	free(dev);
+	gpumon_reader_destroy(rd);
+	return rc;
+}
+
 /* ---- the terminal ----------------------------------------------------------------------------- */
 
 /* Columns to fit: the terminal's, else $COLUMNS, else 80. */
@@ -353,12 +603,42 @@ static int order_mig_devices(gpumon *g, unsigned *sel, unsigned count)
 	return 0;
 }
 
+/* Prints the model as asked. Returns the exit status: a lost GPU says so. */
+static int render(const struct opts *o, const show_model *m)
+{
+	if (o->json) {
+		if (show_json(m) != 0) {
+			cli_error("out of memory");
+			return EXIT_OTHER;
+		}
+	} else {
+		show_style st;
+		style_init(&st, o->color);
+		show_text(m, &st);
+	}
+	return m->any_lost ? EXIT_GPU_LOST : EXIT_OK;
+}
+
+/* gpumon show --replay FILE: the recording's machine, no driver needed. */
+static int show_replay(const struct opts *o)
+{
+	show_model m = {.processes = !o->no_processes, .sort = o->sort, .user = o->user};
+	int rc = replay_gather(o, &m);
+	if (rc == EXIT_OK)
+		rc = render(o, &m);
+	free(m.rows);
+	free(m.gpus);
+	return rc;
+}
+
 int cmd_show(int argc, char **argv)
 {
 	struct opts o = {.sort = SHOW_SORT_MEMORY, .color = COLOR_AUTO};
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;
+	if (o.replay)
+		return show_replay(&o);
 	gpumon *g = cli_open(&rc);
 	if (!g)
 		return rc;
@@ -379,18 +659,7 @@ int cmd_show(int argc, char **argv)
 		cli_error("out of memory");
 		rc = EXIT_OTHER;
 	} else if (rc == EXIT_OK) {
-		if (o.json) {
-			if (show_json(&m) != 0) {
-				cli_error("out of memory");
-				rc = EXIT_OTHER;
-			}
-		} else {
-			show_style st;
-			style_init(&st, o.color);
-			show_text(&m, &st);
-		}
-		if (rc == EXIT_OK && m.any_lost)
-			rc = EXIT_GPU_LOST;
+		rc = render(&o, &m);
 	}
 	free(m.rows);
 	free(m.gpus);

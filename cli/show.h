@@ -51,6 +51,8 @@ typedef struct show_model {
 	int any_lost;
 	enum show_sort sort;
 	const char *user;  /* --user, or NULL */
+	char replay[256];  /* a recording's file name when this is its replay (show --replay), else "" */
+	double replay_at_s, replay_span_s; /* the moment shown and the recording's length, from its start */
 } show_model;
 
 /* Output settings of the text view. */

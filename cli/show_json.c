@@ -167,6 +167,15 @@ static json_t *document(const show_model *m)
 			bad = 1;
 	}
 	set(doc, "processes", procs, &bad);
+	if (m->replay[0] && !bad) {
+		json_t *r = json_object();
+		if (!r)
+			bad = 1;
+		set(r, "file", text(m->replay, 1), &bad);
+		set(r, "at_s", json_real(m->replay_at_s), &bad);
+		set(r, "span_s", json_real(m->replay_span_s), &bad);
+		set(doc, "replay", r, &bad);
+	}
 	if (bad) {
 		json_decref(doc);
 		return NULL;

@@ -195,6 +195,14 @@ static void header(const show_model *m, const show_style *st)
 	snprintf(gpus, sizeof gpus, "%u GPU%s", m->gpu_count, m->gpu_count == 1 ? "" : "s");
 	struct part parts[] = {{host, C_HOST, 0}, {m->when, NULL, 2}, {drv, NULL, 1}, {gpus, NULL, 3}};
 	put_parts(st, "", parts, 4, "  ");
+	if (m->replay[0]) { /* a replay says so before any figure: these are not this machine's GPUs now */
+		char file[256], line[400];
+		cli_safe_text(file, sizeof file, m->replay);
+		snprintf(line, sizeof line, "REPLAY of %s at %.1f s of %.1f s (recorded, not now)",
+			 file, m->replay_at_s, m->replay_span_s);
+		struct part rp[] = {{line, C_HOST, 0}};
+		put_parts(st, "", rp, 1, "  ");
+	}
 }
 
 /* Colour of memory in use, by how full the GPU is. */

@@ -162,3 +162,61 @@ def test_man_and_help_example(files, cmd):
     status, out, err = run_example(cmd, files)
     assert status == 0, (cmd, err)
     assert out, cmd
+
+
+def no_gpu_examples():
+    """The `make run ARGS="..."` lines of the README's "Try it without a GPU" section, as gpumon's argv."""
+    text = open(README, encoding="utf-8").read()
+    section = text[text.index("## Try it without a GPU"):]
+    section = section[:section.index("\n## ", 1)]
+    return [re.match(r'make run ARGS="([^"]+)"', l).group(1).split()
+            for l in section.splitlines() if l.startswith("make run ARGS=")]
+
+
+def test_no_gpu_section_has_every_command():
+    assert sorted(a[0] for a in no_gpu_examples()) == ["report", "serve", "show", "watch"]
+
+
+@pytest.mark.parametrize("args", no_gpu_examples(), ids=lambda a: a[0])
+def test_no_gpu_example_runs_without_a_driver(args):
+    """Each runs with no NVIDIA driver at all (as `make run ARGS=...` runs build/cli/gpumon from the
+    source tree) and says that its figures are a recording's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_", "COLUMNS"))}
+    env.update(GPUMON_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1", LC_ALL="C.UTF-8", TERM="xterm")
+    argv = [GPUMON_BIN] + args
+    if args[0] == "watch":  # the live view needs a terminal: a pty, q once the replay is on screen
+        import pty
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(argv[0], argv, env)
+        seen, deadline = b"", time.time() + 30
+        while b"REPLAY of h200_train_leak.gpumon" not in seen and time.time() < deadline:
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:
+                break
+        os.write(fd, b"q")
+        while True:  # drain until the child has gone
+            try:
+                if not os.read(fd, 65536):
+                    break
+            except OSError:
+                break
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        assert b"REPLAY of h200_train_leak.gpumon" in seen
+        assert os.waitstatus_to_exitcode(status) == 0
+        return
+    if args[0] == "serve":
+        argv += ["--listen", "127.0.0.1:0"]
+    p = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         stdin=subprocess.DEVNULL)
+    if args[0] == "serve":
+        time.sleep(2)
+        p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    said = {"show": (out, "REPLAY of h200_train_leak.gpumon at "),
+            "report": (out, "Report of examples/recordings/h200_train_leak.gpumon (recording of gpumon record)"),
+            "serve": (err, "as at the end of the recording examples/recordings/h200_train_leak.gpumon")}[args[0]]
+    assert said[1] in said[0], (out, err)
