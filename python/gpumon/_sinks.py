@@ -153,15 +153,20 @@ class RecordSink(Sink):
         self.rec.close(-1)
 
 
+# gpumon serve's connection limits, named as its options; the extension's Exporter takes them and
+# hands them to the library (ranges and defaults are gpumon serve's)
+PROMETHEUS_LIMITS = ("max_connections", "max_connections_per_ip", "timeout", "keepalive")
+
+
 class PrometheusSink(Sink):
     """libgpumon's Prometheus exporter in this process (the code of `gpumon serve`): the GPUs and
     processes from NVML, plus this process's allocator figures pushed at each sample."""
 
-    def __init__(self, nvml, port: int):
+    def __init__(self, nvml, port: int, limits: Dict[str, int]):
         self.what = f"Prometheus exporter on port {port}"
         # a training job's own exporter lives as long as the job: its processes' per-pid series
         # do not churn there (gpumon serve on a node keeps them off by default)
-        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}", processes=50)
+        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}", processes=50, **limits)
         self.address = self.exporter.address()
         self.what = f"Prometheus exporter on {self.address}"
         self.pid = os.getpid()
