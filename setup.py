@@ -77,9 +77,15 @@ def elf_files(top):
 
 
 if bdist_wheel is None:
+    # setuptools < 70.1 builds wheels with the wheel package's bdist_wheel. pip's build isolation
+    # fetches it (pyproject.toml asks for it); with --no-build-isolation it must be there already,
+    # and without it pip would go on to fail later with words that blame something else.
     if not {"sdist", "egg_info"} & set(sys.argv):  # pip's metadata step needs it too
-        sys.exit("building gpumon needs the wheel package (Debian: python3-wheel) or setuptools >= 70.1; "
-                 "a venv made with `python3 -m venv --system-site-packages` sees Debian's")
+        import setuptools
+        sys.exit(f"gpumon's build: setuptools {setuptools.__version__} of {sys.executable} needs the 'wheel' "
+                 f"package to build a wheel (setuptools >= 70.1 does not), and that Python has none: "
+                 f"{sys.executable} -m pip install wheel (Debian's python3: apt-get install python3-wheel), "
+                 f"then pip install --no-build-isolation --no-index .")
     bdist_wheel = object
 
 

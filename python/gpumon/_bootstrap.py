@@ -204,10 +204,13 @@ def _gpumon_inside_chain():
         names = ["sitecustomize" + s for s in [".py", ".pyc"] + list(imp.extension_suffixes())]
         names.append(os.path.join("sitecustomize", "__init__.py"))
         spec = None
-        for p in sys.path:
-            if not isinstance(p, str):
-                continue
-            d = os.path.abspath(p or os.curdir)
+        # only what comes after this directory: an entry before it would have been Python's
+        # choice, and a second copy of this file there (gpumon run inside gpumon run) would
+        # chain back to this one without end
+        paths = [p for p in sys.path if isinstance(p, str)]
+        dirs = [os.path.abspath(p or os.curdir) for p in paths]
+        after = dirs.index(here) + 1 if here in dirs else 0
+        for p, d in zip(paths[after:], dirs[after:]):
             if d == here:
                 continue
             # a few stats per entry, where asking the path finder would list each directory

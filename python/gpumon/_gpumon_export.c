@@ -12,15 +12,52 @@ typedef struct {
 	PyObject *nvml; /* the Nvml object whose handle the exporter samples (kept alive, closed after) */
 } ExporterObject;
 
+/* A connection limit given as keyword (None: the library's default, as gpumon serve without the
+ * option): a whole number in the range gpumon serve's option takes (cli/cmd_serve.c). */
+static int exp_limit(PyObject *v, const char *name, unsigned long lo, unsigned long hi, unsigned *out)
+{
+	if (v == NULL || v == Py_None)
+		return 0;
+	unsigned long x = 0;
+	int ok = PyLong_Check(v) && !PyBool_Check(v);
+	if (ok) {
+		x = PyLong_AsUnsignedLong(v);
+		if (PyErr_Occurred()) {
+			PyErr_Clear();
+			ok = 0;
+		}
+	}
+	if (!ok || x < lo || x > hi) {
+		PyErr_Format(PyExc_ValueError, "%s must be a whole number from %lu to %lu or None, got %R", name, lo,
+			     hi, v);
+		return -1;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
 static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 {
 	ExporterObject *self = (ExporterObject *)op;
-	static char *kwlist[] = {"nvml", "listen", "processes", NULL};
-	PyObject *nvml;
+	static char *kwlist[] = {"nvml", "listen", "processes", "max_connections", "max_connections_per_ip",
+				 "timeout", "keepalive", NULL};
+	PyObject *nvml, *max_conn = NULL, *per_ip = NULL, *timeout = NULL, *keepalive = NULL;
 	const char *listen = NULL;
 	int processes = 0; /* as gpumon serve: series per owner, per-pid series only when asked */
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zi:Exporter", kwlist, &nvml, &listen, &processes))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zi$OOOO:Exporter", kwlist, &nvml, &listen, &processes,
+					 &max_conn, &per_ip, &timeout, &keepalive))
 		return -1;
+	gpumon_exporter_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.size = sizeof cfg;
+	/* gpumon serve's --max-connections, --max-connections-per-ip, --timeout, --keepalive: the
+	 * same ranges; 0 in the config is the library's default, keepalive 0 closes after each response */
+	if (exp_limit(max_conn, "max_connections", 1, 65536, &cfg.max_connections) ||
+	    exp_limit(per_ip, "max_connections_per_ip", 1, 65536, &cfg.max_connections_per_ip) ||
+	    exp_limit(timeout, "timeout", 1, 3600, &cfg.timeout_s) ||
+	    exp_limit(keepalive, "keepalive", 0, 3600, &cfg.keepalive_s))
+		return -1;
+	cfg.no_keepalive = keepalive != NULL && keepalive != Py_None && cfg.keepalive_s == 0;
 	int is = PyObject_IsInstance(nvml, gpx_nvml_type);
 	if (is <= 0) {
 		if (!is)
@@ -40,9 +77,6 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 		gpumon_exporter_destroy(self->e);
 		self->e = NULL;
 	}
-	gpumon_exporter_config cfg;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.size = sizeof cfg;
 	cfg.listen = listen;
 	cfg.max_processes = processes > 0 ? (unsigned)processes : 0;
 	cfg.no_processes = processes == -1;
@@ -129,10 +163,12 @@ static PyMethodDef exp_methods[] = {
 };
 
 static PyType_Slot exp_slots[] = {
-    {Py_tp_doc, (void *)"Exporter(nvml, listen='127.0.0.1:19400', processes=0) -- libgpumon's Prometheus "
+    {Py_tp_doc, (void *)"Exporter(nvml, listen='127.0.0.1:19400', processes=0, *, max_connections=None, "
+			 "max_connections_per_ip=None, timeout=None, keepalive=None) -- libgpumon's Prometheus "
 			 "exporter (/metrics, /healthz) in this process; port 0 picks a free port; processes: 0 "
 			 "series per owner only (as gpumon serve), N also the N largest processes by pid, -1 "
-			 "no process list."},
+			 "no process list. The limits are gpumon serve's options of the same names (None: its "
+			 "defaults 1024, 64, 10 s, 120 s; keepalive=0: close after each response)."},
     {Py_tp_init, (void *)exp_init},
     {Py_tp_new, (void *)PyType_GenericNew},
     {Py_tp_dealloc, (void *)exp_dealloc},

@@ -48,9 +48,17 @@ _torch_oom: Optional["TorchOom"] = None
 _monitor_reports = False  # a GPUMonitor of the job reports samples to gpumon run itself
 
 
+ENV_INT_MAX = 100_000_000  # beyond any history ring a process could hold; torch takes a size_t
+
+
 def _env_int(name: str, default: int) -> int:
+    """A positive whole number from the environment, in ASCII digits (str.isdigit also takes "²",
+    which int() refuses); anything else, or more than ENV_INT_MAX, is the default."""
     v = os.environ.get(name, "")
-    return int(v) if v.isdigit() and int(v) > 0 else default
+    if not (v.isascii() and v.isdigit()) or len(v) > 9:
+        return default
+    n = int(v)
+    return n if 0 < n <= ENV_INT_MAX else default
 
 
 def _safe(fn, *args) -> None:
@@ -410,10 +418,7 @@ class _Inside:
         self.stop.set()
         chan, self.chan = self.chan, None
         if chan is not None:
-            try:
-                chan.sock.close()
-            except Exception:
-                pass
+            _safe(chan.drop)
 
     def close(self) -> None:
         self.stop.set()
@@ -437,10 +442,7 @@ def _forked() -> None:
         chan, st.chan = st.chan, None
         st.thread = None
         if chan is not None:
-            try:
-                chan.sock.close()
-            except Exception:
-                pass
+            _safe(chan.drop)
 
 
 # ---- the frameworks ------------------------------------------------------------------------------------

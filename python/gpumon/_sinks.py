@@ -5,6 +5,7 @@ recording (SQLite), and the `gpumon run` socket. Each sink is opened when the mo
 from __future__ import annotations
 
 import csv as _csv
+import errno
 import json
 import os
 import socket
@@ -153,15 +154,20 @@ class RecordSink(Sink):
         self.rec.close(-1)
 
 
+# gpumon serve's connection limits, named as its options; the extension's Exporter takes them and
+# hands them to the library (ranges and defaults are gpumon serve's)
+PROMETHEUS_LIMITS = ("max_connections", "max_connections_per_ip", "timeout", "keepalive")
+
+
 class PrometheusSink(Sink):
     """libgpumon's Prometheus exporter in this process (the code of `gpumon serve`): the GPUs and
     processes from NVML, plus this process's allocator figures pushed at each sample."""
 
-    def __init__(self, nvml, port: int):
+    def __init__(self, nvml, port: int, limits: Dict[str, int]):
         self.what = f"Prometheus exporter on port {port}"
         # a training job's own exporter lives as long as the job: its processes' per-pid series
         # do not churn there (gpumon serve on a node keeps them off by default)
-        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}", processes=50)
+        self.exporter = _gpumon.Exporter(nvml, f"127.0.0.1:{port}", processes=50, **limits)
         self.address = self.exporter.address()
         self.what = f"Prometheus exporter on {self.address}"
         self.pid = os.getpid()
@@ -196,6 +202,8 @@ class RunSocketSink(Sink):
             self.sock.close()
             raise
         self.sock.setblocking(False)
+        st = os.fstat(self.sock.fileno())
+        self.ident = (st.st_dev, st.st_ino)
         self.lock = threading.Lock()
         self.pending = bytearray()
         self.dropped = 0
@@ -220,7 +228,24 @@ class RunSocketSink(Sink):
                 self.pending += line
             self._pump()
 
+    def _own(self) -> None:
+        """Raises OSError unless the descriptor is still this connection. A job that closed every
+        descriptor (os.closerange) may have opened a file of its own under the same number: that
+        one is never written to nor closed; the socket object lets go of the number."""
+        try:
+            st = os.fstat(self.sock.fileno())
+            if (st.st_dev, st.st_ino) == self.ident:
+                return
+        except (OSError, ValueError):
+            pass
+        self.pending.clear()
+        if self.sock.fileno() >= 0:
+            self.sock.detach()
+        raise OSError(errno.EBADF, "the connection to gpumon run was closed by the process")
+
     def _pump(self) -> None:
+        if self.pending:
+            self._own()
         while self.pending:
             try:
                 n = self.sock.send(self.pending)
@@ -236,6 +261,7 @@ class RunSocketSink(Sink):
                 return True
             deadline = time.monotonic() + timeout
             try:
+                self._own()
                 while self.pending:
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -285,4 +311,14 @@ class RunSocketSink(Sink):
         try:
             self.flush(0.2)  # a last chance for what is pending, bounded
         finally:
+            self.drop()
+
+    def drop(self) -> None:
+        """Closes the connection, what is pending unsent; a descriptor no longer its own is left
+        to its owner. Without the lock: in a forked child another thread of the parent may have
+        held it at the fork."""
+        try:
+            self._own()
             self.sock.close()
+        except OSError:
+            pass

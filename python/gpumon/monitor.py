@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import _gpumon, _inside, _words
 from ._events import AlertEvent, from_alert
 from ._frameworks import Adapter, make_adapter, nvml_index
-from ._sinks import (CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, RunSocketSink, Sink,
+from ._sinks import (PROMETHEUS_LIMITS, CsvSink, JsonlSink, LogSink, PrometheusSink, RecordSink, RunSocketSink, Sink,
                      TensorBoardSink, human)
 
 log = logging.getLogger("gpumon")
@@ -289,6 +289,10 @@ class GPUMonitor:
       prometheus_port  serve /metrics on 127.0.0.1:PORT from this process (0: a free port; see
                  .prometheus_address): libgpumon's exporter, the metrics of `gpumon serve`
                  (docs/metrics.md) plus this process's allocator figures at each sample.
+      prometheus_limits  the exporter's connection limits, gpumon serve's options of the same
+                 names: {"max_connections": 1024, "max_connections_per_ip": 64, "timeout": 10,
+                 "keepalive": 120} are the defaults (keepalive 0: close after each response);
+                 the keys given replace those.
       on_alert   called once per alert with a gpumon.AlertEvent (kind "leak", "headroom_low" or
                  "oom_projected", the model's figures, step, device, rank, message); what it
                  raises reaches the training loop.
@@ -319,7 +323,8 @@ class GPUMonitor:
                  csv: Any = None, jsonl: Any = None, tensorboard: Any = None, record: Any = None,
                  on_alert: Optional[Callable[[AlertEvent], Any]] = None, min_headroom: Optional[float] = 0.05,
                  leak_detection: bool = True, prometheus_port: Optional[int] = None,
-                 oom_within_steps: Optional[int] = None, rank: Optional[int] = None, history: bool = False):
+                 oom_within_steps: Optional[int] = None, rank: Optional[int] = None, history: bool = False,
+                 prometheus_limits: Optional[Dict[str, int]] = None):
         self._closed = True
         self._countdown = _FOREVER
         self._next_ns = _FOREVER
@@ -332,6 +337,16 @@ class GPUMonitor:
         if prometheus_port is not None and (isinstance(prometheus_port, bool) or not isinstance(prometheus_port, int)
                                             or not 0 <= prometheus_port <= 65535):
             raise ValueError(f"prometheus_port must be a TCP port (0..65535; 0: any free one), got {prometheus_port!r}")
+        if prometheus_limits is not None:
+            if not isinstance(prometheus_limits, dict):
+                raise ValueError(f"prometheus_limits must be a dict of {', '.join(PROMETHEUS_LIMITS)}, "
+                                 f"got {prometheus_limits!r}")
+            unknown = sorted(str(k) for k in prometheus_limits if k not in PROMETHEUS_LIMITS)
+            if unknown:
+                raise ValueError(f"prometheus_limits: no limit {unknown[0]!r} (the limits: "
+                                 f"{', '.join(PROMETHEUS_LIMITS)})")
+            if prometheus_port is None:
+                raise ValueError("prometheus_limits applies to the exporter: give prometheus_port too")
         if on_alert is not None and not callable(on_alert):
             raise ValueError(f"on_alert must be callable, got {on_alert!r}")
         if oom_within_steps is not None and (isinstance(oom_within_steps, bool) or not isinstance(oom_within_steps, int)
@@ -396,7 +411,7 @@ class GPUMonitor:
         self.prometheus_address: Optional[str] = None
         self._closed = False
         try:
-            self._open_sinks(emit, csv, jsonl, tensorboard, record, prometheus_port)
+            self._open_sinks(emit, csv, jsonl, tensorboard, record, prometheus_port, prometheus_limits)
         except BaseException:
             self.close()
             raise
@@ -428,7 +443,7 @@ class GPUMonitor:
             return None
         return ",".join(["none"] * self.device + [str(self.nvml_index)])
 
-    def _open_sinks(self, emit, csv, jsonl, tensorboard, record, prometheus_port) -> None:
+    def _open_sinks(self, emit, csv, jsonl, tensorboard, record, prometheus_port, prometheus_limits) -> None:
         if emit is not None:
             self._sinks.append(LogSink(emit))
         if csv is not None:
@@ -444,7 +459,7 @@ class GPUMonitor:
         if prometheus_port is not None:
             if self._nvml is None:
                 raise ValueError(f"prometheus_port={prometheus_port} needs NVML, which is not available")
-            sink = PrometheusSink(self._nvml, prometheus_port)
+            sink = PrometheusSink(self._nvml, prometheus_port, prometheus_limits or {})
             self._sinks.append(sink)
             self.prometheus_address = sink.address
         path = os.environ.get("GPUMON_RUN_SOCKET")

@@ -3,7 +3,8 @@
 track, nothing built), `pip install --no-build-isolation .` into a fresh venv and `pip wheel
 --no-build-isolation .` installed into a second one; then, from another directory, `import gpumon`,
 GPUMonitor on the fake NVML, its /metrics, and the `gpumon` command; what the wheel holds, how it
-is tagged and what it links; its source distribution; uninstalling. No build tree and no
+is tagged and what it links; its source distribution; uninstalling; a build that lacks the wheel
+package, named in one line. No build tree and no
 LD_LIBRARY_PATH are seen by anything installed.
 
 Environment (ctest sets it): FAKE_NVML_LIB the fake libnvidia-ml; GPUMON_TEST_PYTHONS (optional,
@@ -281,3 +282,30 @@ def test_wheel_in_another_python(python, work, wheel, tmp_path):
     sh([env_dir / "bin/pip", "install", "--no-index", "--no-cache-dir", wheel])
     check_import(env_dir, tmp_path)
     check_command(env_dir)
+
+
+def test_a_build_without_wheel_names_it(tmp_path):
+    """setuptools < 70.1 builds wheels with the wheel package's code: a plain venv of Debian's
+    python3 (setuptools 66, no wheel) built with --no-build-isolation stops at pip's first step,
+    in one line that names the missing package, that Python and the fix, before any compiling."""
+    env_dir = venv(tmp_path / "venv-nowheel")
+    r = sh([env_dir / "bin/python", "-c", "import importlib.util as u, setuptools; print(setuptools.__version__, bool(u.find_spec('wheel')))"])
+    version_text, has_wheel = r.stdout.split()
+    if has_wheel == "True" or tuple(int(x) for x in version_text.split(".")[:2]) >= (70, 1):
+        pytest.skip(f"this Python's venv has setuptools {version_text} and wheel={has_wheel}: nothing is missing")
+    src = tmp_path / "src"  # what setup.py reads before it builds anything
+    for f in ("setup.py", "pyproject.toml", "CMakeLists.txt", "README.md"):
+        os.makedirs(src, exist_ok=True)
+        shutil.copy2(os.path.join(ROOT, f), src / f)
+    r = subprocess.run([str(env_dir / "bin/pip"), "install", "--no-build-isolation", "--no-index", "--no-deps",
+                        "--no-cache-dir", str(src)], capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert r.returncode != 0
+    said = [l.strip() for l in (r.stdout + r.stderr).splitlines() if "gpumon's build" in l]
+    assert len(said) == 1, r.stdout + r.stderr
+    exe = re.match(r"gpumon's build: setuptools \S+ of (\S+) ", said[0]).group(1)  # bin/python or bin/python3
+    assert os.path.dirname(exe) == str(env_dir / "bin"), said
+    assert said[0] == (f"gpumon's build: setuptools {version_text} of {exe} needs the 'wheel' package to build a "
+                       f"wheel (setuptools >= 70.1 does not), and that Python has none: {exe} -m pip install wheel "
+                       "(Debian's python3: apt-get install python3-wheel), then pip install --no-build-isolation "
+                       "--no-index .")
+    assert "cmake" not in r.stdout.lower()
