@@ -17,6 +17,8 @@ PREFIX       ?= /usr/local
 FUZZ_SECONDS ?= 300
 ARGS         ?=
 JOBS         ?= $(shell nproc 2>/dev/null || echo 2)
+# tests side by side: twice the cores, as most of them wait on clocks and child processes
+TEST_JOBS    ?= $(shell echo $$(( $(JOBS) * 2 )))
 
 MAKEFLAGS += --no-print-directory
 
@@ -34,7 +36,8 @@ DEPS_TEST += valgrind
 # pip install . / pip wheel . offline into fresh venvs, from a clean copy (git ls-files) (tests/pip)
 DEPS_TEST += python3-venv python3-pip python3-setuptools python3-wheel git
 
-.PHONY: all build run test test-werror test-asan test-tsan fuzz bench install deps deps-test clean help
+.PHONY: all build run test test-werror test-asan test-tsan build-werror run-werror build-asan run-asan build-tsan \
+	run-tsan fuzz bench install deps deps-test clean help
 
 all: build
 
@@ -75,26 +78,46 @@ run: build
 	if [ $$st -eq 12 ] && [ -z "$(ARGS)" ]; then echo "Without a GPU, try: make run ARGS=\"show --replay examples/recordings/h200_train_leak.gpumon --at peak\" (README.md: Try it without a GPU)"; fi; \
 	[ $$st -eq 0 ] || [ $$st -eq 12 ] || exit $$st
 
-test: deps-test test-werror test-asan test-tsan
+# The three trees are built while the tests of the one before run (niced: those tests mostly wait on
+# clocks and child processes, and keep the CPU they ask for); each suite runs once its tree is built.
+test: deps-test
+	@$(MAKE) build-werror
+	@set -u; log=$(ASAN_BUILD).build.log; rm -f $$log.status; \
+	( nice -n 19 $(MAKE) build-asan build-tsan >$$log 2>&1; echo $$? >$$log.status ) & \
+	$(MAKE) run-werror; st=$$?; wait; \
+	if [ "$$(cat $$log.status 2>/dev/null)" != 0 ]; then cat $$log; echo "the sanitizer builds failed (above)" >&2; exit 1; fi; \
+	echo "[built $(ASAN_BUILD) and $(TSAN_BUILD) beside the tests: $$log]"; \
+	[ $$st -eq 0 ] || exit $$st
+	@$(MAKE) run-asan run-tsan
 
-test-werror:
+test-werror: build-werror run-werror
+test-asan: build-asan run-asan
+test-tsan: build-tsan run-tsan
+
+build-werror:
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DCMAKE_C_COMPILER=gcc
 	cmake --build $(TEST_BUILD) -j $(JOBS)
-	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan:
+run-werror:
+	cd $(TEST_BUILD) && $(CURDIR)/tests/ctest-progress --output-on-failure -j $(TEST_JOBS)
+
+build-asan:
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DGPUMON_SANITIZE=ON \
 	  -DGPUMON_FUZZ=ON -DGPUMON_FUZZ_SECONDS=10 -DCMAKE_C_COMPILER=clang
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+run-asan:
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS)
+	  $(CURDIR)/tests/ctest-progress --output-on-failure -j $(TEST_JOBS)
 
 # Only what the threaded tests need (ctest label "threaded", tests/CMakeLists.txt) is built.
-test-tsan:
+build-tsan:
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_WERROR=ON -DGPUMON_TSAN=ON -DCMAKE_C_COMPILER=clang
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target threaded_tests
+
+run-tsan:
 	cd $(TSAN_BUILD) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	  ctest --output-on-failure -j $(JOBS) -L threaded
+	  $(CURDIR)/tests/ctest-progress --output-on-failure -j $(JOBS) -L threaded
 
 fuzz: deps-test
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPUMON_SANITIZE=ON -DGPUMON_FUZZ=ON \

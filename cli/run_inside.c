@@ -19,7 +19,6 @@
 #include "run_socket.h"
 #include "run_state.h"
 
-_Static_assert(RUN_MAX_BYTES == GPUMON_MAX_BYTES, "the socket's byte bound is the library's");
 
 #define MODULE "gpumon/_gpumon.abi3.so" /* a package directory holds it once built */
 
@@ -187,34 +186,15 @@ static void emit_event(struct run *r, uint64_t t, const char *kind, const char *
  * of out-of-memory as an `oom` event is (within the same bound). */
 static int on_oom(struct run *r, const struct run_msg *m, unsigned pid, uint64_t t)
 {
-	static const struct {
-		unsigned has, fig;
-		size_t msg, out;
-	} figs[] = {
-#define F(h, g, field, member) {h, g, offsetof(struct run_msg, field), offsetof(gpumon_oom_figures, member)}
-		F(RUN_HAS_REQUEST, GPUMON_FIG_REQUEST, request, request_bytes),
-		F(RUN_HAS_FREE, GPUMON_FIG_FREE, free, free_bytes),
-		F(RUN_HAS_CAPACITY, GPUMON_FIG_CAPACITY, capacity, capacity_bytes),
-		F(RUN_HAS_CAP, GPUMON_FIG_CAP, cap, cap_bytes),
-		F(RUN_HAS_ALLOCATED, GPUMON_FIG_ALLOCATED, allocated, allocated_bytes),
-		F(RUN_HAS_RESERVED, GPUMON_FIG_RESERVED, reserved, reserved_bytes),
-		F(RUN_HAS_PROCESS, GPUMON_FIG_PROCESS, process, process_bytes),
-		F(RUN_HAS_PEAK, GPUMON_FIG_PEAK, peak, peak_bytes),
-		F(RUN_HAS_LARGEST_FREE, GPUMON_FIG_LARGEST_FREE, largest_free, largest_free_bytes),
-#undef F
-	};
-	gpumon_oom_figures f = {.pid = pid, .device = -1};
+	gpumon_oom_figures f = m->fig;
+	f.pid = pid;
+	f.device = -1;
 	char *text = NULL;
 	snprintf(f.framework, sizeof f.framework, "%s", m->framework);
 	if (m->has & RUN_HAS_DEVICE) {
 		f.device = m->device;
 		f.known |= GPUMON_FIG_DEVICE;
 	}
-	for (size_t i = 0; i < sizeof figs / sizeof figs[0]; i++)
-		if (m->has & figs[i].has) {
-			*(uint64_t *)(void *)((char *)&f + figs[i].out) = *(const uint64_t *)(const void *)((const char *)m + figs[i].msg);
-			f.known |= figs[i].fig;
-		}
 	int st = gpumon_oom_figures_encode(&f, &text);
 	if (st != GPUMON_OK) /* refused (a framework name that is not printable ASCII): malformed; else
 				out of memory: this sign is lost, the job goes on */

@@ -176,17 +176,6 @@ static const struct byte_field sample_bytes[] = {
 	FIELD("max_allocated", RUN_HAS_MAX_ALLOCATED, max_allocated),
 	FIELD("limit", RUN_HAS_LIMIT, limit),
 };
-static const struct byte_field oom_bytes[] = {
-	FIELD("request", RUN_HAS_REQUEST, request),
-	FIELD("free", RUN_HAS_FREE, free),
-	FIELD("capacity", RUN_HAS_CAPACITY, capacity),
-	FIELD("cap", RUN_HAS_CAP, cap),
-	FIELD("allocated", RUN_HAS_ALLOCATED, allocated),
-	FIELD("reserved", RUN_HAS_RESERVED, reserved),
-	FIELD("process", RUN_HAS_PROCESS, process),
-	FIELD("peak", RUN_HAS_PEAK, peak),
-	FIELD("largest_free", RUN_HAS_LARGEST_FREE, largest_free),
-};
 #undef FIELD
 
 /* The byte fields of a table, each at most max. */
@@ -200,6 +189,22 @@ static int parse_bytes(json_t *o, struct run_msg *m, const struct byte_field *f,
 			return fail(err, errlen, "bad value for", f[i].key);
 		if (r)
 			m->has |= f[i].bit;
+	}
+	return 0;
+}
+
+/* oom: the library's byte figures, by the names it gives them, each at most GPUMON_MAX_BYTES. */
+static int parse_figures(json_t *o, gpumon_oom_figures *f, char *err, size_t errlen)
+{
+	for (unsigned bit = 1; bit; bit <<= 1) {
+		const char *name = gpumon_oom_figure_name(bit);
+		if (!name)
+			continue;
+		int r = get_bytes(o, name, GPUMON_MAX_BYTES, gpumon_oom_figure_field(f, bit));
+		if (r < 0)
+			return fail(err, errlen, "bad value for", name);
+		if (r)
+			f->known |= bit;
 	}
 	return 0;
 }
@@ -259,7 +264,7 @@ static int parse_fields(json_t *o, struct run_msg *m, char *err, size_t errlen)
 	} else if (m->type == RUN_MSG_OOM) {
 		if (get_str(o, "framework", m->framework, sizeof m->framework) < 0)
 			return fail(err, errlen, "bad value for", "framework");
-		return parse_bytes(o, m, oom_bytes, sizeof oom_bytes / sizeof oom_bytes[0], RUN_MAX_BYTES, err, errlen);
+		return parse_figures(o, &m->fig, err, errlen);
 	} else if (m->type == RUN_MSG_INSIDE) {
 		return parse_inside(o, m, err, errlen);
 	} else if (m->type == RUN_MSG_SNAPSHOT) {

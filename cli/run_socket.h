@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <gpumon/gpumon.h>
+
 #define RUN_PROTOCOL_VERSION 1
 #define RUN_MSG_MAX_LINE (64 * 1024) /* bytes in a line, newline excluded */
 
@@ -22,9 +24,6 @@ enum {
 	RUN_MSG_UNKNOWN,  /* a well-formed object of a type this version does not know */
 };
 
-/* The largest byte figure an `oom` message may carry: GPUMON_MAX_BYTES (cmd_run.c checks that they
- * agree; this file is built without the library's header for its fuzz target). */
-#define RUN_MAX_BYTES ((1ull << 50) - 1)
 #define RUN_REASON_MAX 1023 /* bytes of an `inside` message's reason; a longer one is malformed */
 
 /* Bits of run_msg.has */
@@ -38,14 +37,6 @@ enum {
 	RUN_HAS_MAX_ALLOCATED = 1u << 6,
 	RUN_HAS_VERSION = 1u << 7, /* hello's "v" */
 	RUN_HAS_LIMIT = 1u << 8,
-	/* oom's figures (allocated and reserved are the bits above) */
-	RUN_HAS_REQUEST = 1u << 9,
-	RUN_HAS_FREE = 1u << 10,
-	RUN_HAS_CAPACITY = 1u << 11,
-	RUN_HAS_CAP = 1u << 12,
-	RUN_HAS_PROCESS = 1u << 13,
-	RUN_HAS_PEAK = 1u << 14,
-	RUN_HAS_LARGEST_FREE = 1u << 15,
 };
 
 struct run_msg {
@@ -58,7 +49,8 @@ struct run_msg {
 	int device;
 	uint64_t allocated, reserved, max_allocated;
 	uint64_t limit;         /* sample: the allocator's cap set in the code (bytes) */
-	uint64_t request, free, capacity, cap, process, peak, largest_free; /* oom (bytes) */
+	gpumon_oom_figures fig; /* oom: the byte figures by the library's names (fig.known), each at most
+				   GPUMON_MAX_BYTES; pid, device and framework are the fields above */
 	int inside_on;          /* inside: 1 "on", 0 "off" */
 	char framework[16];     /* hello, oom, inside: "torch", ... (truncated) */
 	char fw_version[32];    /* hello, inside: the framework's version (truncated) */

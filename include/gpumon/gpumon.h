@@ -1026,6 +1026,14 @@ GPUMON_API int gpumon_snapshot_decode(const char *json, size_t len, gpumon_alloc
 GPUMON_API int gpumon_oom_figures_encode(const gpumon_oom_figures *f, char **json);
 GPUMON_API int gpumon_oom_figures_decode(const char *json, size_t len, gpumon_oom_figures *out);
 
+/* The byte figures by their bit (each GPUMON_FIG_* but GPUMON_FIG_DEVICE): the name the `gpumon run`
+ * socket's `oom` message and Python's oom_figures() give it ("request", "capacity", "free", "process",
+ * "allocated", "reserved", "cap", "largest_free", "peak"; the JSON above says NAME_bytes), and the
+ * field of f that holds it. NULL for any other bit (or f NULL). Front ends read and write the
+ * figures by these, so that the names are the library's only. */
+GPUMON_API const char *gpumon_oom_figure_name(unsigned bit);
+GPUMON_API uint64_t *gpumon_oom_figure_field(gpumon_oom_figures *f, unsigned bit);
+
 /* Event kinds (gpumon_record.event_kind) the run model reads about out-of-memory */
 #define GPUMON_EVENT_OOM "oom"                 /* a sign: the job ran out of memory (text: the line it
 						  printed, which the model reads with

@@ -202,21 +202,22 @@ static int size_before(const char *lo, const char *pos, const struct unit *units
 
 /* ---- the figures --------------------------------------------------------------------------------- */
 
-/* Each byte figure: its bit, its field, its JSON key. */
+/* Each byte figure: its bit, its field, its name (the run protocol's `oom` key, Python's keyword; the
+ * JSON key is the name with "_bytes"). */
 static const struct {
 	unsigned bit;
 	size_t off;
-	const char *key;
+	const char *name;
 } figures[] = {
-    {GPUMON_FIG_REQUEST, offsetof(gpumon_oom_figures, request_bytes), "request_bytes"},
-    {GPUMON_FIG_CAPACITY, offsetof(gpumon_oom_figures, capacity_bytes), "capacity_bytes"},
-    {GPUMON_FIG_FREE, offsetof(gpumon_oom_figures, free_bytes), "free_bytes"},
-    {GPUMON_FIG_PROCESS, offsetof(gpumon_oom_figures, process_bytes), "process_bytes"},
-    {GPUMON_FIG_ALLOCATED, offsetof(gpumon_oom_figures, allocated_bytes), "allocated_bytes"},
-    {GPUMON_FIG_RESERVED, offsetof(gpumon_oom_figures, reserved_bytes), "reserved_bytes"},
-    {GPUMON_FIG_CAP, offsetof(gpumon_oom_figures, cap_bytes), "cap_bytes"},
-    {GPUMON_FIG_LARGEST_FREE, offsetof(gpumon_oom_figures, largest_free_bytes), "largest_free_bytes"},
-    {GPUMON_FIG_PEAK, offsetof(gpumon_oom_figures, peak_bytes), "peak_bytes"},
+    {GPUMON_FIG_REQUEST, offsetof(gpumon_oom_figures, request_bytes), "request"},
+    {GPUMON_FIG_CAPACITY, offsetof(gpumon_oom_figures, capacity_bytes), "capacity"},
+    {GPUMON_FIG_FREE, offsetof(gpumon_oom_figures, free_bytes), "free"},
+    {GPUMON_FIG_PROCESS, offsetof(gpumon_oom_figures, process_bytes), "process"},
+    {GPUMON_FIG_ALLOCATED, offsetof(gpumon_oom_figures, allocated_bytes), "allocated"},
+    {GPUMON_FIG_RESERVED, offsetof(gpumon_oom_figures, reserved_bytes), "reserved"},
+    {GPUMON_FIG_CAP, offsetof(gpumon_oom_figures, cap_bytes), "cap"},
+    {GPUMON_FIG_LARGEST_FREE, offsetof(gpumon_oom_figures, largest_free_bytes), "largest_free"},
+    {GPUMON_FIG_PEAK, offsetof(gpumon_oom_figures, peak_bytes), "peak"},
 };
 #define NFIGURES   (sizeof figures / sizeof figures[0])
 #define ALL_BITS   ((GPUMON_FIG_PEAK << 1) - 1u)
@@ -225,6 +226,22 @@ static const struct {
 static uint64_t *field(gpumon_oom_figures *f, size_t i)
 {
 	return (uint64_t *)(void *)((char *)f + figures[i].off);
+}
+
+const char *gpumon_oom_figure_name(unsigned bit)
+{
+	for (size_t i = 0; i < NFIGURES; i++)
+		if (figures[i].bit == bit)
+			return figures[i].name;
+	return NULL;
+}
+
+uint64_t *gpumon_oom_figure_field(gpumon_oom_figures *f, unsigned bit)
+{
+	for (size_t i = 0; f && i < NFIGURES; i++)
+		if (figures[i].bit == bit)
+			return field(f, i);
+	return NULL;
 }
 
 /* What one reading of a text has found so far. */
@@ -631,8 +648,11 @@ int gpumon_oom_figures_encode(const gpumon_oom_figures *f, char **json)
 	if (!bad && (c.known & GPUMON_FIG_DEVICE))
 		bad = put(o, "device", json_integer(c.device));
 	for (size_t i = 0; !bad && i < NFIGURES; i++)
-		if (c.known & figures[i].bit)
-			bad = put(o, figures[i].key, json_integer((json_int_t)*field(&c, i)));
+		if (c.known & figures[i].bit) {
+			char key[32];
+			snprintf(key, sizeof key, "%s_bytes", figures[i].name);
+			bad = put(o, key, json_integer((json_int_t)*field(&c, i)));
+		}
 	if (!bad)
 		bad = put(o, "others", others_json(&c));
 	char *text = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
@@ -697,7 +717,9 @@ static int decode(json_t *o, gpumon_oom_figures *out)
 		out->known |= GPUMON_FIG_DEVICE;
 	}
 	for (size_t i = 0; i < NFIGURES; i++) {
-		if ((m = member(o, figures[i].key, GPUMON_MAX_BYTES, field(out, i))) < 0)
+		char key[32];
+		snprintf(key, sizeof key, "%s_bytes", figures[i].name);
+		if ((m = member(o, key, GPUMON_MAX_BYTES, field(out, i))) < 0)
 			return -1;
 		if (m)
 			out->known |= figures[i].bit;

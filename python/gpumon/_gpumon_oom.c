@@ -80,26 +80,6 @@ PyObject *gpx_snapshot_condense(PyObject *mod, PyObject *args, PyObject *kw)
 	return take_text(out);
 }
 
-/* The figures oom_figures() takes: the `oom` message's names. */
-static const struct {
-	const char *key;
-	unsigned bit;
-	size_t off;
-} fig_keys[] = {
-#define FIG(k, b, m) {k, b, offsetof(gpumon_oom_figures, m)}
-    FIG("request", GPUMON_FIG_REQUEST, request_bytes),
-    FIG("capacity", GPUMON_FIG_CAPACITY, capacity_bytes),
-    FIG("free", GPUMON_FIG_FREE, free_bytes),
-    FIG("process", GPUMON_FIG_PROCESS, process_bytes),
-    FIG("allocated", GPUMON_FIG_ALLOCATED, allocated_bytes),
-    FIG("reserved", GPUMON_FIG_RESERVED, reserved_bytes),
-    FIG("cap", GPUMON_FIG_CAP, cap_bytes),
-    FIG("largest_free", GPUMON_FIG_LARGEST_FREE, largest_free_bytes),
-    FIG("peak", GPUMON_FIG_PEAK, peak_bytes),
-#undef FIG
-};
-
-#define NFIG (sizeof fig_keys / sizeof fig_keys[0])
 
 /* One keyword of oom_figures() into *f. Returns 0, or -1 with an exception set. */
 static int put_figure(gpumon_oom_figures *f, const char *key, PyObject *v)
@@ -133,10 +113,10 @@ static int put_figure(gpumon_oom_figures *f, const char *key, PyObject *v)
 		}
 		return 0;
 	}
-	for (size_t i = 0; i < NFIG; i++)
-		if (!strcmp(key, fig_keys[i].key)) {
-			*(uint64_t *)(void *)((char *)f + fig_keys[i].off) = x;
-			f->known |= fig_keys[i].bit;
+	for (unsigned bit = 1; bit; bit <<= 1) /* the figures by the library's names */
+		if (gpumon_oom_figure_name(bit) && !strcmp(key, gpumon_oom_figure_name(bit))) {
+			*gpumon_oom_figure_field(f, bit) = x;
+			f->known |= bit;
 			return 0;
 		}
 	PyErr_Format(PyExc_TypeError, "oom_figures() got an unexpected keyword argument '%s'", key);
@@ -214,10 +194,10 @@ PyObject *gpx_oom_message_parse(PyObject *mod, PyObject *arg)
 	if (!d)
 		return NULL;
 	int bad = 0;
-	for (size_t i = 0; i < NFIG && !bad; i++)
-		if (f.known & fig_keys[i].bit) {
-			PyObject *v = PyLong_FromUnsignedLongLong(*(uint64_t *)(void *)((char *)&f + fig_keys[i].off));
-			bad = !v || PyDict_SetItemString(d, fig_keys[i].key, v);
+	for (unsigned bit = 1; bit && !bad; bit <<= 1)
+		if ((f.known & bit) && gpumon_oom_figure_name(bit)) {
+			PyObject *v = PyLong_FromUnsignedLongLong(*gpumon_oom_figure_field(&f, bit));
+			bad = !v || PyDict_SetItemString(d, gpumon_oom_figure_name(bit), v);
 			Py_XDECREF(v);
 		}
 	if (!bad && (f.known & GPUMON_FIG_DEVICE)) {

@@ -188,6 +188,7 @@ def test_no_gpu_example_runs_without_a_driver(args):
         import pty
         pid, fd = pty.fork()
         if pid == 0:
+            os.chdir(ROOT)
             os.execve(argv[0], argv, env)
         seen, deadline = b"", time.time() + 30
         while b"REPLAY of h200_train_leak.gpumon" not in seen and time.time() < deadline:
