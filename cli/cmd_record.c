@@ -215,6 +215,7 @@ int cmd_record(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal); /* the terminal closed: the recording is closed as on Ctrl-C */
 	fprintf(stderr, "gpumon: recording %u GPU%s every %u ms into %s%s\n", count, count == 1 ? "" : "s",
 		o.interval_ms, path, o.duration_s > 0 ? "" : " (Ctrl-C to stop)");
 	gpumon_sampler_stats ss;

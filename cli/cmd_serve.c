@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_serve.c — `gpumon serve`: the Prometheus exporter. A thin front end over
  * gpumon_exporter_create(): parses the options, raises the open-file limit for the connection
- * limit, serves this machine's GPUs (or a recording's end, with --replay) until SIGINT or SIGTERM.
+ * limit, serves this machine's GPUs (or a recording's end, with --replay) until SIGINT, SIGTERM or
+ * SIGHUP.
  * The metrics are listed in docs/metrics.md. */
 #include <pthread.h>
 #include <signal.h>
@@ -188,17 +189,19 @@ int cmd_serve(int argc, char **argv)
 		return rc;
 	raise_fd_limit();
 	signal(SIGPIPE, SIG_IGN);
-	/* SIGINT/SIGTERM are blocked in every thread (the exporter's threads inherit the mask) and
-	   taken only in sigsuspend below, so that none is lost between a check and a wait */
+	/* SIGINT/SIGTERM/SIGHUP (the terminal closed) are blocked in every thread (the exporter's
+	   threads inherit the mask) and taken only in sigsuspend below, so that none is lost between a
+	   check and a wait */
+	static const int stops[] = {SIGINT, SIGTERM, SIGHUP};
 	sigset_t stop_set, old;
 	sigemptyset(&stop_set);
-	sigaddset(&stop_set, SIGINT);
-	sigaddset(&stop_set, SIGTERM);
+	for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++)
+		sigaddset(&stop_set, stops[i]);
 	pthread_sigmask(SIG_BLOCK, &stop_set, &old);
-	sigdelset(&old, SIGINT);
-	sigdelset(&old, SIGTERM);
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
+	for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
+		sigdelset(&old, stops[i]);
+		signal(stops[i], on_signal);
+	}
 	gpumon_exporter *e = NULL;
 	int st = gpumon_exporter_create(g, &c, &e);
 	if (st != GPUMON_OK) {

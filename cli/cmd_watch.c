@@ -443,15 +443,36 @@ static int changed(const watch_snap *snap, watch_snap *drawn, const watch_view *
 	return !same;
 }
 
+/* Rounds in a row in which the terminal was readable and gave no key before it counts as gone. */
+#define UNREAD_ROUNDS 3
+
+/*
+ * Whether the terminal has gone away, after a poll (ready: its result) and the keys read after it:
+ * hung up or invalid (closed); a read that failed with EIO (a terminal no longer ours: a process
+ * group left in the background when its shell died); or readable round after round without a key
+ * (read() gives 0: the end of input). Each of these makes poll return at once, so without this the
+ * loop would spin a core until killed. *unread counts the readable rounds without a key.
+ */
+static int terminal_gone(const struct pollfd *pfd, int ready, int keys, int read_eio, int *unread)
+{
+	if ((pfd->revents & (POLLHUP | POLLERR | POLLNVAL)) || read_eio)
+		return 1;
+	if (ready > 0 && (pfd->revents & POLLIN) && keys == 0)
+		return ++*unread >= UNREAD_ROUNDS;
+	*unread = 0;
+	return 0;
+}
+
 /* The loop: feed, snapshot (unless paused), draw when something changed every interval; keys in
- * between. */
+ * between. It ends on q, a stop signal (SIGINT, SIGTERM, SIGHUP) or when the terminal goes away,
+ * with EXIT_OK; on a failure with EXIT_OTHER and src->err. */
 static int loop(struct source *src, watch_view *v)
 {
 	watch_snap snap, drawn;
 	memset(&snap, 0, sizeof snap);
 	memset(&drawn, 0, sizeof drawn);
 	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u, next = cli_now_ns();
-	int rc = EXIT_OK, dirty = 1, first = 1;
+	int rc = EXIT_OK, dirty = 1, first = 1, unread = 0;
 	char title[sizeof v->title], position[sizeof v->position];
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
@@ -480,22 +501,26 @@ static int loop(struct source *src, watch_view *v)
 		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
 		now = cli_now_ns();
 		int wait_ms = next > now ? (int)((next - now + 999999) / 1000000) : 0;
-		if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+		int ready = poll(&pfd, 1, wait_ms);
+		if (ready < 0 && errno != EINTR)
 			break;
-		int ch, k = K_NONE;
+		int ch = 0, k = K_NONE, keys = 0;
+		errno = 0;
 		while (k != K_QUIT && k != K_FAIL && (ch = getch()) != ERR) {
 			int was_paused = v->paused;
 			k = key(v, src, &snap, ch);
 			if ((k == K_FEED || (was_paused && !v->paused)) && refresh_snapshot(src, v, &snap, 1) < 0)
 				k = K_FAIL;
 			dirty = 1;
+			keys++;
+			errno = 0;
 		}
 		if (k == K_FAIL)
 			rc = EXIT_OTHER;
 		if (k == K_QUIT || k == K_FAIL)
 			break;
-		if (pfd.revents & (POLLHUP | POLLERR))
-			break; /* the terminal went away */
+		if (terminal_gone(&pfd, ready, keys, ch == ERR && errno == EIO, &unread))
+			break;
 	}
 	watch_snap_free(&snap);
 	watch_snap_free(&drawn);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* ctx.c — the gpumon handle: open/close, per-thread error messages, status strings, and the
- * device table with its look-up by index, UUID or PCI bus id. */
+/* ctx.c — the gpumon handle: open (bounded in time: a hung driver cannot block it) and close,
+ * per-thread error messages, status strings, and the device table with its look-up by index,
+ * UUID or PCI bus id. */
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@ const char *gpumon_strerror(int status)
 	case GPUMON_E_AMBIGUOUS: return "ambiguous device name";
 	case GPUMON_E_IO: return "file error";
 	case GPUMON_E_EXISTS: return "file exists";
+	case GPUMON_E_TIMEOUT: return "the NVIDIA driver did not answer in time";
 	default: return "unknown status";
 	}
 }
@@ -164,6 +167,132 @@ int gpumon__status_from_nvml(nvml_ret r)
 	}
 }
 
+/* ---- opening under the driver deadline ------------------------------------------------------------ */
+
+/* NVML is loaded and the devices listed by a thread of their own, into a scratch handle (w) that
+ * only that thread touches until it is done: when the driver does not answer within
+ * GPUMON__DRIVER_DEADLINE_NS the caller gives up and never touches w again, and the thread, if its
+ * call ever returns, shuts NVML down, unloads it and frees w and itself. It is detached: exit()
+ * does not wait for it, so the process can still end (a call stuck inside the kernel may delay
+ * that, which no thread of ours can change). */
+struct opener {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv; /* CLOCK_MONOTONIC */
+	int done;               /* the thread has finished (under lock) */
+	int abandoned;          /* the caller gave up: the thread frees (under lock) */
+	int status;             /* the thread's result, once done */
+	gpumon *w;
+};
+
+static void free_handle(gpumon *g);
+
+/* The scratch handle: its messages go to w->open_err (no thread key), its counts to its table. */
+static gpumon *scratch_new(void)
+{
+	gpumon *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->err_lock, NULL);
+	pthread_mutex_init(&w->hold_lock, NULL);
+	return w;
+}
+
+static void opener_free(struct opener *o)
+{
+	pthread_mutex_destroy(&o->lock);
+	pthread_cond_destroy(&o->done_cv);
+	free(o);
+}
+
+static int open_nvml(gpumon *w)
+{
+	int st = gpumon__nvml_load(w);
+	return st == GPUMON_OK ? gpumon__nvml_enumerate(w) : st;
+}
+
+static void *opener_main(void *arg)
+{
+	struct opener *o = arg;
+	int st = open_nvml(o->w);
+	pthread_mutex_lock(&o->lock);
+	o->status = st;
+	o->done = 1;
+	int abandoned = o->abandoned;
+	pthread_cond_signal(&o->done_cv);
+	pthread_mutex_unlock(&o->lock);
+	if (abandoned) { /* nobody waits: what was opened is closed here */
+		free_handle(o->w);
+		opener_free(o);
+	}
+	return NULL;
+}
+
+/* Moves what the scratch handle opened into g (the caller's thread), its message included. */
+static int adopt(gpumon *g, gpumon *w, int st)
+{
+	g->nvml = w->nvml;
+	g->initialised = w->initialised;
+	memcpy(g->path, w->path, sizeof g->path);
+	memcpy(g->driver_version, w->driver_version, sizeof g->driver_version);
+	memcpy(g->nvml_version, w->nvml_version, sizeof g->nvml_version);
+	g->dev = w->dev;
+	g->ndev = w->ndev;
+	g->ngpu = w->ngpu;
+	memcpy(g->nvml_errors, w->nvml_errors, sizeof g->nvml_errors);
+	g->n_nvml_errors = w->n_nvml_errors;
+	if (st != GPUMON_OK) {
+		struct errbuf *b = errbuf_get(g, 1); /* counted once already, in w */
+		snprintf(b ? b->msg : g->open_err.msg, sizeof g->open_err.msg, "%s", w->open_err.msg);
+	}
+	pthread_mutex_destroy(&w->err_lock);
+	pthread_mutex_destroy(&w->hold_lock);
+	free(w);
+	return st;
+}
+
+/* Runs open_nvml on a scratch handle in a thread and waits for it up to the deadline; returns its
+ * status, GPUMON_E_TIMEOUT with a message naming the call that did not return, or GPUMON_E_NOMEM. */
+static int open_bounded(gpumon *g)
+{
+	struct opener *o = calloc(1, sizeof *o);
+	gpumon *w = scratch_new();
+	if (!o || !w) {
+		free(o);
+		free(w);
+		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for opening NVML");
+	}
+	o->w = w;
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->done_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_t t;
+	if (pthread_create(&t, NULL, opener_main, o) != 0) { /* no thread to spare: open here, unbounded */
+		opener_free(o);
+		return adopt(g, w, open_nvml(w));
+	}
+	uint64_t deadline = gpumon__now_ns() + GPUMON__DRIVER_DEADLINE_NS;
+	struct timespec ts = {(time_t)(deadline / 1000000000u), (long)(deadline % 1000000000u)};
+	pthread_mutex_lock(&o->lock);
+	while (!o->done && pthread_cond_timedwait(&o->done_cv, &o->lock, &ts) != ETIMEDOUT)
+		;
+	if (!o->done) {
+		const char *call = atomic_load(&w->calling);
+		o->abandoned = 1; /* from here on the thread owns o and w */
+		pthread_mutex_unlock(&o->lock);
+		pthread_detach(t);
+		return gpumon__seterr(g, GPUMON_E_TIMEOUT, "the NVIDIA driver did not answer within %u s (%s)",
+				      (unsigned)(GPUMON__DRIVER_DEADLINE_NS / 1000000000u), call ? call : "dlopen");
+	}
+	int st = o->status;
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(t, NULL);
+	opener_free(o);
+	return adopt(g, w, st);
+}
+
 int gpumon_create(gpumon **out)
 {
 	if (!out)
@@ -182,9 +311,7 @@ int gpumon_create(gpumon **out)
 	else
 		g->err_key_ok = 1;
 	if (st == GPUMON_OK)
-		st = gpumon__nvml_load(g);
-	if (st == GPUMON_OK)
-		st = gpumon__nvml_enumerate(g);
+		st = open_bounded(g);
 	g->open_status = st;
 	return st;
 }

@@ -147,7 +147,16 @@ struct gpumon {
 	int closing;
 
 	struct gpumon__proc_cache *procs; /* /proc answers per pid (NULL when out of memory: no cache) */
+
+	/* the NVML function being called while the handle opens (a static name; NULL before the
+	   first): gpumon_create names it when the driver does not answer in time */
+	_Atomic(const char *) calling;
 };
+
+/* A driver call still running after this has hung: the sampler reports its GPU stale, and
+   gpumon_create gives up opening (healthy calls take microseconds to a few milliseconds; this
+   leaves room for a loaded machine). */
+#define GPUMON__DRIVER_DEADLINE_NS 2000000000ull
 
 /* Keeps g alive for a thread of the library until the matching gpumon__release(). */
 void gpumon__hold(gpumon *g);
@@ -164,7 +173,7 @@ int gpumon__status_from_nvml(nvml_ret r);
 /* NVML's message for r (its own nvmlErrorString when present). */
 const char *gpumon__nvml_errstr(const gpumon *g, nvml_ret r);
 
-/* sources/nvml.c */
+/* sources/nvml.c (each notes in g->calling the call it is about to make) */
 int gpumon__nvml_load(gpumon *g);   /* dlopen + symbols + init; message on failure */
 void gpumon__nvml_unload(gpumon *g);
 int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev / g->ngpu, MIG devices included */

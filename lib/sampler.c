@@ -24,9 +24,9 @@
 	(GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |            \
 	 GPUMON_F_CLOCK_SM | GPUMON_F_CLOCK_MEM)
 #define MEMORY_FIELDS (GPUMON_F_MEMORY | GPUMON_F_MEM_RESERVED)
-/* A driver call on a GPU still running after this: the GPU is stale (healthy calls take
-   microseconds to a few milliseconds; this leaves room for a loaded machine) */
-#define DEADLINE_NS 2000000000ull
+/* A driver call on a GPU still running after this: the GPU is stale (the bound gpumon_create
+   opens under too) */
+#define DEADLINE_NS GPUMON__DRIVER_DEADLINE_NS
 /* destroy leaves a thread whose driver call has lasted this long to finish alone */
 #define STOP_GRACE_NS 200000000ull
 

@@ -58,6 +58,7 @@ enum {
 	GPUMON_E_AMBIGUOUS = -10,    /* a device spec matched more than one device */
 	GPUMON_E_IO = -11,           /* a file could not be created, written or read; message says why */
 	GPUMON_E_EXISTS = -12,       /* the output file exists already */
+	GPUMON_E_TIMEOUT = -13,      /* the driver did not answer within the bound (2 s); message names the call */
 };
 
 /* A short English description of a status code; never NULL, static storage. */
@@ -85,8 +86,13 @@ typedef struct gpumon gpumon;
  * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
  * to gpumon_destroy(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
  * NVML library; GPUMON_E_NO_PERMISSION: NVML refused to start for lack of permission;
- * GPUMON_E_DRIVER: the driver is not loaded or not usable. A handle whose create failed answers
- * every other call with GPUMON_E_DRIVER.
+ * GPUMON_E_DRIVER: the driver is not loaded or not usable; GPUMON_E_TIMEOUT: a driver call
+ * (nvmlInit, or a query of the first device listing) did not return within 2 s, the bound the
+ * sampler uses too. A handle whose create failed answers every other call with GPUMON_E_DRIVER.
+ *
+ * A call that hung is left to a detached thread of the library, which touches nothing the caller
+ * holds: if the call returns one day, that thread shuts its NVML session down and ends; until then
+ * it stays, and exit() does not wait for it.
  *
  * Thread-safety: the returned handle may be used from several threads at once; each call is
  * independent. gpumon_destroy() must not race with other calls on the same handle.

@@ -112,6 +112,20 @@ static void resolve(struct nvml_api *api, const char *name, size_t off)
 	memcpy(sym_slot(api, off), &p, sizeof p);
 }
 
+/* Notes in g->calling the exported name of the call at offset off that is about to be made (the
+ * one the table resolved: newest first), so that gpumon_create can name a call that never returns. */
+static void note_call(gpumon *g, size_t off)
+{
+	void *have;
+	memcpy(&have, sym_slot(&g->nvml, off), sizeof have);
+	for (size_t i = 0; i < sizeof nvml_symbols / sizeof nvml_symbols[0]; i++)
+		for (size_t k = 0; nvml_symbols[i].off == off && k < 3 && nvml_symbols[i].names[k]; k++)
+			if (dlsym(g->nvml.lib, nvml_symbols[i].names[k]) == have) {
+				atomic_store(&g->calling, nvml_symbols[i].names[k]);
+				return;
+			}
+}
+
 /*
  * Drivers 535.43 to 535.86 shipped _v3 process calls that write 32-byte entries while the
  * header said 24; skip _v3 there (REFERENCE.md).
@@ -174,15 +188,18 @@ int gpumon__nvml_load(gpumon *g)
 					      path, s->names[0]);
 	}
 
+	note_call(g, API_OFF(init));
 	nvml_ret r = g->nvml.init();
 	if (r != NVML_SUCCESS) /* as nvidia-smi: refused for lack of permission, else no usable driver */
 		return gpumon__seterr(g, r == NVML_ERROR_LIBRARY_NOT_FOUND ? GPUMON_E_NO_LIBRARY
 				      : r == NVML_ERROR_NO_PERMISSION ? GPUMON_E_NO_PERMISSION : GPUMON_E_DRIVER,
 				      "NVML initialisation failed: %s", gpumon__nvml_errstr(g, r));
 	g->initialised = 1;
+	note_call(g, API_OFF(driver_version));
 	if (g->nvml.driver_version &&
 	    g->nvml.driver_version(g->driver_version, sizeof g->driver_version) != NVML_SUCCESS)
 		g->driver_version[0] = 0;
+	note_call(g, API_OFF(nvml_version));
 	if (g->nvml.nvml_version &&
 	    g->nvml.nvml_version(g->nvml_version, sizeof g->nvml_version) != NVML_SUCCESS)
 		g->nvml_version[0] = 0;
@@ -242,6 +259,7 @@ static int enumerate_one(gpumon *g, unsigned i, struct device *d)
 	const struct nvml_api *api = &g->nvml;
 	gpumon_device_info *info = &d->info;
 	info->index = i;
+	note_call(g, API_OFF(handle_by_index));
 	nvml_ret r = api->handle_by_index(i, &d->handle);
 	if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_RESET_REQUIRED) {
 		atomic_store(&d->lost, 1);
@@ -250,14 +268,18 @@ static int enumerate_one(gpumon *g, unsigned i, struct device *d)
 	if (r != NVML_SUCCESS)
 		return gpumon__seterr(g, gpumon__status_from_nvml(r), "nvmlDeviceGetHandleByIndex(%u): %s", i,
 				      gpumon__nvml_errstr(g, r));
+	note_call(g, API_OFF(name));
 	if (read_string(api->name, d->handle, info->name, sizeof info->name))
 		info->present |= GPUMON_INFO_NAME;
+	note_call(g, API_OFF(uuid));
 	if (read_string(api->uuid, d->handle, info->uuid, sizeof info->uuid))
 		info->present |= GPUMON_INFO_UUID;
+	note_call(g, api->pci_v3 ? API_OFF(pci_v3) : API_OFF(pci_v1));
 	if (read_pci(api, d->handle, info->pci_bus_id))
 		info->present |= GPUMON_INFO_PCI_BUS_ID;
 	gpumon_device_sample s;
 	memset(&s, 0, sizeof s);
+	note_call(g, api->memory_v2 ? API_OFF(memory_v2) : API_OFF(memory_v1));
 	if (gpumon__nvml_memory(g, d, &s) == GPUMON_OK) {
 		info->memory_total_bytes = s.memory_total_bytes;
 		info->present |= GPUMON_INFO_MEMORY_TOTAL;
@@ -301,22 +323,28 @@ static int add_mig(gpumon *g, unsigned gpu, unsigned k, nvml_device h)
 	info->mig = 1;
 	info->parent = gpu;
 	info->mig_index = k;
+	note_call(g, API_OFF(name));
 	if (read_string(api->name, h, info->name, sizeof info->name))
 		info->present |= GPUMON_INFO_NAME;
+	note_call(g, API_OFF(uuid));
 	if (read_string(api->uuid, h, info->uuid, sizeof info->uuid))
 		info->present |= GPUMON_INFO_UUID;
 	/* a MIG device sits on its GPU's bus: the GPU's id, as nvidia-smi shows it for both */
 	memcpy(info->pci_bus_id, parent->pci_bus_id, sizeof info->pci_bus_id);
 	info->present |= parent->present & GPUMON_INFO_PCI_BUS_ID;
-	if (api->gpu_instance_id && api->compute_instance_id &&
-	    api->gpu_instance_id(h, &info->gpu_instance_id) == NVML_SUCCESS &&
-	    api->compute_instance_id(h, &info->compute_instance_id) == NVML_SUCCESS)
-		info->present |= GPUMON_INFO_MIG_IDS;
+	if (api->gpu_instance_id && api->compute_instance_id) {
+		note_call(g, API_OFF(gpu_instance_id));
+		int known = api->gpu_instance_id(h, &info->gpu_instance_id) == NVML_SUCCESS;
+		note_call(g, API_OFF(compute_instance_id));
+		if (known && api->compute_instance_id(h, &info->compute_instance_id) == NVML_SUCCESS)
+			info->present |= GPUMON_INFO_MIG_IDS;
+	}
 	if ((info->present & GPUMON_INFO_NAME) &&
 	    profile_from_name(info->name, info->mig_profile, sizeof info->mig_profile))
 		info->present |= GPUMON_INFO_MIG_PROFILE;
 	gpumon_device_sample s;
 	memset(&s, 0, sizeof s);
+	note_call(g, api->memory_v2 ? API_OFF(memory_v2) : API_OFF(memory_v1));
 	if (gpumon__nvml_memory(g, d, &s) == GPUMON_OK) {
 		info->memory_total_bytes = s.memory_total_bytes;
 		info->present |= GPUMON_INFO_MEMORY_TOTAL;
@@ -333,20 +361,24 @@ static int enumerate_gpu_mig(gpumon *g, unsigned gpu)
 	nvml_device h = g->dev[gpu].handle;
 	gpumon_device_info *info = &g->dev[gpu].info;
 	unsigned cur = 0, pend = 0, max = 0;
+	note_call(g, API_OFF(mig_mode));
 	if (!api->mig_mode || atomic_load(&g->dev[gpu].lost) || api->mig_mode(h, &cur, &pend) != NVML_SUCCESS)
 		return GPUMON_OK;
 	info->mig_mode = cur == 1 ? GPUMON_MIG_ENABLED : GPUMON_MIG_DISABLED;
 	info->mig_mode_pending = pend == 1 ? GPUMON_MIG_ENABLED : GPUMON_MIG_DISABLED;
 	info->present |= GPUMON_INFO_MIG_MODE;
+	note_call(g, API_OFF(max_mig_count));
 	if (cur != 1 || !api->max_mig_count || !api->mig_handle || api->max_mig_count(h, &max) != NVML_SUCCESS)
 		return GPUMON_OK;
 	unsigned k = 0;
 	for (unsigned i = 0; i < max && i < MAX_MIG_PER_GPU; i++) {
 		nvml_device mh = NULL;
 		unsigned is_mig = 1;
+		note_call(g, API_OFF(mig_handle));
 		/* NOT_FOUND: no instance at this index (indexes can have holes) */
 		if (api->mig_handle(h, i, &mh) != NVML_SUCCESS || !mh)
 			continue;
+		note_call(g, API_OFF(is_mig_handle));
 		if (api->is_mig_handle && api->is_mig_handle(mh, &is_mig) == NVML_SUCCESS && !is_mig)
 			continue;
 		int st = add_mig(g, gpu, k++, mh);
@@ -369,6 +401,7 @@ static int enumerate_mig(gpumon *g)
 int gpumon__nvml_enumerate(gpumon *g)
 {
 	unsigned n = 0;
+	note_call(g, API_OFF(device_count));
 	nvml_ret r = g->nvml.device_count(&n);
 	if (r != NVML_SUCCESS)
 		return gpumon__seterr(g, gpumon__status_from_nvml(r), "nvmlDeviceGetCount: %s",

@@ -311,6 +311,18 @@ static void sleep_until(double until)
 		;
 }
 
+/* Sleeps for secs seconds (forever when it is infinite). */
+static void sleep_for(double secs)
+{
+	if (!isfinite(secs)) {
+		for (;;)
+			sleep(3600);
+	}
+	struct timespec d = {.tv_sec = (time_t)secs, .tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9)};
+	while (nanosleep(&d, &d) == EINTR)
+		;
+}
+
 /*
  * A `hang` line for the call (lock held, session open): sleeps until its end without the lock, so
  * that the other GPUs' calls go on, as a GPU in a bad state blocks its own calls. Then the call
@@ -418,6 +430,15 @@ static nvmlReturn_t init(unsigned fn)
 	trace(fn);
 	if (!init_count && load_scenario() < 0)
 		return end(NVML_ERROR_UNKNOWN);
+	double until, t = elapsed();
+	if (scn_hang_until(scenario, fn, -1, t, &until)) {
+		/* no clock runs before the first init: its wait counts from the call */
+		pthread_mutex_unlock(&lock);
+		sleep_for(until - t);
+		pthread_mutex_lock(&lock);
+		if (!init_count && load_scenario() < 0) /* another init may have changed it meanwhile */
+			return end(NVML_ERROR_UNKNOWN);
+	}
 	if (scn_init_error(scenario))
 		r = (nvmlReturn_t)scn_init_error(scenario);
 	else if (scn_rule_code(scenario, fn, -1, elapsed(), &code))

@@ -829,9 +829,8 @@ static int line_rule(struct parser *p, char **a, size_t n, int hang)
 		return -1;
 	while (r.fn < SCN_FN_N && strcmp(a[0], fns[r.fn].name) != 0)
 		r.fn++;
-	/* the initialisation is not made to hang: a test could not even open the library */
-	if (r.fn == SCN_FN_N || r.fn == SCN_FN_ERROR_STRING ||
-	    (hang && (r.fn == SCN_FN_INIT || r.fn == SCN_FN_INIT_V2 || r.fn == SCN_FN_SHUTDOWN)))
+	/* a shutdown is not made to hang: a test could not close the library */
+	if (r.fn == SCN_FN_N || r.fn == SCN_FN_ERROR_STRING || (hang && r.fn == SCN_FN_SHUTDOWN))
 		return fail(p, "unknown function '%s'", shown(a[0], b));
 	if (!hang && parse_code(a[1], &r.code) < 0)
 		return fail(p, "bad return code '%s'", shown(a[1], b));

@@ -141,7 +141,7 @@ static void test_sixteen_gpus_and_lost(void)
 static void test_strerror(void)
 {
 	int all_named = 1;
-	for (int st = 0; st >= GPUMON_E_EXISTS; st--)
+	for (int st = 0; st >= GPUMON_E_TIMEOUT; st--)
 		all_named &= strcmp(gpumon_strerror(st), "unknown status") != 0;
 	ok(all_named, "every status has a message");
 	is_str(gpumon_strerror(-1000), "unknown status", "unknown code");
