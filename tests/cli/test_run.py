@@ -623,8 +623,8 @@ def test_process_tree_recorded(gpumon, tmp_path):
     assert f"pid {said['orphan']}" in jobs, jobs
 
 
-# ---- the job's own GPU memory: in a new PID namespace gpumon is pid 1 and the job pid 2, so the
-# ---- scenario can name the job's pid (needs unshare(1) and the right to create namespaces)
+# ---- the job's own GPU memory: in a new PID namespace gpumon is pid 1, the thread that
+# ---- opens the driver took pid 3 and the job is pid 3, so the scenario can name the job's pid (needs unshare(1) and the right to create namespaces)
 
 def unshare_works():
     try:
@@ -638,11 +638,11 @@ needs_unshare = pytest.mark.skipif(not unshare_works(), reason="cannot create a 
 
 JOB_GROWS = H200.replace("used=0 ", "used=6GiB ") + """\
 proc 0 999 used=1GiB name=neighbour
-at 0.3 proc 0 2 used=5GiB
+at 0.3 proc 0 3 used=5GiB
 """
 
 
-def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
+def run_as_pid_3(tmp_path, args, job, scenario=JOB_GROWS):
     return subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", *GPUMON, "run",
                            "-o", str(tmp_path / "ns.gpumon")] + args + ["--", PY, "-c", job],
                           env=environment(tmp_path, scenario, wide=True), capture_output=True, text=True, timeout=30)
@@ -651,19 +651,19 @@ def run_as_pid_2(tmp_path, args, job, scenario=JOB_GROWS):
 @needs_unshare
 @pytest.mark.parametrize("action,status", [("term", 128 + signal.SIGTERM), ("kill", 128 + signal.SIGKILL)])
 def test_limit_enforced(tmp_path, action, status):
-    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", action],
+    r = run_as_pid_3(tmp_path, ["--limit", "4G", "--on-exceed", action],
                      "import time; time.sleep(5); print('not stopped')")
     assert r.returncode == status, r.stderr
     assert "not stopped" not in r.stdout
-    assert f"job process 2 holds 5.00 GiB of GPU memory, over --limit 4.00 GiB: sending SIG{action.upper()}" in r.stderr
+    assert f"job process 3 holds 5.00 GiB of GPU memory, over --limit 4.00 GiB: sending SIG{action.upper()}" in r.stderr
     db = open_recording(tmp_path / "ns.gpumon")
     alerts = [t for (t,) in db.execute("select text from events where kind = 'alert'")]
-    assert len(alerts) == 1 and alerts[0].startswith("pid 2 holds 5368709120 bytes, over the limit of 4294967296")
+    assert len(alerts) == 1 and alerts[0].startswith("pid 3 holds 5368709120 bytes, over the limit of 4294967296")
 
 
 @needs_unshare
 def test_limit_warn_once_and_job_peak(tmp_path):
-    r = run_as_pid_2(tmp_path, ["--limit", "4G"], "import time; time.sleep(0.8); print('finished')")
+    r = run_as_pid_3(tmp_path, ["--limit", "4G"], "import time; time.sleep(0.8); print('finished')")
     assert r.returncode == 0, r.stderr
     assert "finished" in r.stdout
     assert r.stderr.count("over --limit 4.00 GiB: warning only") == 1
@@ -672,7 +672,7 @@ def test_limit_warn_once_and_job_peak(tmp_path):
     # the process appears 0.3 s after the driver was opened; the recording starts a little after that
     # (how much later depends on the machine's load), and times are counted from its start
     m = re.search(r"    job peak 5\.00 GiB at (\d+\.\d\d) s \(other processes held 1\.00 GiB then\)\n"
-                  r"      made by the rise of pid 2 \(.*time\.sleep.*\)\n"
+                  r"      made by the rise of pid 3 \(.*time\.sleep.*\)\n"
                   r"    job mean \d+\.\d+ GiB, other processes peak 1\.00 GiB\n", gpu)
     assert m and 0.0 <= float(m.group(1)) <= 0.5, gpu
     assert "    GPU used peak 6.00 GiB at " in gpu
@@ -687,7 +687,7 @@ def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
     """A job that ignores SIGTERM gets SIGKILL once the grace is over (--on-exceed term:1s); the
     escalation is said on stderr and recorded."""
     start = time.monotonic()
-    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:1s"],
+    r = run_as_pid_3(tmp_path, ["--limit", "4G", "--on-exceed", "term:1s"],
                      "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(20); "
                      "print('not stopped')", scenario=JOB_GROWS_LATER)
     took = time.monotonic() - start
@@ -703,7 +703,7 @@ def test_limit_term_escalates_to_kill_after_the_grace(tmp_path):
 @needs_unshare
 def test_limit_term_grace_not_used_when_the_job_ends(tmp_path):
     """A job that ends on SIGTERM within the grace gets no SIGKILL."""
-    r = run_as_pid_2(tmp_path, ["--limit", "4G", "--on-exceed", "term:500ms"],
+    r = run_as_pid_3(tmp_path, ["--limit", "4G", "--on-exceed", "term:500ms"],
                      "import signal, sys, time\n"
                      "signal.signal(signal.SIGTERM, lambda s, f: (time.sleep(0.2), sys.exit(3)))\n"
                      "time.sleep(20)", scenario=JOB_GROWS_LATER)

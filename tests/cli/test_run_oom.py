@@ -361,7 +361,8 @@ def test_killed_after_oom_keeps_its_status_and_gets_forensics(gpumon, tmp_path):
     assert "job exited with status 137" in r.stderr
 
 
-# ---- unaccounted memory and the NVML verdict: the job is pid 2 of a new PID namespace, so the
+# ---- unaccounted memory and the NVML verdict: the job is pid 3 of a new PID namespace (gpumon
+# ---- is pid 1, the thread that opens the driver took 2), so the
 # ---- scenario can list it (test_run.py does the same)
 
 def run_in_namespace(tmp_path, scenario, job, env=None, args=()):
@@ -390,9 +391,9 @@ REPORT_RESERVED = textwrap.dedent("""
 def test_unaccounted_on_the_mapped_gpu(tmp_path, cvd):
     """The framework's device 0 is NVML's GPU 1 through CUDA_VISIBLE_DEVICES; the process holds
     9 GiB there, the allocator 8: 1 GiB unaccounted."""
-    r = run_in_namespace(tmp_path, TWO + "proc 1 2 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
+    r = run_in_namespace(tmp_path, TWO + "proc 1 3 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
     assert r.returncode == 0, r.stderr
-    assert re.search(r"unaccounted, at most: 1\.00 GiB on GPU 1 \(pid 2 at \d+\.\d\d s\): NVML's figure beyond "
+    assert re.search(r"unaccounted, at most: 1\.00 GiB on GPU 1 \(pid 3 at \d+\.\d\d s\): NVML's figure beyond "
                      r"the allocator's reserved", said(r.stderr)), r.stderr
 
 
@@ -401,7 +402,7 @@ def test_unaccounted_on_the_mapped_gpu(tmp_path, cvd):
 def test_unaccounted_unknown_is_never_0(tmp_path, cvd):
     """Device 0 maps to a GPU where NVML lists nothing of the process, to a MIG instance, or to
     nothing: the figure is unknown and left out, never 0."""
-    r = run_in_namespace(tmp_path, TWO + "proc 1 2 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
+    r = run_in_namespace(tmp_path, TWO + "proc 1 3 used=9GiB\n", REPORT_RESERVED, {"CUDA_VISIBLE_DEVICES": cvd})
     assert r.returncode == 0, r.stderr
     assert "gpumon run summary" in r.stderr and "unaccounted, at most" not in r.stderr, r.stderr
     # the allocator's own figures are known all the same
@@ -413,9 +414,9 @@ A100 = ('gpu 0 name="NVIDIA A100-SXM4-80GB" uuid=GPU-11111111-2222-3333-4444-555
 
 
 def co_tenant_and_growing_job(rate_mib, seconds):
-    """A co-tenant holds 20 GiB of an 80 GiB GPU; from 0.3 s the job (pid 2) holds 1 GiB and grows by
+    """A co-tenant holds 20 GiB of an 80 GiB GPU; from 0.3 s the job (pid 3) holds 1 GiB and grows by
     rate_mib MiB a second (fake_nvml's grow=); the GPU's used memory follows both, 0.1 s at a time."""
-    lines = [A100.rstrip("\n"), "proc 0 999 used=20GiB name=co-tenant", f"at 0.3 proc 0 2 used=1GiB grow={rate_mib}MiB"]
+    lines = [A100.rstrip("\n"), "proc 0 999 used=20GiB name=co-tenant", f"at 0.3 proc 0 3 used=1GiB grow={rate_mib}MiB"]
     for i in range(3, int(seconds * 10) + 1):
         lines.append(f"at {i / 10:.1f} gpu 0 used={20 * 1024 + 1024 + round(rate_mib * (i / 10 - 0.3))}MiB")
     return "\n".join(lines) + "\n"
@@ -457,7 +458,7 @@ def test_nvml_verdict_time_to_oom_next_to_a_co_tenant(tmp_path):
     assert re.search(r"alert at \d+\.\d\d s \(told live\): leak suspected on the job's processes on GPU 0", summary)
     # the job's peak is its own process's
     assert re.search(r"job peak [\d.]+ GiB at [\d.]+ s \(other processes held 20\.0 GiB then\) made by the rise of "
-                     r"pid 2 \(.*time\.sleep", summary), r.stderr
+                     r"pid 3 \(.*time\.sleep", summary), r.stderr
 
 
 @needs_unshare
@@ -466,20 +467,20 @@ def test_peak_owner_is_the_rise_not_the_largest(tmp_path):
     which holds more (30 GiB) but did not move: the owner is the rise, the co-tenant the largest."""
     scn = A100.replace("used=20GiB", "used=30GiB") + textwrap.dedent("""\
         proc 0 999 used=30GiB name=co-tenant
-        at 0.3 proc 0 2 used=1GiB
+        at 0.3 proc 0 3 used=1GiB
         at 0.3 gpu 0 used=31GiB
-        at 0.6 proc 0 2 used=3GiB
+        at 0.6 proc 0 3 used=3GiB
         at 0.6 gpu 0 used=33GiB
-        at 0.9 proc 0 2 used=5GiB
+        at 0.9 proc 0 3 used=5GiB
         at 0.9 gpu 0 used=35GiB
     """)
     r = run_in_namespace(tmp_path, scn, "import time; time.sleep(1.5)")
     assert r.returncode == 0, r.stderr
     gpu = r.stderr[r.stderr.index("  GPU 0 "):]
     assert re.search(r"    job peak 5\.00 GiB at \d+\.\d\d s \(other processes held 30\.0 GiB then\)\n"
-                     r"      made by the rise of pid 2 \(.*time\.sleep.*\)\n", gpu), gpu
+                     r"      made by the rise of pid 3 \(.*time\.sleep.*\)\n", gpu), gpu
     assert re.search(r"    GPU used peak 35\.0 GiB at \d+\.\d\d s\n"
-                     r"      made by the rise of pid 2 \(.*time\.sleep.*\)\n"
+                     r"      made by the rise of pid 3 \(.*time\.sleep.*\)\n"
                      r"      the largest holder then: pid 999 \(co-tenant\)\n", gpu), gpu
 
 
@@ -489,8 +490,8 @@ def test_nvml_verdict_on_each_gpu_of_the_job(tmp_path):
     (out of memory against that GPU's free memory), on GPU 1 it stays level (no leak, no alert)."""
     lines = []
     for i in range(190):
-        lines.append(f"at {i / 10:.1f} proc 0 2 used={1024 + 40 * i}MiB")
-        lines.append(f"at {i / 10:.1f} proc 1 2 used={1024 + (i % 2) * 16}MiB")
+        lines.append(f"at {i / 10:.1f} proc 0 3 used={1024 + 40 * i}MiB")
+        lines.append(f"at {i / 10:.1f} proc 1 3 used={1024 + (i % 2) * 16}MiB")
     r = run_in_namespace(tmp_path, TWO + "\n".join(lines) + "\n", "import time; time.sleep(18)")
     assert r.returncode == 0, r.stderr
     summary = said(r.stderr)
@@ -514,7 +515,7 @@ def test_framework_verdict_wins_over_nvml(gpumon, tmp_path):
 @pytest.mark.parametrize("job_gpu,sign", [(0, False), (1, True)])
 def test_a_full_gpu_counts_only_when_it_is_the_jobs(tmp_path, job_gpu, sign):
     """GPU 1 is full; the job failed: that is an out-of-memory sign only when the job was on GPU 1."""
-    scn = TWO.replace("used=60GiB", "used=79.4GiB") + f"proc {job_gpu} 2 used=1GiB\n"
+    scn = TWO.replace("used=60GiB", "used=79.4GiB") + f"proc {job_gpu} 3 used=1GiB\n"
     r = run_in_namespace(tmp_path, scn, "import sys, time; time.sleep(0.5); sys.exit(2)")
     assert r.returncode == 2, r.stderr
     if sign:
@@ -527,12 +528,12 @@ def test_a_full_gpu_counts_only_when_it_is_the_jobs(tmp_path, job_gpu, sign):
 @needs_unshare
 def test_over_the_limit_is_an_oom_sign(tmp_path):
     """--limit's alert path: the job stopped for holding more than the limit gets forensics."""
-    scn = H200.replace("used=0 ", "used=6GiB ") + "proc 0 999 used=1GiB name=neighbour\nat 0.3 proc 0 2 used=5GiB\n"
+    scn = H200.replace("used=0 ", "used=6GiB ") + "proc 0 999 used=1GiB name=neighbour\nat 0.3 proc 0 3 used=5GiB\n"
     r = run_in_namespace(tmp_path, scn, "import time; time.sleep(5)", args=["--limit", "4G", "--on-exceed", "term"])
     assert r.returncode == 128 + signal.SIGTERM, r.stderr
     db = open_recording(tmp_path / "ns.gpumon")
     oom = [t for (t,) in db.execute("select text from events where kind = 'oom'")]
-    assert oom == ["memory at the limit: job process 2 held 5.00 GiB, over --limit 4.00 GiB"], oom
+    assert oom == ["memory at the limit: job process 3 held 5.00 GiB, over --limit 4.00 GiB"], oom
     assert "\n  diagnosis: " in r.stderr
-    row = next(l for l in r.stderr.splitlines() if l.strip().startswith("2 "))
-    assert re.match(r"\s+2\s+\S+\s+5\.00\s+yes\s+.*time\.sleep", row), row
+    row = next(l for l in r.stderr.splitlines() if l.strip().startswith("3 "))
+    assert re.match(r"\s+3\s+\S+\s+5\.00\s+yes\s+.*time\.sleep", row), row

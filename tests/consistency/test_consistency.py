@@ -61,6 +61,11 @@ def device_lines(procs, seconds, dt=0.1):
     return "\n".join(lines)
 
 
+# gpumon run is pid 1 of a new PID namespace, the thread that opens the driver (bounded in time) took
+# pid 2, and the job is pid 3: the scenario can name the job's pid before it starts.
+JOB_PID = 3
+
+
 def scenario(procs, seconds):
     head = f"gpu 0 name=\"Fake GPU\" total={TOTAL} reserved={RESERVED} used=0\n"
     return head + device_lines(procs, seconds) + "\n"
@@ -115,37 +120,37 @@ def noise(t):
 SCENARIOS = {
     # a clean job of 30 s next to a co-tenant that never changes
     "flat_cotenant": dict(
-        procs=lambda t: {COTENANT: 20 * GIB, **({2: 4 * GIB + noise(t)} if t >= 1 else {})},
+        procs=lambda t: {COTENANT: 20 * GIB, **({JOB_PID: 4 * GIB + noise(t)} if t >= 1 else {})},
         seconds=30, rate=20, segments=[(580, 3 * GIB, 0)], oom=False, want="none"),
     # NVML only: the job grows 200 MiB a second next to a 20 GiB co-tenant
     "fast_leak_nvml": dict(
-        procs=lambda t: {COTENANT: 20 * GIB, **({2: 2 * GIB + int((t - 1) * 200 * MIB)} if t >= 1 else {})},
+        procs=lambda t: {COTENANT: 20 * GIB, **({JOB_PID: 2 * GIB + int((t - 1) * 200 * MIB)} if t >= 1 else {})},
         seconds=32, rate=0, segments=[], oom=False, want="leak"),
     # the framework's figure rises 1 MiB a step, 20 steps a second; NVML in 128 MiB stairs
     "slow_leak_framework": dict(
-        procs=lambda t: {2: 3 * GIB + 128 * MIB * int(max(t - 1, 0) / 6)} if t >= 1 else {},
+        procs=lambda t: {JOB_PID: 3 * GIB + 128 * MIB * int(max(t - 1, 0) / 6)} if t >= 1 else {},
         seconds=36, rate=20, segments=[(680, 2 * GIB, 1 * MIB)], oom=False, want="leak"),
     # NVML only, a caching allocator's staircase: +128 MiB every 4 s
     "staircase_nvml": dict(
-        procs=lambda t: {2: 3 * GIB + 128 * MIB * int(max(t - 1, 0) / 4)} if t >= 1 else {},
+        procs=lambda t: {JOB_PID: 3 * GIB + 128 * MIB * int(max(t - 1, 0) / 4)} if t >= 1 else {},
         seconds=40, rate=0, segments=[], oom=False, want="leak"),
     # the loop restarts its steps: a clean segment, then a leaking one
     "restarted_steps": dict(
-        procs=lambda t: {2: 4 * GIB} if t >= 1 else {},
+        procs=lambda t: {JOB_PID: 4 * GIB} if t >= 1 else {},
         seconds=44, rate=20, segments=[(400, 3 * GIB, 0), (420, 3 * GIB, 2 * MIB)], oom=False, want="leak"),
     # the job grows 2 GiB a second next to a 40 GiB co-tenant until the card is full, then dies
     "oom_cotenant": dict(
         procs=lambda t: {COTENANT: 40 * GIB,
-                         **({2: min(2 * GIB + int((t - 1) * 1.25 * GIB), TOTAL - RESERVED - 40 * GIB)} if t >= 1 else {})},
+                         **({JOB_PID: min(2 * GIB + int((t - 1) * 1.25 * GIB), TOTAL - RESERVED - 40 * GIB)} if t >= 1 else {})},
         seconds=31, rate=0, segments=[], oom=True, want="leak"),
     # steady training, 3 GiB outside the allocator, then an evaluation asks for 60 GiB: the monitor inside
     # the job reports the figures and the allocator's snapshot, torch prints its message
     "oom_inside": dict(
-        procs=lambda t: {2: 9 * GIB + 256 * MIB + 3 * GIB + noise(t)} if t >= 1 else {},
+        procs=lambda t: {JOB_PID: 9 * GIB + 256 * MIB + 3 * GIB + noise(t)} if t >= 1 else {},
         seconds=14, rate=10, segments=[(120, 9 * GIB, 0)], oom="inside", want="none"),
     # too short to tell: 20 steps (a verdict needs 32), 6 s of NVML figures (it needs 16)
     "short_clean": dict(
-        procs=lambda t: {2: 4 * GIB} if t >= 1 else {},
+        procs=lambda t: {JOB_PID: 4 * GIB} if t >= 1 else {},
         seconds=6, rate=5, segments=[(20, 3 * GIB, 0)], oom=False, want="insufficient_data"),
 }
 
@@ -162,7 +167,7 @@ def environment(tmp, name, spec):
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Every scenario under `gpumon run`, all at once (each takes its own seconds of real time); the
-    job is pid 2 of a new PID namespace, so the scenario's process 2 is the job."""
+    job is pid JOB_PID of a new PID namespace, so the scenario's process JOB_PID is the job."""
     tmp = tmp_path_factory.mktemp("runs")
     procs = {}
     for name, spec in SCENARIOS.items():
@@ -248,7 +253,7 @@ def test_peak_owner_is_the_rise(runs):
     and the co-tenant is named as the largest holder."""
     doc = fe.report_json(GPUMON_BIN, runs["flat_cotenant"]["rec"])
     dev = doc["devices"][0]["peak"]
-    assert dev["owner"]["pid"] == 2 and dev["largest"]["pid"] == COTENANT, dev
+    assert dev["owner"]["pid"] == JOB_PID and dev["largest"]["pid"] == COTENANT, dev
 
 
 @needs_unshare
