@@ -85,7 +85,8 @@ typedef struct gpumon gpumon;
  * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
  * to gpumon_destroy(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
  * NVML library; GPUMON_E_NO_PERMISSION: NVML refused to start for lack of permission;
- * GPUMON_E_DRIVER: the driver is not loaded or not usable. A handle whose create failed answers
+ * GPUMON_E_DRIVER: the driver is not loaded or not usable; GPUMON_E_NVML: the library answered with
+ * a code that is not NVML's (the message has its own words). A handle whose create failed answers
  * every other call with GPUMON_E_DRIVER.
  *
  * Thread-safety: the returned handle may be used from several threads at once; each call is

@@ -150,6 +150,20 @@ def test_driver_not_loaded(gpumon):
     assert r.stderr.count("\n") == 1 and "driver is not usable" in r.stderr
 
 
+def test_fake_driver_without_scenario_says_so(gpumon, tmp_path):
+    """The test double's own problem is not blamed on a kernel module (its code is none of NVML's)."""
+    r = gpumon(["list"])  # no FAKE_NVML_SCENARIO
+    assert r.returncode == 255, r.stderr
+    assert r.stdout == ""
+    assert r.stderr == ("gpumon: NVML initialisation failed: fake_nvml has no scenario: set FAKE_NVML_SCENARIO "
+                        "to a scenario file (tests/fake_nvml/README.md)\n")
+    bad = tmp_path / "bad.scn"
+    bad.write_text("gpu 0 fo=1\n")
+    r = gpumon(["list"], env={"FAKE_NVML_SCENARIO": str(bad)})
+    assert r.returncode == 255
+    assert r.stderr == f"gpumon: NVML initialisation failed: fake_nvml: {bad}:1: unknown key 'fo'\n"
+
+
 def test_init_refused_for_lack_of_permission(gpumon):
     r = gpumon([], scenario="init_error NO_PERMISSION\n" + H200)
     assert r.returncode == 4, r.stderr
