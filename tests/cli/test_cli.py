@@ -35,10 +35,28 @@ proc 0 4001 used=na
     assert len(rows) == 3
     # largest first; the foreign pid is kept and explained; unknown memory is n/a, listed last
     assert rows[0].split()[:2] == ["0", "4194000"] and "15.0 GiB" in rows[0]
-    assert "not in this PID namespace" in rows[0]
+    assert rows[0].endswith("  (other PID namespace)"), rows[0]
     assert rows[1].split()[1] == str(me) and "1.51 GiB" in rows[1]
     assert "pytest" in rows[1] or "python" in rows[1]   # our own command line from /proc
     assert rows[2].split()[1] == "4001" and " n/a " in rows[2]
+
+
+def test_main_view_names_a_container_process_at_80_columns(gpumon):
+    """A pid of another PID namespace: NVML's name as watch and query show it; the mark after the
+    name is what a narrow terminal cuts."""
+    name = "tritonserver --model-repository=/models"
+    r = gpumon(["show"], scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\nproc 0 4194002 used=1GiB\n',
+               env={"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()[-2:]
+    assert rows[0] == "    0  4194001  n/a         15.0 GiB  " + (name + "  (other PID namespace)")[:80 - 38], rows
+    assert name in rows[0] and max(len(l) for l in r.stdout.splitlines()) <= 80
+    assert rows[1] == "    0  4194002  n/a         1.00 GiB  (other PID namespace)"
+    wide = gpumon(["show"], scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\n', env={"COLUMNS": "120"})
+    assert wide.stdout.splitlines()[-1].endswith(f"  {name}  (other PID namespace)")
+    q = gpumon(["query", "--query-compute-apps=pid,process_name", "--format=csv,noheader"],
+               scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\n')
+    assert q.stdout == f"4194001, {name}\n"
 
 
 def test_main_view_bar_and_values_absent(gpumon):
