@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -186,6 +187,8 @@ static void help(void)
 	       "never 0. Device and process rows are change-only: a row is written when a figure changes\n"
 	       "(and a device row at least every second), and a value holds until the next row of that\n"
 	       "series (the same GPU; the same process on that GPU, until a row with gone = 1).\n"
+	       "CSV text keeps its exact bytes, quoted as RFC 4180 has it; written to a terminal, its\n"
+	       "control characters are escaped (\\x1b) as everywhere else in gpumon.\n"
 	       "The file format is described in docs/recording.md; the SQLite shell reads it.\n"
 	       "Exit status: 0 ok, 2 bad usage, 255 the file cannot be read or is not a gpumon recording.\n");
 }
@@ -278,20 +281,26 @@ static int ncols(const struct table *t)
 	return n;
 }
 
-/* A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). */
-static void csv_text(FILE *f, const char *t)
+/* A CSV field, quoted when it holds a comma, a quote or a line break (RFC 4180). To a terminal,
+ * another user's text (a command line may hold escape sequences) has its control characters
+ * escaped first, as every other output shows it; to a file or pipe its bytes stay exact. */
+static void csv_text(FILE *f, const char *t, int tty)
 {
+	char *safe = tty ? cli_safe_text_dup(t) : NULL, cut[256];
+	if (tty) /* out of memory: the start of the text, escaped all the same */
+		t = safe ? safe : cli_safe_text(cut, sizeof cut, t);
 	if (!t[strcspn(t, ",\"\r\n")]) {
 		fputs(t, f);
-		return;
+	} else {
+		fputc('"', f);
+		for (; *t; t++) {
+			if (*t == '"')
+				fputc('"', f);
+			fputc(*t, f);
+		}
+		fputc('"', f);
 	}
-	fputc('"', f);
-	for (; *t; t++) {
-		if (*t == '"')
-			fputc('"', f);
-		fputc(*t, f);
-	}
-	fputc('"', f);
+	free(safe);
 }
 
 static void csv_header(FILE *f, const struct table *t)
@@ -299,7 +308,7 @@ static void csv_header(FILE *f, const struct table *t)
 	fputs("t_s,time_utc", f);
 	for (int i = 0; i < ncols(t); i++) {
 		fputc(',', f);
-		csv_text(f, t->cols[i]);
+		csv_text(f, t->cols[i], 0);
 	}
 	fputc('\n', f);
 }
@@ -315,7 +324,8 @@ static const char *utc_of(char *buf, size_t len, const struct start *st, uint64_
 	return format_utc(buf, len, wall);
 }
 
-static void csv_row(FILE *f, const struct table *t, const gpumon_record *r, const struct val *v, const struct start *st)
+static void csv_row(FILE *f, const struct table *t, const gpumon_record *r, const struct val *v, const struct start *st,
+		    int tty)
 {
 	char b[64];
 	fprintf(f, "%s,", format_seconds(b, sizeof b, (int64_t)r->t_ns - st->mono_ns));
@@ -327,7 +337,7 @@ static void csv_row(FILE *f, const struct table *t, const gpumon_record *r, cons
 		else if (v[i].type == V_TIME)
 			fputs(format_seconds(b, sizeof b, v[i].i - st->mono_ns), f);
 		else if (v[i].type == V_TEXT)
-			csv_text(f, v[i].s);
+			csv_text(f, v[i].s, tty);
 	}
 	fputc('\n', f);
 }
@@ -375,14 +385,14 @@ static int export_rows(gpumon_reader *rd, const struct opts *o, const struct sta
 	gpumon_record rec;
 	struct val v[MAX_COLS];
 	char scratch[640]; /* a job's pid with its command line */
-	int got, bad = 0;
+	int got, bad = 0, tty = isatty(fileno(f));
 	if (o->format == FMT_CSV)
 		csv_header(f, o->table);
 	while (!bad && (got = gpumon_reader_next(rd, &rec)) > 0) {
 		if (!o->table->fill(rd, &rec, v, scratch, sizeof scratch))
 			continue;
 		if (o->format == FMT_CSV)
-			csv_row(f, o->table, &rec, v, st);
+			csv_row(f, o->table, &rec, v, st, tty);
 		else
 			bad = json_row(f, o->table, &rec, v, st);
 	}

@@ -244,7 +244,12 @@ int cmd_record(int argc, char **argv)
 	gpumon_recording_destroy(r);
 	r = NULL;
 	summary(path, &ss, &seen, sel, count, why);
-	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : EXIT_OK;
+	/* a lost GPU is an error for scripts (15, as nvidia-smi's "GPU is lost") though the recording
+	   keeps all it got; a recording that could not be written says more, and wins */
+	int lost = 0;
+	for (unsigned k = 0; k < count; k++)
+		lost |= seen.lost_t[sel[k]] != 0;
+	rc = write_failed || st != GPUMON_OK ? EXIT_OTHER : lost ? EXIT_GPU_LOST : EXIT_OK;
 out:
 	gpumon_sampler_destroy(s);
 	gpumon_recording_destroy(r);

@@ -102,7 +102,14 @@ static int parse_processes(const char *v, gpumon_exporter_config *c)
 		c->max_processes = 0;
 		return EXIT_OK;
 	}
-	return parse_uint("--processes", v, 1, 100000, &c->max_processes);
+	char *end;
+	unsigned long x = strtoul(v, &end, 10);
+	if (end == v || *end || v[0] == '-' || x < 1 || x > 100000) { /* the message names every accepted form */
+		cli_error("serve: --processes '%s': expected all, none or a whole number from 1 to 100000", v);
+		return EXIT_USAGE;
+	}
+	c->max_processes = (unsigned)x;
+	return EXIT_OK;
 }
 
 static int parse(int argc, char **argv, gpumon_exporter_config *c)

@@ -108,7 +108,7 @@ int run_job_choose_gpu(gpumon *g, const char *spec, unsigned *dev)
 	if (strcmp(spec, "auto")) {
 		int st = gpumon_device_find(g, spec, dev);
 		if (st)
-			cli_error("run: --gpu %s", gpumon_errmsg(g));
+			cli_error("run: --gpu %s: %s", spec, gpumon_errmsg(g));
 		return st ? cli_exit_status(st) : EXIT_OK;
 	}
 	uint64_t best = 0;

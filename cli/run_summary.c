@@ -205,7 +205,7 @@ static void print_memory(FILE *out, const json_t *doc)
 		if (doc_has_num(placed, "step"))
 			snprintf(step, sizeof step, ", step %lld", (long long)doc_num(placed, "step"));
 		snprintf(first, sizeof first, "  memory of pid %lld (%s) at %.2f s%s: ", (long long)doc_num(fw, "pid"),
-			 doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "?",
+			 doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "n/a",
 			 doc_num(placed, "time"), step);
 		wrap(out, first, "    ", words_placed(w, sizeof w, placed));
 	}
@@ -241,14 +241,15 @@ static void print_holders(FILE *out, const json_t *oom)
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
 		say(out, "      ", "    %8lld  %-12s %9s  %-3s  %s%s%s", (long long)doc_num(h, "pid"),
-			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "?",
+			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "n/a",
 			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
-			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "?",
+			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "n/a",
 			owner[0] ? "  " : "", owner);
 	}
 }
 
-/* The GPU's used memory about one point a second up to the moment, as seconds from it. */
+/* The GPU's used memory about one point a second up to the moment, each said as seconds before it
+ * ("2 s before: 60.0 GiB", not "-2 s", which reads as a duration unknown). */
 static void print_last_seconds(FILE *out, const json_t *oom)
 {
 	char line[1024], a[32];
@@ -259,7 +260,12 @@ static void print_last_seconds(FILE *out, const json_t *oom)
 	line[0] = 0;
 	json_array_foreach(last, i, p) {
 		long s = lround(doc_num(p, "time") - doc_num(oom, "time"));
-		int n = snprintf(line + at, sizeof line - at, "%s%ld s: %s", i ? ", " : "", s,
+		char when[32];
+		if (s)
+			snprintf(when, sizeof when, "%ld s %s", labs(s), s < 0 ? "before" : "after");
+		else
+			snprintf(when, sizeof when, "then");
+		int n = snprintf(line + at, sizeof line - at, "%s%s: %s", i ? ", " : "", when,
 				 words_bytes(a, sizeof a, json_object_get(p, "used_bytes")));
 		if (n < 0 || (size_t)n >= sizeof line - at)
 			break;

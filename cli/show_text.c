@@ -431,9 +431,15 @@ static void process_row(const show_style *st, const struct columns *c, const sho
 		at = (size_t)snprintf(cmd, sizeof cmd, "[graphics] ");
 	/* another user's text: shown with its control characters escaped */
 	cli_safe_text(user, sizeof user, (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "n/a");
+	/* a pid of another PID namespace: NVML's name as watch and query show it, the mark after it,
+	   so that a narrow terminal cuts the mark, not the name */
+	int foreign = !(p->flags & GPUMON_PROC_CMDLINE_KNOWN) && (p->flags & GPUMON_PROC_FOREIGN);
 	cli_safe_text(cmd + at, sizeof cmd - at, (p->flags & GPUMON_PROC_CMDLINE_KNOWN) ? p->cmdline
-					   : (p->flags & GPUMON_PROC_FOREIGN) ? "(not in this PID namespace: container?)"
-					   : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "n/a");
+					   : (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name
+					   : foreign ? "" : "n/a");
+	size_t end = strlen(cmd);
+	if (foreign)
+		snprintf(cmd + end, sizeof cmd - end, "%s(other PID namespace)", end > at ? "  " : "");
 	if (p->flags & GPUMON_PROC_USED_KNOWN)
 		cli_format_bytes(mem, sizeof mem, p->used_bytes);
 	else

@@ -86,7 +86,8 @@ typedef struct gpumon gpumon;
  * is then still set to a handle that holds the error message (gpumon_errmsg()) and must be passed
  * to gpumon_destroy(), except after GPUMON_E_NOMEM, when *out may be NULL. GPUMON_E_NO_LIBRARY: no
  * NVML library; GPUMON_E_NO_PERMISSION: NVML refused to start for lack of permission;
- * GPUMON_E_DRIVER: the driver is not loaded or not usable; GPUMON_E_TIMEOUT: a driver call
+ * GPUMON_E_DRIVER: the driver is not loaded or not usable; GPUMON_E_NVML: the library answered with
+ * a code that is not NVML's (the message has its own words); GPUMON_E_TIMEOUT: a driver call
  * (nvmlInit, or a query of the first device listing) did not return within 2 s, the bound the
  * sampler uses too. A handle whose create failed answers every other call with GPUMON_E_DRIVER.
  *

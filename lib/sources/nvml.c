@@ -190,9 +190,12 @@ int gpumon__nvml_load(gpumon *g)
 
 	note_call(g, API_OFF(init));
 	nvml_ret r = g->nvml.init();
-	if (r != NVML_SUCCESS) /* as nvidia-smi: refused for lack of permission, else no usable driver */
+	/* as nvidia-smi: refused for lack of permission, else no usable driver; a code above NVML's
+	   last (UNKNOWN) is none of NVIDIA's, so no guess about the driver: the library's own words */
+	if (r != NVML_SUCCESS)
 		return gpumon__seterr(g, r == NVML_ERROR_LIBRARY_NOT_FOUND ? GPUMON_E_NO_LIBRARY
-				      : r == NVML_ERROR_NO_PERMISSION ? GPUMON_E_NO_PERMISSION : GPUMON_E_DRIVER,
+				      : r == NVML_ERROR_NO_PERMISSION ? GPUMON_E_NO_PERMISSION
+				      : (unsigned)r > NVML_ERROR_UNKNOWN ? GPUMON_E_NVML : GPUMON_E_DRIVER,
 				      "NVML initialisation failed: %s", gpumon__nvml_errstr(g, r));
 	g->initialised = 1;
 	note_call(g, API_OFF(driver_version));

@@ -72,14 +72,20 @@ static void read_state(struct props_read *pr, uint64_t bit, nvml_ret (*fn)(nvml_
 		*dst = v != 0;
 }
 
+/* The size of the text fields (serial, VBIOS): NVML's own buffers for them are 30 and 32 bytes. */
+#define PROP_TEXT sizeof(((gpumon_device_props *)0)->serial)
+_Static_assert(sizeof(((gpumon_device_props *)0)->vbios) == PROP_TEXT, "serial and vbios are one size");
+
+/* A text through fn(handle, buf, size), asked with the field's own size: a text that does not fit
+ * is NVML's INSUFFICIENT_SIZE (the field stays absent), never cut to a wrong value. */
 static void read_text(struct props_read *pr, uint64_t bit, nvml_ret (*fn)(nvml_device, char *, unsigned),
-		      const char *call, char *dst, size_t len)
+		      const char *call, char dst[PROP_TEXT])
 {
-	char buf[96];
+	char buf[PROP_TEXT];
 	memset(buf, 0, sizeof buf);
 	if (asked(pr, bit, (const void *)fn) && outcome(pr, call, fn(pr->d->handle, buf, (unsigned)sizeof buf), bit)) {
 		buf[sizeof buf - 1] = 0;
-		snprintf(dst, len, "%s", buf);
+		memcpy(dst, buf, sizeof buf);
 	}
 }
 
@@ -172,8 +178,8 @@ static void read_identity(struct props_read *pr)
 	read_max_clock(pr, GPUMON_P_CLOCK_MAX_SM, NVML_CLOCK_SM, &p->clock_max_sm_mhz);
 	read_max_clock(pr, GPUMON_P_CLOCK_MAX_MEM, NVML_CLOCK_MEM, &p->clock_max_mem_mhz);
 	read_max_clock(pr, GPUMON_P_CLOCK_MAX_GRAPHICS, NVML_CLOCK_GRAPHICS, &p->clock_max_graphics_mhz);
-	read_text(pr, GPUMON_P_SERIAL, api->serial, "nvmlDeviceGetSerial", p->serial, sizeof p->serial);
-	read_text(pr, GPUMON_P_VBIOS, api->vbios, "nvmlDeviceGetVbiosVersion", p->vbios, sizeof p->vbios);
+	read_text(pr, GPUMON_P_SERIAL, api->serial, "nvmlDeviceGetSerial", p->serial);
+	read_text(pr, GPUMON_P_VBIOS, api->vbios, "nvmlDeviceGetVbiosVersion", p->vbios);
 	int mode = 0;
 	if (asked(pr, GPUMON_P_COMPUTE_MODE, (const void *)api->compute_mode) &&
 	    outcome(pr, "nvmlDeviceGetComputeMode", api->compute_mode(pr->d->handle, &mode), GPUMON_P_COMPUTE_MODE))

@@ -35,10 +35,28 @@ proc 0 4001 used=na
     assert len(rows) == 3
     # largest first; the foreign pid is kept and explained; unknown memory is n/a, listed last
     assert rows[0].split()[:2] == ["0", "4194000"] and "15.0 GiB" in rows[0]
-    assert "not in this PID namespace" in rows[0]
+    assert rows[0].endswith("  (other PID namespace)"), rows[0]
     assert rows[1].split()[1] == str(me) and "1.51 GiB" in rows[1]
     assert "pytest" in rows[1] or "python" in rows[1]   # our own command line from /proc
     assert rows[2].split()[1] == "4001" and " n/a " in rows[2]
+
+
+def test_main_view_names_a_container_process_at_80_columns(gpumon):
+    """A pid of another PID namespace: NVML's name as watch and query show it; the mark after the
+    name is what a narrow terminal cuts."""
+    name = "tritonserver --model-repository=/models"
+    r = gpumon(["show"], scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\nproc 0 4194002 used=1GiB\n',
+               env={"COLUMNS": "80"})
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()[-2:]
+    assert rows[0] == "    0  4194001  n/a         15.0 GiB  " + (name + "  (other PID namespace)")[:80 - 38], rows
+    assert name in rows[0] and max(len(l) for l in r.stdout.splitlines()) <= 80
+    assert rows[1] == "    0  4194002  n/a         1.00 GiB  (other PID namespace)"
+    wide = gpumon(["show"], scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\n', env={"COLUMNS": "120"})
+    assert wide.stdout.splitlines()[-1].endswith(f"  {name}  (other PID namespace)")
+    q = gpumon(["query", "--query-compute-apps=pid,process_name", "--format=csv,noheader"],
+               scenario=H200 + f'proc 0 4194001 used=15GiB name="{name}"\n')
+    assert q.stdout == f"4194001, {name}\n"
 
 
 def test_main_view_bar_and_values_absent(gpumon):
@@ -148,6 +166,20 @@ def test_driver_not_loaded(gpumon):
     r = gpumon([], scenario="init_error DRIVER_NOT_LOADED\n" + H200)
     assert r.returncode == 9
     assert r.stderr.count("\n") == 1 and "driver is not usable" in r.stderr
+
+
+def test_fake_driver_without_scenario_says_so(gpumon, tmp_path):
+    """The test double's own problem is not blamed on a kernel module (its code is none of NVML's)."""
+    r = gpumon(["list"])  # no FAKE_NVML_SCENARIO
+    assert r.returncode == 255, r.stderr
+    assert r.stdout == ""
+    assert r.stderr == ("gpumon: NVML initialisation failed: fake_nvml has no scenario: set FAKE_NVML_SCENARIO "
+                        "to a scenario file (tests/fake_nvml/README.md)\n")
+    bad = tmp_path / "bad.scn"
+    bad.write_text("gpu 0 fo=1\n")
+    r = gpumon(["list"], env={"FAKE_NVML_SCENARIO": str(bad)})
+    assert r.returncode == 255
+    assert r.stderr == f"gpumon: NVML initialisation failed: fake_nvml: {bad}:1: unknown key 'fo'\n"
 
 
 def test_init_refused_for_lack_of_permission(gpumon):

@@ -178,6 +178,47 @@ def test_report_text_and_html_escape_strings_of_the_file(tmp_path):
     assert doc["oom"]["figures"]["top_other"]["command"] == EVIL
 
 
+def export_to_a_terminal(tmp_path, args):
+    """gpumon ARGS with its standard output a pseudo-terminal; what the terminal got, \r\n as \n."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([os.path.abspath(GPUMON_BIN)] + args, env=env_for(tmp_path, H200), stdout=slave,
+                         stderr=subprocess.PIPE)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the writer has gone
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    return out.replace(b"\r\n", b"\n")
+
+
+def test_export_csv_escapes_controls_on_a_terminal_only(tmp_path):
+    """To a terminal the command line and user are escaped as everywhere else (ESC ] ... BEL would
+    set the window title); to a file or a pipe they keep their exact bytes, CSV-quoted."""
+    path = hostile_recording(tmp_path / "hostile.gpumon")
+    args = ["export", str(path), "--csv", "--table", "process"]
+    tty = export_to_a_terminal(tmp_path, args)
+    no_raw_controls(tty)
+    row = [l for l in tty.decode().splitlines() if ",4242," in l]
+    quoted = '"' + EVIL_SHOWN.replace('"', '""') + '"'
+    assert len(row) == 1 and row[0].endswith(",bob\\x1b[2J,," + quoted), row
+    # not a terminal: the exact bytes, quoted (RFC 4180), as a CSV reader gives them back
+    piped = gpumon_bytes(tmp_path, args)
+    assert piped.returncode == 0, piped.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(piped.stdout.decode())) if r["pid"] == "4242"]
+    assert rows and rows[0]["command"] == EVIL and rows[0]["user"] == "bob\x1b[2J"
+    out = tmp_path / "p.csv"
+    assert gpumon_bytes(tmp_path, args + ["-o", str(out)]).returncode == 0
+    assert out.read_bytes() == piped.stdout
+
+
 def test_watch_batch_escapes_live_and_replayed(tmp_path, evil):
     r = gpumon_bytes(tmp_path, ["watch", "--batch", "-n", "1", "--interval", "100"], scenario_with(evil.pid))
     assert r.returncode == 0, r.stderr

@@ -230,6 +230,15 @@ def test_error_line_fails_one_call(gpumon):
     assert r.stderr == ""  # as nvidia-smi: the field says it, the other fields go on
 
 
+def test_text_longer_than_the_field_is_not_cut(gpumon):
+    """gpumon asks NVML with its fields' own size (32 bytes): a longer serial is NVML's Insufficient
+    Size, shown as any failed call ([Unknown Error]), not its first 31 bytes as if they were the serial."""
+    scn = REF.rstrip() + " serial=" + "7" * 40 + " vbios=" + "9" * 31 + "\n"
+    r = query(gpumon, ["--query-gpu=serial,vbios_version", "--format=csv,noheader"], scenario=scn)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[Unknown Error], " + "9" * 31 + "\n"
+
+
 def test_lost_gpu(gpumon):
     scn = REF + "gpu 1 name=\"NVIDIA H200\"\nat 0 lost 1\n"
     r = query(gpumon, ["--query-gpu=index,power.limit,ecc.errors.uncorrected.volatile.total", "--format=csv,noheader"],
@@ -291,7 +300,7 @@ def test_only_the_calls_asked_for(gpumon, tmp_path):
 
 
 def test_bad_scenario_values_are_refused(gpumon):
-    for bad in ("fan=fast", "pstate=P16", "compute_mode=shared", "ecc=maybe", "serial=" + "9" * 40, "fan=!NOPE"):
+    for bad in ("fan=fast", "pstate=P16", "compute_mode=shared", "ecc=maybe", "serial=" + "9" * 96, "fan=!NOPE"):
         r = query(gpumon, ["--query-gpu=index", "--format=csv"], scenario=REF.rstrip() + f" {bad}\n")
         assert r.returncode != 0 and "fake_nvml:" in r.stderr, bad
 

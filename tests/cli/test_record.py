@@ -154,11 +154,18 @@ at 0.5 lost 1
 
 
 def test_gpu_lost_mid_record_is_said(tmp_path):
-    """record says the loss when it comes and in its summary; report's text says it with its time."""
+    """record says the loss when it comes and in its summary, and exits 15 (nvidia-smi's "GPU is
+    lost"); the recording keeps everything; report's text says it with its time."""
     out = tmp_path / "l.gpumon"
     p = start(tmp_path, ["-o", str(out), "--duration", "1.5"], scenario=LOST)
     _, se = p.communicate(timeout=20)
-    assert p.returncode == 0, se
+    assert p.returncode == 15, se
+    db = sqlite3.connect(out)
+    assert "end_mono_ns" in dict(db.execute("SELECT key, value FROM meta"))  # finished, not cut short
+    assert db.execute("SELECT count(*) FROM device_samples WHERE dev=1").fetchone()[0] >= 1  # before the loss
+    assert db.execute("SELECT dev, lost_t_ns IS NOT NULL FROM devices ORDER BY dev").fetchall() == [(0, 0), (1, 1)]
+    assert db.execute("SELECT text FROM events WHERE kind='lost'").fetchall() == [("GPU 1 is lost",)]
+    db.close()
     said = re.search(r"gpumon: GPU 1 is lost at (\d+\.\d) s: it fell off the bus or needs a reset; the recording "
                      r"goes on with the other GPUs\n", se)
     assert said and 0.2 <= float(said.group(1)) <= 0.8, se

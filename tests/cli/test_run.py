@@ -279,6 +279,8 @@ def test_gpu_not_found(gpumon, tmp_path):
     side = tmp_path / "side"
     r = run(gpumon, tmp_path, ["--gpu", "7", "--", "touch", str(side)])
     assert r.returncode == 6
+    # shaped as every one-line error: "gpumon: COMMAND: OPTION VALUE: what is wrong", as -i says it
+    assert r.stderr == "gpumon: run: --gpu 7: no GPU with index 7 (1 GPU)\n", r.stderr
     assert not side.exists() and not (tmp_path / "rec.gpumon").exists()
 
 

@@ -276,13 +276,16 @@ def test_forensics_co_tenant(gpumon, tmp_path):
     assert "4194001" in line and "42.0 GiB" in line
     # the holders table: pid, user, GiB, job or not, command, owner (a pid not in our /proc: said so)
     row = next(l for l in r.stderr.splitlines() if l.strip().startswith("4194001"))
-    assert re.match(r"\s+4194001\s+\?\s+42\.00\s+no\s+inference-server  in another PID namespace$", row), row
+    # its user unknown: n/a, as everywhere else
+    assert re.match(r"\s+4194001\s+n/a\s+42\.00\s+no\s+inference-server  in another PID namespace$", row), row
     assert re.search(r"who held GPU 0 GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 at \d+\.\d\d s:", r.stderr)
     # the last seconds (the model keeps about one point a second; a GPU that did not change has few),
-    # as seconds from the moment
+    # as seconds before the moment ("2 s before", never "-2 s", which reads as a duration unknown)
     secs = re.search(r"GPU 0 used, about one point a second up to then: (.*?)(?: set | note: |$)", said(r.stderr))
-    points = re.findall(r"(-?\d+) s: ([\d.]+ GiB)", secs.group(1)) if secs else []
-    assert points and all(-10 <= int(s) <= 0 and b == "60.0 GiB" for s, b in points), r.stderr
+    points = re.findall(r"(?:^|, )(\d+ s before|then): ([\d.]+ GiB)", secs.group(1)) if secs else []
+    assert points and len(points) == len(secs.group(1).split(", ")), r.stderr
+    assert all((w == "then" or 1 <= int(w.split()[0]) <= 10) and b == "60.0 GiB" for w, b in points), r.stderr
+    assert "-" not in secs.group(1) and "?" not in said(r.stderr), r.stderr
     oom = events(tmp_path / "rec.gpumon", "oom")
     assert oom == ["PyTorch: torch.OutOfMemoryError: CUDA out of memory."]
 

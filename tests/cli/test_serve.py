@@ -406,6 +406,14 @@ def test_replay_refuses_live_options(gpumon, args, msg):
     assert r.returncode == 2 and msg in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "x", "100001", ""])
+def test_processes_bad_value_names_the_accepted_forms(gpumon, value):
+    r = gpumon(["serve", "--processes", value], scenario="gpu 0\n")
+    assert r.returncode == 2
+    assert r.stderr == (f"gpumon: serve: --processes '{value}': expected all, none or a whole number "
+                        "from 1 to 100000\n")
+
+
 def test_replay_of_what_is_not_a_recording(gpumon, tmp_path):
     bad = tmp_path / "not.gpumon"
     bad.write_text("hello")

@@ -32,6 +32,9 @@ typedef enum {
 	NVML_ERROR_GPU_IS_LOST = SCN_ERROR_GPU_IS_LOST,
 	NVML_ERROR_ARGUMENT_VERSION_MISMATCH = SCN_ERROR_ARGUMENT_VERSION_MISMATCH,
 	NVML_ERROR_UNKNOWN = SCN_ERROR_UNKNOWN,
+	/* the fake's own, no NVML code: the scenario could not be loaded; nvmlErrorString says why, so
+	   that the program under test shows the fake's problem, not a driver's */
+	FAKE_NVML_ERROR_SCENARIO = 1000,
 } nvmlReturn_t;
 
 struct fake_dev {
@@ -147,6 +150,7 @@ static struct fake_dev devs[SCN_MAX_GPUS]; /* device handles point here */
 static struct fake_dev mig_devs[SCN_MAX_MIG];
 static pthread_once_t trace_once = PTHREAD_ONCE_INIT;
 static int trace_fd = -1;
+static char scenario_error[1024]; /* why the last nvmlInit could not load the scenario */
 
 static void trace_open(void)
 {
@@ -235,7 +239,8 @@ __attribute__((destructor)) static void fake_nvml_fini(void)
 	pthread_mutex_unlock(&lock);
 }
 
-/* Loads the scenario file afresh; on failure prints one line to stderr and returns -1. */
+/* Loads the scenario file afresh; on failure keeps why in scenario_error (for nvmlErrorString) and
+ * returns -1. */
 static int load_scenario(void)
 {
 	const char *path = getenv("FAKE_NVML_SCENARIO");
@@ -244,23 +249,24 @@ static int load_scenario(void)
 	char *text;
 	struct scn *s = NULL;
 	if (!path || !*path) {
-		fprintf(stderr, "fake_nvml: FAKE_NVML_SCENARIO is not set\n");
+		snprintf(scenario_error, sizeof scenario_error,
+			 "fake_nvml has no scenario: set FAKE_NVML_SCENARIO to a scenario file (tests/fake_nvml/README.md)");
 		return -1;
 	}
 	if (!(text = read_file(path, &len))) {
-		fprintf(stderr, "fake_nvml: %s: %s\n", path, strerror(errno));
+		snprintf(scenario_error, sizeof scenario_error, "fake_nvml: %.600s: %s", path, strerror(errno));
 		return -1;
 	}
 	int line = scn_parse(text, len, &s, err, sizeof err);
 	free(text);
 	if (line) {
-		fprintf(stderr, "fake_nvml: %s:%s\n", path, err);
+		snprintf(scenario_error, sizeof scenario_error, "fake_nvml: %.600s:%s", path, err);
 		return -1;
 	}
 	unload_scenario();
 	scenario = s;
 	if (scn_state_init(&state, s) < 0) {
-		fprintf(stderr, "fake_nvml: %s: out of memory\n", path);
+		snprintf(scenario_error, sizeof scenario_error, "fake_nvml: %.600s: out of memory", path);
 		unload_scenario();
 		return -1;
 	}
@@ -429,7 +435,7 @@ static nvmlReturn_t init(unsigned fn)
 	pthread_mutex_lock(&lock);
 	trace(fn);
 	if (!init_count && load_scenario() < 0)
-		return end(NVML_ERROR_UNKNOWN);
+		return end(FAKE_NVML_ERROR_SCENARIO);
 	double until, t = elapsed();
 	if (scn_hang_until(scenario, fn, -1, t, &until)) {
 		/* no clock runs before the first init: its wait counts from the call */
@@ -437,7 +443,7 @@ static nvmlReturn_t init(unsigned fn)
 		sleep_for(until - t);
 		pthread_mutex_lock(&lock);
 		if (!init_count && load_scenario() < 0) /* another init may have changed it meanwhile */
-			return end(NVML_ERROR_UNKNOWN);
+			return end(FAKE_NVML_ERROR_SCENARIO);
 	}
 	if (scn_init_error(scenario))
 		r = (nvmlReturn_t)scn_init_error(scenario);
@@ -492,6 +498,8 @@ const char *nvmlErrorString(nvmlReturn_t r)
 	pthread_mutex_lock(&lock);
 	trace(SCN_FN_ERROR_STRING);
 	pthread_mutex_unlock(&lock);
+	if (r == FAKE_NVML_ERROR_SCENARIO) /* set once init failed, before the caller asks */
+		return scenario_error[0] ? scenario_error : "fake_nvml: the scenario could not be loaded";
 	if ((unsigned)r < sizeof text / sizeof text[0] && text[r])
 		return text[r];
 	return "Unknown Error";

@@ -25,10 +25,13 @@ enum fake_prop {
 /* A property's value as a scenario sets it: a number (or text), or the code its call returns. */
 #define FP_CODE_FLAG (1ull << 63) /* val & FP_CODE_FLAG: the call returns (int)(val & 0xFFFF) */
 
+#define FP_TEXT_LEN 96 /* serial and vbios: at most 95 bytes */
+
 /* The properties of one GPU at a time t. */
 struct fake_props {
 	uint64_t val[FP_N];  /* numbers, or FP_CODE_FLAG | code */
-	char serial[32], vbios[32];
+	/* longer than NVML's own 30 and 32 bytes, so that a scenario can test a caller's buffer size */
+	char serial[FP_TEXT_LEN], vbios[FP_TEXT_LEN];
 };
 
 /* Value kinds of the keys */

@@ -523,7 +523,7 @@ static int parse_prop(struct parser *p, const char *name, const char *val, unsig
 		return fail(p, "unknown key '%s'", shown(name, b));
 	*key = GK_N + (unsigned)fp;
 	if (kind == FPT_TEXT && val[0] != '!')
-		return parse_string(p, name, val, 32, v);
+		return parse_string(p, name, val, FP_TEXT_LEN, v);
 	const char *what = fake_prop_parse(kind, val, parse_code, v);
 	return what ? fail(p, "bad %s '%s' for %s", what, shown(val, b), name) : 0;
 }
