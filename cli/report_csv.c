@@ -141,11 +141,19 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 				 cli_safe_text(shown, sizeof shown, trim(f[i])));
 		used += k > 0 ? (size_t)k : 0;
 	}
+	if (!known && n < 2) { /* a line of prose or code, not a header */
+		char shown[64];
+		cli_set_err(err, errlen,
+			"%s is not a CSV of samples: its first line has no commas (%s); expected a header naming "
+			"columns, such as time,allocated or nvidia-smi's timestamp, memory.used [MiB] (docs/report.md)",
+			st->path, cli_safe_text(shown, sizeof shown, f[0]));
+		return EXIT_USAGE;
+	}
 	if (!known) {
 		cli_set_err(err, errlen,
 			"%s is not a CSV of samples: its first line names no column gpumon reads (time, t_s, timestamp, "
-			"memory.used, allocated, ...; docs/report.md)",
-			st->path);
+			"memory.used, allocated, ...; docs/report.md); it names: %s",
+			st->path, names);
 		return EXIT_USAGE;
 	}
 	if (st->h.dialect == D_GPUMON && !has_col(st, R_TIME)) {
@@ -155,9 +163,9 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 	}
 	if (!mem && st->h.dialect == D_GPUMON) {
 		cli_set_err(err, errlen,
-			"%s: the CSV has no memory column: it needs at least one of allocated, reserved, "
-			"max_allocated, process_used, device_used (bytes)",
-			st->path);
+			"%s is not a CSV of samples: its first line names no memory column (it names: %s); expected at "
+			"least one of allocated, reserved, max_allocated, process_used, device_used (bytes)",
+			st->path, names);
 		return EXIT_USAGE;
 	}
 	if (!mem) {
@@ -614,14 +622,21 @@ static int read_lines(struct csv_state *st, FILE *f, char *line, char *err, size
 		return EXIT_OTHER;
 	}
 	if (!have_first) {
-		cli_set_err(err, errlen, "%s is empty: no CSV header", st->path);
+		cli_set_err(err, errlen,
+			    "%s holds only blank lines and # comments: expected a CSV header naming columns (docs/report.md)",
+			    st->path);
 		return EXIT_USAGE;
 	}
-	if (!st->m && new_model(st) != GPUMON_OK) { /* a header and no row */
-		cli_set_err(err, errlen, "out of memory");
-		return EXIT_OTHER;
-	}
-	return 0;
+	/* a report of nothing would read as a run that held no memory: refused, with why */
+	if (st->m && gpumon_model_samples(st->m))
+		return 0;
+	if (st->skipped)
+		cli_set_err(err, errlen, "%s: nothing could be read: %ld rows skipped (the first: %s)", st->path,
+			    st->skipped, st->first_problem);
+	else
+		cli_set_err(err, errlen, "%s: nothing could be read: no rows of samples after its %s", st->path,
+			    st->jsonl ? "first line" : "header");
+	return EXIT_USAGE;
 }
 
 int report_read_text(const char *path, FILE *f, unsigned model_flags, double period_s, gpumon_model **out,
@@ -660,15 +675,4 @@ int report_read_text(const char *path, FILE *f, unsigned model_flags, double per
 int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err, size_t errlen)
 {
 	return report_read_text(path, f, model_flags, 0, out, NULL, 0, err, errlen);
-}
-
-int report_is_sqlite(const char *path)
-{
-	char head[16];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	size_t n = fread(head, 1, sizeof head, f);
-	fclose(f);
-	return n == 16 && !memcmp(head, "SQLite format 3", 16);
 }

@@ -1219,6 +1219,10 @@ GPUMON_API int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_
  * counts times. */
 GPUMON_API double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns);
 
+/* How many records of memory the model took (a GPU's, a process's, a framework's, a GPU lost):
+ * 0 when nothing of its input could be read (events alone say nothing of memory). */
+GPUMON_API uint64_t gpumon_model_samples(const gpumon_model *m);
+
 /* Series a verdict can be about */
 enum {
 	GPUMON_SERIES_NONE = 0,

@@ -44,6 +44,11 @@ double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns)
 	return m ? gpumon__model_seconds(m, t_ns) : 0;
 }
 
+uint64_t gpumon_model_samples(const gpumon_model *m)
+{
+	return m ? m->samples : 0;
+}
+
 /* ---- the object ------------------------------------------------------------------------------- */
 
 /* CUDA_VISIBLE_DEVICES from the run's settings ("NAME=VALUE" lines), or NULL. */
@@ -919,6 +924,8 @@ static int add_one(gpumon_model *m, const gpumon_record *r)
 		m->meta.start_mono_ns = r->t_ns;
 	if (r->t_ns > m->last_t)
 		m->last_t = r->t_ns;
+	if (r->kind >= GPUMON_REC_DEVICE && r->kind <= GPUMON_REC_FRAMEWORK)
+		m->samples++;
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE: return on_device(m, r);
 	case GPUMON_REC_PROCESS:

@@ -686,3 +686,34 @@ def test_seventy_gpus_sources_and_processes_all_counted(gpumon, tmp_path):
     r = gpumon(["watch", "--replay", str(path), "--speed", "0", "--batch", "-n", "1"])
     assert r.returncode == 0, r.stderr
     assert len(re.findall(r"^GPU \d+ ", r.stdout, re.M)) == n
+
+
+def test_recording_of_which_nothing_could_be_read_is_refused(gpumon, tmp_path):
+    """no samples, or every table damaged: one line saying nothing could be read, exit status 2 (bad
+    input), never a report of a run that held no memory; a recording with some of it readable is
+    still reported (0) and says what was lost"""
+    empty = Rec(tmp_path / "empty.gpumon")
+    empty.event(1.0, "marker", "started")  # events alone say nothing of memory
+    empty.close()
+    r = gpumon(["report", str(empty.path)])
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"gpumon: report: {empty.path}: nothing could be read: the recording holds no samples\n"
+    whole = big_recording(tmp_path / "whole.gpumon", 2000)
+    db = sqlite3.connect(whole)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.gpumon"
+    cut.write_bytes(data[:2 * page])  # the header and the schema: every table's rows gone
+    for args in ([], ["--json"], ["--html", str(tmp_path / "cut.html")]):
+        r = gpumon(["report", str(cut), *args])
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert r.stderr.startswith(f"gpumon: report: {cut}: nothing could be read: the file is damaged or cut "
+                                   f"short ({2 * page} bytes); ")
+        assert "table device_samples is unreadable" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "cut.html").exists()
+    half = tmp_path / "half.gpumon"
+    half.write_bytes(data[:len(data) // 2])
+    r = gpumon(["report", str(half)])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert re.search(r"^Not read: .*unreadable", r.stdout, re.M), r.stdout

@@ -264,6 +264,75 @@ def test_binary_file_is_one_line_and_2(gpumon, tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
+NOT_SAMPLES = [
+    # (file name, content, the words after "NAME ")
+    ("empty.csv", b"", "is empty: expected a gpumon recording or a text file of samples (docs/report.md)"),
+    ("comments.csv", b"# nothing\n\n", "holds only blank lines and # comments: expected a CSV header naming "
+     "columns (docs/report.md)"),
+    ("job.py", b"#!/usr/bin/env python3\nimport torch\n", "is not a CSV of samples: it is a script (its first "
+     "line: #!/usr/bin/env python3); expected a header naming columns, such as time,allocated (docs/report.md)"),
+    ("train.py", b"import os, time\nimport torch\n", "is not a CSV of samples: its first line names no memory "
+     "column (it names: import os, time); expected at least one of allocated, reserved, max_allocated, "
+     "process_used, device_used (bytes)"),
+    ("notes.txt", b"import torch\n", "is not a CSV of samples: its first line has no commas (import torch); "
+     "expected a header naming columns, such as time,allocated or nvidia-smi's timestamp, memory.used [MiB] "
+     "(docs/report.md)"),
+    ("page.html", b"<!DOCTYPE html>\n<html><body>a, b</body></html>\n", "is not a CSV of samples: it is HTML or "
+     "XML (its first line: <!DOCTYPE html>); expected a header naming columns, such as time,allocated "
+     "(docs/report.md)"),
+    ("noise.bin", b"time,allocated\n" + bytes(range(256)), "is not a CSV of samples nor a gpumon recording: it "
+     "holds binary data (a NUL byte at offset 15)"),
+    ("log.csv.gz", b"\x1f\x8b\x08\x00\x00\x00", "is gzip-compressed, not a CSV of samples: unpack it first "
+     "(gzip -d)"),
+    ("log.csv.zst", b"\x28\xb5\x2f\xfd\x00", "is zstd-compressed, not a CSV of samples: unpack it first "
+     "(zstd -d)"),
+    ("ps.csv", "timestamp, memory.used [MiB]\n".encode("utf-16"), "is UTF-16 text, not a CSV of samples in "
+     "UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"),
+    ("header.csv", b"time,allocated\n", ": nothing could be read: no rows of samples after its header"),
+    ("words.csv", b"time,allocated\n1,lots\n2,many\n", ": nothing could be read: 2 rows skipped (the first: "
+     "line 2: 'lots' is not a byte count in column allocated)"),
+    ("doc.json", b'{\n  "time": 1\n}\n', ": nothing could be read: 3 rows skipped (the first: line 1: not a "
+     "JSON object)"),
+]
+
+
+@pytest.mark.parametrize("name,content,words", NOT_SAMPLES, ids=[n for n, _, _ in NOT_SAMPLES])
+def test_a_file_that_is_no_samples_is_named_as_what_it_is(gpumon, tmp_path, name, content, words):
+    """one line, exit status 2, nothing on stdout: what the file is and what was expected"""
+    path = tmp_path / name
+    path.write_bytes(content)
+    r = gpumon(["report", str(path)])
+    assert (r.returncode, r.stdout) == (2, "")
+    sep = "" if words.startswith(":") else " "
+    assert r.stderr == f"gpumon: report: {path}{sep}{words}\n"
+
+
+@pytest.mark.parametrize("content", [b"hello\n" * 10, b"time,allocated\n0,1\n", b"SQLite format 3\0" + b"x" * 100])
+def test_a_gpumon_file_that_is_no_recording_is_named_in_exports_words(gpumon, tmp_path, content):
+    """a .gpumon, or any file with SQLite's header, goes to the library's reader: the same line as export's"""
+    path = tmp_path / "run.gpumon"
+    path.write_bytes(content)
+    r = gpumon(["report", str(path)])
+    e = gpumon(["export", str(path), "--csv"])
+    assert r.returncode == e.returncode == 255 and r.stdout == ""
+    assert r.stderr == f"gpumon: report: {path} is not a gpumon recording (not an SQLite database)\n"
+    assert r.stderr.replace("report: ", "") == e.stderr.replace("export: ", ""), (r.stderr, e.stderr)
+
+
+def test_html_says_the_file_it_wrote_on_stderr(gpumon, tmp_path):
+    page = tmp_path / "report.html"
+    r = gpumon(["report", fixture("smi-gpu-units.csv"), "--html", str(page)])
+    assert r.returncode == 0 and r.stdout.startswith("Report of ")
+    size = page.stat().st_size
+    assert 10 * 1024 < size < 1024 * 1024  # shown in KiB as cli_format_bytes does: 3 significant digits
+    kib = size / 1024
+    shown = f"{kib:.2f}" if kib < 10 else f"{kib:.1f}" if kib < 100 else f"{kib:.0f}"
+    assert r.stderr == f"gpumon: report: wrote {page} ({shown} KiB)\n", r.stderr
+    r = gpumon(["report", fixture("smi-gpu-units.csv"), "--json", "--html", str(page)])
+    assert r.returncode == 0 and json.loads(r.stdout)["format"] == 2
+    assert r.stderr.startswith(f"gpumon: report: wrote {page} (")
+
+
 def test_readme_names_what_report_reads():
     """The README's claim is the list of inputs this file tests, not "any tool"."""
     readme = open(os.path.join(ROOT, "README.md")).read()
