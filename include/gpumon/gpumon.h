@@ -541,6 +541,11 @@ typedef struct gpumon_sampler gpumon_sampler;
 #define GPUMON_EVENT_STALE "stale"         /* a driver call on GPU dev has not returned in 2 s */
 #define GPUMON_EVENT_ANSWERING "answering" /* GPU dev answers again */
 
+/* The dev of an EVENT record that names no GPU: a recording's events of kinds that name one
+ * (GPUMON_EVENT_STALE, GPUMON_EVENT_ANSWERING, GPUMON_EVENT_XID) keep their GPU; read from a
+ * recording written before they did, and every event of other kinds read back, dev is this. */
+#define GPUMON_DEV_NONE 0xFFFFFFFFu
+
 typedef struct gpumon_sampler_config {
 	unsigned size;              /* sizeof(gpumon_sampler_config) */
 	unsigned period_us;         /* memory sampling period; 0 = 10000 (10 ms); at least 1000 */

@@ -5,6 +5,7 @@
  * which come at least once a second, are the clock at which its processes and its job are judged,
  * so every front end judges them at the same moments. */
 #include "model.h"
+#include "../internal.h" /* gpumon__event_names_gpu */
 
 #include <stddef.h>
 #include <stdio.h>
@@ -901,6 +902,8 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 	}
 	struct mevent *e = &m->events[m->nevents];
 	e->t_ns = r->t_ns;
+	/* a recording made before events kept their GPU gives none: the event stays "GPU n/a" */
+	e->dev = gpumon__event_names_gpu(kind) && r->dev < m->ndev ? (int)r->dev : -1;
 	e->kind = strdup(kind);
 	e->text = dup_or_null(r->event_text);
 	if (!e->kind || (r->event_text && !e->text)) {

@@ -105,6 +105,7 @@ struct mseg {                   /* a framework source, one segment per restart o
 struct mevent {
 	uint64_t t_ns;
 	char *kind, *text;
+	int dev; /* the GPU an event of the sampler's names (stale, answering, xid); -1 none or unknown */
 };
 
 struct gpumon_model {

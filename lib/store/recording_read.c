@@ -310,7 +310,7 @@ static void start_walk(gpumon_reader *r)
 					 gpumon__rec_has_column(r, "framework_samples", "limit_bytes")
 					     ? REC_FRAMEWORK_COLUMNS_LIMIT
 					     : REC_FRAMEWORK_COLUMNS,
-					 REC_EVENT_COLUMNS};
+					 gpumon__rec_has_column(r, "events", "dev") ? REC_EVENT_COLUMNS_DEV : REC_EVENT_COLUMNS};
 	r->started = 1;
 	gpumon__rec_read_side_tables(r);
 	for (int i = 0; i < NCURSORS && !r->nomem; i++) {
