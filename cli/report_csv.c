@@ -749,8 +749,7 @@ static int read_lines(struct csv_state *st, FILE *f, char *line, char *err, size
 		cli_set_err(err, errlen, "%s: nothing could be read: %ld rows skipped (the first: %s)", st->path,
 			    st->skipped, st->first_problem);
 	else
-		cli_set_err(err, errlen, "%s: nothing could be read: no rows of samples after its %s", st->path,
-			    st->jsonl ? "first line" : "header");
+		cli_set_err(err, errlen, "%s: nothing could be read: no rows of samples after its header", st->path);
 	return EXIT_USAGE;
 }
 
