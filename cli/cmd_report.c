@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -30,12 +31,15 @@ static void help(void)
 	       "               of text: the same document as gpumon.report(FILE) in Python\n"
 	       "  --html OUT   also write a self-contained HTML page (no network needed) with the summary\n"
 	       "               and interactive timelines: GPUs, processes stacked, the framework's\n"
-	       "               figures, marks for the peak, the leak start, alerts (docs/report-html.md)\n"
+	       "               figures, marks for the peak, the leak start, alerts (docs/report-html.md);\n"
+	       "               the file written and its size are said on stderr\n"
 	       "  --period SECONDS  how far apart the rows of a log without a timestamp column are (its -l\n"
 	       "               period; default 1, and the report then says it was assumed)\n"
 	       "  -h, --help   this help\n\n"
-	       "A damaged recording is read as far as it is intact; what could not be read is named.\n"
-	       "Exit status: 0 ok, 2 bad usage or a file that is not one of these, 255 unreadable file.\n");
+	       "A file starting with SQLite's header or named *.gpumon is read as a recording. A damaged\n"
+	       "recording is read as far as it is intact; what could not be read is named.\n"
+	       "Exit status: 0 ok; 2 bad usage, a file that is not one of these, or one of which nothing\n"
+	       "could be read; 255 a file that cannot be read or is not a gpumon recording.\n");
 }
 
 struct opts {
@@ -108,6 +112,17 @@ static int read_recording(const char *path, unsigned flags, gpumon_model **out)
 			gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
 		st = GPUMON_OK;
 	}
+	if (st == GPUMON_OK && !gpumon_model_samples(m)) {
+		/* a report of nothing would read as a run that held no memory: refused, with what was lost */
+		const char *lost = gpumon_reader_damage(r)[0] ? gpumon_reader_damage(r) : gpumon_model_errmsg(m);
+		if (lost[0])
+			cli_error("report: %s: nothing could be read: %s", path, lost);
+		else
+			cli_error("report: %s: nothing could be read: the recording holds no samples", path);
+		gpumon_reader_destroy(r);
+		gpumon_model_destroy(m);
+		return EXIT_USAGE;
+	}
 	gpumon_reader_destroy(r);
 	if (st != GPUMON_OK) {
 		cli_error("report: %s: %s", path, gpumon_strerror(st));
@@ -176,6 +191,14 @@ static int write_html(const gpumon_model *m, const char *out)
 		cli_error("report: %s", err);
 		return EXIT_OTHER;
 	}
+	/* where the page went, on stderr: stdout carries the text or JSON report */
+	struct stat sb;
+	char size[32];
+	if (stat(out, &sb) == 0 && S_ISREG(sb.st_mode))
+		fprintf(stderr, "%s: report: wrote %s (%s)\n", cli_progname, out,
+			cli_format_bytes(size, sizeof size, (uint64_t)sb.st_size));
+	else
+		fprintf(stderr, "%s: report: wrote %s\n", cli_progname, out);
 	return EXIT_OK;
 }
 
@@ -191,7 +214,13 @@ int cmd_report(int argc, char **argv)
 	}
 	gpumon_model *m = NULL;
 	unsigned flags = o.html ? GPUMON_MODEL_TIMELINES : 0;
-	rc = report_is_sqlite(o.file) ? read_recording(o.file, flags, &m) : read_text(o.file, flags, o.period_s, &m);
+	char err[512] = "";
+	int kind;
+	if ((rc = report_file_kind(o.file, &kind, err, sizeof err)) != EXIT_OK) {
+		cli_error("report: %s", err);
+		return rc;
+	}
+	rc = kind == REPORT_FILE_RECORDING ? read_recording(o.file, flags, &m) : read_text(o.file, flags, o.period_s, &m);
 	if (rc != EXIT_OK)
 		return rc;
 	gpumon_model_finish(m, 0, -1);

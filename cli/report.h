@@ -41,8 +41,14 @@ int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_mod
 int report_read_text(const char *path, FILE *f, unsigned model_flags, double period_s, gpumon_model **out,
 		     char *notice, size_t nlen, char *err, size_t errlen);
 
-/* Whether the first bytes of a file are SQLite's header (a recording) rather than text. */
-int report_is_sqlite(const char *path);
+/* What report_file_kind found: a recording (SQLite's header, or a name ending in .gpumon: the
+ * library's reader then says when it is not one), or text to read as samples. */
+enum { REPORT_FILE_RECORDING = 1, REPORT_FILE_TEXT = 2 };
+
+/* Sets *kind from the file's name and first bytes. Returns EXIT_OK, or EXIT_USAGE with err naming
+ * what the file is instead (empty, compressed, UTF-16, binary, a script, HTML). A file that cannot
+ * be opened or read is left to the reader of text (*kind TEXT, EXIT_OK), which names why. */
+int report_file_kind(const char *path, int *kind, char *err, size_t errlen);
 
 /* Prints the document (docs/report.md) as the plain-text summary. */
 void report_print_text(FILE *f, const json_t *doc);

@@ -97,6 +97,17 @@ struct csv_state {
 	long round;         /* the -l round of a log without a time, and the GPUs and pids seen in it */
 	uint64_t seen[MAX_ROUND];
 	size_t nseen;
+	/* a --query-gpu log that names no GPU: nvidia-smi prints one row per GPU per interval, in index
+	   order, the rows of an interval sharing a timestamp: a row's GPU is its place among them */
+	int by_order;
+	int place;          /* the current row's place; -1 unknown */
+	double group_ts;    /* the current interval's timestamp, its rows so far and its first line */
+	unsigned group_n;
+	long group_line;
+	unsigned group_size; /* rows of the first interval: every interval has as many, or the GPUs
+				cannot be told apart */
+	unsigned uneven_n;
+	long uneven_line;    /* the first interval of another size; 0 none */
 	gpumon_model *m;
 };
 
@@ -125,6 +136,8 @@ static int has_process(const struct csv_state *st)
 static const char *const dialect_names[] = {"CSV", "Python monitor's file", "gpumon export table",
 					    "nvidia-smi log"};
 
+static const char *query_with_index(const struct csv_state *st, char *buf, size_t len);
+
 /* The header's checks: a time (except for nvidia-smi's logs, whose rows are a period apart) and a
  * memory column. 0, or an exit status with err set. */
 static int check_header(struct csv_state *st, char **f, int n, char *err, size_t errlen)
@@ -141,11 +154,19 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 				 cli_safe_text(shown, sizeof shown, trim(f[i])));
 		used += k > 0 ? (size_t)k : 0;
 	}
+	if (!known && n < 2) { /* a line of prose or code, not a header */
+		char shown[64];
+		cli_set_err(err, errlen,
+			"%s is not a CSV of samples: its first line has no commas (%s); expected a header naming "
+			"columns, such as time,allocated or nvidia-smi's timestamp, memory.used [MiB] (docs/report.md)",
+			st->path, cli_safe_text(shown, sizeof shown, f[0]));
+		return EXIT_USAGE;
+	}
 	if (!known) {
 		cli_set_err(err, errlen,
 			"%s is not a CSV of samples: its first line names no column gpumon reads (time, t_s, timestamp, "
-			"memory.used, allocated, ...; docs/report.md)",
-			st->path);
+			"memory.used, allocated, ...; docs/report.md); it names: %s",
+			st->path, names);
 		return EXIT_USAGE;
 	}
 	if (st->h.dialect == D_GPUMON && !has_col(st, R_TIME)) {
@@ -155,9 +176,9 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 	}
 	if (!mem && st->h.dialect == D_GPUMON) {
 		cli_set_err(err, errlen,
-			"%s: the CSV has no memory column: it needs at least one of allocated, reserved, "
-			"max_allocated, process_used, device_used (bytes)",
-			st->path);
+			"%s is not a CSV of samples: its first line names no memory column (it names: %s); expected at "
+			"least one of allocated, reserved, max_allocated, process_used, device_used (bytes)",
+			st->path, names);
 		return EXIT_USAGE;
 	}
 	if (!mem) {
@@ -168,6 +189,16 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 		return EXIT_USAGE;
 	}
 	st->real_pids = has_col(st, R_PID);
+	st->by_order = st->h.dialect == D_SMI && !st->real_pids && !has_col(st, R_DEV) && !has_col(st, R_UUID) &&
+		       !has_col(st, R_BUS);
+	if (st->by_order && !has_col(st, R_TIMESTAMP)) {
+		char q[300];
+		cli_set_err(err, errlen,
+			    "%s: cannot tell its GPUs apart: it has no GPU column (index, uuid, pci.bus_id) and no "
+			    "timestamp; log them: nvidia-smi --query-gpu=%s --format=csv -l 1",
+			    st->path, query_with_index(st, q, sizeof q));
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -200,12 +231,17 @@ static int new_model(struct csv_state *st)
 }
 
 /* The GPU of a row: its index, else its UUID or bus id numbered in the order the file names them,
- * else 0. Declared to the model when new. -1 when the file names more than MAX_DEVS. */
-static int gpu_of(struct csv_state *st, const struct import_row *row)
+ * else its place among the rows of its interval (place >= 0), else 0. Declared to the model when
+ * new. -1 when the file names more than MAX_DEVS. */
+static int gpu_of(struct csv_state *st, const struct import_row *row, int place)
 {
 	const char *key = row->known[R_UUID] ? row->text[R_UUID] : row->known[R_BUS] ? row->text[R_BUS] : NULL;
 	unsigned dev = 0;
-	if (row->known[R_DEV]) {
+	if (place >= 0) {
+		if (place >= MAX_DEVS)
+			return -1;
+		dev = (unsigned)place;
+	} else if (row->known[R_DEV]) {
 		if (row->v[R_DEV] < 0 || row->v[R_DEV] >= MAX_DEVS || row->v[R_DEV] != floor(row->v[R_DEV]))
 			return -1;
 		dev = (unsigned)row->v[R_DEV];
@@ -350,11 +386,72 @@ static int is_bytes(int role)
 	       role == R_DEVFREE || role == R_DEVTOTAL || role == R_DEVRESERVED || role == R_USEDMIN || role == R_USEDMAX;
 }
 
+/* An interval of a log that names no GPU ends: it had as many rows as the first one, or the GPUs
+ * cannot be told apart (said at the end). The last may be shorter: the log stopped within it. */
+static void end_interval(struct csv_state *st, int last)
+{
+	if (!st->group_n)
+		return;
+	if (!st->group_size)
+		st->group_size = st->group_n;
+	else if (st->group_n != st->group_size && !(last && st->group_n < st->group_size) && !st->uneven_line) {
+		st->uneven_line = st->group_line;
+		st->uneven_n = st->group_n;
+	}
+}
+
+/* The place of a row of a log that names no GPU among the rows sharing its timestamp: counted for
+ * every row, a skipped one too, so that one bad field moves no other row to another GPU. */
+static void interval_place(struct csv_state *st, char **f, int n)
+{
+	struct import_row ts;
+	int c = st->h.col[R_TIMESTAMP];
+	memset(&ts, 0, sizeof ts);
+	st->place = -1;
+	if (c < 0 || c >= n || import_field(R_TIMESTAMP, 1, trim(f[c]), &ts) != 1)
+		return;
+	if (st->group_n && ts.v[R_TIMESTAMP] == st->group_ts) {
+		st->place = (int)st->group_n++;
+		return;
+	}
+	end_interval(st, 0);
+	st->group_ts = ts.v[R_TIMESTAMP];
+	st->group_n = 1;
+	st->group_line = st->line;
+	st->place = 0;
+}
+
+/* The query that logs what the file has, with each GPU's index: a header's fields without units. */
+static const char *query_with_index(const struct csv_state *st, char *buf, size_t len)
+{
+	char line[512], *f[MAX_COLS];
+	size_t used = 0;
+	snprintf(line, sizeof line, "%s", st->header_line ? st->header_line : "");
+	int n = split(line, f, MAX_COLS), have_ts = 0;
+	buf[0] = 0;
+	for (int i = 0; i < n; i++)
+		have_ts |= !strcmp(trim(f[i]), "timestamp");
+	for (int i = -1; i < n && used < len; i++) {
+		char name[64], shown[64];
+		snprintf(name, sizeof name, "%s", i < 0 ? (have_ts ? "timestamp" : "timestamp,index") : trim(f[i]));
+		name[strcspn(name, " [")] = 0; /* "memory.used [MiB]" */
+		if (i >= 0 && !strcmp(name, "timestamp"))
+			snprintf(name, sizeof name, "index");
+		if (!name[0])
+			continue;
+		int k = snprintf(buf + used, len - used, "%s%s", used ? "," : "", cli_safe_text(shown, sizeof shown, name));
+		used += k > 0 ? (size_t)k : 0;
+	}
+	return buf;
+}
+
 /* A CSV line's fields into row; 0, or -1 after naming the field that is not a value (skipped). */
 static int csv_fields(struct csv_state *st, char *line, struct import_row *row)
 {
 	char *f[MAX_COLS];
 	int n = split(line, f, MAX_COLS);
+	if (st->by_order)
+		interval_place(st, f, n);
 	for (int r = 0; r < NROLES; r++) {
 		if (st->h.col[r] < 0 || st->h.col[r] >= n)
 			continue;
@@ -450,7 +547,7 @@ static int take_row(struct csv_state *st, const struct import_row *row)
 	/* a file of the framework's figures alone names no GPU: none is declared */
 	int gpus = has_col(st, R_DEVUSED) || has_col(st, R_PROC) || has_col(st, R_DEV) || has_col(st, R_UUID) ||
 		   has_col(st, R_BUS) || has_col(st, R_DEVTOTAL);
-	int dev = gpus ? gpu_of(st, row) : 0;
+	int dev = gpus ? gpu_of(st, row, st->by_order ? st->place : -1) : 0;
 	if (dev == -2)
 		return GPUMON_E_NOMEM;
 	if (dev < 0) {
@@ -559,6 +656,20 @@ static int name_losses(const struct csv_state *st)
 	return rc;
 }
 
+/* The note of a log that names no GPU and has several: how they were told apart. */
+static int name_order(struct csv_state *st)
+{
+	if (!st->by_order || st->group_size < 2 || !st->m)
+		return GPUMON_OK;
+	char text[200];
+	snprintf(text, sizeof text,
+		 "no index column: %u GPUs told apart by the order of the rows sharing a timestamp (nvidia-smi "
+		 "prints them in index order)",
+		 st->group_size);
+	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = REPORT_CSV_T0_NS, .event_kind = "note", .event_text = text};
+	return gpumon_model_add(st->m, &e, 1);
+}
+
 /* The note of a log without a time: its rows were taken a period apart. Also said on stderr. */
 static int name_period(struct csv_state *st, char *notice, size_t nlen)
 {
@@ -613,15 +724,33 @@ static int read_lines(struct csv_state *st, FILE *f, char *line, char *err, size
 		cli_set_err(err, errlen, "%s: read error: %s", st->path, strerror(errno));
 		return EXIT_OTHER;
 	}
+	if (st->by_order) {
+		end_interval(st, 1);
+		if (st->uneven_line) {
+			char q[300];
+			cli_set_err(err, errlen,
+				    "%s: cannot tell its GPUs apart: it has no index column, and its rows sharing a "
+				    "timestamp come %u at a time, but %u at line %ld; log the index: nvidia-smi "
+				    "--query-gpu=%s --format=csv -l 1",
+				    st->path, st->group_size, st->uneven_n, st->uneven_line, query_with_index(st, q, sizeof q));
+			return EXIT_USAGE;
+		}
+	}
 	if (!have_first) {
-		cli_set_err(err, errlen, "%s is empty: no CSV header", st->path);
+		cli_set_err(err, errlen,
+			    "%s holds only blank lines and # comments: expected a CSV header naming columns (docs/report.md)",
+			    st->path);
 		return EXIT_USAGE;
 	}
-	if (!st->m && new_model(st) != GPUMON_OK) { /* a header and no row */
-		cli_set_err(err, errlen, "out of memory");
-		return EXIT_OTHER;
-	}
-	return 0;
+	/* a report of nothing would read as a run that held no memory: refused, with why */
+	if (st->m && gpumon_model_samples(st->m))
+		return 0;
+	if (st->skipped)
+		cli_set_err(err, errlen, "%s: nothing could be read: %ld rows skipped (the first: %s)", st->path,
+			    st->skipped, st->first_problem);
+	else
+		cli_set_err(err, errlen, "%s: nothing could be read: no rows of samples after its header", st->path);
+	return EXIT_USAGE;
 }
 
 int report_read_text(const char *path, FILE *f, unsigned model_flags, double period_s, gpumon_model **out,
@@ -644,7 +773,8 @@ int report_read_text(const char *path, FILE *f, unsigned model_flags, double per
 	st->period_assumed = !(period_s > 0);
 	int rc = read_lines(st, f, line, err, errlen);
 	free(line);
-	if (!rc && (name_losses(st) != GPUMON_OK || name_period(st, notice, nlen) != GPUMON_OK)) {
+	if (!rc && (name_losses(st) != GPUMON_OK || name_period(st, notice, nlen) != GPUMON_OK ||
+		    name_order(st) != GPUMON_OK)) {
 		cli_set_err(err, errlen, "out of memory");
 		rc = EXIT_OTHER;
 	}
@@ -660,15 +790,4 @@ int report_read_text(const char *path, FILE *f, unsigned model_flags, double per
 int report_csv_model(const char *path, FILE *f, unsigned model_flags, gpumon_model **out, char *err, size_t errlen)
 {
 	return report_read_text(path, f, model_flags, 0, out, NULL, 0, err, errlen);
-}
-
-int report_is_sqlite(const char *path)
-{
-	char head[16];
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return 0;
-	size_t n = fread(head, 1, sizeof head, f);
-	fclose(f);
-	return n == 16 && !memcmp(head, "SQLite format 3", 16);
 }

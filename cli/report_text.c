@@ -46,8 +46,29 @@ static void print_source(FILE *f, const json_t *s)
 		fprintf(f, "Exit status:    %lld\n", (long long)doc_num(s, "exit_status"));
 }
 
+/* The events that name GPU dev (a driver call on it that hung, its return, an Xid: the document's
+ * events with that dev), one a line under it; dev -1: the stale and answering events that name no
+ * GPU (a recording made before events kept theirs), under "GPU n/a". */
+static void print_gpu_events(FILE *f, const json_t *events, long long dev)
+{
+	const json_t *e;
+	size_t i;
+	char t[SAFE_MAX];
+	json_array_foreach(events, i, e)
+	{
+		const json_t *d = json_object_get(e, "dev");
+		const char *kind = doc_str(e, "kind");
+		int here = dev >= 0 ? json_is_integer(d) && json_integer_value(d) == dev
+				    : !json_is_integer(d) && kind &&
+					  (!strcmp(kind, GPUMON_EVENT_STALE) || !strcmp(kind, GPUMON_EVENT_ANSWERING));
+		if (here)
+			fprintf(f, "  %.1f s: %s\n", doc_num(e, "time"),
+				doc_str(e, "text") ? safe_str(t, 300, e, "text") : safe_str(t, 40, e, "kind"));
+	}
+}
+
 /* A GPU: its name and total, then what the run did on it, where the document has it. */
-static void print_device(FILE *f, const json_t *d)
+static void print_device(FILE *f, const json_t *d, const json_t *events)
 {
 	char a[32], b[32], c[32], w[640], name[SAFE_MAX];
 	long long dev = (long long)doc_num(d, "dev");
@@ -72,6 +93,22 @@ static void print_device(FILE *f, const json_t *d)
 	if (json_is_object(job) && doc_has_num(d, "others_peak_bytes") && doc_num(d, "others_peak_bytes") > 0)
 		fprintf(f, "  the other processes %s at the job's peak, at most %s together\n",
 			bytes(c, sizeof c, d, "others_at_job_peak_bytes"), bytes(a, sizeof a, d, "others_peak_bytes"));
+	print_gpu_events(f, events, dev);
+}
+
+/* Whether any stale or answering event names no GPU. */
+static int gpu_events_unnamed(const json_t *events)
+{
+	const json_t *e;
+	size_t i;
+	json_array_foreach(events, i, e)
+	{
+		const char *kind = doc_str(e, "kind");
+		if (!json_is_integer(json_object_get(e, "dev")) && kind &&
+		    (!strcmp(kind, GPUMON_EVENT_STALE) || !strcmp(kind, GPUMON_EVENT_ANSWERING)))
+			return 1;
+	}
+	return 0;
 }
 
 /* The run's verdict, and every series judged when there are several (a restarted step counter's
@@ -282,7 +319,12 @@ void report_print_text(FILE *f, const json_t *document)
 	int csv = type && !strcmp(type, "csv");
 	size_t i;
 	print_source(f, s);
-	json_array_foreach(json_object_get(doc, "devices"), i, d) print_device(f, d);
+	const json_t *events = json_object_get(doc, "events");
+	json_array_foreach(json_object_get(doc, "devices"), i, d) print_device(f, d, events);
+	if (gpu_events_unnamed(events)) {
+		fprintf(f, "GPU n/a:        the recording did not keep which GPU these were about\n");
+		print_gpu_events(f, events, -1);
+	}
 	print_leak(f, doc);
 	print_peak(f, json_object_get(doc, "peak"));
 	print_memory(f, doc, csv);

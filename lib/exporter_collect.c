@@ -177,17 +177,18 @@ static void on_process(gpumon_exporter *e, const gpumon_record *r)
 	ep->have_cur = 1;
 }
 
-/* The sampler's word on a GPU whose driver calls hang: down until it answers again. A recording's
- * events carry no GPU (a replay shows the figures as the recording left them). */
+/* The sampler's word on a GPU whose driver calls hang: down until it answers again, live or
+ * replayed (a recording keeps the GPU of these events; one made before it did names none, dev
+ * GPUMON_DEV_NONE, and marks nothing). A replay counts no Xid: those are the live driver's. */
 static void on_event(gpumon_exporter *e, const gpumon_record *r)
 {
-	if (e->replaying || r->dev >= e->ngpus || !r->event_kind)
+	if (r->dev >= e->ngpus || !r->event_kind)
 		return;
 	if (!strcmp(r->event_kind, GPUMON_EVENT_STALE))
 		e->gpus[r->dev].stale = 1;
 	else if (!strcmp(r->event_kind, GPUMON_EVENT_ANSWERING))
 		e->gpus[r->dev].stale = 0;
-	else if (!strcmp(r->event_kind, GPUMON_EVENT_XID))
+	else if (!e->replaying && !strcmp(r->event_kind, GPUMON_EVENT_XID))
 		gpumon__exporter_xid(e, r);
 }
 

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include <gpumon/gpumon.h>
@@ -157,6 +158,15 @@ struct gpumon {
    gpumon_create gives up opening (healthy calls take microseconds to a few milliseconds; this
    leaves room for a loaded machine). */
 #define GPUMON__DRIVER_DEADLINE_NS 2000000000ull
+
+/* Whether an EVENT record of this kind names a GPU in its dev (the sampler's word on one GPU's
+ * health: stale, answering, Xid): the recording keeps it, the model lists the event under that
+ * GPU. Inline: the reader and the model are also compiled alone into the fuzz targets. */
+static inline int gpumon__event_names_gpu(const char *kind)
+{
+	return kind && (!strcmp(kind, GPUMON_EVENT_STALE) || !strcmp(kind, GPUMON_EVENT_ANSWERING) ||
+			!strcmp(kind, GPUMON_EVENT_XID));
+}
 
 /* Keeps g alive for a thread of the library until the matching gpumon__release(). */
 void gpumon__hold(gpumon *g);

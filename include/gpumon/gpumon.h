@@ -548,6 +548,11 @@ typedef struct gpumon_sampler gpumon_sampler;
 #define GPUMON_EVENT_STALE "stale"         /* a driver call on GPU dev has not returned in 2 s */
 #define GPUMON_EVENT_ANSWERING "answering" /* GPU dev answers again */
 
+/* The dev of an EVENT record that names no GPU: a recording's events of kinds that name one
+ * (GPUMON_EVENT_STALE, GPUMON_EVENT_ANSWERING, GPUMON_EVENT_XID) keep their GPU; read from a
+ * recording written before they did, and every event of other kinds read back, dev is this. */
+#define GPUMON_DEV_NONE 0xFFFFFFFFu
+
 typedef struct gpumon_sampler_config {
 	unsigned size;              /* sizeof(gpumon_sampler_config) */
 	unsigned period_us;         /* memory sampling period; 0 = 10000 (10 ms); at least 1000 */
@@ -1233,6 +1238,10 @@ GPUMON_API int gpumon_model_finish(gpumon_model *m, uint64_t end_t_ns, int exit_
 /* Seconds from the run's start (the recording's, else the first record's) to t_ns, as the document
  * counts times. */
 GPUMON_API double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns);
+
+/* How many records of memory the model took (a GPU's, a process's, a framework's, a GPU lost):
+ * 0 when nothing of its input could be read (events alone say nothing of memory). */
+GPUMON_API uint64_t gpumon_model_samples(const gpumon_model *m);
 
 /* Series a verdict can be about */
 enum {

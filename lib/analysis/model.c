@@ -5,6 +5,7 @@
  * which come at least once a second, are the clock at which its processes and its job are judged,
  * so every front end judges them at the same moments. */
 #include "model.h"
+#include "../internal.h" /* gpumon__event_names_gpu */
 
 #include <stddef.h>
 #include <stdio.h>
@@ -42,6 +43,11 @@ double gpumon__model_seconds(const gpumon_model *m, uint64_t t_ns)
 double gpumon_model_seconds(const gpumon_model *m, uint64_t t_ns)
 {
 	return m ? gpumon__model_seconds(m, t_ns) : 0;
+}
+
+uint64_t gpumon_model_samples(const gpumon_model *m)
+{
+	return m ? m->samples : 0;
 }
 
 /* ---- the object ------------------------------------------------------------------------------- */
@@ -896,6 +902,8 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 	}
 	struct mevent *e = &m->events[m->nevents];
 	e->t_ns = r->t_ns;
+	/* a recording made before events kept their GPU gives none: the event stays "GPU n/a" */
+	e->dev = gpumon__event_names_gpu(kind) && r->dev < m->ndev ? (int)r->dev : -1;
 	e->kind = strdup(kind);
 	e->text = dup_or_null(r->event_text);
 	if (!e->kind || (r->event_text && !e->text)) {
@@ -919,6 +927,8 @@ static int add_one(gpumon_model *m, const gpumon_record *r)
 		m->meta.start_mono_ns = r->t_ns;
 	if (r->t_ns > m->last_t)
 		m->last_t = r->t_ns;
+	if (r->kind >= GPUMON_REC_DEVICE && r->kind <= GPUMON_REC_FRAMEWORK)
+		m->samples++;
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE: return on_device(m, r);
 	case GPUMON_REC_PROCESS:

@@ -105,6 +105,7 @@ struct mseg {                   /* a framework source, one segment per restart o
 struct mevent {
 	uint64_t t_ns;
 	char *kind, *text;
+	int dev; /* the GPU an event of the sampler's names (stale, answering, xid); -1 none or unknown */
 };
 
 struct gpumon_model {
@@ -147,6 +148,7 @@ struct gpumon_model {
 	uint64_t first_t, last_t, end_t;
 	int exit_status, finished;
 	uint64_t records, refused;
+	uint64_t samples;            /* records of memory (a GPU's, a process's, a framework's) taken */
 	uint64_t out_of_range;      /* records left out for a byte figure above GPUMON_MAX_BYTES ... */
 	char out_of_range_first[128]; /* ... and the first of them, described */
 	char *damage;

@@ -515,8 +515,9 @@ static int alerts_events_json(const gpumon_model *m, json_t *doc)
 			return -1;
 	for (size_t i = 0; i < m->nevents; i++) {
 		const struct mevent *e = &m->events[i];
-		if (json_array_append_new(events, json_pack("{s:o, s:o, s:o}", "time", secs(m, e->t_ns), "kind",
-							    jstr(e->kind), "text", jstr(e->text))))
+		if (json_array_append_new(events, json_pack("{s:o, s:o, s:o, s:o}", "time", secs(m, e->t_ns), "kind",
+							    jstr(e->kind), "text", jstr(e->text), "dev",
+							    e->dev >= 0 ? json_integer(e->dev) : json_null())))
 			return -1;
 	}
 	return put(doc, "events_dropped", u64(m->events_dropped));

@@ -101,6 +101,14 @@ static char *meta_text(gpumon_reader *r, const char *key)
 	return found ? t : NULL;
 }
 
+/* The one wording of a file that is not a recording (every front end shows the reader's message):
+ * not SQLite at all, or another program's database. */
+static int not_a_recording(gpumon_reader *r, int sqlite)
+{
+	return seterr(r, GPUMON_E_INVAL, "%s is not a gpumon recording (%s)", r->path,
+		      sqlite ? "an SQLite database of another program" : "not an SQLite database");
+}
+
 /* Opens the database and checks it is a recording of a format we read. */
 static int open_checked(gpumon_reader *r)
 {
@@ -122,8 +130,7 @@ static int open_checked(gpumon_reader *r)
 	if (gpumon__rec_nomem(r, rc) || !r->db)
 		return seterr(r, GPUMON_E_NOMEM, "%s: out of memory", r->path);
 	if (rc == SQLITE_NOTADB || (rc == SQLITE_OK && app != REC_APPLICATION_ID))
-		return seterr(r, GPUMON_E_INVAL, "%s is not a gpumon recording (%s)", r->path,
-			      rc == SQLITE_NOTADB ? "not an SQLite database" : "an SQLite database of another program");
+		return not_a_recording(r, rc != SQLITE_NOTADB);
 	if ((rc & 0xff) == SQLITE_CORRUPT) {
 		/* SQLite refuses a file shorter than its header says (cut off by a full disk or a partial
 		 * copy) unless the schema may be "written"; on a read-only connection that only lets it
@@ -135,8 +142,7 @@ static int open_checked(gpumon_reader *r)
 		}
 	}
 	if (rc == SQLITE_NOTADB && app != 0 && app != REC_APPLICATION_ID)
-		return seterr(r, GPUMON_E_INVAL, "%s is not a gpumon recording (an SQLite database of another program)",
-			      r->path);
+		return not_a_recording(r, 1);
 	if (gpumon__rec_nomem(r, rc))
 		return seterr(r, GPUMON_E_NOMEM, "%s: out of memory", r->path);
 	if (rc != SQLITE_OK)
@@ -304,7 +310,7 @@ static void start_walk(gpumon_reader *r)
 					 gpumon__rec_has_column(r, "framework_samples", "limit_bytes")
 					     ? REC_FRAMEWORK_COLUMNS_LIMIT
 					     : REC_FRAMEWORK_COLUMNS,
-					 REC_EVENT_COLUMNS};
+					 gpumon__rec_has_column(r, "events", "dev") ? REC_EVENT_COLUMNS_DEV : REC_EVENT_COLUMNS};
 	r->started = 1;
 	gpumon__rec_read_side_tables(r);
 	for (int i = 0; i < NCURSORS && !r->nomem; i++) {

@@ -370,8 +370,9 @@ static int fill_framework(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, g
 	return 1;
 }
 
-/* Columns: 0 rowid, 1 t_ns, 2 kind, 3 text. "job" events are the job's pids, "lost" events a
- * GPU's loss: both go back to the records they were written from. */
+/* Columns: 0 rowid, 1 t_ns, 2 kind, 3 text[, 4 dev]. "job" events are the job's pids, "lost" events a
+ * GPU's loss: both go back to the records they were written from. An event names its GPU when the
+ * recording kept one (GPUMON_DEV_NONE otherwise, and for a GPU the file does not list). */
 static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 {
 	free(r->kind_buf);
@@ -402,7 +403,9 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 				o->dev = d;
 				return 1;
 			}
+	unsigned dev;
 	o->kind = GPUMON_REC_EVENT;
+	o->dev = sqlite3_column_count(s) > 4 && col_u32(s, 4, &dev) && dev < r->ndevices ? dev : GPUMON_DEV_NONE;
 	o->event_kind = r->kind_buf;
 	o->event_text = r->text_buf;
 	return 1;

@@ -65,7 +65,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 	"INSERT INTO framework_sources (pid, device, framework, first_t_ns) VALUES (?1, ?2, ?3, ?4)",
     [ST_FSAMPLE] = "INSERT INTO framework_samples (t_ns, source, step, allocated_bytes, reserved_bytes,"
 		   " max_allocated_bytes, limit_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [ST_EVENT] = "INSERT INTO events (t_ns, kind, text) VALUES (?1, ?2, ?3)",
+    [ST_EVENT] = "INSERT INTO events (t_ns, kind, text, dev) VALUES (?1, ?2, ?3, ?4)",
 };
 
 /* A process listed on a device and not yet gone: its row in `processes`. */
@@ -605,6 +605,7 @@ static int write_lost(gpumon_recording *r, const gpumon_record *rec)
 	bind_u64(s, 1, rec->t_ns);
 	sqlite3_bind_text(s, 2, "lost", -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
+	sqlite3_bind_null(s, 4); /* the reader knows the lost GPU from devices.lost_t_ns */
 	return run(r, ST_EVENT);
 }
 
@@ -634,7 +635,8 @@ static int check_records(gpumon_recording *r, const gpumon_record *recs, size_t 
 	return GPUMON_OK;
 }
 
-static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text)
+/* An event; dev: the GPU it names (an event of the sampler's about one GPU), or -1. */
+static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text, int64_t dev)
 {
 	sqlite3_stmt *s = r->st[ST_EVENT];
 	bind_u64(s, 1, t_ns);
@@ -643,6 +645,10 @@ static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, con
 		sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, 3);
+	if (dev >= 0)
+		sqlite3_bind_int64(s, 4, dev);
+	else
+		sqlite3_bind_null(s, 4);
 	return run(r, ST_EVENT);
 }
 
@@ -655,7 +661,7 @@ static int write_job(gpumon_recording *r, const gpumon_record *rec)
 		snprintf(text, sizeof text, "pid %u: %.*s", p->pid, (int)sizeof p->cmdline, p->cmdline);
 	else
 		snprintf(text, sizeof text, "pid %u", p->pid);
-	return write_event(r, rec->t_ns, REC_JOB_EVENT, text);
+	return write_event(r, rec->t_ns, REC_JOB_EVENT, text, -1);
 }
 
 static int write_framework(gpumon_recording *r, const gpumon_record *rec);
@@ -679,7 +685,10 @@ int gpumon_recording_write(gpumon_recording *r, const gpumon_record *recs, size_
 		case GPUMON_REC_DEVICE: st = write_device(r, rec); break;
 		case GPUMON_REC_LOST: st = write_lost(r, rec); break;
 		case GPUMON_REC_FRAMEWORK: st = write_framework(r, rec); break;
-		case GPUMON_REC_EVENT: st = write_event(r, rec->t_ns, rec->event_kind, rec->event_text); break;
+		case GPUMON_REC_EVENT:
+			st = write_event(r, rec->t_ns, rec->event_kind, rec->event_text,
+					 gpumon__event_names_gpu(rec->event_kind) && rec->dev < r->ndev ? (int64_t)rec->dev : -1);
+			break;
 		case GPUMON_REC_JOB: st = write_job(r, rec); break;
 		default: st = write_process(r, rec); break;
 		}

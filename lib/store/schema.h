@@ -11,7 +11,8 @@
 
 /* The schema of format version 1. Within a version, tables and columns may be added (readers name
  * the columns they read); framework_samples.limit_bytes and processes.owner_* were added this way,
- * so a reader checks for them before reading them. */
+ * so a reader checks for them before reading them. events.dev (the GPU an event of the sampler names, NULL for
+ * the others) was added the same way. */
 /* clang-format off */
 #define REC_SCHEMA_SQL \
 	"PRAGMA application_id = " REC_STR(REC_APPLICATION_ID) ";" \
@@ -36,7 +37,7 @@
 	" device INTEGER, framework TEXT, first_t_ns INTEGER NOT NULL);" \
 	"CREATE TABLE framework_samples (t_ns INTEGER NOT NULL, source INTEGER NOT NULL, step INTEGER," \
 	" allocated_bytes INTEGER, reserved_bytes INTEGER, max_allocated_bytes INTEGER, limit_bytes INTEGER);" \
-	"CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT);"
+	"CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT, dev INTEGER);"
 /* clang-format on */
 
 /* The MIG side of the device table (added within format 1; recording_mig.c): one row per device
@@ -67,5 +68,6 @@
 	"owner_namespace = ?18, owner_pod = ?19, owner_container = ?20, owner_slurm_job = ?21, "             \
 	"owner_slurm_step = ?22, owner_unit = ?23"
 #define REC_EVENT_COLUMNS "t_ns, kind, text"
+#define REC_EVENT_COLUMNS_DEV REC_EVENT_COLUMNS ", dev"
 
 #endif

@@ -239,7 +239,7 @@ class Rec:
             self.db.execute("INSERT INTO processes (dev, pid, first_t_ns, flags, foreign_pid, user, command)"
                             " VALUES (0, ?, ?, 49, 0, ?, ?)", (pid, self.t(s), user, command))
             if job:  # a pid of the job's tree, as the library's writer stores it
-                self.db.execute("INSERT INTO events VALUES (?, 'job', ?)", (self.t(s), f"pid {pid}"))
+                self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, 'job', ?)", (self.t(s), f"pid {pid}"))
         self.db.execute("INSERT INTO process_samples VALUES (?, 0, ?, ?, 0)", (self.t(s), pid, used))
 
     def framework(self, s, pid, step, allocated, reserved, max_allocated=None):
@@ -252,7 +252,7 @@ class Rec:
                         (self.t(s), self.sources[pid], step, allocated, reserved, max_allocated or allocated))
 
     def event(self, s, kind, text):
-        self.db.execute("INSERT INTO events VALUES (?, ?, ?)", (self.t(s), kind, text))
+        self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, ?, ?)", (self.t(s), kind, text))
 
     def close(self):
         self.db.commit()
@@ -631,8 +631,8 @@ def test_alert_given_live_listed_once(gpumon, tmp_path):
     # the moment of the model's alert, on the recording's clock (a framework sample's time)
     t_ns = min(times.values(), key=lambda t: abs((t - rec.start) / 1e9 - doc["alerts"][0]["time"]))
     db = sqlite3.connect(rec.path)
-    db.execute("INSERT INTO events VALUES (?, 'alert', 'leak suspected (told live)')", (t_ns,))
-    db.execute("INSERT INTO events VALUES (?, 'alert', 'over --limit')", (rec.t(35.0),))
+    db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, 'alert', 'leak suspected (told live)')", (t_ns,))
+    db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, 'alert', 'over --limit')", (rec.t(35.0),))
     db.commit()
     db.close()
     doc = report_json(gpumon, rec.path)
@@ -686,3 +686,124 @@ def test_seventy_gpus_sources_and_processes_all_counted(gpumon, tmp_path):
     r = gpumon(["watch", "--replay", str(path), "--speed", "0", "--batch", "-n", "1"])
     assert r.returncode == 0, r.stderr
     assert len(re.findall(r"^GPU \d+ ", r.stdout, re.M)) == n
+
+
+def test_recording_of_which_nothing_could_be_read_is_refused(gpumon, tmp_path):
+    """no samples, or every table damaged: one line saying nothing could be read, exit status 2 (bad
+    input), never a report of a run that held no memory; a recording with some of it readable is
+    still reported (0) and says what was lost"""
+    empty = Rec(tmp_path / "empty.gpumon")
+    empty.event(1.0, "marker", "started")  # events alone say nothing of memory
+    empty.close()
+    r = gpumon(["report", str(empty.path)])
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == f"gpumon: report: {empty.path}: nothing could be read: the recording holds no samples\n"
+    whole = big_recording(tmp_path / "whole.gpumon", 2000)
+    db = sqlite3.connect(whole)
+    page = db.execute("PRAGMA page_size").fetchone()[0]
+    db.close()
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.gpumon"
+    cut.write_bytes(data[:2 * page])  # the header and the schema: every table's rows gone
+    for args in ([], ["--json"], ["--html", str(tmp_path / "cut.html")]):
+        r = gpumon(["report", str(cut), *args])
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        assert r.stderr.startswith(f"gpumon: report: {cut}: nothing could be read: the file is damaged or cut "
+                                   f"short ({2 * page} bytes); ")
+        assert "table device_samples is unreadable" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "cut.html").exists()
+    half = tmp_path / "half.gpumon"
+    half.write_bytes(data[:len(data) // 2])
+    r = gpumon(["report", str(half)])
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert re.search(r"^Not read: .*unreadable", r.stdout, re.M), r.stdout
+
+
+def stale_recording(path, old=False, answered=False):
+    """two GPUs; GPU 1 stops answering at 3 s (and answers again at 6 s when answered), as the
+    sampler says it; old: events as recordings kept them before they named their GPU"""
+    rec = Rec(path)
+    rec.db.execute("INSERT INTO devices VALUES (1, 'GPU-bbbbbbbb-0000-0000-0000-000000000000', 'NVIDIA H200',"
+                   " '00000000:0B:00.0', ?, NULL)", (TOTAL,))
+    for i in range(10):
+        rec.device(i, 10 * GiB)
+        if i < 3:
+            rec.db.execute("INSERT INTO device_samples (t_ns, dev, memory_api, used_bytes, free_bytes, total_bytes,"
+                           " used_min_bytes, used_max_bytes, used_max_t_ns, samples) VALUES (?, 1, 2, ?, ?, ?, ?, ?,"
+                           " ?, 1)", (rec.t(i), GiB, TOTAL - GiB, TOTAL, GiB, GiB, rec.t(i)))
+    if old:
+        rec.db.execute("DROP TABLE events")
+        rec.db.execute("CREATE TABLE events (t_ns INTEGER NOT NULL, kind TEXT NOT NULL, text TEXT)")
+    events = [(3.0, "stale", "GPU 1 has not answered a driver call for 2 s: its samples are missing until it does")]
+    if answered:
+        events.append((6.0, "answering", "GPU 1 answers again"))
+    events.append((4.0, "note", "a note of the whole run"))
+    for s, kind, text in sorted(events):  # written in time order, as the recorder does
+        if old:
+            rec.event(s, kind, text)
+        else:
+            rec.db.execute("INSERT INTO events (t_ns, kind, text, dev) VALUES (?, ?, ?, ?)",
+                           (rec.t(s), kind, text, 1 if kind != "note" else None))
+    return rec.close()
+
+
+def test_stale_events_are_listed_under_their_gpu(gpumon, tmp_path):
+    path = stale_recording(tmp_path / "stale.gpumon", answered=True)
+    doc = report_json(gpumon, path)
+    assert [(e["kind"], e["dev"]) for e in doc["events"]] == [("stale", 1), ("note", None), ("answering", 1)]
+    text = gpumon(["report", str(path)]).stdout
+    gpu1 = text[text.index("GPU 1:"):text.index("Leak:")]
+    assert ("  3.0 s: GPU 1 has not answered a driver call for 2 s: its samples are missing until it does\n"
+            "  6.0 s: GPU 1 answers again\n") in gpu1, text
+    assert "answer" not in text[:text.index("GPU 1:")] and "GPU n/a" not in text
+    # a recording made before events kept their GPU: the event is shown, under "GPU n/a"
+    old = stale_recording(tmp_path / "old.gpumon", old=True)
+    doc = report_json(gpumon, old)
+    assert [(e["kind"], e["dev"]) for e in doc["events"]] == [("stale", None), ("note", None)]
+    text = gpumon(["report", str(old)]).stdout
+    assert ("GPU n/a:        the recording did not keep which GPU these were about\n"
+            "  3.0 s: GPU 1 has not answered a driver call for 2 s: its samples are missing until it does\n") in text
+    assert "has not answered" not in text[text.index("GPU 1:"):text.index("GPU n/a:")]
+
+
+def test_the_recorder_keeps_a_stale_events_gpu(tmp_path):
+    """what `gpumon record` writes when GPU 1's driver calls hang: the events name GPU 1"""
+    from test_driver_faults import HANG, record
+    out, _ = record(tmp_path, HANG, 4.5)
+    db = sqlite3.connect(out)
+    rows = db.execute("SELECT kind, dev FROM events WHERE kind IN ('stale', 'answering') ORDER BY t_ns").fetchall()
+    other = db.execute("SELECT DISTINCT dev FROM events WHERE kind NOT IN ('stale', 'answering')").fetchall()
+    db.close()
+    assert rows == [("stale", 1), ("answering", 1)], rows
+    assert other in ([], [(None,)]), other
+
+
+def test_serve_replay_shows_a_stale_gpu_as_live_serve_does(tmp_path):
+    """gpumon_gpu_up 0 and gpumon_gpu_down_info{reason="not_answering"} for the GPU a replayed
+    recording's stale event names, as live serve shows it (test_driver_faults.py); up again after its
+    answering event; a recording made before events kept their GPU marks none"""
+    from test_serve import parse, one
+    import urllib.request
+
+    def replay(path):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+        env.update(GPUMON_NVML_LIBRARY=str(tmp_path / "no-libnvidia-ml.so"), LC_ALL="C")
+        p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "serve", "--listen", "127.0.0.1:0", "--replay", str(path)],
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = p.stderr.readline()
+            m = re.search(r"serving http://(\S+)/metrics", line)
+            assert m, line
+            with urllib.request.urlopen(f"http://{m.group(1)}/metrics", timeout=10) as resp:
+                return parse(resp.read().decode())
+        finally:
+            p.terminate()
+            assert p.wait(timeout=10) == 0
+
+    m = replay(stale_recording(tmp_path / "stale.gpumon"))
+    assert one(m, "gpumon_gpu_up", gpu=1) == 0 and one(m, "gpumon_gpu_up", gpu=0) == 1
+    assert one(m, "gpumon_gpu_down_info", gpu=1, reason="not_answering") == 1
+    m = replay(stale_recording(tmp_path / "answered.gpumon", answered=True))
+    assert one(m, "gpumon_gpu_up", gpu=1) == 1 and "gpumon_gpu_down_info" not in m
+    m = replay(stale_recording(tmp_path / "old.gpumon", old=True))
+    assert one(m, "gpumon_gpu_up", gpu=1) == 1 and "gpumon_gpu_down_info" not in m

@@ -77,6 +77,100 @@ def test_smi_query_gpu_log_units_and_nounits(gpumon):
     assert "LEAK on GPU 0's used memory (NVML): +64.0 MiB a second" in text.stdout
 
 
+UUIDS = ["GPU-8f5ee126-6430-18cc-b53b-e920eb26d0af", "GPU-11111111-2222-3333-4444-555555555555",
+         "GPU-9a9a9a9a-0000-1111-2222-333333333333"]
+BUSES = ["00000000:00:06.0", "00000000:0B:00.0", "00000000:0C:00.0"]
+
+
+def smi_multi_gpu_log(path, ngpus, gpu_column=None, seconds=40, short=None):
+    """`nvidia-smi --query-gpu=timestamp[,GPU_COLUMN],memory.used --format=csv -l 1` on a machine of
+    ngpus GPUs, as nvidia-smi prints it: one row per GPU a second, in index order, sharing the
+    interval's timestamp. GPU 0 grows by 64 MiB a second, GPU g holds (g + 1) * 10 GiB. short: the
+    interval that lost a row (a log that cannot be split)."""
+    cols = ["timestamp"] + ([gpu_column] if gpu_column else []) + ["memory.used [MiB]"]
+    value = {"index": lambda g: str(g), "uuid": lambda g: UUIDS[g], "pci.bus_id": lambda g: BUSES[g]}
+    lines = [", ".join(cols)]
+    for i in range(seconds):
+        for g in range(ngpus - 1 if i == short else ngpus):
+            used = 1024 + 64 * i if g == 0 else (g + 1) * 10240
+            lines.append(", ".join([f"2026/12/03 10:03:{i:02d}.452"] + ([value[gpu_column](g)] if gpu_column else [])
+                                   + [f"{used} MiB"]))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("ngpus", [2, 3])
+@pytest.mark.parametrize("gpu_column", [None, "index", "uuid", "pci.bus_id"])
+def test_smi_multi_gpu_log_is_split_per_gpu(gpumon, tmp_path, ngpus, gpu_column):
+    """the log docs/report.md recommends, from a machine of several GPUs: one series, one peak per GPU,
+    by the GPU column when there is one, else by the rows' order within each timestamp"""
+    path = smi_multi_gpu_log(tmp_path / "smi.csv", ngpus, gpu_column)
+    doc, err = report(gpumon, path)
+    assert err == ""
+    devs = {d["dev"]: d for d in doc["devices"]}
+    assert sorted(devs) == list(range(ngpus))
+    assert devs[0]["peak"]["bytes"] == (1024 + 64 * 39) * MiB and devs[0]["peak"]["time"] == 39.0
+    for g in range(1, ngpus):
+        assert devs[g]["peak"]["bytes"] == (g + 1) * 10 * GiB
+    (g0,) = series(doc, "device", dev=0)
+    assert g0["verdict"] == "leak" and abs(g0["rate_bytes_per_second"] - 64 * MiB) < MiB
+    assert g0["points"] == 40
+    for g in range(1, ngpus):
+        (s,) = series(doc, "device", dev=g)
+        assert s["verdict"] == "none" and s["points"] == 40
+    notes = [e["text"] for e in doc["events"] if e["kind"] == "note"]
+    if gpu_column is None:
+        assert notes == [f"no index column: {ngpus} GPUs told apart by the order of the rows sharing a timestamp "
+                         "(nvidia-smi prints them in index order)"]
+        with_index, _ = report(gpumon, smi_multi_gpu_log(tmp_path / "index.csv", ngpus, "index"))
+        assert [d["peak"] for d in with_index["devices"]] == [d["peak"] for d in doc["devices"]]
+        assert with_index["series"] == doc["series"]
+    else:
+        assert notes == []
+    if gpu_column == "uuid":
+        assert [devs[g]["uuid"] for g in range(ngpus)] == UUIDS[:ngpus]
+    text = gpumon(["report", str(path)]).stdout
+    assert "LEAK on GPU 0's used memory (NVML): +64.0 MiB a second" in text
+    assert f"GPU {ngpus - 1}:" in text
+
+
+def test_smi_log_one_gpu_without_index_stays_one_gpu(gpumon, tmp_path):
+    doc, err = report(gpumon, smi_multi_gpu_log(tmp_path / "one.csv", 1))
+    assert err == "" and [d["dev"] for d in doc["devices"]] == [0]
+    assert not [e for e in doc["events"] if e["kind"] == "note"]
+
+
+@pytest.mark.parametrize("ngpus,short", [(2, 10), (3, 0), (3, 39 + 100)])
+def test_smi_log_that_cannot_be_split_is_refused_with_the_query_that_works(gpumon, tmp_path, ngpus, short):
+    """intervals of different sizes: which row is which GPU cannot be known; refused in one line that
+    gives the query with the index. A last interval cut short is a log stopped within it: read."""
+    path = smi_multi_gpu_log(tmp_path / "smi.csv", ngpus, short=short)
+    r = gpumon(["report", str(path)])
+    if short > 39:  # no interval lost a row
+        assert r.returncode == 0, r.stderr
+        return
+    first, other = (ngpus, ngpus - 1) if short else (ngpus - 1, ngpus)
+    line = 2 + short * ngpus if short else 2 + ngpus - 1
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == (f"gpumon: report: {path}: cannot tell its GPUs apart: it has no index column, and its rows "
+                        f"sharing a timestamp come {first} at a time, but {other} at line {line}; log the index: "
+                        "nvidia-smi --query-gpu=timestamp,index,memory.used --format=csv -l 1\n")
+    cut = tmp_path / "cut.csv"
+    cut.write_text("".join(smi_multi_gpu_log(tmp_path / "whole.csv", ngpus).read_text().splitlines(True)[:-1]))
+    doc, _ = report(gpumon, cut)
+    assert [d["dev"] for d in doc["devices"]] == list(range(ngpus))
+
+
+def test_smi_log_without_gpu_column_nor_timestamp_is_refused(gpumon, tmp_path):
+    path = tmp_path / "smi.csv"
+    path.write_text("memory.used [MiB], memory.total [MiB]\n1024 MiB, 143771 MiB\n40960 MiB, 143771 MiB\n")
+    r = gpumon(["report", str(path)])
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr == (f"gpumon: report: {path}: cannot tell its GPUs apart: it has no GPU column (index, uuid, "
+                        "pci.bus_id) and no timestamp; log them: nvidia-smi "
+                        "--query-gpu=timestamp,index,memory.used,memory.total --format=csv -l 1\n")
+
+
 def test_smi_log_without_timestamp_is_read_in_rounds(gpumon):
     """pci.bus_id, memory.used, memory.free, memory.reserved with -l 1 and no timestamp: a round ends
     when a GPU comes again; rounds are 1 s apart, said as assumed, or --period apart. The total is
@@ -262,6 +356,75 @@ def test_binary_file_is_one_line_and_2(gpumon, tmp_path):
     path.write_bytes(bytes(range(256)) * 8)
     r = gpumon(["report", str(path)])
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+NOT_SAMPLES = [
+    # (file name, content, the words after "NAME ")
+    ("empty.csv", b"", "is empty: expected a gpumon recording or a text file of samples (docs/report.md)"),
+    ("comments.csv", b"# nothing\n\n", "holds only blank lines and # comments: expected a CSV header naming "
+     "columns (docs/report.md)"),
+    ("job.py", b"#!/usr/bin/env python3\nimport torch\n", "is not a CSV of samples: it is a script (its first "
+     "line: #!/usr/bin/env python3); expected a header naming columns, such as time,allocated (docs/report.md)"),
+    ("train.py", b"import os, time\nimport torch\n", "is not a CSV of samples: its first line names no memory "
+     "column (it names: import os, time); expected at least one of allocated, reserved, max_allocated, "
+     "process_used, device_used (bytes)"),
+    ("notes.txt", b"import torch\n", "is not a CSV of samples: its first line has no commas (import torch); "
+     "expected a header naming columns, such as time,allocated or nvidia-smi's timestamp, memory.used [MiB] "
+     "(docs/report.md)"),
+    ("page.html", b"<!DOCTYPE html>\n<html><body>a, b</body></html>\n", "is not a CSV of samples: it is HTML or "
+     "XML (its first line: <!DOCTYPE html>); expected a header naming columns, such as time,allocated "
+     "(docs/report.md)"),
+    ("noise.bin", b"time,allocated\n" + bytes(range(256)), "is not a CSV of samples nor a gpumon recording: it "
+     "holds binary data (a NUL byte at offset 15)"),
+    ("log.csv.gz", b"\x1f\x8b\x08\x00\x00\x00", "is gzip-compressed, not a CSV of samples: unpack it first "
+     "(gzip -d)"),
+    ("log.csv.zst", b"\x28\xb5\x2f\xfd\x00", "is zstd-compressed, not a CSV of samples: unpack it first "
+     "(zstd -d)"),
+    ("ps.csv", "timestamp, memory.used [MiB]\n".encode("utf-16"), "is UTF-16 text, not a CSV of samples in "
+     "UTF-8: convert it first (iconv -f UTF-16 -t UTF-8)"),
+    ("header.csv", b"time,allocated\n", ": nothing could be read: no rows of samples after its header"),
+    ("words.csv", b"time,allocated\n1,lots\n2,many\n", ": nothing could be read: 2 rows skipped (the first: "
+     "line 2: 'lots' is not a byte count in column allocated)"),
+    ("doc.json", b'{\n  "time": 1\n}\n', ": nothing could be read: 3 rows skipped (the first: line 1: not a "
+     "JSON object)"),
+]
+
+
+@pytest.mark.parametrize("name,content,words", NOT_SAMPLES, ids=[n for n, _, _ in NOT_SAMPLES])
+def test_a_file_that_is_no_samples_is_named_as_what_it_is(gpumon, tmp_path, name, content, words):
+    """one line, exit status 2, nothing on stdout: what the file is and what was expected"""
+    path = tmp_path / name
+    path.write_bytes(content)
+    r = gpumon(["report", str(path)])
+    assert (r.returncode, r.stdout) == (2, "")
+    sep = "" if words.startswith(":") else " "
+    assert r.stderr == f"gpumon: report: {path}{sep}{words}\n"
+
+
+@pytest.mark.parametrize("content", [b"hello\n" * 10, b"time,allocated\n0,1\n", b"SQLite format 3\0" + b"x" * 100])
+def test_a_gpumon_file_that_is_no_recording_is_named_in_exports_words(gpumon, tmp_path, content):
+    """a .gpumon, or any file with SQLite's header, goes to the library's reader: the same line as export's"""
+    path = tmp_path / "run.gpumon"
+    path.write_bytes(content)
+    r = gpumon(["report", str(path)])
+    e = gpumon(["export", str(path), "--csv"])
+    assert r.returncode == e.returncode == 255 and r.stdout == ""
+    assert r.stderr == f"gpumon: report: {path} is not a gpumon recording (not an SQLite database)\n"
+    assert r.stderr.replace("report: ", "") == e.stderr.replace("export: ", ""), (r.stderr, e.stderr)
+
+
+def test_html_says_the_file_it_wrote_on_stderr(gpumon, tmp_path):
+    page = tmp_path / "report.html"
+    r = gpumon(["report", fixture("smi-gpu-units.csv"), "--html", str(page)])
+    assert r.returncode == 0 and r.stdout.startswith("Report of ")
+    size = page.stat().st_size
+    assert 10 * 1024 < size < 1024 * 1024  # shown in KiB as cli_format_bytes does: 3 significant digits
+    kib = size / 1024
+    shown = f"{kib:.2f}" if kib < 10 else f"{kib:.1f}" if kib < 100 else f"{kib:.0f}"
+    assert r.stderr == f"gpumon: report: wrote {page} ({shown} KiB)\n", r.stderr
+    r = gpumon(["report", fixture("smi-gpu-units.csv"), "--json", "--html", str(page)])
+    assert r.returncode == 0 and json.loads(r.stdout)["format"] == 2
+    assert r.stderr.startswith(f"gpumon: report: wrote {page} (")
 
 
 def test_readme_names_what_report_reads():
