@@ -31,7 +31,8 @@ int cli_exit_status(int status)
 	case GPUMON_E_AMBIGUOUS: return EXIT_USAGE;
 	case GPUMON_E_NO_PERMISSION: return EXIT_NO_PERMISSION;
 	case GPUMON_E_NOT_FOUND: return EXIT_NOT_FOUND;
-	case GPUMON_E_DRIVER: return EXIT_NO_DRIVER;
+	case GPUMON_E_DRIVER:
+	case GPUMON_E_TIMEOUT: return EXIT_NO_DRIVER; /* there, but not answering */
 	case GPUMON_E_NO_LIBRARY: return EXIT_NO_LIBRARY;
 	case GPUMON_E_LOST: return EXIT_GPU_LOST;
 	default: return EXIT_OTHER;
