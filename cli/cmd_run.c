@@ -480,7 +480,7 @@ static void loop(struct run *r, int wake)
 				if (sigs & (1u << s))
 					event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
-		r->done = run_job_reap(r->child, &r->status);
+		r->done = run_job_reap(r->child, &r->status, &r->signal);
 		if (r->done)
 			run_stderr_job_ended();
 		drain_sampler(r, 0);

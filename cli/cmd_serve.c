@@ -137,13 +137,14 @@ static int parse(int argc, char **argv, gpumon_exporter_config *c)
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--peak-window", NULL, &bad))) {
 			rc = parse_uint("--peak-window", v, 1, 86400, &c->peak_window_s);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--max-connections", NULL, &bad))) {
-			rc = parse_uint("--max-connections", v, 1, 65536, &c->max_connections);
+			rc = parse_uint("--max-connections", v, 1, GPUMON_EXPORTER_CONNECTIONS_MAX, &c->max_connections);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--max-connections-per-ip", NULL, &bad))) {
-			rc = parse_uint("--max-connections-per-ip", v, 1, 65536, &c->max_connections_per_ip);
+			rc = parse_uint("--max-connections-per-ip", v, 1, GPUMON_EXPORTER_CONNECTIONS_MAX,
+					       &c->max_connections_per_ip);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--timeout", NULL, &bad))) {
-			rc = parse_uint("--timeout", v, 1, 3600, &c->timeout_s);
+			rc = parse_uint("--timeout", v, 1, GPUMON_EXPORTER_SECONDS_MAX, &c->timeout_s);
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--keepalive", NULL, &bad))) {
-			rc = parse_uint("--keepalive", v, 0, 3600, &c->keepalive_s);
+			rc = parse_uint("--keepalive", v, 0, GPUMON_EXPORTER_SECONDS_MAX, &c->keepalive_s);
 			c->no_keepalive = rc == EXIT_OK && c->keepalive_s == 0;
 		} else if (!bad && (v = cli_option_value(argc, argv, &i, "--tls-cert", NULL, &bad))) {
 			c->tls_cert_file = v;

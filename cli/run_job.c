@@ -319,7 +319,7 @@ unsigned run_job_wake(int fd)
 	return sigs;
 }
 
-int run_job_reap(pid_t job, int *status)
+int run_job_reap(pid_t job, int *status, int *signal)
 {
 	int ws, found = 0;
 	pid_t p;
@@ -328,6 +328,7 @@ int run_job_reap(pid_t job, int *status)
 			continue;
 		found = 1;
 		*status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 255;
+		*signal = WIFSIGNALED(ws) ? WTERMSIG(ws) : 0;
 		job_pid = 0;
 	}
 	return found;

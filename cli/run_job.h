@@ -66,9 +66,10 @@ unsigned run_job_wake(int fd);
 
 /*
  * Reaps every exited child (the job and adopted orphans) without waiting; returns 1 and sets
- * *status (as a shell reports it: the exit code, or 128+N after signal N) when the job was one.
+ * *status (as a shell reports it: the exit code, or 128+N after signal N) and *signal (N, or 0 when
+ * it exited) when the job was one.
  */
-int run_job_reap(pid_t job, int *status);
+int run_job_reap(pid_t job, int *status, int *signal);
 
 /* Restores the signal handlers (SIGUSR1 and SIGUSR2, which have no job to go to, are then ignored)
  * and closes the pipes (a job still waiting leaves). */

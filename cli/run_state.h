@@ -65,6 +65,7 @@ struct run {
 	unsigned nsampled;
 	pid_t child;
 	int done, status;
+	int signal; /* the signal that ended the job (status is then 128 + it); 0: it exited */
 	uint64_t start_ns, end_ns, last_tree_ns, last_commit_ns;
 	double start_wall;         /* the job's start on the wall clock, for the socket's times */
 	uint64_t fed_ns;           /* the newest sampler record emitted: a pid found in the job's tree

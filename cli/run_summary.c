@@ -404,7 +404,9 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 		say(out, "    ", "  recording: none (--no-record)");
 	if (now_s >= 0)
 		snprintf(after, sizeof after, " after %.1f s", now_s);
-	if (doc_has_num(src, "exit_status"))
+	if (f->signal > 0 && sigabbrev_np(f->signal)) /* 137 could be exit(137): the signal says killed */
+		say(out, "    ", "  job killed by SIG%s (status %d)%s", sigabbrev_np(f->signal), 128 + f->signal, after);
+	else if (doc_has_num(src, "exit_status"))
 		say(out, "    ", "  job exited with status %lld%s", (long long)doc_num(src, "exit_status"), after);
 	else
 		say(out, "    ", "  job's exit status unknown%s", after);
@@ -433,7 +435,7 @@ void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpu
 			  path ? " has the run)" : "");
 		return;
 	}
-	struct run_facts f = {.path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
+	struct run_facts f = {.signal = r->signal, .path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
 			      .have_socket = r->srv != NULL, .verbose = r->o->verbose, .width = run_summary_width(),
 			      .refused_why = why};
 	if (r->srv) {

@@ -25,6 +25,7 @@ struct run_facts {
 	const char *refused_why;           /* ... and why, in words */
 	int verbose;                       /* -v: every allocator note */
 	int width;                         /* columns no line may exceed (run_summary_width) */
+	int signal;                        /* the signal that ended the job; 0: it exited (or unknown) */
 };
 
 /* The terminal's width: stderr's (the summary's stream), else stdout's, else $COLUMNS, else 80. */

@@ -508,6 +508,18 @@ static int configure(gpumon_exporter *e, const gpumon_exporter_config *c)
 		return gpumon__exporter_err(e, GPUMON_E_INVAL, "unknown compat bits 0x%x", c->compat);
 	if (c->interval_ms && (c->interval_ms < 1 || c->interval_ms > 60000))
 		return gpumon__exporter_err(e, GPUMON_E_INVAL, "interval %u ms: expected 1 to 60000", c->interval_ms);
+	/* the connection limits' ranges, as gpumon serve's options and the Python exporter say them */
+	const struct {
+		const char *name;
+		unsigned v, max;
+	} lim[] = {{"max_connections", c->max_connections, GPUMON_EXPORTER_CONNECTIONS_MAX},
+		   {"max_connections_per_ip", c->max_connections_per_ip, GPUMON_EXPORTER_CONNECTIONS_MAX},
+		   {"timeout", c->timeout_s, GPUMON_EXPORTER_SECONDS_MAX},
+		   {"keepalive", c->keepalive_s, GPUMON_EXPORTER_SECONDS_MAX}};
+	for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+		if (lim[i].v > lim[i].max)
+			return gpumon__exporter_err(e, GPUMON_E_INVAL, "%s %u: expected 1 to %u (0: the default)",
+						    lim[i].name, lim[i].v, lim[i].max);
 	if (!e->g && !c->replay)
 		return gpumon__exporter_err(e, GPUMON_E_INVAL, "no gpumon handle and no recording to replay: nothing to export");
 	if (c->replay && !c->replay[0])

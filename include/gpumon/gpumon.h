@@ -1524,6 +1524,12 @@ typedef struct gpumon_exporter_config {
 	int no_keepalive;            /* 1: close the connection after every response */
 } gpumon_exporter_config;
 
+/* The largest max_connections and max_connections_per_ip, and the largest timeout_s and
+ * keepalive_s, gpumon_exporter_create takes (above: GPUMON_E_INVAL naming the field); the front ends
+ * that take these limits (gpumon serve, Python's Exporter) say the same ranges with these. */
+#define GPUMON_EXPORTER_CONNECTIONS_MAX 65536u
+#define GPUMON_EXPORTER_SECONDS_MAX 3600u
+
 /*
  * Starts the sampler (or the replay), the collector thread and the HTTP server. cfg may be NULL for
  * the defaults. A non-loopback listen address needs TLS and basic auth, or insecure_listen. Returns

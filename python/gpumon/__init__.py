@@ -38,5 +38,6 @@ def report(path: Any) -> Dict[str, Any]:
     file gives what could be read, with the loss named in ["source"]["damage"].
 
     Raises OSError when the file cannot be read, ValueError when it is not a gpumon recording (or
-    a format this library does not read), each with the library's message."""
+    a format this library does not read) or when nothing of it could be read (as `gpumon report`
+    exits 2 then), each with the library's message."""
     return _json.loads(_report_text(_os.fspath(path)))

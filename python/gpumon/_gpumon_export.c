@@ -52,10 +52,10 @@ static int exp_init(PyObject *op, PyObject *args, PyObject *kw)
 	cfg.size = sizeof cfg;
 	/* gpumon serve's --max-connections, --max-connections-per-ip, --timeout, --keepalive: the
 	 * same ranges; 0 in the config is the library's default, keepalive 0 closes after each response */
-	if (exp_limit(max_conn, "max_connections", 1, 65536, &cfg.max_connections) ||
-	    exp_limit(per_ip, "max_connections_per_ip", 1, 65536, &cfg.max_connections_per_ip) ||
-	    exp_limit(timeout, "timeout", 1, 3600, &cfg.timeout_s) ||
-	    exp_limit(keepalive, "keepalive", 0, 3600, &cfg.keepalive_s))
+	if (exp_limit(max_conn, "max_connections", 1, GPUMON_EXPORTER_CONNECTIONS_MAX, &cfg.max_connections) ||
+	    exp_limit(per_ip, "max_connections_per_ip", 1, GPUMON_EXPORTER_CONNECTIONS_MAX, &cfg.max_connections_per_ip) ||
+	    exp_limit(timeout, "timeout", 1, GPUMON_EXPORTER_SECONDS_MAX, &cfg.timeout_s) ||
+	    exp_limit(keepalive, "keepalive", 0, GPUMON_EXPORTER_SECONDS_MAX, &cfg.keepalive_s))
 		return -1;
 	cfg.no_keepalive = keepalive != NULL && keepalive != Py_None && cfg.keepalive_s == 0;
 	int is = PyObject_IsInstance(nvml, gpx_nvml_type);

@@ -381,6 +381,13 @@ static char *report_text(const char *path, int *rc, char *msg, size_t len)
 			*rc = gpumon_model_damage(m, why);
 		}
 	}
+	if (!*rc && !gpumon_model_samples(m)) {
+		/* a document of nothing would read as a run that held no memory: refused, as `gpumon report`
+		   refuses it, with what was lost */
+		const char *lost = gpumon_reader_damage(rd)[0] ? gpumon_reader_damage(rd) : gpumon_model_errmsg(m);
+		snprintf(msg, len, "%s: nothing could be read: %s", path, lost[0] ? lost : "the recording holds no samples");
+		*rc = GPUMON_E_INVAL;
+	}
 	if (!*rc)
 		*rc = gpumon_model_finish(m, 0, -1);
 	if (!*rc)

@@ -121,7 +121,7 @@ def test_a_watched_job_killed_with_sigkill(gpumon, tmp_path):
     env = dict(WIDE, PYTHONPATH=fake_torch)
     r = run(gpumon, tmp_path, ["--", PY, "-c", job], env=env)
     assert r.returncode == 128 + signal.SIGKILL, r.stderr
-    assert "job exited with status 137" in said(r.stderr), r.stderr
+    assert "job killed by SIGKILL (status 137)" in said(r.stderr), r.stderr
     db = open_recording(tmp_path / "rec.gpumon")
     steps = [s for (s,) in db.execute("select step from framework_samples order by t_ns")]
     assert steps == [1, 2, 3, 4], steps

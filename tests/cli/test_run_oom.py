@@ -361,7 +361,17 @@ def test_killed_after_oom_keeps_its_status_and_gets_forensics(gpumon, tmp_path):
     r = run(gpumon, tmp_path, ["--", PY, "-c", job])
     assert r.returncode == 128 + signal.SIGKILL
     assert "  diagnosis: " in r.stderr
-    assert "job exited with status 137" in r.stderr
+    assert "job killed by SIGKILL (status 137)" in r.stderr
+
+
+def test_an_exit_status_of_137_is_not_a_kill(gpumon, tmp_path):
+    """The shell's 128+N cannot tell exit(137) from SIGKILL: the summary says which it was."""
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import sys; sys.exit(137)"])
+    assert r.returncode == 137
+    assert "job exited with status 137" in r.stderr and "killed" not in r.stderr
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)"],
+            out="t.gpumon")
+    assert r.returncode == 128 + signal.SIGTERM and "job killed by SIGTERM (status 143)" in r.stderr
 
 
 # ---- unaccounted memory and the NVML verdict: the job is pid 3 of a new PID namespace (gpumon

@@ -71,6 +71,22 @@ def test_report_errors_carry_the_librarys_message(tmp_path):
         gpumon.report(tmp_path)  # a directory
 
 
+def test_report_of_nothing_readable_is_refused_as_the_program_refuses_it(tmp_path):
+    """A recording cut to its header and schema holds no record of memory: a ValueError with the
+    loss named, where a document would read as a run that held no memory (gpumon report exits 2)."""
+    cut = tmp_path / "cut.gpumon"
+    data = open(os.path.join(ROOT, "examples", "traces", "leak_30s.gpumon"), "rb").read()
+    import sqlite3
+    page = sqlite3.connect(os.path.join(ROOT, "examples", "traces", "leak_30s.gpumon")).execute(
+        "PRAGMA page_size").fetchone()[0]
+    cut.write_bytes(data[:2 * page])
+    with pytest.raises(ValueError, match=f"{cut}: nothing could be read: the file is damaged or cut short"):
+        gpumon.report(cut)
+    if os.access(GPUMON_BIN, os.X_OK):
+        r = subprocess.run([GPUMON_BIN, "report", str(cut), "--json"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "nothing could be read" in r.stderr
+
+
 # ---- the Model type ---------------------------------------------------------------------------------
 
 def test_model_alerts_verdict_and_document():

@@ -27,7 +27,7 @@ at 3 lost 1
 """)
     path = tmp_path / "run.gpumon"
     r = gpumon(["record", "-o", str(path), "--interval", "50", "--duration", "4"], scn)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 15, r.stderr  # a GPU lost while recording (nvidia-smi's status), the file whole
     return path, a, b
 
 

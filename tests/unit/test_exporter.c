@@ -159,6 +159,19 @@ static void test_refusals(void)
 	c.compat = 1u << 7;
 	refused(g, &c, GPUMON_E_INVAL, "unknown compat bits", "unknown compat bits");
 	c.compat = 0;
+	/* the connection limits' ranges are the library's: every front end gets the same refusal */
+	c.max_connections = GPUMON_EXPORTER_CONNECTIONS_MAX + 1;
+	refused(g, &c, GPUMON_E_INVAL, "max_connections 65537: expected 1 to 65536", "too many connections");
+	c.max_connections = 0;
+	c.max_connections_per_ip = GPUMON_EXPORTER_CONNECTIONS_MAX + 1;
+	refused(g, &c, GPUMON_E_INVAL, "max_connections_per_ip 65537", "too many connections an address");
+	c.max_connections_per_ip = 0;
+	c.timeout_s = GPUMON_EXPORTER_SECONDS_MAX + 1;
+	refused(g, &c, GPUMON_E_INVAL, "timeout 3601: expected 1 to 3600", "a timeout over an hour");
+	c.timeout_s = 0;
+	c.keepalive_s = GPUMON_EXPORTER_SECONDS_MAX + 1;
+	refused(g, &c, GPUMON_E_INVAL, "keepalive 3601", "a keep-alive over an hour");
+	c.keepalive_s = 0;
 	c.tls_cert_file = "/nonexistent/cert.pem";
 	refused(g, &c, GPUMON_E_INVAL, "both a certificate and a key", "a certificate without a key");
 	c.tls_key_file = "/nonexistent/key.pem";
