@@ -35,6 +35,7 @@ int cmd_export(int argc, char **argv);
 int cmd_watch(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
 
 /* The program's name for messages ("gpumon"). */
 extern const char *cli_progname;

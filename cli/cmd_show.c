@@ -42,6 +42,8 @@ static void help(void)
 	       "The owner column (pod, Slurm job, container or systemd unit) appears when a process has\n"
 	       "one. Lines fit the terminal (else $COLUMNS, else 80 columns) and never wrap: when it is\n"
 	       "narrow, the command is cut first, then the owner, user and GPU columns are left out.\n"
+	       "A process of another PID namespace (a container) has the name the driver gives it,\n"
+	       "marked (other PID namespace).\n"
 	       "A value the driver does not report is shown as n/a (null in JSON).\n\n"
 	       "Options:\n"
 	       "  -i, --id LIST        only these GPUs: comma-separated indexes, UUIDs or PCI bus ids\n"

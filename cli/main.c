@@ -19,6 +19,7 @@ static const cli_command commands[] = {
 	{"watch", "the live terminal view: memory bars, history, processes, leak marks", cmd_watch},
 	{"report", "what a recording or CSV means: leak verdict, peaks, out-of-memory cause", cmd_report},
 	{"serve", "a Prometheus exporter: /metrics with memory, peaks, processes and leak alerts", cmd_serve},
+	{"fit", "the largest batch that fits a GPU now, from a few short runs of the job", cmd_fit},
 };
 
 static void usage(FILE *f)

@@ -1325,6 +1325,13 @@ enum {
 GPUMON_API int gpumon_model_peak(const gpumon_model *m, int *what, int *dev, gpumon_peak *peak, gpumon_peak *win,
 				 size_t cap, size_t *nwin);
 
+/* The allocator's peaks over the run as its framework sources said them: the most allocated (its
+ * max_allocated figure where it gives one) and the most reserved of any one source, and the most
+ * distinct steps one source named (steps may be NULL). 0, GPUMON_E_NOT_FOUND (no framework
+ * figures: all three are 0), GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_framework_peak(const gpumon_model *m, uint64_t *allocated_bytes, uint64_t *reserved_bytes,
+					   uint64_t *steps);
+
 /* A figure with its moment and process (fragmentation, unaccounted memory). */
 typedef struct gpumon_model_figure {
 	int known;

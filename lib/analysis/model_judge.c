@@ -395,6 +395,28 @@ int gpumon_model_peak(const gpumon_model *m, int *what, int *dev, gpumon_peak *p
 	return src ? GPUMON_OK : GPUMON_E_NOT_FOUND;
 }
 
+int gpumon_model_framework_peak(const gpumon_model *m, uint64_t *allocated_bytes, uint64_t *reserved_bytes,
+				uint64_t *steps)
+{
+	if (!m || !allocated_bytes || !reserved_bytes)
+		return GPUMON_E_INVAL;
+	*allocated_bytes = *reserved_bytes = 0;
+	if (steps)
+		*steps = 0;
+	int any = 0;
+	for (size_t i = 0; i < m->nsegs; i++) {
+		const struct mseg *s = &m->segs[i];
+		any |= s->allocated_known || s->reserved_known || s->max_allocated_known;
+		if (s->allocated_peak > *allocated_bytes)
+			*allocated_bytes = s->allocated_peak;
+		if (s->reserved_peak > *reserved_bytes)
+			*reserved_bytes = s->reserved_peak;
+		if (steps && s->nsteps > *steps)
+			*steps = s->nsteps;
+	}
+	return any ? GPUMON_OK : GPUMON_E_NOT_FOUND;
+}
+
 void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation, gpumon_model_figure *unaccounted)
 {
 	gpumon_model_figure none = {.pid = -1, .dev = -1};

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""`gpumon fit -- CMD ... {batch} ...` on the fake driver: jobs whose allocator figures follow a known
+law of the batch (said over the run socket as the inside view says them), each run stopped after its
+steps by `gpumon run --steps`. The answer is checked against the law and the GPU's free memory,
+a co-tenant shrinks it, and the jobs that give no answer are said as such."""
+import json
+import os
+import re
+import sys
+import textwrap
+
+import pytest
+
+from conftest import H200
+
+PY = sys.executable
+MIB, GIB = 1 << 20, 1 << 30
+FIXED, PER, CACHE = 2 * GIB, 256 * MIB, 64 * MIB
+
+# A training job: batch size from argv; the allocator holds FIXED + PER x batch (or a square of it,
+# or the same whatever the batch), reports a sample a step every 40 ms until gpumon stops it.
+JOB = textwrap.dedent(f"""
+    import json, os, socket, sys, time
+    batch, law = int(sys.argv[1]), sys.argv[2]
+    if law == "dies":
+        sys.stderr.write("RuntimeError: no such dataset: /data/train\\n")
+        sys.exit(3)
+    alloc = {{"linear": {FIXED} + {PER} * batch, "square": {FIXED} + 4 * {MIB} * batch * batch,
+             "ignores": {FIXED} + {PER}}}[law]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    s.sendall((json.dumps({{"v": 1, "type": "hello", "framework": "torch"}}) + "\\n").encode())
+    for step in range(100000):
+        s.sendall((json.dumps({{"type": "sample", "step": step, "device": 0, "allocated": alloc - {CACHE},
+                                "reserved": alloc, "max_allocated": alloc - {CACHE}}}) + "\\n").encode())
+        time.sleep(0.04)
+""")
+
+# an H200 with nothing on it (free = total - the driver's reserve), and with a 60 GiB co-tenant
+EMPTY = H200
+COTENANT = H200.replace("used=0 ", "used=60GiB ") + "proc 0 999 used=60GiB name=co-tenant\n"
+
+
+def fit(gpumon, tmp_path, law, *args, scenario=EMPTY, timeout=120):
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    return gpumon(["fit", *args, "--", PY, str(job), "{batch}", law], scenario=scenario, timeout=timeout,
+                  env={"TMPDIR": str(tmp_path)})
+
+
+def free_bytes(gpumon, scenario):
+    r = gpumon(["query", "--query-gpu=memory.free", "--format=csv,noheader,nounits"], scenario=scenario)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.split()[0]) * MIB
+
+
+def check_answer(doc, law_peak):
+    """The answer is the largest batch whose predicted peak and margin fit the room."""
+    b, room, margin = doc["max_batch"], doc["room_bytes"], doc["margin_bytes"]
+    assert b and b >= 1
+    assert doc["predicted_peak_bytes"] + margin <= room
+    pred = lambda x: doc["fixed_bytes"] + doc["per_sample_bytes"] * x + doc["per_sample2_bytes"] * x * x
+    assert pred(b + 1) + margin > room
+    # every run measured what the law says, and the fit reproduces it
+    for r in doc["runs"]:
+        assert r["peak_source"] == "allocator" and r["steps"] >= 3 and not r["out_of_memory"]
+        assert r["peak_bytes"] == law_peak(r["batch"])
+        assert abs(r["predicted_peak_bytes"] - r["peak_bytes"]) <= 0.02 * r["peak_bytes"]
+    # the answer is within 5 % of the true largest batch for this room and margin, and not above it
+    true = max(x for x in range(1, 100000) if law_peak(x) + margin <= room)
+    assert true * 0.95 <= b <= true, (b, true)
+
+
+def test_linear_job(gpumon, tmp_path):
+    r = fit(gpumon, tmp_path, "linear", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["shape"] == "linear" and len(doc["runs"]) >= 2
+    assert doc["room_bytes"] == free_bytes(gpumon, EMPTY)
+    assert abs(doc["per_sample_bytes"] - PER) <= 0.01 * PER and abs(doc["fixed_bytes"] - FIXED) <= 0.02 * FIXED
+    check_answer(doc, lambda b: FIXED + PER * int(b))
+    # the batches tried were small: never one predicted not to fit, none near the answer but the last
+    assert max(r["batch"] for r in doc["runs"]) <= doc["max_batch"]
+
+
+def test_text_answer_and_table(gpumon, tmp_path):
+    r = fit(gpumon, tmp_path, "linear", "--batch", "2,4,8")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert re.match(r"batch \d+ fits GPU 0 \(NVIDIA H200\) as it is now: predicted peak \S+ \S+ \+ \S+ \S+ margin "
+                    r"of \S+ \S+ free$", lines[0]), lines[0]
+    assert re.match(r"  peak = 2\.00 GiB \+ 256 MiB x batch, the runs within 0\.0 % of it$", lines[1]), lines[1]
+    rows = [l.split() for l in lines if re.match(r"\s+\d+\s+\d+\s", l)]
+    assert [row[0] for row in rows] == ["2", "4", "8"]
+    # nothing of the runs is left behind
+    assert not [p for p in os.listdir(tmp_path) if p.startswith("gpumon-fit-")]
+
+
+def test_a_cotenant_shrinks_the_answer(gpumon, tmp_path):
+    alone = json.loads(fit(gpumon, tmp_path, "linear", "--json", "--batch", "2,4,8").stdout)
+    r = fit(gpumon, tmp_path, "linear", "--json", "--batch", "2,4,8", scenario=COTENANT)
+    assert r.returncode == 0, r.stderr
+    shared = json.loads(r.stdout)
+    assert alone["room_bytes"] - shared["room_bytes"] == 60 * GIB
+    check_answer(shared, lambda b: FIXED + PER * int(b))
+    # 60 GiB less room is 240 batches fewer at 256 MiB a sample (the margin may move a little)
+    assert abs((alone["max_batch"] - shared["max_batch"]) - 240) <= 12
+
+
+def test_nonlinear_job_is_fitted_by_a_square(gpumon, tmp_path):
+    r = fit(gpumon, tmp_path, "square", "--json", "--batch", "4,8,16,32")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["shape"] == "quadratic" and doc["note"]
+    check_answer(doc, lambda b: FIXED + 4 * MIB * int(b) ** 2)
+
+
+def test_job_ignoring_the_placeholder_is_said(gpumon, tmp_path):
+    r = fit(gpumon, tmp_path, "ignores", "--batch", "2,4,8")
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.startswith("no batch size can be named for GPU 0 (NVIDIA H200): ")
+    assert "{batch}" in r.stdout.splitlines()[0]
+
+
+def test_job_dying_at_start(gpumon, tmp_path):
+    r = fit(gpumon, tmp_path, "dies")
+    assert r.returncode == 255 and r.stdout == ""
+    assert r.stderr.strip().splitlines()[-1] == ("gpumon: fit: the job at batch 1 ended (status 3) before it reported "
+                                                 "a step: RuntimeError: no such dataset: /data/train")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--", PY, "train.py", "--batch-size", "8"], "fit: the command has no {batch}: put it where the batch size goes"),
+    ([], "fit: no command: gpumon fit [OPTIONS] -- CMD ... {batch} ..."),
+    (["--batch", "0", "--", "x", "{batch}"], "fit: --batch '0': expected a whole number from 1 to 1000000000"),
+    (["--max-runs", "99", "--", "x", "{batch}"], "fit: --max-runs '99': expected a whole number from 2 to 12"),
+])
+def test_refused_with_one_line(gpumon, args, words):
+    r = gpumon(["fit", *args], scenario=EMPTY)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr == f"gpumon: {words}\n" or (r.stderr.startswith(f"gpumon: {words}") and r.stderr.count("\n") == 1)
