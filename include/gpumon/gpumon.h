@@ -1426,6 +1426,97 @@ GPUMON_API const char *gpumon_model_errmsg(const gpumon_model *m);
 GPUMON_API void gpumon_model_destroy(gpumon_model *m);
 
 /* ---------------------------------------------------------------------------------------------
+ * Fit: the largest batch that fits, from the peaks of a few short runs. A job run a few steps at a
+ * few batch sizes gives each run's peak; the fit says what the peak will be at a larger batch and
+ * the largest batch whose peak, with a margin, fits the room the GPU has now. Pure functions:
+ * `gpumon fit` and Python's gpumon.fit() and suggest_batch_size() ask these. Thread-safe.
+ * ------------------------------------------------------------------------------------------- */
+typedef struct gpumon_fit_run {
+	double batch;                  /* the run's batch size (> 0) */
+	uint64_t peak_bytes;           /* the job's peak on the GPU as NVML saw it (its processes together):
+	                                  what must fit */
+	uint64_t allocated_peak_bytes; /* the allocator's peak allocated (torch max_memory_allocated); 0 unknown */
+	uint64_t reserved_peak_bytes;  /* the allocator's peak reserved; 0 unknown */
+	int failed;                    /* 1: the run ran out of memory (peak_bytes is what it reached) */
+} gpumon_fit_run;
+
+enum { GPUMON_FIT_NONE = 0, GPUMON_FIT_LINEAR = 1, GPUMON_FIT_QUADRATIC = 2 };
+
+typedef struct gpumon_fit_config {
+	unsigned size;                 /* sizeof(gpumon_fit_config) */
+	uint64_t room_bytes;           /* what the job may take on the GPU now: free memory with the
+	                                  co-tenants' and the driver's reserve out (the caller measures it) */
+	unsigned multiple_of;          /* the answer is a multiple of this; 0 = 1 */
+	uint64_t fixed_bytes;          /* the peak at batch 0, when fixed_known: what stays allocated
+	                                  whatever the batch (weights, gradients, optimizer state) */
+	int fixed_known;               /* 1: fixed_bytes is known and the line goes through it, so that
+	                                  runs at one batch size are enough (no quadratic is tried) */
+} gpumon_fit_config;
+
+typedef struct gpumon_fit {
+	unsigned size;                 /* set by the caller: sizeof(gpumon_fit) */
+	int shape;                     /* GPUMON_FIT_*: the model that holds; NONE: no answer (note says why) */
+	double fixed_bytes, per_sample_bytes, per_sample2_bytes; /* peak = fixed + a*b + c*b^2 */
+	double misfit;                 /* the largest |measured - fitted| / measured over the runs */
+	uint64_t margin_bytes;         /* kept free beyond the prediction: the fragmentation the runs showed
+	                                  (reserved - allocated at their peaks, scaled to the answer) and the
+	                                  misfit, at least 1 % of room */
+	uint64_t max_batch;            /* the largest batch whose predicted peak + margin <= room; 0: none */
+	uint64_t predicted_peak_bytes; /* at max_batch */
+	int extrapolated;              /* max_batch is more than 4x the largest run: said in note */
+	char note[256];                /* one sentence when something is worth saying ("" otherwise) */
+} gpumon_fit;
+
+/*
+ * Fits the runs (n >= 1; two distinct batch sizes at least for a fit, one when cfg->fixed_known)
+ * and fills *out (out->size kept, the rest cleared first). The contract:
+ * - The fit: least squares of peak_bytes on batch over the runs that did not fail. LINEAR when
+ *   every such run is within 2 % of the line (misfit <= 0.02); with two batch sizes a line always
+ *   fits exactly: then it is LINEAR and the note says a third run would check it. Otherwise, with
+ *   three batch sizes or more, a quadratic (exact with three, within 2 % with more, growing faster
+ *   than the batch: c > 0 and rising from the smallest run on): QUADRATIC, note "the peak grows
+ *   faster than the batch (as attention does with length)". Neither: NONE, note "the peaks do not
+ *   follow the batch ...". With cfg->fixed_known the line goes through (0, fixed_bytes) and no
+ *   quadratic is tried.
+ * - A line whose slope is <= 0: NONE, note "the peak does not grow with the batch: is {batch}
+ *   used?" (an ignored placeholder shows so). Fewer batch sizes than needed, or every run failed:
+ *   NONE, the note says so.
+ *   For NONE the line's coefficients and misfit are still filled; max_batch is 0.
+ * - Margin at batch b: (f + misfit) x predicted(b), where f is the largest (reserved - allocated)
+ *   / peak_bytes of the runs that give both allocator figures (reserved >= allocated), and at least
+ *   1 % of room (rounded up to a byte).
+ * - max_batch: the largest multiple of multiple_of with fixed + a*b + c*b^2 + margin <= room;
+ *   0 when even multiple_of does not fit (note "even batch N needs X, Y more than the room").
+ *   predicted_peak_bytes and margin_bytes are those of max_batch (of multiple_of when it is 0).
+ * - A failed run is an upper bound: max_batch is always below the smallest failed batch; the note
+ *   says the prediction was corrected by it when the fit alone would have said more.
+ * - extrapolated: max_batch > 4 x the largest batch that ran; the note says a run nearer would
+ *   check it. When several things are worth saying the note joins them with "; ".
+ * Returns 0 (also for NONE), or GPUMON_E_INVAL for NULL runs/cfg/out, n == 0, a cfg->size or
+ * out->size this library does not know, a batch that is not a positive finite number; the note,
+ * when out is usable, then names the problem. Never prints, never aborts.
+ */
+GPUMON_API int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpumon_fit_config *cfg,
+                                gpumon_fit *out);
+
+/*
+ * The next batch size to measure, or 0 when the runs so far are enough to answer (or cannot be
+ * improved on by a run, or are not valid input: gpumon_fit_batch then says why). Batch sizes
+ * below count the runs that did not fail, the same batch once; F is the smallest failed batch.
+ * - None: `first`, halved (rounded down) until it is below F; 0 when that reaches 0.
+ * - One, b with peak p: 2b, unless the proportional prediction (p x 2, i.e. fixed taken as 0,
+ *   which over-estimates the growth) passes half the room: then the largest x with p x / b <=
+ *   room / 2, at least b + 1, and 0 when that is predicted not to fit (p x / b + 1 % of room >
+ *   room). p is the largest peak at b. Kept below F: when that leaves nothing above b, 0.
+ * - Two: the fit (gpumon_fit_batch); a third run at max_batch / 2 (rounded down to a multiple of
+ *   multiple_of when at least one), when that is more than 1.25 x the largest batch run; else 0.
+ * - Three or more: 0.
+ * Never a batch predicted (prediction + margin) not to fit the room, never one at or above F.
+ */
+GPUMON_API uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_config *cfg,
+                                    uint64_t first);
+
+/* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
  * written without TensorFlow. One writer owns one new file in a directory; values are float32, as
  * TensorBoard's simple_value stores them.
