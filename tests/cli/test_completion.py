@@ -61,7 +61,7 @@ def test_bash_registers_the_function(env):
 
 def test_bash_commands(env):
     assert bash_complete(env, "gpumon ") == ["show", "list", "query", "record", "run", "export", "watch",
-                                             "report", "serve"]
+                                             "report", "serve", "fit"]
     assert bash_complete(env, "gpumon re") == ["record", "report"]
 
 

@@ -681,7 +681,7 @@ def test_limit_warn_once_and_job_peak(tmp_path):
 
 
 # the job's process over the limit from 1 s: time for the job to set its SIGTERM handler first
-JOB_GROWS_LATER = JOB_GROWS.replace("at 0.3 proc 0 2", "at 1.0 proc 0 2")
+JOB_GROWS_LATER = JOB_GROWS.replace("at 0.3 proc 0 3", "at 1.0 proc 0 3")
 
 
 @needs_unshare
