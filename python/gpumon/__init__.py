@@ -10,7 +10,8 @@ sees it (NVML), in one place, with early leak alerts.
 
 Also: gpumon.report(path) (a recording's report, as `gpumon report PATH --json`),
 gpumon.log_memory(step), gpumon.get_gpu_info(device_id=0), gpumon.limit_pool(...),
-gpumon.suggest_batch_size(points). help(gpumon.GPUMonitor) describes every argument.
+gpumon.suggest_batch_size(points), gpumon.fit(step_fn) (the largest batch that fits, measured).
+help(gpumon.GPUMonitor) describes every argument.
 Trainers: gpumon.lightning.GPUMonitorCallback (PyTorch Lightning) and gpumon.hf.GPUMonitorCallback
 (Hugging Face Trainer), imported on their own so that `import gpumon` imports neither.
 """
@@ -21,13 +22,15 @@ from typing import Any, Dict
 from ._gpumon import Error, version as _libversion
 from ._gpumon import report as _report_text
 from ._events import AlertEvent
+from ._fit import fit
 from ._tools import get_gpu_info, limit_pool, log_memory, suggest_batch_size
 from .monitor import (GPUMonitor, GpumonWarning, HeadroomWarning, LeakWarning, Sample, Section,
                       SinkWarning)
 
 __version__ = _libversion()
 __all__ = ["GPUMonitor", "Sample", "Section", "AlertEvent", "Error", "GpumonWarning", "LeakWarning", "HeadroomWarning",
-           "SinkWarning", "report", "log_memory", "get_gpu_info", "limit_pool", "suggest_batch_size"]
+           "SinkWarning", "report", "log_memory", "get_gpu_info", "limit_pool", "suggest_batch_size",
+           "fit"]
 
 
 def report(path: Any) -> Dict[str, Any]:

@@ -3,7 +3,8 @@
  * built against Python's limited API (3.9) so one build loads on every later CPython. Here the
  * NVML handle and the module; the run model and report() are in _gpumon_model.c, the writers
  * (TensorBoard, recordings) in _gpumon_io.c, the exporter in _gpumon_export.c, what concerns
- * out-of-memory (messages, figures, the allocator's snapshot) in _gpumon_oom.c. */
+ * out-of-memory (messages, figures, the allocator's snapshot) in _gpumon_oom.c, the batch-size
+ * fit in _gpumon_fit.c. */
 #include "_gpumon.h"
 
 #include <stdio.h>
@@ -275,6 +276,15 @@ static PyMethodDef module_methods[] = {
     {"oom_message_parse", gpx_oom_message_parse, METH_O,
      "oom_message_parse(text) -> dict of the figures an out-of-memory message holds (request, device, "
      "capacity, free, process, allocated, reserved, cap, largest_free, peak, framework, others), or None."},
+    {"fit_batch", (PyCFunction)(void (*)(void))gpx_fit_batch, METH_VARARGS | METH_KEYWORDS,
+     "fit_batch(runs, room_bytes, multiple_of=1, fixed_bytes=None) -> dict: libgpumon's fit of the runs' "
+     "peaks on their batch sizes (gpumon_fit_batch): shape ('linear', 'quadratic' or 'none'), fixed_bytes, "
+     "per_sample_bytes, per_sample2_bytes, misfit, margin_bytes, max_batch, predicted_peak_bytes, "
+     "extrapolated, note. A run is a dict or a tuple (batch, peak_bytes[, allocated_peak_bytes, "
+     "reserved_peak_bytes, failed]). ValueError with the library's words for runs it refuses."},
+    {"fit_next", (PyCFunction)(void (*)(void))gpx_fit_next, METH_VARARGS | METH_KEYWORDS,
+     "fit_next(runs, room_bytes, first, multiple_of=1) -> int: the next batch size worth measuring, 0 "
+     "when the runs are enough (gpumon_fit_next)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -56,6 +56,11 @@ PyObject *gpx_oom_figures(PyObject *mod, PyObject *args, PyObject *kw);
 PyObject *gpx_oom_message_match(PyObject *mod, PyObject *arg);
 PyObject *gpx_oom_message_parse(PyObject *mod, PyObject *arg);
 
+/* The batch-size fit (_gpumon_fit.c): fit_batch(runs, room_bytes, multiple_of=1, fixed_bytes=None)
+ * -> dict of gpumon_fit's fields; fit_next(runs, room_bytes, first, multiple_of=1) -> int. */
+PyObject *gpx_fit_batch(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_fit_next(PyObject *mod, PyObject *args, PyObject *kw);
+
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */
 int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);

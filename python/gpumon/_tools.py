@@ -200,45 +200,37 @@ def suggest_batch_size(points: Sequence[Tuple[int, int]], limit_bytes: Optional[
     """The largest batch size whose peak fits the memory available, with a margin.
 
     points: two or more measured (batch size, peak allocated bytes), e.g. from
-    GPUMonitor.summary()["peak_allocated_bytes"] or section() peaks at two batch sizes. The peak
-    is modelled as fixed + per_sample * batch (least squares); fixed_bytes, when known (what stays
-    allocated between steps: weights, gradients, optimizer state), is taken as the fixed part, and
-    then one point is enough (a run at one batch size). limit_bytes: what the allocator
-    may reach; None = the GPU's free memory now plus what the framework has reserved (its cached
-    blocks are reusable), from NVML and the framework. margin: share of limit_bytes kept free
-    (fragmentation, workspaces). Returns a multiple of multiple_of (at least 0). ValueError when
-    the points do not let a size be computed (fewer than 2 distinct sizes without fixed_bytes, or
-    a peak that does not grow with the batch)."""
-    pts = [(int(b), int(p)) for b, p in points]
+    GPUMonitor.summary()["peak_allocated_bytes"] or section() peaks at two batch sizes. The fit
+    is libgpumon's, the one gpumon.fit() and `gpumon fit` use: peak = fixed + per_sample * batch
+    (least squares), or a quadratic when three or more points grow faster than the batch, with
+    what the library keeps free (the points' misfit, at least 1 % of the room). fixed_bytes, when
+    known (what stays allocated between steps: weights, gradients, optimizer state), is taken as
+    the fixed part, and then one point is enough (a run at one batch size). limit_bytes: what the
+    allocator may reach; None = the GPU's free memory now plus what the framework has reserved
+    (its cached blocks are reusable), from NVML and the framework. margin: a share of limit_bytes
+    kept free on top of the library's (fragmentation, workspaces): the fit's room is
+    limit_bytes * (1 - margin). Returns a multiple of multiple_of (at least 0). ValueError when
+    the points do not let a size be computed (fewer than 2 distinct sizes without fixed_bytes, a
+    peak that does not grow with the batch, peaks that follow neither a line nor a quadratic),
+    with the library's words."""
+    pts = [(b, p) for b, p in points]
     if not pts or (fixed_bytes is None and len({b for b, _ in pts}) < 2):
         raise ValueError("suggest_batch_size needs measured peaks at two or more different batch sizes "
                          "(or one, with fixed_bytes)")
-    if any(b <= 0 or p < 0 for b, p in pts):
-        raise ValueError("batch sizes must be positive and peaks non-negative")
     if fixed_bytes is not None and (isinstance(fixed_bytes, bool) or not isinstance(fixed_bytes, int)
                                     or fixed_bytes < 0):
         raise ValueError(f"fixed_bytes must be None or a whole number of bytes >= 0, got {fixed_bytes!r}")
     if not 0 <= margin < 1:
         raise ValueError(f"margin must be in [0, 1), got {margin!r}")
-    if multiple_of < 1:
+    if isinstance(multiple_of, bool) or not isinstance(multiple_of, int) or multiple_of < 1:
         raise ValueError(f"multiple_of must be at least 1, got {multiple_of!r}")
-    if fixed_bytes is not None:  # least squares through (0, fixed_bytes)
-        fixed = fixed_bytes
-        per = sum(b * (p - fixed) for b, p in pts) / sum(b * b for b, _ in pts)
-    else:
-        n = len(pts)
-        mb = sum(b for b, _ in pts) / n
-        mp = sum(p for _, p in pts) / n
-        sbb = sum((b - mb) ** 2 for b, _ in pts)
-        per = sum((b - mb) * (p - mp) for b, p in pts) / sbb
-        fixed = mp - per * mb
-    if per <= 0:
-        raise ValueError("the measured peak does not grow with the batch size: cannot extrapolate")
     if limit_bytes is None:
         limit_bytes = _available(device, framework)
-    budget = limit_bytes * (1 - margin)
-    best = math.floor((budget - fixed) / per)
-    return max(0, best - best % multiple_of)
+    fit = _gpumon.fit_batch(pts, room_bytes=max(0, int(limit_bytes * (1 - margin))), multiple_of=multiple_of,
+                            fixed_bytes=fixed_bytes)
+    if fit["shape"] == "none":
+        raise ValueError(fit["note"])
+    return fit["max_batch"]
 
 
 def reachable_bytes(free: int, reserved: Optional[int], cap: Optional[int] = None) -> int:

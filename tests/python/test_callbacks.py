@@ -31,6 +31,13 @@ WEIGHTS = 2 * GIB
 PER_SAMPLE = 16 * MIB   # activations of one sample, freed at the step's end
 
 
+def fitted(limit, fixed, per_sample, margin=0.10):
+    """suggest_batch_size on an exact line: the room is limit x (1 - margin), of which libgpumon's
+    fit keeps 1 % free."""
+    room = int(limit * (1 - margin))
+    return int((room - math.ceil(room / 100) - fixed) // per_sample)
+
+
 @pytest.fixture
 def fresh(torch, monkeypatch):
     """Fresh stand-ins of the trainers (over this test's torch), and no callback class kept from
@@ -185,7 +192,7 @@ def test_lightning_adjust_checkpoints_and_shrinks_the_next_batch(scenario, fresh
     trainer, _, _, net, data = lightning_run(fresh, [cb], 25, default_root_dir=tmp_path, save_dir=tmp_path)
     # peak 2 GiB + 64 x 16 MiB; the allocator may reach the GPU's free memory plus its 3 GiB reserve
     free = cb.monitor.last.device_free
-    want = int(((free + 3 * GIB) * 0.9 - WEIGHTS) // PER_SAMPLE) // 8 * 8
+    want = fitted(free + 3 * GIB, WEIGHTS, PER_SAMPLE) // 8 * 8
     assert 0 < want < 64
     assert trainer.saved == [str(tmp_path / "gpumon-step1.ckpt")] and os.path.exists(trainer.saved[0])
     assert cb.adjustments == [{"step": 1, "kind": "headroom_low", "checkpoint": trainer.saved[0], "batch_size": 64,
@@ -337,7 +344,7 @@ def test_hf_adjust_saves_and_shrinks_the_batch(scenario, fresh, tmp_path):
     out = tmp_path / "out"
     trainer, _ = hf_run(fresh, 6, [cb], per_device_train_batch_size=64, output_dir=str(out), save_steps=0)
     free = cb.monitor.last.device_free
-    want = int(((free + 3 * GIB) * 0.9 - WEIGHTS) // PER_SAMPLE)
+    want = fitted(free + 3 * GIB, WEIGHTS, PER_SAMPLE)
     assert 0 < want < 64
     assert [e.kind for e in events] == ["headroom_low"]
     assert sorted(os.listdir(out)) == ["checkpoint-1"]
@@ -353,15 +360,16 @@ def test_hf_adjust_from_the_points_given(scenario, fresh, tmp_path):
     cb = GPUMonitorCallback(adjust=True, batch_points=[(8, GIB + 800 * MIB), (16, GIB + 1600 * MIB)])
     trainer, _ = hf_run(fresh, 10, [cb], per_device_train_batch_size=64, output_dir=str(tmp_path), save_steps=0)
     free = cb.monitor.last.device_free
-    want = int(((free + 3 * GIB) * 0.9 - GIB) // (100 * MIB))
+    want = fitted(free + 3 * GIB, GIB, 100 * MIB)
     assert cb.adjustments[0]["step"] == 10 and trainer.args.per_device_train_batch_size == want
 
 
 # ---- the recipe, the helpers, the imports ------------------------------------------------------------
 
 def test_suggest_batch_size_with_the_fixed_part_needs_one_point():
-    # 2 GiB fixed, 1 GiB at 64: 16 MiB a sample; 10 GiB * 0.9 = 9216 MiB -> (9216 - 2048) / 16 = 448
-    assert gpumon.suggest_batch_size([(64, 3 * GIB)], limit_bytes=10 * GIB, fixed_bytes=2 * GIB) == 448
+    # 2 GiB fixed, 1 GiB at 64: 16 MiB a sample; 10 GiB * 0.9 = 9216 MiB, 1 % of it kept free by the
+    # library -> (9216 - 92.16 - 2048) / 16 = 442.2
+    assert gpumon.suggest_batch_size([(64, 3 * GIB)], limit_bytes=10 * GIB, fixed_bytes=2 * GIB) == 442
     with pytest.raises(ValueError, match="or one, with fixed_bytes"):
         gpumon.suggest_batch_size([(64, 3 * GIB)], limit_bytes=10 * GIB)
     with pytest.raises(ValueError, match="fixed_bytes must be"):
@@ -398,7 +406,7 @@ def test_the_auto_adjust_recipe_in_the_docs(scenario, torch, monkeypatch):
         exec(compile(recipe(), "docs/python.md", "exec"), ns)
     ns["mon"].close()
     free = ns["mon"].last.device_free
-    want = int(((free + 3 * GIB) * 0.9 - WEIGHTS) // PER_SAMPLE)
+    want = fitted(free + 3 * GIB, WEIGHTS, PER_SAMPLE)
     assert saved == ["step0.pt"] and sizes == [64] + [want] * 199 and 0 < want < 64
 
 
