@@ -95,4 +95,24 @@ struct run {
  * one path for every record). */
 void run_emit(struct run *r, const gpumon_record *recs, size_t n);
 
+/* An event of the run (kind and text as docs/recording.md lists them) at t, emitted (cmd_run.c). */
+void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one); at
+ * most MAX_OOM_EVENTS in a run (cmd_run.c). */
+void run_oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Scans the job's process tree again; a pid new to it joins the job (a JOB record; cmd_run.c). */
+void run_refresh_tree(struct run *r);
+
+/* --limit's own rule (run_stop.c): what job process pid holds on all GPUs together, as NVML lists
+ * it, against the limit; warned about, and acted on as --on-exceed says, once per process. */
+void run_enforce(struct run *r, unsigned pid, uint64_t t);
+
+/* After SIGTERM (--on-exceed term): a job still running when the grace is over gets
+ * SIGKILL, once (run_stop.c). */
+void run_escalate(struct run *r, uint64_t now);
+
+
 #endif
