@@ -2,7 +2,7 @@
 /* cmd_run.c — `gpumon run [OPTIONS] -- CMD [ARGS...]`: launches a job with the allocator settings
  * asked for and emits every record of the run — the sampler's, what the job reports over
  * GPUMON_RUN_SOCKET, its process tree, its out-of-memory messages, events — to one recording and
- * to the run model, which gives the live alerts and the end summary. Enforces --limit
+ * to the run model, which gives the live alerts and the end summary. Enforces --limit and --steps
  * (run_stop.c) and exits with the job's status. */
 #include <errno.h>
 #include <poll.h>
@@ -287,7 +287,9 @@ static void on_sample(struct run *r, const struct run_msg *m, unsigned pid, uint
 		.limit_bytes = (m->has & RUN_HAS_LIMIT) ? m->limit : 0};
 	if (f)
 		snprintf(s->framework, sizeof s->framework, "%s", f->framework);
-	run_emit(r, &rec, 1);
+	run_emit(r, &rec, 1); /* first: the sample that completes the last step is recorded */
+	if (m->has & RUN_HAS_STEP)
+		run_steps_seen(r, m->step);
 }
 
 static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
@@ -308,6 +310,8 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 		on_sample(r, m, pid, t);
 	} else if (m->type == RUN_MSG_STEP) {
 		run_event(r, t, "step", "%lld", (long long)m->step);
+		if (m->has & RUN_HAS_STEP)
+			run_steps_seen(r, m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
 		run_event(r, t, "marker", "%s", m->text);
 	} else if (m->type == RUN_MSG_INSIDE && !m->fw_version[0] && (f = fw_of(r, pid, 0)) &&
@@ -382,7 +386,9 @@ static char *settings_text(const struct run *r)
 				      r->o->on_exceed == EXCEED_TERM   ? "term"
 				      : r->o->on_exceed == EXCEED_KILL ? "kill"
 								       : "warn");
-	if (r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM)
+	if (r->o->steps)
+		n += (size_t)snprintf(s + n, cap - n, "gpumon.steps=%u\n", r->o->steps);
+	if ((r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM) || r->o->steps)
 		snprintf(s + n, cap - n, "gpumon.term_grace_ms=%llu\n", (unsigned long long)(r->o->term_grace_ns / 1000000));
 	return s;
 }
@@ -396,6 +402,7 @@ static void loop(struct run *r, int wake)
 		struct pollfd p = {.fd = wake, .events = POLLIN};
 		int woke = r->srv ? run_server_poll(r->srv, wake, wait_ms, on_msg, r) : poll(&p, 1, wait_ms) > 0;
 		tell_refusals(r);
+		run_steps_check(r); /* after the poll: what the job sent with its last step is read */
 		uint64_t t = cli_now_ns();
 		if (woke) {
 			unsigned sigs = run_job_wake(wake);
@@ -601,7 +608,7 @@ static int start_recording(struct run *r, const char *path, char *defpath, size_
 	return EXIT_OK;
 }
 
-/* Runs the job to its end; returns its exit status. */
+/* Runs the job to its end; returns its exit status (0 when --steps stopped it). */
 static int run_job(struct run *r, int wake)
 {
 	/* the notes of settings without effect; with -v every note (all are in the recording) */
@@ -624,7 +631,7 @@ static int run_job(struct run *r, int wake)
 	take_oom_lines(r);
 	drain_sampler(r, 0);
 	run_event(r, r->end_ns, "exit", "%d", r->status);
-	return r->status;
+	return r->steps_stopped ? EXIT_OK : r->status; /* it ended because --steps asked it to */
 }
 
 static void free_run(struct run *r)
@@ -639,6 +646,7 @@ static void free_run(struct run *r)
 	free(r->procs);
 	free(r->job);
 	free(r->warned);
+	free(r->steps);
 }
 
 int cmd_run(int argc, char **argv)

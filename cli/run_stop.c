@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* run_stop.c — how `gpumon run` ends a job before its own end: --limit's rule (a job process over
- * the limit), by one way: SIGTERM to the job's processes, then SIGKILL when the job still runs
- * after the grace of --on-exceed term:GRACE. */
+ * the limit) and --steps (the job reported its N training steps). Both go one way: SIGTERM to the
+ * job's processes, then SIGKILL when the job still runs after the grace of --on-exceed term:GRACE. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,4 +87,49 @@ void run_escalate(struct run *r, uint64_t now)
 	run_event(r, now, "note", "the job is still running %s after SIGTERM: sending SIGKILL", grace);
 	run_refresh_tree(r); /* the processes it started since */
 	signal_job(r, SIGKILL);
+}
+
+void run_steps_seen(struct run *r, int64_t step)
+{
+	size_t lo = 0, hi = r->nsteps;
+	if (!r->o->steps || r->nsteps >= r->o->steps)
+		return;
+	while (lo < hi) { /* steps mostly come in order: the search ends at the top */
+		size_t mid = lo + (hi - lo) / 2;
+		if (r->steps[mid] == step)
+			return;
+		if (r->steps[mid] < step)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (r->nsteps == r->steps_cap) {
+		size_t cap = r->steps_cap ? r->steps_cap * 2 : 64;
+		if (cap > r->o->steps)
+			cap = r->o->steps;
+		int64_t *a = realloc(r->steps, cap * sizeof *a);
+		if (!a)
+			return; /* out of memory: the step is counted when it is seen again */
+		r->steps = a;
+		r->steps_cap = cap;
+	}
+	memmove(r->steps + lo + 1, r->steps + lo, (r->nsteps - lo) * sizeof *r->steps);
+	r->steps[lo] = step;
+	r->nsteps++;
+}
+
+void run_steps_check(struct run *r)
+{
+	char grace[32], act[96];
+	/* a job --limit already stops ends for that reason: its status is then the one to give */
+	if (!r->o->steps || r->nsteps < r->o->steps || r->acted || r->done)
+		return;
+	r->steps_stopped = 1;
+	format_grace(grace, sizeof grace, r->o->term_grace_ns);
+	snprintf(act, sizeof act, "sending SIGTERM to the job (SIGKILL after %s)", grace);
+	if (!r->o->quiet)
+		fprintf(stderr, "%s: note: the job reported %u steps (--steps): %s\n", cli_progname, r->o->steps, act);
+	run_event(r, cli_now_ns(), "note", "stopped after %u steps (--steps): %s", r->o->steps, act);
+	run_refresh_tree(r); /* the processes it started since the last scan */
+	terminate(r);
 }
