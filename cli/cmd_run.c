@@ -2,8 +2,8 @@
 /* cmd_run.c — `gpumon run [OPTIONS] -- CMD [ARGS...]`: launches a job with the allocator settings
  * asked for and emits every record of the run — the sampler's, what the job reports over
  * GPUMON_RUN_SOCKET, its process tree, its out-of-memory messages, events — to one recording and
- * to the run model, which gives the live alerts and the end summary. Enforces --limit and exits
- * with the job's status. */
+ * to the run model, which gives the live alerts and the end summary. Enforces --limit and --steps
+ * (run_stop.c) and exits with the job's status. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -64,9 +64,7 @@ void run_emit(struct run *r, const gpumon_record *recs, size_t n)
 	tell_alerts(r);
 }
 
-static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
 {
 	char text[1200];
 	va_list ap;
@@ -77,10 +75,8 @@ static void event(struct run *r, uint64_t t, const char *kind, const char *fmt, 
 	run_emit(r, &e, 1);
 }
 
-/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one). Its
- * text holds a whole message: PyTorch's, some 650 bytes, has its figures in the second half. */
-static void oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void oom_event(struct run *r, uint64_t t, const char *fmt, ...)
+/* Room for a whole message: PyTorch's, some 650 bytes, has its figures in the second half. */
+void run_oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 {
 	char text[RUN_STDERR_TEXT_CAP + 64];
 	va_list ap;
@@ -121,7 +117,7 @@ static void tell_alerts(struct run *r)
 		words_alert(words, sizeof words, entry);
 		if (!r->o->quiet)
 			fprintf(stderr, "%s: leak suspected: %s\n", cli_progname, words);
-		event(r, a[i].t_ns, "alert", "leak suspected: %s", words);
+		run_event(r, a[i].t_ns, "alert", "leak suspected: %s", words);
 	}
 	json_decref(doc);
 	free(a);
@@ -166,8 +162,8 @@ static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
 	}
 }
 
-/* Scans the tree below gpumon (a subreaper, so orphaned grandchildren stay below it). */
-static void refresh_tree(struct run *r)
+/* The tree below gpumon: it is a subreaper, so orphaned grandchildren stay below it. */
+void run_refresh_tree(struct run *r)
 {
 	gpumon_record recs[JOBBUF];
 	size_t n = 0;
@@ -180,79 +176,6 @@ static void refresh_tree(struct run *r)
 		job_add(r, r->child, recs, &n);
 	run_emit(r, recs, n);
 	r->last_tree_ns = cli_now_ns();
-}
-
-/* Sends sig to every process of the job. */
-static void signal_job(struct run *r, int sig)
-{
-	for (size_t i = 0; i < r->tree.n; i++)
-		if (r->tree.pids[i] != getpid())
-			kill(r->tree.pids[i], sig);
-	if (!r->done)
-		kill(r->child, sig);
-}
-
-/* A grace period in words: "30 s", "0.5 s", "2 min". */
-static void format_grace(char *buf, size_t len, uint64_t ns)
-{
-	if (ns >= 60000000000ull && ns % 60000000000ull == 0)
-		snprintf(buf, len, "%llu min", (unsigned long long)(ns / 60000000000ull));
-	else
-		snprintf(buf, len, "%g s", (double)ns / 1e9);
-}
-
-/* --limit's own rule: what one job process holds on all GPUs together, as NVML lists it, against
- * the limit; warned about (and acted on) once per process. */
-static void enforce(struct run *r, unsigned pid, uint64_t t)
-{
-	uint64_t total = 0;
-	char a[32], b[32];
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid)
-			total += r->procs[i].used;
-	if (!r->o->alloc.limit_bytes || total <= r->o->alloc.limit_bytes || r->acted)
-		return;
-	for (size_t i = 0; i < r->nwarned; i++)
-		if (r->warned[i] == pid)
-			return;
-	unsigned *w = realloc(r->warned, (r->nwarned + 1) * sizeof *w);
-	if (w) {
-		r->warned = w;
-		w[r->nwarned++] = pid;
-	}
-	char act[96], grace[32];
-	format_grace(grace, sizeof grace, r->o->term_grace_ns);
-	if (r->o->on_exceed == EXCEED_TERM)
-		snprintf(act, sizeof act, "sending SIGTERM to the job (SIGKILL after %s)", grace);
-	else
-		snprintf(act, sizeof act, "%s", r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
-										: "warning only (--on-exceed warn)");
-	cli_format_bytes(a, sizeof a, total);
-	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
-	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
-	event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid, (unsigned long long)total,
-	      (unsigned long long)r->o->alloc.limit_bytes, act);
-	oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
-	if (r->o->on_exceed != EXCEED_WARN) {
-		r->acted = 1;
-		if (r->o->on_exceed == EXCEED_TERM)
-			r->term_ns = cli_now_ns();
-		signal_job(r, r->o->on_exceed == EXCEED_TERM ? SIGTERM : SIGKILL);
-	}
-}
-
-/* --on-exceed term: a job still running when the grace after SIGTERM is over gets SIGKILL, once. */
-static void escalate(struct run *r, uint64_t now)
-{
-	char grace[32];
-	if (!r->term_ns || r->escalated || r->done || now < r->term_ns + r->o->term_grace_ns)
-		return;
-	r->escalated = 1;
-	format_grace(grace, sizeof grace, r->o->term_grace_ns);
-	cli_error("run: the job is still running %s after SIGTERM: sending SIGKILL", grace);
-	event(r, now, "note", "the job is still running %s after SIGTERM: sending SIGKILL", grace);
-	refresh_tree(r); /* the processes it started since */
-	signal_job(r, SIGKILL);
 }
 
 static long find_proc(const struct run *r, unsigned dev, unsigned pid)
@@ -282,7 +205,7 @@ static void track(struct run *r, const gpumon_record *rec)
 	}
 	r->procs[i].used = (rec->process.flags & GPUMON_PROC_USED_KNOWN) ? rec->process.used_bytes : 0;
 	if (job_has(r, rec->process.pid))
-		enforce(r, rec->process.pid, rec->t_ns);
+		run_enforce(r, rec->process.pid, rec->t_ns);
 }
 
 /* ---- the sampler ----------------------------------------------------------------------------- */
@@ -295,7 +218,7 @@ static void on_batch(struct run *r, const gpumon_record *recs, size_t n)
 		if (recs[k].kind == GPUMON_REC_PROCESS && !job_has(r, recs[k].process.pid) &&
 		    find_proc(r, recs[k].dev, recs[k].process.pid) < 0) {
 			if (cli_now_ns() > r->last_tree_ns + TREE_PERIOD_NS / 10)
-				refresh_tree(r);
+				run_refresh_tree(r);
 			break;
 		}
 	run_emit(r, recs, n);
@@ -364,7 +287,9 @@ static void on_sample(struct run *r, const struct run_msg *m, unsigned pid, uint
 		.limit_bytes = (m->has & RUN_HAS_LIMIT) ? m->limit : 0};
 	if (f)
 		snprintf(s->framework, sizeof s->framework, "%s", f->framework);
-	run_emit(r, &rec, 1);
+	run_emit(r, &rec, 1); /* first: the sample that completes the last step is recorded */
+	if (m->has & RUN_HAS_STEP)
+		run_steps_seen(r, m->step);
 }
 
 static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
@@ -379,14 +304,16 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
 			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
 		}
-		event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
+		run_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
 		      m->framework[0] ? m->framework : "unknown framework", m->fw_version);
 	} else if (m->type == RUN_MSG_SAMPLE) {
 		on_sample(r, m, pid, t);
 	} else if (m->type == RUN_MSG_STEP) {
-		event(r, t, "step", "%lld", (long long)m->step);
+		run_event(r, t, "step", "%lld", (long long)m->step);
+		if (m->has & RUN_HAS_STEP)
+			run_steps_seen(r, m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
-		event(r, t, "marker", "%s", m->text);
+		run_event(r, t, "marker", "%s", m->text);
 	} else if (m->type == RUN_MSG_INSIDE && !m->fw_version[0] && (f = fw_of(r, pid, 0)) &&
 		   !strcmp(f->framework, m->framework)) {
 		struct run_msg with = *m; /* the version its hello gave: "inside view on for pid N: torch 2.11" */
@@ -413,7 +340,7 @@ static void tell_refusals(struct run *r)
 	run_server_refusal_reason(why, sizeof why, st.refused_errno, 0);
 	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
 		  "them)", why);
-	event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
+	run_event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
 }
 
 /* The lines the stderr scanner found: an out-of-memory message becomes an `oom` event
@@ -427,7 +354,7 @@ static void take_oom_lines(struct run *r)
 			gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = l[i].t_ns, .event_kind = GPUMON_EVENT_OOM_DETAIL,
 					   .event_text = l[i].line};
 			if (l[i].kind == RUN_STDERR_OOM)
-				oom_event(r, l[i].t_ns, "%s: %s", l[i].framework, l[i].line);
+				run_oom_event(r, l[i].t_ns, "%s: %s", l[i].framework, l[i].line);
 			else
 				run_emit(r, &e, 1);
 		}
@@ -459,7 +386,9 @@ static char *settings_text(const struct run *r)
 				      r->o->on_exceed == EXCEED_TERM   ? "term"
 				      : r->o->on_exceed == EXCEED_KILL ? "kill"
 								       : "warn");
-	if (r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM)
+	if (r->o->steps)
+		n += (size_t)snprintf(s + n, cap - n, "gpumon.steps=%u\n", r->o->steps);
+	if ((r->o->alloc.limit_bytes && r->o->on_exceed == EXCEED_TERM) || r->o->steps)
 		snprintf(s + n, cap - n, "gpumon.term_grace_ms=%llu\n", (unsigned long long)(r->o->term_grace_ns / 1000000));
 	return s;
 }
@@ -473,12 +402,13 @@ static void loop(struct run *r, int wake)
 		struct pollfd p = {.fd = wake, .events = POLLIN};
 		int woke = r->srv ? run_server_poll(r->srv, wake, wait_ms, on_msg, r) : poll(&p, 1, wait_ms) > 0;
 		tell_refusals(r);
+		run_steps_check(r); /* after the poll: what the job sent with its last step is read */
 		uint64_t t = cli_now_ns();
 		if (woke) {
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
 				if (sigs & (1u << s))
-					event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
+					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status, &r->signal);
 		if (r->done)
@@ -486,8 +416,8 @@ static void loop(struct run *r, int wake)
 		drain_sampler(r, 0);
 		take_oom_lines(r);
 		if (t - r->last_tree_ns >= TREE_PERIOD_NS && !r->done)
-			refresh_tree(r);
-		escalate(r, cli_now_ns());
+			run_refresh_tree(r);
+		run_escalate(r, cli_now_ns());
 		if (t - r->last_commit_ns >= COMMIT_PERIOD_NS && r->rec && !r->rec_failed) {
 			rec_check(r, gpumon_recording_commit(r->rec));
 			r->last_commit_ns = t;
@@ -678,7 +608,7 @@ static int start_recording(struct run *r, const char *path, char *defpath, size_
 	return EXIT_OK;
 }
 
-/* Runs the job to its end; returns its exit status. */
+/* Runs the job to its end; returns its exit status (0 when --steps stopped it). */
 static int run_job(struct run *r, int wake)
 {
 	/* the notes of settings without effect; with -v every note (all are in the recording) */
@@ -691,17 +621,17 @@ static int run_job(struct run *r, int wake)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
-		event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
-	event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
+		run_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
+	run_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
 	run_job_release(1);
-	refresh_tree(r);
+	run_refresh_tree(r);
 	loop(r, wake);
 	/* the job's last words on stderr: an out-of-memory message is often among them */
 	run_stderr_stop(r->err, STDERR_GRACE_MS);
 	take_oom_lines(r);
 	drain_sampler(r, 0);
-	event(r, r->end_ns, "exit", "%d", r->status);
-	return r->status;
+	run_event(r, r->end_ns, "exit", "%d", r->status);
+	return r->steps_stopped ? EXIT_OK : r->status; /* it ended because --steps asked it to */
 }
 
 static void free_run(struct run *r)
@@ -716,6 +646,7 @@ static void free_run(struct run *r)
 	free(r->procs);
 	free(r->job);
 	free(r->warned);
+	free(r->steps);
 }
 
 int cmd_run(int argc, char **argv)

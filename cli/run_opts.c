@@ -37,6 +37,10 @@ static void help(void)
 	       "  --on-exceed warn|term[:GRACE]|kill  when a job process holds more than --limit (default\n"
 	       "                         warn); term sends SIGTERM, then SIGKILL if the job still runs\n"
 	       "                         GRACE later (default 30s; e.g. term:2m, term:500ms)\n"
+	       "  --steps N              stop the job once it has reported N training steps (1 to 1000000;\n"
+	       "                         a step any of its processes reports counts once): SIGTERM, then\n"
+	       "                         SIGKILL after the grace of --on-exceed term:GRACE (default 30s);\n"
+	       "                         gpumon then exits 0\n"
 	       "  --no-inside            no inside view: no bootstrap, nothing added to the job's environment\n"
 	       "  --history              the monitor inside a PyTorch job keeps the allocator's recent history\n"
 	       "                         with Python stacks, so that an out-of-memory names the source lines\n"
@@ -46,8 +50,8 @@ static void help(void)
 	       "  -q, --quiet            no notes at start, no leak alerts, no summary at the end\n"
 	       "  -h, --help             this help\n"
 	       "SIZE: bytes, or with K, M, G, T (binary; 8G = 8GiB). Exit status: CMD's (128+N when a\n"
-	       "signal N killed it; 127 not found, 126 not executable); 2 bad option or -o FILE exists,\n"
-	       "255 recording error.\n"
+	       "signal N killed it; 127 not found, 126 not executable; 0 when --steps stopped it); 2 bad\n"
+	       "option or -o FILE exists, 255 recording error.\n"
 	       "The protocol of GPUMON_RUN_SOCKET is in docs/run-protocol.md. CMD's stderr passes through\n"
 	       "gpumon unchanged (a pseudo-terminal when gpumon's is a terminal) and is scanned for\n"
 	       "out-of-memory messages: after an out-of-memory death the summary names the likely cause.\n"
@@ -144,6 +148,12 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
 		o->interval_ms = (unsigned)ms;
 	} else if (OPT("--on-exceed", NULL)) {
 		*rc = parse_on_exceed(o, v);
+	} else if (OPT("--steps", NULL)) {
+		char *end;
+		unsigned long n = strtoul(v, &end, 10);
+		if (!(*v >= '0' && *v <= '9') || *end || n < 1 || n > MAX_STEPS)
+			*rc = bad_value("--steps", v, "expected a number of training steps, 1 to 1000000");
+		o->steps = (unsigned)n;
 	} else {
 		if (bad)
 			*rc = EXIT_USAGE;
@@ -157,6 +167,7 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 {
 	int i, rc = EXIT_OK;
 	o->interval_ms = 10;
+	o->term_grace_ns = DEFAULT_TERM_GRACE_NS; /* --steps' grace without --on-exceed term:GRACE */
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		int r;

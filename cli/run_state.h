@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* run_state.h — the state of one `gpumon run`, owned by cmd_run.c: the options, the job and its
- * process tree, the recording and the run model that every record is emitted to, and what --limit
- * needs to compare a job process's NVML figure with the limit. Nothing here judges the run. */
+ * process tree, the recording and the run model that every record is emitted to, what --limit
+ * needs to compare a job process's NVML figure with the limit and the steps --steps counts.
+ * Nothing here judges the run. */
 #ifndef GPUMON_RUN_STATE_H
 #define GPUMON_RUN_STATE_H
 
@@ -22,6 +23,7 @@ enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 /* --on-exceed term: SIGKILL this long after SIGTERM when the job still runs (the grace that
    Kubernetes and Slurm give by default, time enough for most checkpoints) */
 #define DEFAULT_TERM_GRACE_NS 30000000000ull
+#define MAX_STEPS 1000000u /* --steps N: 1..this */
 
 struct opts {
 	struct run_alloc_opts alloc;
@@ -32,7 +34,8 @@ struct opts {
 	int no_record;             /* --no-record: the model alone, no file */
 	int no_inside;             /* --no-inside: no bootstrap, the job's environment as before */
 	int history;               /* --history: the monitor inside keeps the allocator's history */
-	uint64_t term_grace_ns;    /* --on-exceed term:GRACE */
+	uint64_t term_grace_ns;    /* --on-exceed term:GRACE; the grace of --steps too */
+	unsigned steps;            /* --steps N: the job is stopped after N steps; 0: runs to its end */
 	char **cmd;
 };
 
@@ -82,6 +85,9 @@ struct run {
 	int acted;                 /* term/kill sent */
 	uint64_t term_ns;          /* when SIGTERM was sent (--on-exceed term), 0 before */
 	int escalated;             /* SIGKILL sent after the grace */
+	int64_t *steps;            /* the distinct step numbers the job reported, sorted (--steps) */
+	size_t nsteps, steps_cap;
+	int steps_stopped;         /* the job was asked to stop after its --steps */
 	int refusal_told;          /* a socket connection refused: said once */
 	unsigned oom_events;       /* out-of-memory signs emitted (at most MAX_OOM_EVENTS) */
 	struct run_alloc_plan plan;
@@ -94,5 +100,33 @@ struct run {
 /* Emits records of the run: to the recording, then to the model, with the same times (cmd_run.c's
  * one path for every record). */
 void run_emit(struct run *r, const gpumon_record *recs, size_t n);
+
+/* An event of the run (kind and text as docs/recording.md lists them) at t, emitted (cmd_run.c). */
+void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* An out-of-memory sign: an `oom` event, which the model takes as the moment (the first one); at
+ * most MAX_OOM_EVENTS in a run (cmd_run.c). */
+void run_oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Scans the job's process tree again; a pid new to it joins the job (a JOB record; cmd_run.c). */
+void run_refresh_tree(struct run *r);
+
+/* --limit's own rule (run_stop.c): what job process pid holds on all GPUs together, as NVML lists
+ * it, against the limit; warned about, and acted on as --on-exceed says, once per process. */
+void run_enforce(struct run *r, unsigned pid, uint64_t t);
+
+/* After SIGTERM (--on-exceed term, --steps): a job still running when the grace is over gets
+ * SIGKILL, once (run_stop.c). */
+void run_escalate(struct run *r, uint64_t now);
+
+/* --steps: a step number the job reported in a sample or step message, from any of its
+ * processes; each distinct number counts once, so the ranks of one job reporting the same step
+ * count it once. Kept until N are counted (run_stop.c). */
+void run_steps_seen(struct run *r, int64_t step);
+
+/* --steps: once the job has reported its N steps, says so and asks it to end as --on-exceed term
+ * does; not when --limit already did (run_stop.c). */
+void run_steps_check(struct run *r);
 
 #endif

@@ -410,6 +410,8 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 		say(out, "    ", "  job exited with status %lld%s", (long long)doc_num(src, "exit_status"), after);
 	else
 		say(out, "    ", "  job's exit status unknown%s", after);
+	if (f->steps)
+		say(out, "    ", "  %s", f->steps);
 	size_t i;
 	const json_t *d;
 	json_array_foreach(json_object_get(doc, "devices"), i, d)
@@ -421,10 +423,26 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 	print_facts(out, doc, f);
 }
 
+/* --steps in words: stopped, or why not. */
+static const char *steps_words(char *buf, size_t len, const struct run *r)
+{
+	if (!r->o->steps)
+		return NULL;
+	if (r->steps_stopped)
+		snprintf(buf, len, "stopped after %u steps (--steps)", r->o->steps);
+	else if (r->nsteps)
+		snprintf(buf, len, "--steps %u: the job ended after reporting %zu step%s", r->o->steps, r->nsteps,
+			 r->nsteps == 1 ? "" : "s");
+	else /* no hello either: nothing inside the job spoke to gpumon */
+		snprintf(buf, len, "--steps: the job reported no step (%s)",
+			 r->nfw ? "its inside view sent none" : "no inside view");
+	return buf;
+}
+
 /* The end: the model finishes at the end the recording stores, and its document is the summary. */
 void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
 {
-	char *text = NULL, why[96] = "";
+	char *text = NULL, why[96] = "", steps[96];
 	gpumon_model_finish(r->model, end_ns, r->status);
 	if (r->o->quiet)
 		return;
@@ -437,7 +455,7 @@ void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpu
 	}
 	struct run_facts f = {.signal = r->signal, .path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
 			      .have_socket = r->srv != NULL, .verbose = r->o->verbose, .width = run_summary_width(),
-			      .refused_why = why};
+			      .refused_why = why, .steps = steps_words(steps, sizeof steps, r)};
 	if (r->srv) {
 		struct run_server_stats st;
 		run_server_stats_get(r->srv, &st);

@@ -26,6 +26,7 @@ struct run_facts {
 	int verbose;                       /* -v: every allocator note */
 	int width;                         /* columns no line may exceed (run_summary_width) */
 	int signal;                        /* the signal that ended the job; 0: it exited (or unknown) */
+	const char *steps;                 /* what became of --steps, in words; NULL: not given */
 };
 
 /* The terminal's width: stderr's (the summary's stream), else stdout's, else $COLUMNS, else 80. */

@@ -125,7 +125,8 @@ _gpumon()
         compopt -o filenames 2>/dev/null
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --interval|--duration|--speed|-n|-l|--loop|-lms|--loop-ms|--limit|--initial|--fraction|--max-split|\
-    --gc-threshold|--listen|--peak-window|--max-connections|--max-connections-per-ip|--timeout|--keepalive)
+    --gc-threshold|--steps|--listen|--peak-window|--max-connections|--max-connections-per-ip|--timeout|\
+    --keepalive)
         return ;; # a number or an address: nothing to offer
     esac
 

@@ -100,7 +100,7 @@ function __gpumon_complete
             __fish_complete_path $cur
             return
         case --interval --duration --speed -n -l --loop -lms --loop-ms --limit --initial --fraction \
-            --max-split --gc-threshold --listen --peak-window --max-connections --max-connections-per-ip \
+            --max-split --gc-threshold --steps --listen --peak-window --max-connections --max-connections-per-ip \
             --timeout --keepalive
             return
     end
