@@ -416,7 +416,7 @@ static int print_json(const gpumon_device_info *gi, uint64_t room, const struct 
 	int none = f->shape == GPUMON_FIT_NONE;
 	json_t *runs = json_array();
 	for (size_t i = 0; runs && i < n; i++) {
-		json_t *r = json_pack("{s:f, s:I, s:i, s:I, s:s, s:o, s:o, s:b, s:b, s:o}", "batch", t[i].run.batch, "steps",
+		json_t *r = json_pack("{s:I, s:I, s:i, s:I, s:s, s:o, s:o, s:b, s:b, s:o}", "batch", (json_int_t)t[i].run.batch, "steps",
 				      (json_int_t)t[i].steps, "status", t[i].status, "peak_bytes",
 				      (json_int_t)t[i].run.peak_bytes, "peak_source", t[i].nvml ? "nvml" : "allocator",
 				      "allocated_peak_bytes", num_or_null(t[i].run.allocated_peak_bytes, t[i].run.allocated_peak_bytes != 0),
@@ -521,7 +521,7 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		if (tr->run.failed) { /* a finding: the answer is corrected by it */
 			if (!o->json)
 				fprintf(stderr, "gpumon: fit: batch %llu ran out of memory when verified: the answer is "
-						"corrected by it\n", (unsigned long long)f->max_batch);
+						"kept below it\n", (unsigned long long)f->max_batch);
 			room_now(g, dev, room);
 			cfg.room_bytes = *room;
 			if ((st = gpumon_fit_batch(runs, *n, &cfg, f)) != GPUMON_OK)
