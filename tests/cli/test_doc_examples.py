@@ -11,6 +11,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -221,3 +222,42 @@ def test_no_gpu_example_runs_without_a_driver(args):
             "report": (out, "Report of examples/recordings/h200_train_leak.gpumon (recording of gpumon record)"),
             "serve": (err, "as at the end of the recording examples/recordings/h200_train_leak.gpumon")}[args[0]]
     assert said[1] in said[0], (out, err)
+
+
+# A training script for fit's examples: takes its batch size as `--batch-size N` or `--bs=N` and
+# reports allocator figures that grow with it over the run socket, a step every 40 ms.
+TRAIN = '''
+import json, os, socket, sys, time
+args = sys.argv[1:]
+batch = int(args[args.index("--batch-size") + 1]) if "--batch-size" in args else \\
+    int(next(a.split("=", 1)[1] for a in args if a.startswith("--bs=")))
+alloc = (2 << 30) + (256 << 20) * batch
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(os.environ["GPUMON_RUN_SOCKET"])
+s.sendall((json.dumps({"v": 1, "type": "hello", "framework": "torch"}) + "\\n").encode())
+for step in range(100000):
+    s.sendall((json.dumps({"type": "sample", "step": step, "device": 0, "allocated": alloc,
+                           "reserved": alloc}) + "\\n").encode())
+    time.sleep(0.04)
+'''
+
+
+def fit_examples():
+    r = subprocess.run([GPUMON_BIN, "fit", "--help"], capture_output=True, text=True)
+    text = r.stdout[r.stdout.index("Examples:"):]
+    return [re.match(r"\s+(gpumon .*)$", l).group(1) for l in text.splitlines()[1:] if l.strip()]
+
+
+@pytest.mark.parametrize("cmd", fit_examples())
+def test_fit_help_example(tmp_path, cmd):
+    """fit's examples name a training script (python train.py): here one that takes the batch size
+    the way the example passes it and reports figures that grow with it."""
+    (tmp_path / "train.py").write_text(TRAIN)
+    assert "python train.py" in cmd
+    argv = cmd.replace("python train.py", f"{sys.executable} train.py").split()
+    argv[0] = GPUMON_BIN
+    e = environment()
+    e["TMPDIR"] = str(tmp_path)
+    r = subprocess.run(argv, cwd=tmp_path, env=e, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, (cmd, r.stderr)
+    assert re.match(r"batch \d+ fits GPU 0 \(NVIDIA H200\) as it is now", r.stdout), r.stdout
