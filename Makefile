@@ -83,8 +83,11 @@ run: build
 test: deps-test
 	@$(MAKE) build-werror
 	@set -u; log=$(ASAN_BUILD).build.log; rm -f $$log.status; \
-	( nice -n 19 $(MAKE) build-asan build-tsan >$$log 2>&1; echo $$? >$$log.status ) & \
-	$(MAKE) run-werror; st=$$?; wait; \
+	( nice -n 19 $(MAKE) build-asan build-tsan >$$log 2>&1; echo $$? >$$log.status ) & bpid=$$!; \
+	$(MAKE) run-werror; st=$$?; n=0; \
+	while kill -0 $$bpid 2>/dev/null; do sleep 5; n=$$((n + 5)); \
+	  [ $$((n % 50)) -ne 0 ] || echo "... still building $(ASAN_BUILD) and $(TSAN_BUILD) ($$n s): $$(tail -n 1 $$log)"; done; \
+	wait; \
 	if [ "$$(cat $$log.status 2>/dev/null)" != 0 ]; then cat $$log; echo "the sanitizer builds failed (above)" >&2; exit 1; fi; \
 	echo "[built $(ASAN_BUILD) and $(TSAN_BUILD) beside the tests: $$log]"; \
 	[ $$st -eq 0 ] || exit $$st

@@ -23,6 +23,15 @@
 #define MAX_RUNS 12
 #define PLACEHOLDER "{batch}"
 
+/* The signal that asked fit to stop (Ctrl-C reaches the run and its job too: they stop; fit then
+ * starts no other run). */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
 struct opts {
 	const char *gpu;     /* -i / --gpu: N, UUID, bus id or auto (the default) */
 	uint64_t batches[MAX_RUNS];
@@ -74,7 +83,8 @@ static void help(void)
 	       "  -h, --help         this help\n"
 	       "Never runs a batch predicted not to fit; a run that runs out of memory anyway bounds the\n"
 	       "answer. Exit status: 0 an answer, 1 no batch fits or the peaks do not follow the batch,\n"
-	       "2 bad option or no {batch} in the command, 255 a run failed (the job's last lines shown).\n\n"
+	       "2 bad option or no {batch} in the command, 255 a run failed (the job's last lines shown),\n"
+	       "128+N stopped by signal N (Ctrl-C stops the run, its job and fit).\n\n"
 	       "Examples:\n"
 	       "  gpumon fit -- python train.py --batch-size {batch} --max-steps 10\n"
 	       "  gpumon fit --batch 4,8,16 --verify -- python train.py --bs={batch}\n",
@@ -472,6 +482,8 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 	gpumon_fit_run runs[MAX_RUNS + 1];
 	cfg.multiple_of = o->multiple_of;
 	for (size_t k = 0; k < (o->nbatches ? o->nbatches : o->runs); k++) {
+		if (stop_signal)
+			return 128 + stop_signal;
 		int rc = room_now(g, dev, room);
 		if (rc)
 			return rc;
@@ -491,6 +503,10 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		tr->run.batch = (double)batch;
 		if ((rc = run_once(o, uuid, dir, tr)) || (rc = read_run(tr)))
 			return rc;
+		if (stop_signal) {
+			(*n)++;
+			return 128 + stop_signal;
+		}
 		if (!tr->steps && !tr->run.failed) { /* died before a step: nothing to fit */
 			char line[512];
 			last_line(tr->log, line, sizeof line);
@@ -508,7 +524,7 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		cli_error("fit: %s", gpumon_strerror(st));
 		return EXIT_OTHER;
 	}
-	if (o->verify && f->shape != GPUMON_FIT_NONE && f->max_batch && *n < MAX_RUNS + 1) {
+	if (o->verify && !stop_signal && f->shape != GPUMON_FIT_NONE && f->max_batch && *n < MAX_RUNS + 1) {
 		struct trial *tr = &t[*n];
 		memset(tr, 0, sizeof *tr);
 		tr->run.batch = (double)f->max_batch;
@@ -540,6 +556,11 @@ int cmd_fit(int argc, char **argv)
 	gpumon *g = cli_open(&rc);
 	if (!g)
 		return rc;
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	unsigned dev;
 	gpumon_device_info gi;
 	if ((rc = run_job_choose_gpu(g, o.gpu, &dev)) != EXIT_OK) {
@@ -568,7 +589,10 @@ int cmd_fit(int argc, char **argv)
 		if (!(gi.present & GPUMON_INFO_UUID))
 			snprintf(uuid, sizeof uuid, "%u", gi.index);
 		rc = measure(&o, g, dev, uuid, dir, t, &n, &f, &room);
-		if (rc == EXIT_OK || rc == 1) {
+		if (stop_signal)
+			cli_error("fit: stopped by SIG%s after %zu run%s: no answer", sigabbrev_np(stop_signal), n,
+				  n == 1 ? "" : "s");
+		else if (rc == EXIT_OK || rc == 1) {
 			if (o.json ? print_json(&gi, room, t, n, &f) != 0 : (print_text(&gi, room, t, n, &f), 0)) {
 				cli_error("out of memory");
 				rc = EXIT_OTHER;

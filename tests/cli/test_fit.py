@@ -161,3 +161,28 @@ def test_verify_runs_the_answer_and_an_out_of_memory_corrects_it(gpumon, tmp_pat
     r = fit(gpumon, tmp_path, "oom_above_300", "--batch", "2,4,8", "--verify")
     assert f"gpumon: fit: batch {failed[0]['batch']} ran out of memory when verified: the answer is kept below it" \
         in r.stderr
+
+
+def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
+    """SIGINT to fit's process group, as Ctrl-C sends it, during its first run: the job and the run
+    stop, fit starts no other, says so, and leaves no file of the runs."""
+    import signal
+    import subprocess
+    import time
+    from conftest import GPUMON
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    scn = tmp_path / "h200.scn"
+    scn.write_text(EMPTY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+    from conftest import FAKE_NVML_LIB
+    env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), TMPDIR=str(tmp_path),
+               LC_ALL="C")
+    p = subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGINT, err
+    assert out == "" and err.strip().splitlines()[-1] == "gpumon: fit: stopped by SIGINT after 1 run: no answer"
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("gpumon-fit-")]
