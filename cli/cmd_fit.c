@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -251,11 +252,14 @@ static int run_once(const struct opts *o, const char *gpu, const char *dir, stru
 		if (!(argv[k++] = with_batch(o->cmd[i], (uint64_t)t->run.batch)))
 			goto nomem;
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 	if (pid < 0) {
 		cli_error("fit: cannot start a run: %s", strerror(errno));
 		rc = EXIT_OTHER;
 	} else if (pid == 0) {
+		/* fit killed (kill -9): the run is told as by Ctrl-C, and stops its job, not left running */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+			_exit(128 + SIGTERM);
 		int out = open("/dev/null", O_WRONLY), err = open(t->log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (out >= 0)
 			dup2(out, STDOUT_FILENO);
@@ -569,10 +573,11 @@ int cmd_fit(int argc, char **argv)
 	}
 	gpumon_device_info_get(g, dev, &gi);
 	const char *tmp = getenv("TMPDIR");
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], asked[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/gpumon-fit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	memcpy(asked, dir, sizeof asked); /* mkdtemp fills the Xs even when it fails */
 	if (!mkdtemp(dir)) {
-		cli_error("fit: cannot make a directory for the runs (%s): %s", dir, strerror(errno));
+		cli_error("fit: cannot make a directory for the runs (%s): %s", asked, strerror(errno));
 		gpumon_destroy(g);
 		return EXIT_OTHER;
 	}

@@ -186,3 +186,51 @@ def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
     assert p.returncode == 128 + signal.SIGINT, err
     assert out == "" and err.strip().splitlines()[-1] == "gpumon: fit: stopped by SIGINT after 1 run: no answer"
     assert not [f for f in os.listdir(tmp_path) if f.startswith("gpumon-fit-")]
+
+
+def test_kill_9_of_fit_leaves_no_run_nor_job(tmp_path):
+    """fit killed outright during a run: the run (told by the kernel when its parent dies) stops its
+    job; nothing of them keeps running."""
+    import signal
+    import subprocess
+    import time
+    from conftest import FAKE_NVML_LIB, GPUMON
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    scn = tmp_path / "h200.scn"
+    scn.write_text(EMPTY)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+    env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), TMPDIR=str(tmp_path),
+               LC_ALL="C")
+    p = subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(1.5)
+
+    def ours():  # the run and the job: their command lines name this test's directory
+        found = []
+        for d in os.listdir("/proc"):
+            if d.isdigit() and int(d) != p.pid:
+                try:
+                    cmd = open(f"/proc/{d}/cmdline", "rb").read()
+                except OSError:
+                    continue
+                if str(job).encode() in cmd:
+                    found.append(int(d))
+        return found
+
+    assert ours(), "the run and its job were running"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    deadline = time.time() + 15
+    while ours() and time.time() < deadline:
+        time.sleep(0.2)
+    assert not ours()
+
+
+def test_no_place_for_the_runs_is_one_line(gpumon, tmp_path):
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    r = gpumon(["fit", "--", PY, str(job), "{batch}", "linear"], scenario=EMPTY, env={"TMPDIR": "/nonexistent/dir"})
+    assert r.returncode == 255 and r.stdout == ""
+    assert r.stderr == ("gpumon: fit: cannot make a directory for the runs (/nonexistent/dir/gpumon-fit-XXXXXX): "
+                        "No such file or directory\n")
