@@ -656,15 +656,19 @@ static int name_losses(const struct csv_state *st)
 	return rc;
 }
 
-/* The note of a log that names no GPU and has several: how they were told apart. */
+/* The note of a log that names no GPU: how several were told apart, or, for a log of processes,
+ * that they are taken as GPU 0's (right on a machine of one GPU). */
 static int name_order(struct csv_state *st)
 {
-	if (!st->by_order || st->group_size < 2 || !st->m)
+	int apps = st->h.dialect == D_SMI && st->real_pids && !has_col(st, R_DEV) && !has_col(st, R_UUID) &&
+		   !has_col(st, R_BUS);
+	if ((!st->by_order || st->group_size < 2 || !st->m) && !(apps && st->m))
 		return GPUMON_OK;
-	char text[200];
-	snprintf(text, sizeof text,
-		 "no index column: %u GPUs told apart by the order of the rows sharing a timestamp (nvidia-smi "
-		 "prints them in index order)",
+	char text[220];
+	snprintf(text, sizeof text, apps ? "no GPU column: every process taken as GPU 0's; on a machine of several "
+					   "GPUs log gpu_uuid too (nvidia-smi --query-compute-apps=...,gpu_uuid)"
+					 : "no index column: %u GPUs told apart by the order of the rows sharing a timestamp "
+					   "(nvidia-smi prints them in index order)",
 		 st->group_size);
 	gpumon_record e = {.kind = GPUMON_REC_EVENT, .t_ns = REPORT_CSV_T0_NS, .event_kind = "note", .event_text = text};
 	return gpumon_model_add(st->m, &e, 1);

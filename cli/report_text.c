@@ -306,6 +306,24 @@ static void print_alerts(FILE *f, const json_t *doc)
 	json_decref(list);
 }
 
+/* The notes of the input (how a log's GPUs were told apart, a period assumed, what gpumon run did
+ * to the job), one a line with its time: the texts are the file's, escaped. */
+static void print_notes(FILE *f, const json_t *doc)
+{
+	const json_t *e;
+	size_t i, k = 0;
+	char t[SAFE_MAX];
+	json_array_foreach(json_object_get(doc, "events"), i, e)
+	{
+		const char *kind = doc_str(e, "kind");
+		if (!kind || strcmp(kind, "note"))
+			continue;
+		if (k++ == 0)
+			fprintf(f, "Notes:\n");
+		fprintf(f, "  %.1f s: %s\n", doc_num(e, "time"), safe_str(t, SAFE_MAX, e, "text"));
+	}
+}
+
 void report_print_text(FILE *f, const json_t *document)
 {
 	/* a CSV's stand-in pid is taken out: its process is "the process" */
@@ -332,6 +350,7 @@ void report_print_text(FILE *f, const json_t *document)
 	if (json_is_object(json_object_get(doc, "oom")))
 		print_oom(f, json_object_get(doc, "oom"));
 	print_alerts(f, doc);
+	print_notes(f, doc);
 	if (doc_str(s, "damage")) { /* it quotes what could not be read */
 		char *t = cli_safe_text_dup(doc_str(s, "damage"));
 		fprintf(f, "Not read:       %s\n", t ? t : "(out of memory)");

@@ -447,3 +447,25 @@ def test_real_nvidia_smi_logs(gpumon, path):
     assert doc["source"]["type"] == "nvidia-smi", doc["source"]
     assert "skipped" not in (doc["source"]["damage"] or ""), doc["source"]["damage"]
     assert doc["devices"] or doc["series"], doc
+
+
+def test_smi_apps_log_without_gpu_column_says_its_processes_are_taken_as_gpu_0s(gpumon, tmp_path):
+    """--query-compute-apps without gpu_uuid cannot say which GPU a process was on: they are read as
+    GPU 0's (right on a machine of one GPU) and the report says so, in text and JSON; with gpu_uuid,
+    nothing is said."""
+    apps = tmp_path / "apps.csv"
+    apps.write_text("timestamp, pid, process_name, used_gpu_memory [MiB]\n" +
+                    "".join(f"2026/12/03 10:00:0{i}.000, 4242, python, {1000 + 100 * i} MiB\n" for i in range(4)))
+    r = gpumon(["report", str(apps)])
+    assert r.returncode == 0, r.stderr
+    note = ("no GPU column: every process taken as GPU 0's; on a machine of several GPUs log gpu_uuid too "
+            "(nvidia-smi --query-compute-apps=...,gpu_uuid)")
+    assert f"Notes:\n  0.0 s: {note}\n" in r.stdout
+    doc = json.loads(gpumon(["report", str(apps), "--json"]).stdout)
+    assert [e["text"] for e in doc["events"] if e["kind"] == "note"] == [note]
+    named = tmp_path / "named.csv"
+    named.write_text("timestamp, pid, process_name, gpu_uuid, used_gpu_memory [MiB]\n" +
+                     "".join(f"2026/12/03 10:00:0{i}.000, 4242, python, GPU-1, {1000 + 100 * i} MiB\n"
+                             for i in range(4)))
+    r = gpumon(["report", str(named)])
+    assert r.returncode == 0 and "Notes:" not in r.stdout, r.stdout
