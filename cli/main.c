@@ -34,8 +34,9 @@ static void usage(FILE *f)
 		   "  -V, --version  print the version\n\n"
 		   "Environment:\n"
 		   "  GPUMON_NVML_LIBRARY  path of the NVML library to load instead of libnvidia-ml.so.1\n\n"
-		   "Exit status: 0 ok, 2 bad usage, 4 no permission, 6 GPU not found, 9 driver not loaded,\n"
-		   "12 libnvidia-ml.so.1 not found, 15 a GPU is lost, 255 other errors (as nvidia-smi).\n"
+		   "Exit status: 0 ok, 2 bad usage, 4 no permission, 6 GPU not found, 9 driver not loaded\n"
+		   "or not answering, 12 libnvidia-ml.so.1 not found, 15 a GPU is lost, 255 other errors\n"
+		   "(as nvidia-smi).\n"
 		   "See gpumon(1).\n");
 }
 
