@@ -72,10 +72,6 @@ int cli_same_file(const char *a, const char *b);
 /* Formats one sentence into err[0..len-1] (nothing when len is 0). */
 void cli_set_err(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* /proc/PID/cmdline into buf, arguments joined by spaces, trailing blanks dropped, truncated to
- * len - 1 bytes. Returns its length (0 for a kernel thread), or -1 when it cannot be read (buf ""). */
-int cli_read_cmdline(long pid, char *buf, size_t len);
-
 /* Makes room for one more element in a growing array: when used == *cap, doubles *cap (first
  * when 0) and reallocates *array of elements of size bytes. 0, or -1 when out of memory (the
  * array is left as it was). */

@@ -2,7 +2,6 @@
 /* util.c — helpers the subcommands share: messages, exit statuses, opening the library with a
  * clear line when there is no driver, GPU selection, byte formatting, and the one way text that
  * another process chose (command lines, names, users) is made safe to print. */
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,29 +160,6 @@ void cli_set_err(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
-}
-
-int cli_read_cmdline(long pid, char *buf, size_t len)
-{
-	char path[64];
-	if (len == 0)
-		return -1;
-	buf[0] = 0;
-	snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	for (ssize_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	while (n > 0 && buf[n - 1] == ' ')
-		n--;
-	buf[n] = 0;
-	return (int)n;
 }
 
 int cli_grow(void **array, size_t *cap, size_t used, size_t size, size_t first)

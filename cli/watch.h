@@ -197,9 +197,9 @@ int watch_nearly_full(const watch_gpu *g);
 const char *watch_holders_text(const watch_snap *snap, const watch_gpu *g, char *buf, size_t len);
 
 /* ---- host figures of a live process (watch_hoststat.c) ---------------------------------------------- */
-/* What /proc/PID/stat says of a process on this machine: CPU % of one core over the last second or
- * more, resident memory and time since it started. Read only for the rows on the screen, at most
- * once per period a pid, and kept for the rows that stay. */
+/* What the library reads of a process on this machine (gpumon_host_process_read): CPU % of one core
+ * over the last second or more, resident memory and time since it started. Read only for the rows on
+ * the screen, at most once per period a pid, and kept for the rows that stay. */
 typedef struct watch_host {
 	int cpu_known, rss_known, elapsed_known; /* which figures hold values */
 	double cpu_pct;            /* of one core, over the time since the previous reading */
@@ -213,14 +213,15 @@ watch_hoststat *watch_hoststat_create(unsigned period_ms);
 void watch_hoststat_destroy(watch_hoststat *h);
 
 /* The figures of pid at monotonic time now_ns into out (all unknown when the pid is not in /proc or
- * cannot be read). Reads /proc/PID/stat when the cached reading is a period old. */
+ * cannot be read). Asks the library again when the cached reading is a period old. */
 void watch_hoststat_get(watch_hoststat *h, unsigned pid, uint64_t now_ns, watch_host *out);
 
 /* Forgets the pids not asked for since the previous call (a draw calls it first). */
 void watch_hoststat_sweep(watch_hoststat *h);
 
 /* The start time of pid in clock ticks since boot (field 22 of /proc/PID/stat), and its real uid;
- * 0, or -1 when the pid is gone or unreadable. */
+ * 0, -1 when the pid is gone or unreadable, or -2 when GPUMON_PROC_ROOT is a /proc that does not
+ * number pids as our PID namespace does (a signal to that pid would reach another process). */
 int watch_proc_identity(unsigned pid, unsigned long long *start_ticks, unsigned *uid);
 
 /* "1:02:03", "12:05", "3d 04h" into buf. */

@@ -34,7 +34,13 @@ void watch_signal_ask(watch_view *v, const watch_proc *p, int sig)
 	}
 	unsigned long long start;
 	unsigned uid;
-	if (watch_proc_identity(p->pid, &start, &uid) < 0) {
+	int id = watch_proc_identity(p->pid, &start, &uid);
+	if (id == -2) {
+		snprintf(v->message, sizeof v->message, "%s: pid %u is numbered by another PID namespace's /proc "
+			 "(GPUMON_PROC_ROOT): signal it from there", signame(sig), p->pid);
+		return;
+	}
+	if (id < 0) {
 		snprintf(v->message, sizeof v->message, "%s: pid %u has exited", signame(sig), p->pid);
 		return;
 	}

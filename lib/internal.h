@@ -213,6 +213,24 @@ int gpumon__device_get(gpumon *g, unsigned dev, struct device **out);
 /* Reads up to len-1 bytes of the pid's /proc file `leaf` (under GPUMON_PROC_ROOT) into buf,
  * NUL-terminated; returns the bytes read, or -1. */
 ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len);
+/* The /proc every process read goes to: GPUMON_PROC_ROOT when set and not empty, else "/proc". */
+const char *gpumon__proc_root(void);
+/* Opens the pid's /proc file `leaf` read-only; a descriptor, or -1 with errno set. */
+int gpumon__procfs_open(unsigned pid, const char *leaf);
+/* The login name of uid into user (truncated to len), or the uid in decimal when it has none. */
+void gpumon__user_name(unsigned uid, char *user, size_t len);
+
+/* sources/host_process.c: the fields of /proc/PID/stat the library uses. */
+struct gpumon__proc_stat {
+	unsigned pid, ppid;
+	char state;
+	uint64_t utime, stime, start, rss_pages; /* clock ticks; start since boot; pages */
+};
+/* Parses the text of /proc/PID/stat (len bytes, NUL not needed): "pid (comm) state ppid ...", the
+ * command name may hold blanks and parentheses (the last ')' ends it). 0, or -1 when malformed. */
+int gpumon__proc_stat_parse(const char *buf, size_t len, struct gpumon__proc_stat *out);
+/* Reads and parses the pid's stat under the proc root; 0, or -1 when gone or malformed. */
+int gpumon__proc_stat_read(unsigned pid, struct gpumon__proc_stat *out);
 
 /* sources/proc_cache.c: what /proc and NVML's process name said of a pid, kept 5 s, keyed by pid
  * and start time (thread-safe). */

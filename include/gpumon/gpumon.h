@@ -473,6 +473,70 @@ GPUMON_API size_t gpumon_owner_describe(const gpumon_owner *o, char *buf, size_t
  */
 GPUMON_API int gpumon_process_list(gpumon *g, unsigned dev, gpumon_process **out, size_t *count);
 
+/*
+ * Host figures of any process on this machine, read from /proc (GPUMON_PROC_ROOT when set: the
+ * host's /proc mounted into a container), with no handle and no driver. These calls keep no cache
+ * and no state: they may be called from any thread.
+ */
+
+/* Bits of gpumon_host_process.present; GPUMON_HOST_USER and GPUMON_HOST_RANK are also the `fields`
+ * a caller asks for. */
+enum {
+	GPUMON_HOST_STAT = 1u << 0,     /* ppid, state, start_ticks, start_wall_ns, cpu_ns, rss_bytes
+					   (always read: with the pid they tell which process this is) */
+	GPUMON_HOST_USER = 1u << 1,     /* uid and user (/proc/PID/status) */
+	GPUMON_HOST_RANK = 1u << 2,     /* the environment was read: rank ... launcher say what it holds
+					   (still -1 / "" when the process is no distributed worker) */
+	GPUMON_HOST_OWN_PIDS = 1u << 3, /* the /proc read numbers pids as the caller's PID namespace does,
+					   so kill(pid) reaches this very process; not set when
+					   GPUMON_PROC_ROOT is another namespace's /proc (or one whose
+					   `self` does not say) */
+};
+
+typedef struct gpumon_host_process {
+	unsigned size;             /* sizeof(gpumon_host_process): set by the caller */
+	unsigned pid, ppid;
+	unsigned present;          /* GPUMON_HOST_* */
+	unsigned uid;              /* real uid */
+	char user[64];             /* login name, or the uid in decimal when it has none */
+	uint64_t start_ticks;      /* /proc/PID/stat starttime, clock ticks since boot: with pid, the
+				      process's identity (a reused pid has another) */
+	uint64_t start_wall_ns;    /* the same moment as CLOCK_REALTIME nanoseconds */
+	uint64_t cpu_ns;           /* CPU time used, user + system */
+	uint64_t rss_bytes;        /* resident memory */
+	char state;                /* R, S, D, Z, T, ... as /proc/PID/stat has it */
+	/* A distributed worker's place, from its environment (readable by its own user and root).
+	   torchrun's variables win over Slurm's (torchrun under srun), Slurm's over Open MPI's, and
+	   those over PMIx's. -1 each when not known. */
+	int rank, local_rank, world_size, node_rank;
+	char job_id[64];           /* TORCHELASTIC_RUN_ID, else SLURM_JOB_ID; "" when none */
+	char launcher[16];         /* "torchrun", "slurm", "mpi", or "" */
+} gpumon_host_process;
+
+/*
+ * What /proc says of pid: always its stat figures (GPUMON_HOST_STAT), and those of `fields`
+ * (GPUMON_HOST_USER, GPUMON_HOST_RANK) that could be read: a field group that could not be read
+ * (another user's environment) leaves its bit clear in out->present, never an error. The
+ * environment is read in bounded memory; entries without '=' or with odd values are skipped.
+ *
+ * out->size must be set (an older, smaller struct gets the fields it has). Returns 0;
+ * GPUMON_E_NOT_FOUND when the pid is not in that /proc (it has exited, or is another PID
+ * namespace's); GPUMON_E_INVAL for pid 0, a NULL out, a bad size or an unknown field bit.
+ */
+GPUMON_API int gpumon_host_process_read(unsigned pid, unsigned fields, gpumon_host_process *out);
+
+/*
+ * The process tree below root: root and its descendants (children, grandchildren ...) from one scan
+ * of /proc (at most max_procs processes read; 0 = 1,000,000). A process that exits during the scan
+ * is skipped. On success *pids is a new array of *count pids, ascending, root always among them,
+ * which the caller frees with gpumon_free().
+ *
+ * Returns 0; GPUMON_E_NOT_SUPPORTED when GPUMON_PROC_ROOT names a /proc that does not number pids
+ * as the caller's PID namespace does (GPUMON_HOST_OWN_PIDS), since a caller signals these pids;
+ * GPUMON_E_IO when /proc cannot be listed; GPUMON_E_NOMEM; GPUMON_E_INVAL (root 0, NULL pointers).
+ */
+GPUMON_API int gpumon_host_process_tree(unsigned root, size_t max_procs, unsigned **pids, size_t *count);
+
 /* ---------------------------------------------------------------------------------------------
  * Records: the one stream that everything reads and writes. The sampler produces device and
  * process records; a training process produces framework samples; a front end adds events and the

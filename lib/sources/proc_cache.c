@@ -93,22 +93,10 @@ static int rebuild(struct gpumon__proc_cache *c, uint64_t now)
 
 int gpumon__proc_start(unsigned pid, uint64_t *start)
 {
-	char buf[1024];
-	if (gpumon__procfs_read(pid, "stat", buf, sizeof buf) <= 0)
+	struct gpumon__proc_stat st;
+	if (gpumon__proc_stat_read(pid, &st) != 0)
 		return -1;
-	/* the command (field 2) may hold blanks and parentheses: count fields after the last ')' */
-	const char *p = strrchr(buf, ')');
-	if (!p)
-		return -1;
-	unsigned long long v = 0;
-	/* after ") ": state is field 3; starttime is field 22, the 20th from there */
-	int field = 3;
-	for (p++; *p && field < 22; p++)
-		if (*p == ' ')
-			field++;
-	if (field != 22 || sscanf(p, "%llu", &v) != 1)
-		return -1;
-	*start = v;
+	*start = st.start;
 	return 0;
 }
 

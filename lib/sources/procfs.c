@@ -14,8 +14,7 @@
 
 #include "../internal.h"
 
-/* The /proc the process code reads: GPUMON_PROC_ROOT when set and not empty, else "/proc". */
-static const char *proc_root(void)
+const char *gpumon__proc_root(void)
 {
 	const char *r = getenv("GPUMON_PROC_ROOT");
 	return r && r[0] ? r : "/proc";
@@ -25,17 +24,24 @@ static const char *proc_root(void)
  * does not fit. */
 static int proc_path(char *path, size_t cap, unsigned pid, const char *leaf)
 {
-	int n = snprintf(path, cap, "%s/%u%s%s", proc_root(), pid, leaf[0] ? "/" : "", leaf);
+	int n = snprintf(path, cap, "%s/%u%s%s", gpumon__proc_root(), pid, leaf[0] ? "/" : "", leaf);
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int gpumon__procfs_open(unsigned pid, const char *leaf)
+{
+	char path[4096];
+	if (proc_path(path, sizeof path, pid, leaf) != 0) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
 /* Reads up to len-1 bytes of a /proc file into buf (NUL-terminated); returns bytes read or -1. */
 ssize_t gpumon__procfs_read(unsigned pid, const char *leaf, char *buf, size_t len)
 {
-	char path[4096];
-	if (proc_path(path, sizeof path, pid, leaf) != 0)
-		return -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = gpumon__procfs_open(pid, leaf);
 	if (fd < 0)
 		return -1;
 	size_t got = 0;
@@ -60,6 +66,16 @@ static void copy_truncated(char *dst, size_t len, const char *src)
 	dst[n] = 0;
 }
 
+void gpumon__user_name(unsigned uid, char *user, size_t len)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name)
+		copy_truncated(user, len, res->pw_name);
+	else
+		snprintf(user, len, "%u", uid);
+}
+
 static void fill_user(gpumon_process *p)
 {
 	char status[4096];
@@ -74,12 +90,7 @@ static void fill_user(gpumon_process *p)
 		return;
 	p->uid = uid;
 	p->flags |= GPUMON_PROC_USER_KNOWN;
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name)
-		copy_truncated(p->user, sizeof p->user, res->pw_name);
-	else
-		snprintf(p->user, sizeof p->user, "%u", uid);
+	gpumon__user_name(uid, p->user, sizeof p->user);
 }
 
 static void fill_cmdline(gpumon_process *p)

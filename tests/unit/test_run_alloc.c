@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_run_alloc.c — `gpumon run`'s pure parts: allocator options to framework variables and
- * notes (run_alloc.c), the process tree from /proc on a tree of our own (run_tree.c), and the
+ * notes (run_alloc.c), the job's process tree on a tree of our own (run_tree.c over the library's
+ * gpumon_host_process_tree; its stat parsing is tested in test_host_process.c), and the
  * socket protocol's line parser (run_socket.c). */
 #include <signal.h>
 #include <sys/wait.h>
@@ -153,19 +154,6 @@ static void test_jax_tf(void)
 	run_alloc_plan_free(&p);
 }
 
-static void test_stat(void)
-{
-	pid_t pid, ppid;
-	const char *odd = "42 (a) b (c)) S 7 42 42 0 -1";
-	ok(run_tree_parse_stat(odd, strlen(odd), &pid, &ppid) == 0 && pid == 42 && ppid == 7,
-	   "comm with blanks and parentheses");
-	const char *bad[] = {"", "42", "42 (x", "42 (x) S", "x (y) S 1", "42 (x) S -1 ", "42 (x) S 99999999999 "};
-	int all = 1;
-	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-		all &= run_tree_parse_stat(bad[i], strlen(bad[i]), &pid, &ppid) < 0;
-	ok(all, "odd stat lines refused");
-}
-
 /* Forks a child that forks a grandchild; both sleep until killed. */
 static void test_tree(void)
 {
@@ -241,7 +229,6 @@ int main(void)
 	test_paddle();
 	test_torch();
 	test_jax_tf();
-	test_stat();
 	test_tree();
 	test_msg();
 	return tap_done();
