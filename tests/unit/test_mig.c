@@ -186,6 +186,11 @@ static void test_recording(void)
 	ok(!d.mig && d.mig_mode == GPUMON_MIG_DISABLED && (d.present & GPUMON_INFO_MIG_MODE), "Disabled kept");
 	gpumon_reader_destroy(rd);
 	unlink(path);
+	for (const char *suffix = "-wal"; suffix; suffix = suffix[1] == 'w' ? "-shm" : NULL) {
+		char side[80]; /* SQLite's write-ahead log and its index, left by the reader */
+		snprintf(side, sizeof side, "%s%s", path, suffix);
+		unlink(side);
+	}
 }
 
 int main(void)
