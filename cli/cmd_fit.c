@@ -22,6 +22,8 @@
 #include "run_job.h"
 
 #define MAX_RUNS 12
+#define MAX_PROBES 10 /* runs that bisect a bound the fit could not see (a verified answer that failed) */
+#define MAX_TRIALS (MAX_RUNS + 1 + MAX_PROBES)
 #define PLACEHOLDER "{batch}"
 
 /* The signal that asked fit to stop (Ctrl-C reaches the run and its job too: they stop; fit then
@@ -53,6 +55,7 @@ struct trial {
 	uint64_t steps;      /* distinct steps the job reported */
 	int nvml;            /* peak_bytes is NVML's figure of the job; 0: the allocator's reserved */
 	int verify;          /* the --verify run */
+	int probe;           /* a run bisecting the bound a failed verification found */
 	char path[PATH_MAX];
 	char log[PATH_MAX];  /* the job's standard error */
 };
@@ -82,8 +85,9 @@ static void help(void)
 	       "  --keep             keep the runs' recordings (their directory is named)\n"
 	       "  -v, --verbose      the jobs' standard error as they run\n"
 	       "  -h, --help         this help\n"
-	       "Never runs a batch predicted not to fit; a run that runs out of memory anyway bounds the\n"
-	       "answer. Exit status: 0 an answer, 1 no batch fits or the peaks do not follow the batch,\n"
+	       "Never runs a batch predicted not to fit; when the verified answer runs out of memory\n"
+	       "anyway, runs below it find the largest batch that runs (to 1 %%).\n"
+	       "Exit status: 0 an answer, 1 no batch fits or the peaks do not follow the batch,\n"
 	       "2 bad option or no {batch} in the command, 255 a run failed (the job's last lines shown),\n"
 	       "128+N stopped by signal N (Ctrl-C stops the run, its job and fit).\n\n"
 	       "Examples:\n"
@@ -230,10 +234,9 @@ static int run_once(const struct opts *o, const char *gpu, const char *dir, stru
 	}
 	self[n] = 0;
 	snprintf(steps, sizeof steps, "%u", o->steps);
-	snprintf(t->path, sizeof t->path, "%s/batch-%llu%s.gpumon", dir, (unsigned long long)t->run.batch,
-		 t->verify ? "-verify" : "");
-	snprintf(t->log, sizeof t->log, "%s/batch-%llu%s.stderr", dir, (unsigned long long)t->run.batch,
-		 t->verify ? "-verify" : "");
+	const char *what = t->verify ? "-verify" : t->probe ? "-probe" : "";
+	snprintf(t->path, sizeof t->path, "%s/batch-%llu%s.gpumon", dir, (unsigned long long)t->run.batch, what);
+	snprintf(t->log, sizeof t->log, "%s/batch-%llu%s.stderr", dir, (unsigned long long)t->run.batch, what);
 	char **argv = calloc((size_t)o->ncmd + 12, sizeof *argv);
 	int k = 0, rc = EXIT_OK;
 	if (!argv)
@@ -414,7 +417,8 @@ static void print_text(const gpumon_device_info *gi, uint64_t room, const struct
 			snprintf(e, sizeof e, "out of memory");
 		else
 			snprintf(e, sizeof e, "%s%s", t[i].nvml ? "" : "peak: the allocator's reserved (NVML: no job process)",
-				 t[i].verify ? (t[i].nvml ? "the answer, verified" : "; the answer, verified") : "");
+				 t[i].verify ? (t[i].nvml ? "the answer, verified" : "; the answer, verified")
+				 : t[i].probe ? (t[i].nvml ? "bisecting" : "; bisecting") : "");
 		printf("  %7.0f %6llu %12s %12s %12s %12s  %s\n", t[i].run.batch, (unsigned long long)t[i].steps, a, b, c,
 		       d, e);
 	}
@@ -430,12 +434,13 @@ static int print_json(const gpumon_device_info *gi, uint64_t room, const struct 
 	int none = f->shape == GPUMON_FIT_NONE;
 	json_t *runs = json_array();
 	for (size_t i = 0; runs && i < n; i++) {
-		json_t *r = json_pack("{s:I, s:I, s:i, s:I, s:s, s:o, s:o, s:b, s:b, s:o}", "batch", (json_int_t)t[i].run.batch, "steps",
+		json_t *r = json_pack("{s:I, s:I, s:i, s:I, s:s, s:o, s:o, s:b, s:b, s:b, s:o}", "batch", (json_int_t)t[i].run.batch, "steps",
 				      (json_int_t)t[i].steps, "status", t[i].status, "peak_bytes",
 				      (json_int_t)t[i].run.peak_bytes, "peak_source", t[i].nvml ? "nvml" : "allocator",
 				      "allocated_peak_bytes", num_or_null(t[i].run.allocated_peak_bytes, t[i].run.allocated_peak_bytes != 0),
 				      "reserved_peak_bytes", num_or_null(t[i].run.reserved_peak_bytes, t[i].run.reserved_peak_bytes != 0),
-				      "out_of_memory", t[i].run.failed, "verify", t[i].verify, "predicted_peak_bytes",
+				      "out_of_memory", t[i].run.failed, "verify", t[i].verify, "probe", t[i].probe,
+				      "predicted_peak_bytes",
 				      num_or_null((uint64_t)predicted(f, t[i].run.batch), !none));
 		if (!r || json_array_append_new(runs, r)) {
 			json_decref(runs);
@@ -483,7 +488,7 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		   struct trial *t, size_t *n, gpumon_fit *f, uint64_t *room)
 {
 	gpumon_fit_config cfg = GPUMON_CONFIG_INIT(gpumon_fit_config);
-	gpumon_fit_run runs[MAX_RUNS + 1];
+	gpumon_fit_run runs[MAX_TRIALS];
 	cfg.multiple_of = o->multiple_of;
 	for (size_t k = 0; k < (o->nbatches ? o->nbatches : o->runs); k++) {
 		if (stop_signal)
@@ -528,7 +533,7 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		cli_error("fit: %s", gpumon_strerror(st));
 		return EXIT_OTHER;
 	}
-	if (o->verify && !stop_signal && f->shape != GPUMON_FIT_NONE && f->max_batch && *n < MAX_RUNS + 1) {
+	if (o->verify && !stop_signal && f->shape != GPUMON_FIT_NONE && f->max_batch && *n < MAX_TRIALS) {
 		struct trial *tr = &t[*n];
 		memset(tr, 0, sizeof *tr);
 		tr->run.batch = (double)f->max_batch;
@@ -538,12 +543,22 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 			return rc;
 		runs[*n] = tr->run;
 		(*n)++;
-		if (tr->run.failed) { /* a finding: the answer is corrected by it */
+		if (tr->run.failed) { /* a finding: the bound is bisected, and the answer is the largest that ran */
 			if (!o->json)
-				fprintf(stderr, "gpumon: fit: batch %llu ran out of memory when verified: the answer is "
-						"kept below it\n", (unsigned long long)f->max_batch);
-			room_now(g, dev, room);
-			cfg.room_bytes = *room;
+				fprintf(stderr, "gpumon: fit: batch %llu ran out of memory when verified: finding the "
+						"largest batch that runs below it\n", (unsigned long long)f->max_batch);
+			uint64_t next;
+			while (!stop_signal && *n < MAX_TRIALS && room_now(g, dev, room) == EXIT_OK &&
+			       (cfg.room_bytes = *room, next = gpumon_fit_next(runs, *n, &cfg, o->first)) != 0) {
+				tr = &t[*n];
+				memset(tr, 0, sizeof *tr);
+				tr->run.batch = (double)next;
+				tr->probe = 1;
+				if ((rc = run_once(o, uuid, dir, tr)) || (rc = read_run(tr)))
+					return rc;
+				runs[*n] = tr->run;
+				(*n)++;
+			}
 			if ((st = gpumon_fit_batch(runs, *n, &cfg, f)) != GPUMON_OK)
 				return EXIT_OTHER;
 		}
@@ -581,7 +596,7 @@ int cmd_fit(int argc, char **argv)
 		gpumon_destroy(g);
 		return EXIT_OTHER;
 	}
-	struct trial *t = calloc(MAX_RUNS + 1, sizeof *t);
+	struct trial *t = calloc(MAX_TRIALS, sizeof *t);
 	size_t n = 0;
 	uint64_t room = 0;
 	gpumon_fit f = GPUMON_CONFIG_INIT(gpumon_fit);

@@ -1552,8 +1552,9 @@ typedef struct gpumon_fit {
  * - max_batch: the largest multiple of multiple_of with fixed + a*b + c*b^2 + margin <= room;
  *   0 when even multiple_of does not fit (note "even batch N needs X, Y more than the room").
  *   predicted_peak_bytes and margin_bytes are those of max_batch (of multiple_of when it is 0).
- * - A failed run is an upper bound: max_batch is always below the smallest failed batch; the note
- *   says the prediction was corrected by it when the fit alone would have said more.
+ * - A failed run is an upper bound: when the fit alone would answer at or above the smallest failed
+ *   batch F, max_batch is the largest batch that ran below F (rounded down to multiple_of): the
+ *   runs know more than the fit there, and gpumon_fit_next bisects between them; the note says so.
  * - extrapolated: max_batch > 4 x the largest batch that ran; the note says a run nearer would
  *   check it. When several things are worth saying the note joins them with "; ".
  * Returns 0 (also for NONE), or GPUMON_E_INVAL for NULL runs/cfg/out, n == 0, a cfg->size or
@@ -1572,6 +1573,9 @@ GPUMON_API int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpum
  *   which over-estimates the growth) passes half the room: then the largest x with p x / b <=
  *   room / 2, at least b + 1, and 0 when that is predicted not to fit (p x / b + 1 % of room >
  *   room). p is the largest peak at b. Kept below F: when that leaves nothing above b, 0.
+ * - Two or more with a failed run: the bound bisected: the midpoint of the largest batch that ran
+ *   below F and F (rounded down to multiple_of), while they are more than multiple_of and 1 % of
+ *   the smaller apart; else 0.
  * - Two: the fit (gpumon_fit_batch); a third run at max_batch / 2 (rounded down to a multiple of
  *   multiple_of when at least one), when that is more than 1.25 x the largest batch run; else 0.
  * - Three or more: 0.

@@ -294,9 +294,14 @@ int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpumon_fit_conf
 		    human(need - room, h2, sizeof h2));
 		at = mult;
 	} else if (best >= v.failed_min) {
-		say(out, "batch %g ran out of memory: the answer is kept below it (the fit alone said %.0f)",
-		    v.failed_min, best);
-		best = (ceil(v.failed_min / mult) - 1) * mult;
+		/* the runs know more than the fit: the largest batch that ran below the failure is the answer */
+		double ran = 0;
+		for (size_t i = 0; i < n; i++)
+			if (!runs[i].failed && runs[i].batch < v.failed_min)
+				ran = fmax(ran, floor(runs[i].batch / mult) * mult);
+		say(out, "batch %g ran out of memory: the answer is the largest batch that ran below it (the fit alone "
+			 "said %.0f)", v.failed_min, best);
+		best = ran;
 		at = best ? best : mult;
 	}
 	out->max_batch = (uint64_t)best;
@@ -338,6 +343,16 @@ uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_
 		if (x >= v.failed_min)
 			x = ceil(v.failed_min) - 1;
 		return x > b ? (uint64_t)fmin(x, BATCH_MAX) : 0;
+	}
+	if (isfinite(v.failed_min)) { /* a bound the fit could not see: bisected down to 1 % */
+		double ran = 0, mult = c.multiple_of > 1 ? c.multiple_of : 1;
+		for (size_t i = 0; i < n; i++)
+			if (!runs[i].failed && runs[i].batch < v.failed_min)
+				ran = fmax(ran, runs[i].batch);
+		double mid = floor((ran + v.failed_min) / 2 / mult) * mult;
+		if (ran > 0 && v.failed_min - ran > fmax(mult, ran / 100) && mid > ran && mid < v.failed_min)
+			return (uint64_t)mid;
+		return 0;
 	}
 	if (v.distinct > 2)
 		return 0;

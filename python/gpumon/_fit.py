@@ -81,7 +81,8 @@ def fit(step_fn: Callable[[int], Any], batch_sizes: Optional[Sequence[int]] = No
     run's peak is the framework's peak reserve (torch's max_memory_reserved after
     reset_peak_memory_stats) plus what the process holds beyond it by NVML; an out-of-memory
     error (torch.cuda.OutOfMemoryError, or a message libgpumon reads as one) makes a failed run,
-    an upper bound: larger batch sizes are not tried. batch_sizes None: libgpumon chooses them
+    an upper bound: larger batch sizes are not tried, the bound is bisected down to 1 % and the
+    answer is the largest size that ran. batch_sizes None: libgpumon chooses them
     (gpumon_fit_next from 1: 1, then 2 or less near the room, then one near half the answer);
     else these, smallest first. The room is the GPU's free memory plus what this process holds,
     no more than the allocator's cap, measured once before the runs.
@@ -119,6 +120,11 @@ def fit(step_fn: Callable[[int], Any], batch_sizes: Optional[Sequence[int]] = No
                 if any(r["failed"] for r in runs):  # sizes rise: the rest would fail too
                     break
                 runs.append(_measure(mon, step_fn, b, steps))
+            # a size that ran out of memory: the bound bisected, as the library asks (gpumon fit too)
+            b = _gpumon.fit_next(runs, room, 1, multiple_of) if any(r["failed"] for r in runs) else 0
+            while b and len(runs) < MAX_RUNS:
+                runs.append(_measure(mon, step_fn, b, steps))
+                b = _gpumon.fit_next(runs, room, 1, multiple_of)
     finally:
         mon.close()
     res = _gpumon.fit_batch(runs, room, multiple_of)  # never empty: fit_next starts at 1

@@ -154,13 +154,19 @@ def test_verify_runs_the_answer_and_an_out_of_memory_corrects_it(gpumon, tmp_pat
     r = fit(gpumon, tmp_path, "oom_above_300", "--json", "--batch", "2,4,8", "--verify")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    failed = [x for x in doc["runs"] if x["out_of_memory"]]
-    assert len(failed) == 1 and failed[0]["verify"] and failed[0]["batch"] > 300
-    assert doc["max_batch"] < failed[0]["batch"] and f"batch {failed[0]['batch']:.0f} ran out of memory" in doc["note"]
+    verified = [x for x in doc["runs"] if x["verify"]][0]
+    assert verified["out_of_memory"] and verified["batch"] > 300
+    # the bound bisected by runs below the failure, down to 1 %: the answer is the largest that ran
+    probes = [x for x in doc["runs"] if x["probe"]]
+    assert probes and all(x["out_of_memory"] == (x["batch"] > 300) for x in probes)
+    ran = [x["batch"] for x in doc["runs"] if not x["out_of_memory"]]
+    assert doc["max_batch"] == max(ran) and 297 <= doc["max_batch"] <= 300
+    assert "ran out of memory: the answer is the largest batch that ran below it" in doc["note"]
     assert "ran out of memory when verified" not in r.stderr  # --json: the document says it
     r = fit(gpumon, tmp_path, "oom_above_300", "--batch", "2,4,8", "--verify")
-    assert f"gpumon: fit: batch {failed[0]['batch']} ran out of memory when verified: the answer is kept below it" \
-        in r.stderr
+    assert (f"gpumon: fit: batch {verified['batch']} ran out of memory when verified: finding the largest batch "
+            "that runs below it") in r.stderr
+    assert re.match(r"batch (29[7-9]|300) fits GPU 0", r.stdout), r.stdout
 
 
 def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):

@@ -156,13 +156,19 @@ static void test_failed(void)
 	r[3].failed = 1;
 	is_int(fit(r, 4, &c, &f), 0, "a failed run: fitted");
 	is_int(f.shape, GPUMON_FIT_LINEAR, "the failed run is not on the line");
-	is_int(f.max_batch, 47, "below the failed batch");
-	is_str(f.note, "batch 48 ran out of memory: the answer is kept below it (the fit alone said 80)",
+	is_int(f.max_batch, 32, "below the failed batch: the largest batch that ran");
+	is_str(f.note, "batch 48 ran out of memory: the answer is the largest batch that ran below it (the fit alone said 80)",
 	       "the note says it corrected the fit");
-	ok(fabs((double)f.predicted_peak_bytes - (2 * GIB + 4700 * MIB)) <= 2, "the prediction at 47");
+	ok(fabs((double)f.predicted_peak_bytes - (2 * GIB + 3200 * MIB)) <= 2, "the prediction at 32");
+	is_int(gpumon_fit_next(r, 4, &c, 8), 40, "the bound bisected: between 32 that ran and 48 that failed");
+	gpumon_fit_run b[5] = {r[0], r[1], r[2], r[3], run(47, 2 * GIB + 4700 * MIB)};
+	fit(b, 5, &c, &f);
+	is_int(f.max_batch, 47, "a run just below the failure: the answer");
+	is_int(gpumon_fit_next(b, 5, &c, 8), 0, "bisected to 1 %%: enough");
 	c.multiple_of = 16;
 	fit(r, 4, &c, &f);
 	is_int(f.max_batch, 32, "below the failed batch, a multiple of 16");
+	is_int(gpumon_fit_next(r, 4, &c, 8), 0, "32 and 48 are one multiple of 16 apart: nothing to bisect");
 	c.multiple_of = 1;
 	r[3].batch = 100;
 	fit(r, 4, &c, &f);
