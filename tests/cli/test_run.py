@@ -550,19 +550,21 @@ def test_recording_contents(gpumon, tmp_path):
 @pytest.mark.valgrind
 def test_co_tenants_that_come_and_go(gpumon, tmp_path):
     """Co-tenants appearing and leaving while the job runs (new slots in gpumon's process table,
-    then freed): each is recorded with its memory, and the summary counts them as others."""
+    then freed): each is recorded with its memory, and the summary counts them as others. The
+    fake's clock starts when gpumon opens the driver: under valgrind on a loaded machine the sampler
+    may start seconds later, so the co-tenants come from 3.5 s on."""
     scn = H200.replace("used=0 ", "used=3GiB ") + textwrap.dedent("""\
         proc 0 4194001 used=3GiB name=neighbour
-        at 1.5 proc 0 4194002 used=2GiB name=late
-        at 1.5 gpu 0 used=5GiB
-        at 1.6 proc 0 4194003 used=1GiB name=later
-        at 1.6 gpu 0 used=6GiB
-        at 2.2 proc 0 4194002 gone
-        at 2.2 gpu 0 used=4GiB
-        at 2.4 proc 0 4194001 gone
-        at 2.4 gpu 0 used=1GiB
+        at 3.5 proc 0 4194002 used=2GiB name=late
+        at 3.5 gpu 0 used=5GiB
+        at 3.6 proc 0 4194003 used=1GiB name=later
+        at 3.6 gpu 0 used=6GiB
+        at 4.2 proc 0 4194002 gone
+        at 4.2 gpu 0 used=4GiB
+        at 4.4 proc 0 4194001 gone
+        at 4.4 gpu 0 used=1GiB
     """)
-    r = run(gpumon, tmp_path, ["--", PY, "-c", "import time; time.sleep(3)"], scenario=scn)
+    r = run(gpumon, tmp_path, ["--", PY, "-c", "import time; time.sleep(5)"], scenario=scn)
     assert r.returncode == 0, r.stderr
     assert "no process of the job held memory here; other processes peak 6.00 GiB" in r.stderr, r.stderr
     db = open_recording(tmp_path / "rec.gpumon")
