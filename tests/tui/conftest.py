@@ -12,6 +12,7 @@ import os
 import pwd
 import re
 import shlex
+import signal
 import shutil
 import subprocess
 import textwrap
@@ -38,6 +39,14 @@ def base_env(extra=None):
     if extra:
         e.update(extra)
     return e
+
+
+def alive(pid):
+    """Whether pid runs (a zombie has ended)."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 class Pane:
@@ -94,9 +103,46 @@ class Pane:
         s = self.wait(r"^EXIT=\d+", timeout)
         return int(re.search(r"^EXIT=(\d+)", s, re.M).group(1))
 
+    def _pids(self):
+        """The processes the pane runs: its shell's descendants (gpumon, and what it started)."""
+        r = self.tmux("list-panes", "-t", self.name, "-F", "#{pane_pid}", check=False)
+        roots = {int(p) for p in r.stdout.split()}
+        parent = {}
+        for d in os.listdir("/proc"):
+            try:
+                stat = open(f"/proc/{d}/stat").read()
+                parent[int(d)] = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError):
+                continue
+        found, grew = set(), True
+        while grew:
+            grew = False
+            for pid, ppid in parent.items():
+                if pid not in found and (ppid in roots or ppid in found):
+                    found.add(pid)
+                    grew = True
+        return found
+
     def close(self):
-        if self.started:
-            self.tmux("kill-server", check=False)
+        """Ends what the pane runs with SIGTERM (then SIGKILL after 5 s), then the tmux server: a
+        sanitized gpumon that the server's hang-up reached while LeakSanitizer stopped it at exit
+        could be left spinning, taking a core from every test after it."""
+        if not self.started:
+            return
+        pids = self._pids()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except OSError:
+                    pass
+            deadline = time.monotonic() + 5
+            while pids and time.monotonic() < deadline:
+                pids = {p for p in pids if alive(p)}
+                time.sleep(0.05)
+            if not pids:
+                break
+        self.tmux("kill-server", check=False)
 
 
 class Watch:
