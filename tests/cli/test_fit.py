@@ -6,12 +6,15 @@ a co-tenant shrinks it, and the jobs that give no answer are said as such."""
 import json
 import os
 import re
+import signal
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
-from conftest import H200
+from conftest import FAKE_NVML_LIB, GPUMON, H200
 
 PY = sys.executable
 MIB, GIB = 1 << 20, 1 << 30
@@ -169,23 +172,24 @@ def test_verify_runs_the_answer_and_an_out_of_memory_corrects_it(gpumon, tmp_pat
     assert re.match(r"batch (29[7-9]|300) fits GPU 0", r.stdout), r.stdout
 
 
-def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
-    """SIGINT to fit's process group, as Ctrl-C sends it, during its first run: the job and the run
-    stop, fit starts no other, says so, and leaves no file of the runs."""
-    import signal
-    import subprocess
-    import time
-    from conftest import GPUMON
+def start_fit(tmp_path, **kw):
+    """`gpumon fit --steps 1000` of the linear job in a session of its own, in the background: its
+    first run lasts 40 s unless something stops it."""
     job = tmp_path / "job.py"
     job.write_text(JOB)
     scn = tmp_path / "h200.scn"
     scn.write_text(EMPTY)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
-    from conftest import FAKE_NVML_LIB
     env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), TMPDIR=str(tmp_path),
                LC_ALL="C")
-    p = subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    return job, subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"],
+                                 env=env, start_new_session=True, **kw)
+
+
+def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
+    """SIGINT to fit's process group, as Ctrl-C sends it, during its first run: the job and the run
+    stop, fit starts no other, says so, and leaves no file of the runs."""
+    _, p = start_fit(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(1.5)
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
@@ -197,19 +201,7 @@ def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
 def test_kill_9_of_fit_leaves_no_run_nor_job(tmp_path):
     """fit killed outright during a run: the run (told by the kernel when its parent dies) stops its
     job; nothing of them keeps running."""
-    import signal
-    import subprocess
-    import time
-    from conftest import FAKE_NVML_LIB, GPUMON
-    job = tmp_path / "job.py"
-    job.write_text(JOB)
-    scn = tmp_path / "h200.scn"
-    scn.write_text(EMPTY)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
-    env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), TMPDIR=str(tmp_path),
-               LC_ALL="C")
-    p = subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"], env=env,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    job, p = start_fit(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
 
     def ours():  # the run and the job: their command lines name this test's directory
