@@ -483,6 +483,24 @@ static void remove_dir(const char *dir, const struct trial *t, size_t n)
 	rmdir(dir);
 }
 
+/* Runs the job at batch as trial *n (the answer verified, or a probe bisecting a bound) and reads
+ * its recording; the trial is counted, and its run is runs[*n], even when that fails, so that its
+ * files are removed with the others. Returns 0, or an exit status (the error said). */
+static int trial_run(const struct opts *o, const char *uuid, const char *dir, struct trial *t, gpumon_fit_run *runs,
+		     size_t *n, uint64_t batch, int verify, int probe)
+{
+	struct trial *tr = &t[*n];
+	memset(tr, 0, sizeof *tr);
+	tr->run.batch = (double)batch;
+	tr->verify = verify;
+	tr->probe = probe;
+	int rc = run_once(o, uuid, dir, tr);
+	if (rc == EXIT_OK)
+		rc = read_run(tr);
+	runs[(*n)++] = tr->run;
+	return rc;
+}
+
 /* Measures the runs, fitting after each; returns the exit status (0: an answer). */
 static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uuid, const char *dir,
 		   struct trial *t, size_t *n, gpumon_fit *f, uint64_t *room)
@@ -507,25 +525,18 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 					(unsigned long long)batch, (unsigned long long)f->max_batch);
 			continue;
 		}
-		struct trial *tr = &t[*n];
-		memset(tr, 0, sizeof *tr);
-		tr->run.batch = (double)batch;
-		if ((rc = run_once(o, uuid, dir, tr)) || (rc = read_run(tr)))
+		if ((rc = trial_run(o, uuid, dir, t, runs, n, batch, 0, 0)))
 			return rc;
-		if (stop_signal) {
-			(*n)++;
+		const struct trial *tr = &t[*n - 1];
+		if (stop_signal)
 			return 128 + stop_signal;
-		}
 		if (!tr->steps && !tr->run.failed) { /* died before a step: nothing to fit */
 			char line[512];
 			last_line(tr->log, line, sizeof line);
 			cli_error("fit: the job at batch %llu ended (status %d) before it reported a step%s%s",
 				  (unsigned long long)batch, tr->status, line[0] ? ": " : " (it said nothing)", line);
-			(*n)++;
 			return EXIT_OTHER;
 		}
-		runs[*n] = tr->run;
-		(*n)++;
 	}
 	cfg.room_bytes = *room;
 	int st = gpumon_fit_batch(runs, *n, &cfg, f);
@@ -534,31 +545,18 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 		return EXIT_OTHER;
 	}
 	if (o->verify && !stop_signal && f->shape != GPUMON_FIT_NONE && f->max_batch && *n < MAX_TRIALS) {
-		struct trial *tr = &t[*n];
-		memset(tr, 0, sizeof *tr);
-		tr->run.batch = (double)f->max_batch;
-		tr->verify = 1;
-		int rc;
-		if ((rc = run_once(o, uuid, dir, tr)) || (rc = read_run(tr)))
+		int rc = trial_run(o, uuid, dir, t, runs, n, f->max_batch, 1, 0);
+		if (rc)
 			return rc;
-		runs[*n] = tr->run;
-		(*n)++;
-		if (tr->run.failed) { /* a finding: the bound is bisected, and the answer is the largest that ran */
+		if (t[*n - 1].run.failed) { /* a finding: the bound is bisected, and the answer is the largest that ran */
 			if (!o->json)
 				fprintf(stderr, "gpumon: fit: batch %llu ran out of memory when verified: finding the "
 						"largest batch that runs below it\n", (unsigned long long)f->max_batch);
 			uint64_t next;
 			while (!stop_signal && *n < MAX_TRIALS && room_now(g, dev, room) == EXIT_OK &&
-			       (cfg.room_bytes = *room, next = gpumon_fit_next(runs, *n, &cfg, o->first)) != 0) {
-				tr = &t[*n];
-				memset(tr, 0, sizeof *tr);
-				tr->run.batch = (double)next;
-				tr->probe = 1;
-				if ((rc = run_once(o, uuid, dir, tr)) || (rc = read_run(tr)))
+			       (cfg.room_bytes = *room, next = gpumon_fit_next(runs, *n, &cfg, o->first)) != 0)
+				if ((rc = trial_run(o, uuid, dir, t, runs, n, next, 0, 1)))
 					return rc;
-				runs[*n] = tr->run;
-				(*n)++;
-			}
 			if ((st = gpumon_fit_batch(runs, *n, &cfg, f)) != GPUMON_OK)
 				return EXIT_OTHER;
 		}
@@ -604,9 +602,10 @@ int cmd_fit(int argc, char **argv)
 		cli_error("out of memory");
 		rc = EXIT_OTHER;
 	} else {
-		char uuid[96];
-		snprintf(uuid, sizeof uuid, "%s", (gi.present & GPUMON_INFO_UUID) ? gi.uuid : "auto");
-		if (!(gi.present & GPUMON_INFO_UUID))
+		char uuid[96]; /* what the runs' --gpu names: the UUID, else the index */
+		if (gi.present & GPUMON_INFO_UUID)
+			snprintf(uuid, sizeof uuid, "%s", gi.uuid);
+		else
 			snprintf(uuid, sizeof uuid, "%u", gi.index);
 		rc = measure(&o, g, dev, uuid, dir, t, &n, &f, &room);
 		if (stop_signal)

@@ -199,6 +199,32 @@ static int row_cmp(const void *x, const void *y, void *ctx)
 	return c ? c : cmp_pid_gpu(a, b);
 }
 
+/* The row's owner column: gpumon_owner_describe's phrase, escaped (the owner's names come from another
+ * process's cgroup and the node's pod logs); none for a pid of another PID namespace, whose command
+ * column says so already. */
+static void row_owner(show_row *r, show_model *m)
+{
+	char phrase[sizeof r->owner];
+	gpumon_owner_describe(&r->p.owner, phrase, sizeof phrase);
+	if (!(r->p.owner.present & ~(unsigned)GPUMON_OWNER_UNRESOLVED))
+		phrase[0] = 0;
+	cli_safe_text(r->owner, sizeof r->owner, phrase);
+	if (r->owner[0])
+		m->any_owner = 1;
+}
+
+/* m->when and m->when_iso: the local time t, and the same in RFC 3339 (+0100 becomes +01:00). */
+static void set_when(time_t t, show_model *m)
+{
+	struct tm tm;
+	char zone[8];
+	localtime_r(&t, &tm);
+	strftime(m->when, sizeof m->when, "%Y-%m-%d %H:%M:%S", &tm);
+	strftime(zone, sizeof zone, "%z", &tm);
+	snprintf(m->when_iso, sizeof m->when_iso, "%.10sT%s%.3s:%.2s", m->when, m->when + 11, zone,
+		 strlen(zone) == 5 ? zone + 3 : "00");
+}
+
 /* Adds the processes of GPU dev that pass --user to the model. Returns 0, or -1 when out of memory. */
 static int gather_gpu(gpumon *g, unsigned dev, show_model *m, show_gpu *gpu, size_t *cap)
 {
@@ -220,18 +246,10 @@ static int gather_gpu(gpumon *g, unsigned dev, show_model *m, show_gpu *gpu, siz
 			return -1;
 		}
 		show_row *r = &m->rows[m->n_rows++];
-		char phrase[sizeof r->owner];
 		r->gpu = gpu->info.index;
 		r->uuid = (gpu->info.present & GPUMON_INFO_UUID) ? gpu->info.uuid : NULL;
 		r->p = list[i];
-		/* the owner's names come from another process's cgroup and the node's pod logs: escaped */
-		gpumon_owner_describe(&list[i].owner, phrase, sizeof phrase);
-		/* a pid of another PID namespace: its command column says so already */
-		if (!(list[i].owner.present & ~(unsigned)GPUMON_OWNER_UNRESOLVED))
-			phrase[0] = 0;
-		cli_safe_text(r->owner, sizeof r->owner, phrase);
-		if (r->owner[0])
-			m->any_owner = 1;
+		row_owner(r, m);
 	}
 	gpumon_free(list);
 	return 0;
@@ -248,18 +266,11 @@ static int shown(const unsigned *sel, unsigned count, unsigned dev)
 /* Reads the machine and the selected GPUs into *m. Returns 0, or -1 when out of memory. */
 static int gather(gpumon *g, const unsigned *sel, unsigned count, show_model *m)
 {
-	time_t now = time(NULL);
-	struct tm tm;
-	char zone[8];
 	size_t cap = 0;
 	gethostname(m->host, sizeof m->host - 1);
 	if (gpumon_driver_version(g, m->driver, sizeof m->driver) != GPUMON_OK)
 		m->driver[0] = 0;
-	localtime_r(&now, &tm);
-	strftime(m->when, sizeof m->when, "%Y-%m-%d %H:%M:%S", &tm);
-	strftime(zone, sizeof zone, "%z", &tm); /* +0100; RFC 3339 wants +01:00 */
-	snprintf(m->when_iso, sizeof m->when_iso, "%.10sT%s%.3s:%.2s", m->when, m->when + 11, zone,
-		 strlen(zone) == 5 ? zone + 3 : "00");
+	set_when(time(NULL), m);
 	m->gpus = calloc(count ? count : 1, sizeof *m->gpus);
 	if (!m->gpus)
 		return -1;
@@ -307,20 +318,6 @@ static int replay_selected(const char *ids, const gpumon_device_info *info)
 		s += n + (s[n] == ',');
 	}
 	return 0;
-}
-
-/* The wall-clock time of monotonic time t of the recording, in m->when and m->when_iso. */
-static void replay_when(const gpumon_run_meta *meta, uint64_t t_ns, show_model *m)
-{
-	int64_t wall_ns = (int64_t)meta->start_wall_ns + ((int64_t)t_ns - (int64_t)meta->start_mono_ns);
-	time_t t = (time_t)(wall_ns / 1000000000);
-	struct tm tm;
-	char zone[8];
-	localtime_r(&t, &tm);
-	strftime(m->when, sizeof m->when, "%Y-%m-%d %H:%M:%S", &tm);
-	strftime(zone, sizeof zone, "%z", &tm);
-	snprintf(m->when_iso, sizeof m->when_iso, "%.10sT%s%.3s:%.2s", m->when, m->when + 11, zone,
-		 strlen(zone) == 5 ? zone + 3 : "00");
 }
 
 /* Keeps the process table of the recording as its records come: a PROCESS record adds or updates
@@ -469,7 +466,8 @@ static int replay_gather(const struct opts *o, show_model *m)
 	const char *base = strrchr(o->replay, '/');
 	snprintf(m->host, sizeof m->host, "%s", meta->host ? meta->host : "n/a");
 	snprintf(m->driver, sizeof m->driver, "%s", meta->driver_version ? meta->driver_version : "");
-	replay_when(meta, moment, m);
+	/* the moment's wall-clock time: the recording's start on both clocks places it */
+	set_when((time_t)(((int64_t)meta->start_wall_ns + ((int64_t)moment - (int64_t)meta->start_mono_ns)) / 1000000000), m);
 	snprintf(m->replay, sizeof m->replay, "%s", base ? base + 1 : o->replay);
 	m->replay_at_s = (double)(moment - start) / 1e9;
 	m->replay_span_s = (double)(end - start) / 1e9;
@@ -503,12 +501,7 @@ static int replay_gather(const struct opts *o, show_model *m)
 		for (unsigned k = 0; k < m->n_gpus; k++)
 			if (m->gpus[k].info.index == dev[d].info.index && !strcmp(m->gpus[k].info.uuid, dev[d].info.uuid))
 				r->uuid = (m->gpus[k].info.present & GPUMON_INFO_UUID) ? m->gpus[k].info.uuid : NULL;
-		char phrase[sizeof r->owner];
-		gpumon_owner_describe(&r->p.owner, phrase, sizeof phrase);
-		if (!(r->p.owner.present & ~(unsigned)GPUMON_OWNER_UNRESOLVED))
-			phrase[0] = 0;
-		cli_safe_text(r->owner, sizeof r->owner, phrase);
-		m->any_owner |= r->owner[0] != 0;
+		row_owner(r, m);
 	}
 	m->n_rows = keep;
 	if (m->n_rows)

@@ -127,6 +127,12 @@ static int has_col(const struct csv_state *st, int role)
 	return st->h.col[role] >= 0;
 }
 
+/* Whether a row names its GPU (an index, UUID or bus id column). */
+static int names_gpu(const struct csv_state *st)
+{
+	return has_col(st, R_DEV) || has_col(st, R_UUID) || has_col(st, R_BUS);
+}
+
 /* Whether the file has columns of a process (the framework's figures, or NVML's for the process). */
 static int has_process(const struct csv_state *st)
 {
@@ -189,8 +195,7 @@ static int check_header(struct csv_state *st, char **f, int n, char *err, size_t
 		return EXIT_USAGE;
 	}
 	st->real_pids = has_col(st, R_PID);
-	st->by_order = st->h.dialect == D_SMI && !st->real_pids && !has_col(st, R_DEV) && !has_col(st, R_UUID) &&
-		       !has_col(st, R_BUS);
+	st->by_order = st->h.dialect == D_SMI && !st->real_pids && !names_gpu(st);
 	if (st->by_order && !has_col(st, R_TIMESTAMP)) {
 		char q[300];
 		cli_set_err(err, errlen,
@@ -660,8 +665,7 @@ static int name_losses(const struct csv_state *st)
  * that they are taken as GPU 0's (right on a machine of one GPU). */
 static int name_order(struct csv_state *st)
 {
-	int apps = st->h.dialect == D_SMI && st->real_pids && !has_col(st, R_DEV) && !has_col(st, R_UUID) &&
-		   !has_col(st, R_BUS);
+	int apps = st->h.dialect == D_SMI && st->real_pids && !names_gpu(st);
 	if ((!st->by_order || st->group_size < 2 || !st->m) && !(apps && st->m))
 		return GPUMON_OK;
 	char text[220];

@@ -110,21 +110,17 @@ def fit(step_fn: Callable[[int], Any], batch_sizes: Optional[Sequence[int]] = No
     try:
         room = _room(mon)
         runs: List[Dict[str, Any]] = []
-        if sizes is None:
+        for b in sizes or ():
+            if any(r["failed"] for r in runs):  # sizes rise: the rest would fail too
+                break
+            runs.append(_measure(mon, step_fn, b, steps))
+        # the sizes the library asks for: all of them without batch_sizes; after a size that ran
+        # out of memory, those that bisect its bound (as gpumon fit does)
+        ask = sizes is None or any(r["failed"] for r in runs)
+        b = _gpumon.fit_next(runs, room, 1, multiple_of) if ask else 0
+        while b and len(runs) < MAX_RUNS:
+            runs.append(_measure(mon, step_fn, b, steps))
             b = _gpumon.fit_next(runs, room, 1, multiple_of)
-            while b and len(runs) < MAX_RUNS:
-                runs.append(_measure(mon, step_fn, b, steps))
-                b = _gpumon.fit_next(runs, room, 1, multiple_of)
-        else:
-            for b in sizes:
-                if any(r["failed"] for r in runs):  # sizes rise: the rest would fail too
-                    break
-                runs.append(_measure(mon, step_fn, b, steps))
-            # a size that ran out of memory: the bound bisected, as the library asks (gpumon fit too)
-            b = _gpumon.fit_next(runs, room, 1, multiple_of) if any(r["failed"] for r in runs) else 0
-            while b and len(runs) < MAX_RUNS:
-                runs.append(_measure(mon, step_fn, b, steps))
-                b = _gpumon.fit_next(runs, room, 1, multiple_of)
     finally:
         mon.close()
     res = _gpumon.fit_batch(runs, room, multiple_of)  # never empty: fit_next starts at 1
