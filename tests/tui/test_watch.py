@@ -277,7 +277,14 @@ def test_monochrome_terminal_and_ascii_locale(watch, sleepers):
     s = p.wait("sleep 602", escapes=True)
     assert not COLOR_SGR.search(s)
     # without UTF-8 the bar is drawn in ASCII: reserved %, selected @, used #, free .
-    assert re.search(r"^ \[%@+\.+\] 20\.0 GiB", p.screen(), re.M), p.screen()
+    # The selection is whichever row the first frame listed first (GPU 1's sampler may answer
+    # before GPU 0's) and then follows its process, so the @ is on that process's GPU.
+    screen = p.screen()
+    selected = re.search(r"^pid \d+ on GPU (\d)", screen, re.M)
+    assert selected, screen
+    bar = {"0": r"^ \[%@+\.+\] 20\.0 GiB", "1": r"^ \[%@+#+\.+\] 10\.0 GiB"}[selected.group(1)]
+    assert re.search(bar, screen, re.M), screen
+    assert not re.search("[^\x00-\x7f]", screen), screen
 
 
 def test_gpu_lost_while_watching(watch, sleepers):
