@@ -207,6 +207,10 @@ void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const
  * GPUMON_PROC_ROOT); sets GPUMON_PROC_FOREIGN and GPUMON_OWNER_UNRESOLVED when the pid is not in
  * our /proc. */
 void gpumon__procfs_fill(gpumon_process *p);
+
+/* sources/host_process.c: a distributed worker's place from the pid's environment into *out (-1 and
+ * "" each when it is none); 0, or -1 when the environment cannot be read (*out then all unknown). */
+int gpumon__env_rank(unsigned pid, gpumon_rank *out);
 /* sources/nvml_sample.c: device dev of an open handle that is not lost; a status with the message
  * on g (E_INVAL, E_DRIVER, E_NOT_FOUND, E_LOST) otherwise. */
 int gpumon__device_get(gpumon *g, unsigned dev, struct device **out);

@@ -406,7 +406,23 @@ enum {
 	GPUMON_PROC_NAME_KNOWN = 1u << 6,/* name holds a value */
 	GPUMON_PROC_MIG = 1u << 7,       /* gpu/compute instance ids hold values (MIG enabled) */
 	GPUMON_PROC_PPID_KNOWN = 1u << 8,/* ppid holds a value */
+	GPUMON_PROC_RANK_KNOWN = 1u << 9,/* the environment was read: rank says what it holds (rank.rank
+					    still -1 when the process is no distributed worker) */
 };
+
+/* A distributed worker's place, read from the variables its launcher set in its environment
+ * (/proc/PID/environ, readable by the process's own user and root). torchrun's variables win over
+ * Slurm's (torchrun under srun), Slurm's over Open MPI's, and those over PMIx's; DeepSpeed and
+ * Accelerate launch through one of these. */
+typedef struct gpumon_rank {
+	int rank;           /* global rank: RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK; -1 none */
+	int local_rank;     /* on its node: LOCAL_RANK, SLURM_LOCALID, OMPI_COMM_WORLD_LOCAL_RANK; -1 */
+	int world_size;     /* WORLD_SIZE, SLURM_NTASKS, OMPI_COMM_WORLD_SIZE; -1 */
+	int node_rank;      /* GROUP_RANK, SLURM_NODEID; -1 */
+	char job_id[64];    /* TORCHELASTIC_RUN_ID, else SLURM_JOB_ID; "" when none */
+	char launcher[16];  /* "torchrun", "slurm", "mpi", or "" */
+	char master[80];    /* MASTER_ADDR:MASTER_PORT, the rendezvous of torch.distributed; "" none */
+} gpumon_rank;
 
 /* Bits of gpumon_owner.present */
 enum {
@@ -449,6 +465,7 @@ typedef struct gpumon_process {
 	char name[256];                /* process name as nvidia-smi's process_name shows it */
 	char cmdline[512];             /* /proc/PID/cmdline, arguments joined by spaces, truncated */
 	gpumon_owner owner;            /* container, pod, Slurm job or systemd unit, from /proc */
+	gpumon_rank rank;              /* its place in a distributed job (GPUMON_PROC_RANK_KNOWN) */
 } gpumon_process;
 
 /*
@@ -505,12 +522,8 @@ typedef struct gpumon_host_process {
 	uint64_t cpu_ns;           /* CPU time used, user + system */
 	uint64_t rss_bytes;        /* resident memory */
 	char state;                /* R, S, D, Z, T, ... as /proc/PID/stat has it */
-	/* A distributed worker's place, from its environment (readable by its own user and root).
-	   torchrun's variables win over Slurm's (torchrun under srun), Slurm's over Open MPI's, and
-	   those over PMIx's. -1 each when not known. */
-	int rank, local_rank, world_size, node_rank;
-	char job_id[64];           /* TORCHELASTIC_RUN_ID, else SLURM_JOB_ID; "" when none */
-	char launcher[16];         /* "torchrun", "slurm", "mpi", or "" */
+	gpumon_rank rank;          /* a distributed worker's place (GPUMON_HOST_RANK); -1 and "" each
+				      when not known */
 } gpumon_host_process;
 
 /*

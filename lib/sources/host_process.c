@@ -117,22 +117,29 @@ struct env_vars {
 	int v[L_COUNT][F_COUNT];       /* -1: not set */
 	char job[L_COUNT][64];         /* "" : not set */
 	unsigned seen;                 /* 1 << L_*: a variable of that launcher was set */
+	char master_addr[64], master_port[8];
 };
+
+#define F_JOB (-1)
+#define F_MASTER_ADDR (-2)
+#define F_MASTER_PORT (-3)
 
 static const struct {
 	const char *name;
-	int launcher, field; /* field -1: the job id */
+	int launcher, field; /* field F_JOB: the job id; F_MASTER_*: the rendezvous */
 } env_names[] = {
 	{"RANK", L_TORCH, F_RANK},
 	{"LOCAL_RANK", L_TORCH, F_LOCAL},
 	{"WORLD_SIZE", L_TORCH, F_WORLD},
 	{"GROUP_RANK", L_TORCH, F_NODE},
-	{"TORCHELASTIC_RUN_ID", L_TORCH, -1},
+	{"TORCHELASTIC_RUN_ID", L_TORCH, F_JOB},
+	{"MASTER_ADDR", L_TORCH, F_MASTER_ADDR},
+	{"MASTER_PORT", L_TORCH, F_MASTER_PORT},
 	{"SLURM_PROCID", L_SLURM, F_RANK},
 	{"SLURM_LOCALID", L_SLURM, F_LOCAL},
 	{"SLURM_NTASKS", L_SLURM, F_WORLD},
 	{"SLURM_NODEID", L_SLURM, F_NODE},
-	{"SLURM_JOB_ID", L_SLURM, -1},
+	{"SLURM_JOB_ID", L_SLURM, F_JOB},
 	{"OMPI_COMM_WORLD_RANK", L_OMPI, F_RANK},
 	{"OMPI_COMM_WORLD_LOCAL_RANK", L_OMPI, F_LOCAL},
 	{"OMPI_COMM_WORLD_SIZE", L_OMPI, F_WORLD},
@@ -157,16 +164,21 @@ static void env_entry(struct env_vars *e, const char *s, size_t len)
 	for (size_t i = 0; i < sizeof env_names / sizeof env_names[0]; i++) {
 		if (strlen(env_names[i].name) != nlen || memcmp(env_names[i].name, s, nlen) != 0)
 			continue;
-		int l = env_names[i].launcher;
-		if (env_names[i].field < 0) {
-			/* an id is shown and written: printable ASCII only, and torchrun's "none" is none */
-			int ok = vlen > 0 && vlen < sizeof e->job[l] && !(vlen == 4 && !memcmp(eq + 1, "none", 4));
+		int l = env_names[i].launcher, f = env_names[i].field;
+		if (f < 0) {
+			/* an id or address is shown and written: printable ASCII only, and torchrun's
+			   "none" is none; the rendezvous alone says no worker */
+			char *dst = f == F_JOB ? e->job[l] : f == F_MASTER_ADDR ? e->master_addr : e->master_port;
+			size_t cap = f == F_JOB ? sizeof e->job[l] : f == F_MASTER_ADDR ? sizeof e->master_addr
+											 : sizeof e->master_port;
+			int ok = vlen > 0 && vlen < cap && !(vlen == 4 && !memcmp(eq + 1, "none", 4));
 			for (size_t k = 0; ok && k < vlen; k++)
-				ok = eq[1 + k] > ' ' && eq[1 + k] < 127;
+				ok = eq[1 + k] > ' ' && eq[1 + k] < 127 && (f != F_MASTER_PORT || (eq[1 + k] >= '0' && eq[1 + k] <= '9'));
 			if (ok) {
-				memcpy(e->job[l], eq + 1, vlen);
-				e->job[l][vlen] = 0;
-				e->seen |= 1u << l;
+				memcpy(dst, eq + 1, vlen);
+				dst[vlen] = 0;
+				if (f == F_JOB)
+					e->seen |= 1u << l;
 			}
 		} else {
 			int v = parse_count(eq + 1, vlen);
@@ -225,30 +237,35 @@ static int env_read(unsigned pid, struct env_vars *e)
 	return rc;
 }
 
-static void fill_rank(gpumon_host_process *h, unsigned pid)
+int gpumon__env_rank(unsigned pid, gpumon_rank *out)
 {
 	struct env_vars e;
 	memset(&e, 0, sizeof e);
 	memset(e.v, 0xff, sizeof e.v); /* -1 each */
+	memset(out, 0, sizeof *out);
+	out->rank = out->local_rank = out->world_size = out->node_rank = -1;
 	if (env_read(pid, &e) != 0)
-		return;
-	h->present |= GPUMON_HOST_RANK;
+		return -1;
 	static const char *const names[L_COUNT] = {"torchrun", "slurm", "mpi", "mpi"};
 	for (int l = 0; l < L_COUNT; l++)
 		if (e.seen & (1u << l)) {
-			h->rank = e.v[l][F_RANK];
-			h->local_rank = e.v[l][F_LOCAL];
-			h->world_size = e.v[l][F_WORLD];
-			h->node_rank = e.v[l][F_NODE];
-			snprintf(h->launcher, sizeof h->launcher, "%s", names[l]);
+			out->rank = e.v[l][F_RANK];
+			out->local_rank = e.v[l][F_LOCAL];
+			out->world_size = e.v[l][F_WORLD];
+			out->node_rank = e.v[l][F_NODE];
+			snprintf(out->launcher, sizeof out->launcher, "%s", names[l]);
 			break;
 		}
 	/* torchrun's id when it has one, else the Slurm job it runs in */
 	for (int l = 0; l < L_COUNT; l++)
 		if (e.job[l][0]) {
-			snprintf(h->job_id, sizeof h->job_id, "%s", e.job[l]);
+			snprintf(out->job_id, sizeof out->job_id, "%s", e.job[l]);
 			break;
 		}
+	if (e.master_addr[0] && out->launcher[0])
+		snprintf(out->master, sizeof out->master, "%s%s%s", e.master_addr, e.master_port[0] ? ":" : "",
+			 e.master_port);
+	return 0;
 }
 
 /* ---- the public calls --------------------------------------------------------------------------- */
@@ -283,7 +300,7 @@ int gpumon_host_process_read(unsigned pid, unsigned fields, gpumon_host_process 
 	memset(&h, 0, sizeof h);
 	h.size = size;
 	h.pid = pid;
-	h.rank = h.local_rank = h.world_size = h.node_rank = -1;
+	h.rank.rank = h.rank.local_rank = h.rank.world_size = h.rank.node_rank = -1;
 	struct gpumon__proc_stat st;
 	if (gpumon__proc_stat_read(pid, &st) != 0)
 		return GPUMON_E_NOT_FOUND;
@@ -305,8 +322,8 @@ int gpumon_host_process_read(unsigned pid, unsigned fields, gpumon_host_process 
 		h.present |= GPUMON_HOST_OWN_PIDS;
 	if (fields & GPUMON_HOST_USER)
 		fill_user(&h, pid);
-	if (fields & GPUMON_HOST_RANK)
-		fill_rank(&h, pid);
+	if ((fields & GPUMON_HOST_RANK) && gpumon__env_rank(pid, &h.rank) == 0)
+		h.present |= GPUMON_HOST_RANK;
 	memcpy(out, &h, size);
 	return 0;
 }

@@ -20,7 +20,8 @@
 
 /* The flags /proc gives (the rest are NVML's and are the caller's). */
 #define PROC_BITS                                                                                   \
-	(GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN | GPUMON_PROC_PPID_KNOWN)
+	(GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN | GPUMON_PROC_PPID_KNOWN |    \
+	 GPUMON_PROC_RANK_KNOWN)
 
 struct entry {
 	unsigned pid;               /* 0: empty slot */
@@ -32,6 +33,7 @@ struct entry {
 	char name[sizeof ((gpumon_process *)0)->name];
 	char cmdline[sizeof ((gpumon_process *)0)->cmdline];
 	gpumon_owner owner;
+	gpumon_rank rank;
 };
 
 struct gpumon__proc_cache {
@@ -114,6 +116,7 @@ int gpumon__proc_cache_get(struct gpumon__proc_cache *c, gpumon_process *p, uint
 			memcpy(p->name, e->name, sizeof p->name);
 			memcpy(p->cmdline, e->cmdline, sizeof p->cmdline);
 			p->owner = e->owner;
+			p->rank = e->rank;
 			e->used_ns = now;
 			hit = 1;
 		}
@@ -142,5 +145,6 @@ void gpumon__proc_cache_put(struct gpumon__proc_cache *c, const gpumon_process *
 	memcpy(e->name, p->name, sizeof e->name);
 	memcpy(e->cmdline, p->cmdline, sizeof e->cmdline);
 	e->owner = p->owner;
+	e->rank = p->rank;
 	pthread_mutex_unlock(&c->lock);
 }

@@ -140,6 +140,8 @@ void gpumon__procfs_fill(gpumon_process *p)
 	char path[4096];
 	struct stat st;
 	memset(&p->owner, 0, sizeof p->owner);
+	memset(&p->rank, 0, sizeof p->rank);
+	p->rank.rank = p->rank.local_rank = p->rank.world_size = p->rank.node_rank = -1;
 	int unreadable = p->pid == 0 || proc_path(path, sizeof path, p->pid, "") != 0;
 	if (unreadable || stat(path, &st) != 0) {
 		if (unreadable || errno == ENOENT) {
@@ -151,4 +153,6 @@ void gpumon__procfs_fill(gpumon_process *p)
 	fill_user(p);
 	fill_cmdline(p);
 	fill_owner(p);
+	if (gpumon__env_rank(p->pid, &p->rank) == 0)
+		p->flags |= GPUMON_PROC_RANK_KNOWN;
 }

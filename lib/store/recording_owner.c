@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* recording_owner.c — a process's owner (container, pod, Slurm job, unit) in the owner_* columns
- * of a recording's `processes` table: bound by the writer, read back by the reader, in the one
- * column order REC_OWNER_COLUMNS names. */
+ * of a recording's `processes` table, and its rank in a distributed job in the rank columns: bound
+ * by the writer, read back by the reader, in the one column order REC_OWNER_COLUMNS and
+ * REC_RANK_COLUMNS name. */
 #include <string.h>
 
 #include "recording_owner.h"
@@ -97,4 +98,71 @@ int gpumon__rec_read_owner(sqlite3_stmt *s, int first, gpumon_owner *o)
 	if (!o->unit[0])
 		o->present &= ~(unsigned)GPUMON_OWNER_UNIT;
 	return o->present != 0;
+}
+
+/* ---- rank columns ------------------------------------------------------------------------------ */
+
+#define RANK_FIGURES 4
+#define RANK_TEXTS 3
+
+void gpumon__rec_bind_rank(sqlite3_stmt *s, int first, const gpumon_rank *r)
+{
+	const int fig[RANK_FIGURES] = {r ? r->rank : -1, r ? r->local_rank : -1, r ? r->world_size : -1,
+				       r ? r->node_rank : -1};
+	const char *t[RANK_TEXTS] = {r ? r->job_id : "", r ? r->launcher : "", r ? r->master : ""};
+	const size_t cap[RANK_TEXTS] = {sizeof r->job_id, sizeof r->launcher, sizeof r->master};
+	for (int i = 0; i < RANK_FIGURES; i++)
+		if (fig[i] >= 0)
+			sqlite3_bind_int64(s, first + i, fig[i]);
+		else
+			sqlite3_bind_null(s, first + i);
+	for (int i = 0; i < RANK_TEXTS; i++) {
+		size_t len = strnlen(t[i], cap[i]);
+		if (len)
+			sqlite3_bind_text(s, first + RANK_FIGURES + i, t[i], (int)len, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(s, first + RANK_FIGURES + i);
+	}
+}
+
+uint64_t gpumon__rec_rank_hash(uint64_t h, const gpumon_rank *r)
+{
+	const int fig[RANK_FIGURES] = {r->rank, r->local_rank, r->world_size, r->node_rank};
+	for (int i = 0; i < RANK_FIGURES; i++)
+		h = (h ^ (uint64_t)(uint32_t)fig[i]) * 0x100000001b3ull;
+	const char *t[RANK_TEXTS] = {r->job_id, r->launcher, r->master};
+	const size_t cap[RANK_TEXTS] = {sizeof r->job_id, sizeof r->launcher, sizeof r->master};
+	for (int i = 0; i < RANK_TEXTS; i++) {
+		for (size_t k = 0; k < cap[i] && t[i][k]; k++)
+			h = (h ^ (unsigned char)t[i][k]) * 0x100000001b3ull;
+		h = (h ^ 0xff) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+int gpumon__rec_read_rank(sqlite3_stmt *s, int first, gpumon_rank *r)
+{
+	memset(r, 0, sizeof *r);
+	int *fig[RANK_FIGURES] = {&r->rank, &r->local_rank, &r->world_size, &r->node_rank};
+	char *t[RANK_TEXTS] = {r->job_id, r->launcher, r->master};
+	const size_t cap[RANK_TEXTS] = {sizeof r->job_id, sizeof r->launcher, sizeof r->master};
+	int fits = 1;
+	for (int i = 0; i < RANK_FIGURES; i++) {
+		*fig[i] = -1;
+		if (sqlite3_column_type(s, first + i) == SQLITE_NULL)
+			continue;
+		int64_t v = sqlite3_column_int64(s, first + i);
+		if (sqlite3_column_type(s, first + i) != SQLITE_INTEGER || v < 0 || v > INT32_MAX)
+			fits = 0;
+		else
+			*fig[i] = (int)v;
+	}
+	for (int i = 0; i < RANK_TEXTS; i++)
+		fits &= take(s, first + RANK_FIGURES + i, t[i], cap[i]);
+	if (!fits) {
+		memset(r, 0, sizeof *r);
+		r->rank = r->local_rank = r->world_size = r->node_rank = -1;
+		return 0;
+	}
+	return r->launcher[0] != 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* recording_owner.h — the owner_* columns of `processes`, shared by the recording's writer and
+/* recording_owner.h — the owner_* and rank columns of `processes`, shared by the recording's writer and
  * reader (recording_owner.c) and nothing else. */
 #ifndef GPUMON_STORE_RECORDING_OWNER_H
 #define GPUMON_STORE_RECORDING_OWNER_H
@@ -22,5 +22,17 @@ uint64_t gpumon__rec_owner_hash(uint64_t h, const gpumon_owner *o);
  * (zeroed first). Returns 1 when an owner is known, 0 when not (NULL in files written before these
  * columns, 0, or a value this version cannot take). */
 int gpumon__rec_read_owner(sqlite3_stmt *s, int first, gpumon_owner *o);
+
+/* Binds rank .. rank_master to parameters first .. first+6 (NULL each when r is NULL, a figure is -1
+ * or a text is ""); texts bound SQLITE_STATIC as above. */
+void gpumon__rec_bind_rank(sqlite3_stmt *s, int first, const gpumon_rank *r);
+
+/* Folds a rank into h as gpumon__rec_owner_hash does. */
+uint64_t gpumon__rec_rank_hash(uint64_t h, const gpumon_rank *r);
+
+/* Reads rank .. rank_master from column first on into r (unknown each first). Returns 1 when a
+ * launcher is named (the process is a distributed worker), 0 otherwise; a figure out of range or a
+ * text too long for its field (a hand edit) makes the whole rank unknown. */
+int gpumon__rec_read_rank(sqlite3_stmt *s, int first, gpumon_rank *r);
 
 #endif

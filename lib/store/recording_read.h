@@ -22,6 +22,7 @@ struct proc {
 	int uid_known, ppid_known, mig_known;
 	char *user, *name, *command;
 	gpumon_owner *owner; /* NULL when the file says none (or predates the owner columns) */
+	gpumon_rank rank;    /* -1 and "" each when the file says none */
 };
 
 struct source {

@@ -87,13 +87,17 @@ void gpumon__rec_read_side_tables(gpumon_reader *r)
 	size_t cap = 0;
 	/* files written before the owner columns read with no owner */
 	int owners = gpumon__rec_has_column(r, "processes", "owner_present");
-	int rc = sqlite3_prepare_v2(r->db,
-				    owners ? "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
-					     "compute_instance_id, user, name, command, " REC_OWNER_COLUMNS
-					     " FROM processes ORDER BY rowid"
-					   : "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
-					     "compute_instance_id, user, name, command FROM processes ORDER BY rowid",
-				    -1, &s, NULL);
+	/* and before the rank columns with no rank (those come only after the owner's) */
+	int ranks = owners && gpumon__rec_has_column(r, "processes", "rank_launcher");
+	const char *sql = ranks    ? "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
+				     "compute_instance_id, user, name, command, " REC_OWNER_COLUMNS ", " REC_RANK_COLUMNS
+				     " FROM processes ORDER BY rowid"
+			  : owners ? "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
+				     "compute_instance_id, user, name, command, " REC_OWNER_COLUMNS
+				     " FROM processes ORDER BY rowid"
+				   : "SELECT dev, pid, first_t_ns, flags, uid, ppid, gpu_instance_id, "
+				     "compute_instance_id, user, name, command FROM processes ORDER BY rowid";
+	int rc = sqlite3_prepare_v2(r->db, sql, -1, &s, NULL);
 	while ((rc == SQLITE_OK || rc == SQLITE_ROW) && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (r->nprocs == cap) {
 			size_t ncap = cap ? cap * 2 : 64;
@@ -107,6 +111,7 @@ void gpumon__rec_read_side_tables(gpumon_reader *r)
 		}
 		struct proc *p = &r->procs[r->nprocs];
 		memset(p, 0, sizeof *p);
+		p->rank.rank = p->rank.local_rank = p->rank.world_size = p->rank.node_rank = -1;
 		if (!col_u32(s, 0, &p->dev) || !col_u32(s, 1, &p->pid))
 			continue;
 		p->first_t_ns = col_known(s, 2) ? sqlite3_column_int64(s, 2) : INT64_MIN;
@@ -118,6 +123,11 @@ void gpumon__rec_read_side_tables(gpumon_reader *r)
 		p->user = dup_col(r, s, 8);
 		p->name = dup_col(r, s, 9);
 		p->command = dup_col(r, s, 10);
+		/* the flag says the environment was read; the columns what it held */
+		if (ranks)
+			gpumon__rec_read_rank(s, 11 + 1 + REC_OWNER_TEXTS, &p->rank);
+		else
+			p->flags &= ~(unsigned)GPUMON_PROC_RANK_KNOWN;
 		gpumon_owner o;
 		if (owners && gpumon__rec_read_owner(s, 11, &o)) {
 			p->owner = malloc(sizeof *p->owner);
@@ -309,6 +319,7 @@ static void fill_process_info(gpumon_process *p, const struct proc *a)
 		p->flags &= ~(unsigned)GPUMON_PROC_NAME_KNOWN;
 	if (a->owner)
 		p->owner = *a->owner;
+	p->rank = a->rank;
 	if (a->command)
 		snprintf(p->cmdline, sizeof p->cmdline, "%s", a->command);
 	else
@@ -328,6 +339,7 @@ static int fill_process(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpu
 	if (known < 0)
 		return refuse_row(c, s, 4, "used_bytes");
 	o->kind = gone ? GPUMON_REC_PROCESS_GONE : GPUMON_REC_PROCESS;
+	p->rank.rank = p->rank.local_rank = p->rank.world_size = p->rank.node_rank = -1;
 	const struct proc *a = find_proc(r, o->dev, p->pid, (int64_t)o->t_ns);
 	if (a)
 		fill_process_info(p, a);

@@ -54,12 +54,13 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_PSAMPLE] = "INSERT INTO process_samples (t_ns, dev, pid, used_bytes, gone)"
 		   " VALUES (?1, ?2, ?3, ?4, ?5)",
     [ST_PROC_NEW] = "INSERT INTO processes (dev, pid, first_t_ns, gone_t_ns, flags, foreign_pid, uid,"
-		    " user, name, command, gpu_instance_id, compute_instance_id, ppid, " REC_OWNER_COLUMNS ")"
+		    " user, name, command, gpu_instance_id, compute_instance_id, ppid, " REC_OWNER_COLUMNS ", "
+		    REC_RANK_COLUMNS ")"
 		    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19,"
-		    " ?20, ?21, ?22, ?23)",
+		    " ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)",
     [ST_PROC_INFO] = "UPDATE processes SET flags = ?5, foreign_pid = ?6, uid = ?7, user = ?8, name = ?9,"
 		     " command = ?10, gpu_instance_id = ?11, compute_instance_id = ?12, ppid = ?13, " REC_OWNER_SET
-		     " WHERE rowid = ?1",
+		     ", " REC_RANK_SET " WHERE rowid = ?1",
     [ST_PROC_GONE] = "UPDATE processes SET gone_t_ns = ?2 WHERE rowid = ?1",
     [ST_SOURCE] =
 	"INSERT INTO framework_sources (pid, device, framework, first_t_ns) VALUES (?1, ?2, ?3, ?4)",
@@ -464,7 +465,7 @@ static int grow(void **arr, size_t *cap, size_t len, size_t size)
 	return GPUMON_OK;
 }
 
-/* Binds ?5..?23 of ST_PROC_NEW / ST_PROC_INFO: what is known of the process. */
+/* Binds ?5..?30 of ST_PROC_NEW / ST_PROC_INFO: what is known of the process. */
 static void bind_process_info(sqlite3_stmt *s, const gpumon_process *p)
 {
 	int user = p->flags & GPUMON_PROC_USER_KNOWN, mig = p->flags & GPUMON_PROC_MIG;
@@ -478,6 +479,7 @@ static void bind_process_info(sqlite3_stmt *s, const gpumon_process *p)
 	bind_opt(s, 12, mig, p->compute_instance_id);
 	bind_opt(s, 13, p->flags & GPUMON_PROC_PPID_KNOWN, p->ppid);
 	gpumon__rec_bind_owner(s, 14, &p->owner);
+	gpumon__rec_bind_rank(s, 24, p->flags & GPUMON_PROC_RANK_KNOWN ? &p->rank : NULL);
 }
 
 /* A new row of `processes`; first_t_ns is NULL for a process seen only leaving. */
@@ -506,7 +508,8 @@ static uint64_t identity(const gpumon_process *p)
 			h = (h ^ (unsigned char)parts[i][k]) * 0x100000001b3ull;
 		h = (h ^ 0xff) * 0x100000001b3ull;
 	}
-	return gpumon__rec_owner_hash(h, &p->owner);
+	h = gpumon__rec_owner_hash(h, &p->owner);
+	return p->flags & GPUMON_PROC_RANK_KNOWN ? gpumon__rec_rank_hash(h, &p->rank) : h;
 }
 
 /* A process listed: opens its appearance, or refreshes what is known of it when that changed. */

@@ -11,7 +11,7 @@
 
 /* The schema of format version 1. Within a version, tables and columns may be added (readers name
  * the columns they read); framework_samples.limit_bytes and processes.owner_* were added this way,
- * so a reader checks for them before reading them. events.dev (the GPU an event of the sampler names, NULL for
+ * so a reader checks for them before reading them; so were processes.rank ... rank_master. events.dev (the GPU an event of the sampler names, NULL for
  * the others) was added the same way. */
 /* clang-format off */
 #define REC_SCHEMA_SQL \
@@ -25,7 +25,8 @@
 	" user TEXT, name TEXT, command TEXT, gpu_instance_id INTEGER, compute_instance_id INTEGER," \
 	" ppid INTEGER, owner_present INTEGER, owner_runtime TEXT, owner_container_id TEXT," \
 	" owner_pod_uid TEXT, owner_namespace TEXT, owner_pod TEXT, owner_container TEXT," \
-	" owner_slurm_job TEXT, owner_slurm_step TEXT, owner_unit TEXT);" \
+	" owner_slurm_job TEXT, owner_slurm_step TEXT, owner_unit TEXT, rank INTEGER, local_rank INTEGER," \
+	" world_size INTEGER, node_rank INTEGER, rank_job TEXT, rank_launcher TEXT, rank_master TEXT);" \
 	"CREATE TABLE device_samples (t_ns INTEGER NOT NULL, dev INTEGER NOT NULL, memory_api INTEGER," \
 	" used_bytes INTEGER, free_bytes INTEGER, reserved_bytes INTEGER, total_bytes INTEGER," \
 	" used_min_bytes INTEGER, used_max_bytes INTEGER, used_max_t_ns INTEGER, samples INTEGER," \
@@ -67,6 +68,12 @@
 	"owner_present = ?14, owner_runtime = ?15, owner_container_id = ?16, owner_pod_uid = ?17, "          \
 	"owner_namespace = ?18, owner_pod = ?19, owner_container = ?20, owner_slurm_job = ?21, "             \
 	"owner_slurm_step = ?22, owner_unit = ?23"
+/* processes' rank columns (a distributed worker's place), in the order recording_owner.c binds and
+ * reads them */
+#define REC_RANK_COLUMNS "rank, local_rank, world_size, node_rank, rank_job, rank_launcher, rank_master"
+#define REC_RANK_SET                                                                                        \
+	"rank = ?24, local_rank = ?25, world_size = ?26, node_rank = ?27, rank_job = ?28, rank_launcher = ?29, " \
+	"rank_master = ?30"
 #define REC_EVENT_COLUMNS "t_ns, kind, text"
 #define REC_EVENT_COLUMNS_DEV REC_EVENT_COLUMNS ", dev"
 

@@ -66,10 +66,10 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	h.size = sizeof h;
 	int st = gpumon_host_process_read(4242, GPUMON_HOST_USER | GPUMON_HOST_RANK, &h);
 	if (st == GPUMON_OK) {
-		if (!memchr(h.user, 0, sizeof h.user) || !memchr(h.job_id, 0, sizeof h.job_id) ||
-		    !memchr(h.launcher, 0, sizeof h.launcher))
+		if (!memchr(h.user, 0, sizeof h.user) || !memchr(h.rank.job_id, 0, sizeof h.rank.job_id) ||
+		    !memchr(h.rank.launcher, 0, sizeof h.rank.launcher))
 			abort();
-		if (h.rank < -1 || h.local_rank < -1 || h.world_size < -1 || h.node_rank < -1)
+		if (h.rank.rank < -1 || h.rank.local_rank < -1 || h.rank.world_size < -1 || h.rank.node_rank < -1)
 			abort();
 		if (h.pid != 4242)
 			abort();

@@ -69,8 +69,8 @@ static void test_stat(void)
 	ok(h.start_wall_ns && ((double)h.start_wall_ns / 1e9 - want) < 2 && (want - (double)h.start_wall_ns / 1e9) < 2,
 	   "start on the wall clock: boot time + start ticks");
 	is_int(h.present, GPUMON_HOST_STAT, "stat only: no user asked, and the fixture's pids are not ours");
-	ok(h.rank == -1 && h.local_rank == -1 && h.world_size == -1 && h.node_rank == -1 && !h.job_id[0] &&
-	   !h.launcher[0], "no environment asked: rank fields unknown");
+	ok(h.rank.rank == -1 && h.rank.local_rank == -1 && h.rank.world_size == -1 && h.rank.node_rank == -1 && !h.rank.job_id[0] &&
+	   !h.rank.launcher[0], "no environment asked: rank fields unknown");
 	h = read_pid(4101, GPUMON_HOST_USER, &rc);
 	ok(rc == 0 && (h.present & GPUMON_HOST_USER) && h.uid == 0 && !strcmp(h.user, "root"), "uid and user: %s",
 	   h.user);
@@ -98,33 +98,45 @@ static void test_rank(void)
 		  ENV("PATH=/bin\0RANK=3\0LOCAL_RANK=1\0WORLD_SIZE=8\0GROUP_RANK=1\0TORCHELASTIC_RUN_ID=job42\0"));
 	gpumon_host_process h = read_pid(4201, GPUMON_HOST_RANK, &rc);
 	ok(rc == 0 && (h.present & GPUMON_HOST_RANK), "torchrun: environment read");
-	ok(h.rank == 3 && h.local_rank == 1 && h.world_size == 8 && h.node_rank == 1, "torchrun's ranks");
-	is_str(h.launcher, "torchrun", "torchrun's launcher");
-	is_str(h.job_id, "job42", "torchrun's run id");
+	ok(h.rank.rank == 3 && h.rank.local_rank == 1 && h.rank.world_size == 8 && h.rank.node_rank == 1, "torchrun's ranks");
+	is_str(h.rank.launcher, "torchrun", "torchrun's launcher");
+	is_str(h.rank.job_id, "job42", "torchrun's run id");
+	is_str(h.rank.master, "", "no MASTER_ADDR: no rendezvous");
+
+	make_proc(4226, "python", 1, ENV("RANK=1\0MASTER_ADDR=node-a.cluster\0MASTER_PORT=29500\0"));
+	h = read_pid(4226, GPUMON_HOST_RANK, &rc);
+	is_str(h.rank.master, "node-a.cluster:29500", "the rendezvous: MASTER_ADDR:MASTER_PORT");
+	make_proc(4227, "python", 1, ENV("MASTER_ADDR=node-a\0MASTER_PORT=29500\0"));
+	h = read_pid(4227, GPUMON_HOST_RANK, &rc);
+	ok(h.rank.rank == -1 && !h.rank.launcher[0] && !h.rank.master[0], "a rendezvous alone is no worker");
+	make_proc(4228, "python", 1, ENV("RANK=1\0MASTER_ADDR=node a\0MASTER_PORT=29x\0"));
+	h = read_pid(4228, GPUMON_HOST_RANK, &rc);
+	ok(h.rank.rank == 1 && !h.rank.master[0], "an address with a space and a port with a letter are not taken: '%s'",
+	   h.rank.master);
 
 	make_proc(4202, "python", 1,
 		  ENV("SLURM_PROCID=5\0SLURM_LOCALID=1\0SLURM_NTASKS=16\0SLURM_NODEID=2\0SLURM_JOB_ID=1234\0HOME=/root"));
 	h = read_pid(4202, GPUMON_HOST_RANK, &rc);
-	ok(rc == 0 && h.rank == 5 && h.local_rank == 1 && h.world_size == 16 && h.node_rank == 2, "Slurm's ranks");
-	ok(!strcmp(h.launcher, "slurm") && !strcmp(h.job_id, "1234"), "Slurm: %s %s", h.launcher, h.job_id);
+	ok(rc == 0 && h.rank.rank == 5 && h.rank.local_rank == 1 && h.rank.world_size == 16 && h.rank.node_rank == 2, "Slurm's ranks");
+	ok(!strcmp(h.rank.launcher, "slurm") && !strcmp(h.rank.job_id, "1234"), "Slurm: %s %s", h.rank.launcher, h.rank.job_id);
 
 	make_proc(4203, "python", 1, ENV("OMPI_COMM_WORLD_RANK=2\0OMPI_COMM_WORLD_LOCAL_RANK=0\0OMPI_COMM_WORLD_SIZE=4\0"));
 	h = read_pid(4203, GPUMON_HOST_RANK, &rc);
-	ok(rc == 0 && h.rank == 2 && h.local_rank == 0 && h.world_size == 4 && h.node_rank == -1, "Open MPI's ranks");
-	ok(!strcmp(h.launcher, "mpi") && !h.job_id[0], "Open MPI: mpi, no job id");
+	ok(rc == 0 && h.rank.rank == 2 && h.rank.local_rank == 0 && h.rank.world_size == 4 && h.rank.node_rank == -1, "Open MPI's ranks");
+	ok(!strcmp(h.rank.launcher, "mpi") && !h.rank.job_id[0], "Open MPI: mpi, no job id");
 
 	make_proc(4204, "python", 1, ENV("PMIX_RANK=7\0"));
 	h = read_pid(4204, GPUMON_HOST_RANK, &rc);
-	ok(rc == 0 && h.rank == 7 && h.world_size == -1 && !strcmp(h.launcher, "mpi"), "PMIx: the rank alone");
+	ok(rc == 0 && h.rank.rank == 7 && h.rank.world_size == -1 && !strcmp(h.rank.launcher, "mpi"), "PMIx: the rank alone");
 
 	/* torchrun under srun: torchrun's figures win; its run id "none" is none, so Slurm's job is the id */
 	make_proc(4205, "python", 1,
 		  ENV("SLURM_PROCID=0\0SLURM_LOCALID=0\0SLURM_NTASKS=2\0SLURM_NODEID=1\0SLURM_JOB_ID=99\0"
 		      "RANK=6\0LOCAL_RANK=2\0WORLD_SIZE=16\0GROUP_RANK=1\0TORCHELASTIC_RUN_ID=none\0"));
 	h = read_pid(4205, GPUMON_HOST_RANK, &rc);
-	ok(rc == 0 && h.rank == 6 && h.local_rank == 2 && h.world_size == 16 && h.node_rank == 1, "torchrun wins over Slurm");
-	ok(!strcmp(h.launcher, "torchrun") && !strcmp(h.job_id, "99"), "torchrun under srun: %s, job %s", h.launcher,
-	   h.job_id);
+	ok(rc == 0 && h.rank.rank == 6 && h.rank.local_rank == 2 && h.rank.world_size == 16 && h.rank.node_rank == 1, "torchrun wins over Slurm");
+	ok(!strcmp(h.rank.launcher, "torchrun") && !strcmp(h.rank.job_id, "99"), "torchrun under srun: %s, job %s", h.rank.launcher,
+	   h.rank.job_id);
 
 	/* junk: no '=', an empty name, values that are no counts, a long entry holding "RANK=1" */
 	static char junk[3 << 20];
@@ -137,11 +149,11 @@ static void test_rank(void)
 	memset(junk + n, 'a', 10000);
 	n += 10000;
 	n += (size_t)snprintf(junk + n, 32, "RANK=1") + 1;
-	make_proc(4206, "python", 1, junk, n);
-	h = read_pid(4206, GPUMON_HOST_RANK, &rc);
+	make_proc(4216, "python", 1, junk, n);
+	h = read_pid(4216, GPUMON_HOST_RANK, &rc);
 	ok(rc == 0 && (h.present & GPUMON_HOST_RANK), "junk: read, no error");
-	ok(h.rank == -1 && h.local_rank == -1 && h.world_size == -1 && h.node_rank == -1 && !h.launcher[0] &&
-	   !h.job_id[0], "junk: nothing taken (rank %d launcher '%s' job '%s')", h.rank, h.launcher, h.job_id);
+	ok(h.rank.rank == -1 && h.rank.local_rank == -1 && h.rank.world_size == -1 && h.rank.node_rank == -1 && !h.rank.launcher[0] &&
+	   !h.rank.job_id[0], "junk: nothing taken (rank %d launcher '%s' job '%s')", h.rank.rank, h.rank.launcher, h.rank.job_id);
 
 	/* an environment of MBs: entries before and after a long one are all seen */
 	n = 0;
@@ -155,7 +167,7 @@ static void test_rank(void)
 	n += (size_t)snprintf(junk + n, 32, "SLURM_PROCID=6") + 1;
 	make_proc(4207, "python", 1, junk, n);
 	h = read_pid(4207, GPUMON_HOST_RANK, &rc);
-	ok(rc == 0 && h.rank == 6 && !strcmp(h.job_id, "77") && !strcmp(h.launcher, "slurm"),
+	ok(rc == 0 && h.rank.rank == 6 && !strcmp(h.rank.job_id, "77") && !strcmp(h.rank.launcher, "slurm"),
 	   "3 MiB of environment: the first and the last entries");
 
 	/* another user's environment cannot be read (EACCES; as root, a directory in its place) */
@@ -166,7 +178,7 @@ static void test_rank(void)
 	h = read_pid(4208, GPUMON_HOST_RANK | GPUMON_HOST_USER, &rc);
 	is_int(rc, GPUMON_OK, "an unreadable environment is no error");
 	ok(!(h.present & GPUMON_HOST_RANK) && (h.present & GPUMON_HOST_USER), "its bit clear, the rest read");
-	ok(h.rank == -1 && h.local_rank == -1 && h.world_size == -1 && h.node_rank == -1, "ranks unknown");
+	ok(h.rank.rank == -1 && h.rank.local_rank == -1 && h.rank.world_size == -1 && h.rank.node_rank == -1, "ranks unknown");
 	make_proc(4209, "python", 1, NULL, 0);
 	h = read_pid(4209, GPUMON_HOST_RANK, &rc);
 	ok(rc == 0 && !(h.present & GPUMON_HOST_RANK), "no environment file: its bit clear");
@@ -187,7 +199,7 @@ static void test_args(void)
 	memset(&old, 0x5a, sizeof old);
 	old.size = (unsigned)offsetof(gpumon_host_process, rank);
 	is_int(gpumon_host_process_read(4201, GPUMON_HOST_RANK, &old), GPUMON_OK, "an older, smaller struct");
-	ok(old.pid == 4201 && old.rank == 0x5a5a5a5a, "filled up to its size only");
+	ok(old.pid == 4201 && old.rank.rank == 0x5a5a5a5a, "filled up to its size only");
 	unsigned *pids = NULL;
 	size_t n = 0;
 	is_int(gpumon_host_process_tree(0, 0, &pids, &n), GPUMON_E_INVAL, "tree of pid 0");

@@ -2,7 +2,9 @@
 /* test_owner_recording.c — a process's owner through a recording: written into the owner_* columns
  * of `processes` and given back by the reader as it was (a pod with names, a Slurm step, a
  * container, a unit, a pid of another PID namespace, none); an owner learnt later updates the row;
- * a file from before these columns reads with no owner. */
+ * a file from before these columns reads with no owner. A distributed worker's rank goes the same
+ * way through the rank columns: written, read back, unknown when the environment was not read, and
+ * none in a file from before them. */
 #include <gpumon/gpumon.h>
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
@@ -147,11 +149,76 @@ static void test_hand_edits(void)
 	   "overlong text: no owner, nothing cut");
 }
 
+static gpumon_rank worker(int rank)
+{
+	gpumon_rank w = {.rank = rank, .local_rank = rank % 4, .world_size = 8, .node_rank = rank / 4,
+			 .job_id = "elastic-7", .launcher = "torchrun", .master = "node-a:29500"};
+	return w;
+}
+
+static void test_rank_round_trip(void)
+{
+	const char *path = tmp_path("ranks.gpumon");
+	uint64_t t = now_ns();
+	gpumon_record recs[4];
+	for (unsigned i = 0; i < 4; i++)
+		recs[i] = process_rec(GPUMON_REC_PROCESS, i % 2, t + (i + 1) * MS, 300 + i, GiB, KNOWN_PROC);
+	recs[0].process.flags |= GPUMON_PROC_RANK_KNOWN;
+	recs[0].process.rank = worker(5);
+	recs[1].process.flags |= GPUMON_PROC_RANK_KNOWN; /* read: no worker */
+	recs[1].process.rank = (gpumon_rank){.rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1};
+	recs[2].process.rank = worker(2); /* the flag not set: the environment was not read */
+	recs[3].process.flags |= GPUMON_PROC_RANK_KNOWN;
+	recs[3].process.rank = (gpumon_rank){.rank = 3, .local_rank = -1, .world_size = -1, .node_rank = -1,
+					     .launcher = "mpi"};
+	write_recs(path, recs, 4);
+	sqlite3 *db = db_open(path);
+	char b[128];
+	is_str(qs(db, "SELECT rank || '/' || world_size || ' ' || rank_launcher || ' ' || rank_job || ' ' || rank_master"
+		      " FROM processes WHERE pid = 300", b, sizeof b),
+	       "5/8 torchrun elastic-7 node-a:29500", "a worker's place in its columns");
+	is_int(q(db, "SELECT count(*) FROM processes WHERE pid IN (301, 302) AND rank IS NULL AND rank_launcher IS NULL"),
+	       2, "none, and not read: NULL");
+	is_int(q(db, "SELECT count(*) FROM processes WHERE pid = 303 AND world_size IS NULL AND rank = 3"), 1,
+	       "an MPI rank without a size: the size NULL");
+	sqlite3_close(db);
+
+	gpumon_record got[4];
+	size_t n = read_procs(path, got, 4);
+	is_int(n, 4, "four process records back");
+	gpumon_rank w = worker(5);
+	ok(n == 4 && (got[0].process.flags & GPUMON_PROC_RANK_KNOWN) && got[0].process.rank.rank == 5 &&
+	       got[0].process.rank.local_rank == 1 && got[0].process.rank.world_size == 8 &&
+	       got[0].process.rank.node_rank == 1 && !strcmp(got[0].process.rank.job_id, w.job_id) &&
+	       !strcmp(got[0].process.rank.launcher, "torchrun") && !strcmp(got[0].process.rank.master, w.master),
+	   "rank 5 of 8 back as written");
+	ok(n == 4 && (got[1].process.flags & GPUMON_PROC_RANK_KNOWN) && got[1].process.rank.rank == -1 &&
+	       !got[1].process.rank.launcher[0], "read and no worker: rank -1, flag kept");
+	ok(n == 4 && !(got[2].process.flags & GPUMON_PROC_RANK_KNOWN) && got[2].process.rank.rank == -1,
+	   "not read: no flag, rank -1 (never 0)");
+	ok(n == 4 && got[3].process.rank.rank == 3 && got[3].process.rank.world_size == -1, "MPI: rank 3, size unknown");
+
+	ok(db_exec(path, "UPDATE processes SET rank = -4 WHERE pid = 300; UPDATE processes SET rank_launcher = "
+			 "printf('%.40c', 'x') WHERE pid = 303;"), "edited: a negative rank, a launcher of 40 bytes");
+	n = read_procs(path, got, 4);
+	ok(n == 4 && got[0].process.rank.rank == -1 && !got[0].process.rank.launcher[0] && got[3].process.rank.rank == -1,
+	   "hand edits: the rank unknown, not wrong");
+
+	ok(db_exec(path, "ALTER TABLE processes DROP COLUMN rank_launcher; ALTER TABLE processes DROP COLUMN rank;"),
+	   "made into an older file: no rank columns");
+	n = read_procs(path, got, 4);
+	int none = n == 4;
+	for (size_t i = 0; i < n; i++)
+		none &= !(got[i].process.flags & GPUMON_PROC_RANK_KNOWN) && got[i].process.rank.rank == -1;
+	ok(none, "each with its rank unknown");
+}
+
 int main(void)
 {
 	make_tmpdir("owner-rec");
 	test_round_trip();
 	test_hand_edits();
+	test_rank_round_trip();
 	remove_dir(tmpdir);
 	remove_scenario();
 	return tap_done();
