@@ -1443,6 +1443,42 @@ typedef struct gpumon_placed {
  * (no framework figures with NVML's figure beside them), GPUMON_E_INVAL. */
 GPUMON_API int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out);
 
+/* A distributed job's worker on a GPU: one row per GPU and pid whose environment named a rank (in
+ * a run, the job's processes only). Its figures are its NVML figure's over the time it was listed. */
+typedef struct gpumon_rank_row {
+	gpumon_rank rank;
+	unsigned dev, pid;
+	int used_known;              /* 0: NVML gave no figure of it (the byte figures are then 0) */
+	uint64_t peak_bytes;         /* the highest */
+	uint64_t mean_bytes;         /* averaged over the time it was listed */
+	uint64_t last_bytes;         /* the latest while listed (at leaving: its last) */
+	uint64_t first_t_ns, last_t_ns; /* first listed; last listed or gone */
+	int present;                 /* still listed at the end of the input */
+	gpumon_verdict verdict;      /* on its own NVML figure (GPUMON_SERIES_PROCESS); series NONE when
+					its detector has nothing yet */
+	int oom;                     /* 1: the process that ran out of memory (gpumon_model_oom_get) */
+} gpumon_rank_row;
+
+/* The workers, ordered by rank, then GPU and pid: copies up to cap rows and returns how many there
+ * are (0: no process named a rank). */
+GPUMON_API size_t gpumon_model_ranks(const gpumon_model *m, gpumon_rank_row *out, size_t cap);
+
+/* How far the ranks of one distributed job drift apart: the highest and lowest of the ranks' peaks
+ * and of their means, with which rank holds each (a rank on several rows counts by its highest
+ * peak and the mean of that row). The job is the one most rows belong to (its id, rendezvous and
+ * launcher). */
+typedef struct gpumon_rank_skew {
+	unsigned ranks;              /* distinct ranks with a figure */
+	char job_id[64];             /* the job's id, "" none */
+	uint64_t peak_min_bytes, peak_max_bytes;
+	int peak_min_rank, peak_max_rank;
+	uint64_t mean_min_bytes, mean_max_bytes;
+	int mean_min_rank, mean_max_rank;
+} gpumon_rank_skew;
+
+/* 0, GPUMON_E_NOT_FOUND (fewer than two ranks with a figure), GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_rank_skew(const gpumon_model *m, gpumon_rank_skew *out);
+
 /* A process on a GPU at the out-of-memory moment */
 typedef struct gpumon_holder {
 	unsigned dev, pid;
@@ -1451,6 +1487,7 @@ typedef struct gpumon_holder {
 	int job;                /* one of the job's processes */
 	char user[64];          /* "" unknown */
 	char command[512];      /* command line, else the name; "" unknown */
+	int rank;               /* its global rank in a distributed job; -1 none or unknown */
 } gpumon_holder;
 
 typedef struct gpumon_model_oom {
@@ -1475,6 +1512,9 @@ typedef struct gpumon_model_oom {
 					 previous one (a traceback's lines, the inside monitor's report and
 					 the message), and the message of the request the inside monitor
 					 reported (printed once its snapshot is taken, seconds later), are one */
+	int rank;                     /* the rank that ran out (a distributed job): the process's, else
+					 the one a "[rankN]:" prefix of the message names, else the only
+					 worker on the GPU; -1 unknown */
 } gpumon_model_oom;
 
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */

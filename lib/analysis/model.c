@@ -409,6 +409,7 @@ static struct mproc *get_proc(gpumon_model *m, unsigned dev, unsigned pid)
 	memset(p, 0, sizeof *p);
 	p->dev = dev;
 	p->pid = pid;
+	p->rank.rank = p->rank.local_rank = p->rank.world_size = p->rank.node_rank = -1;
 	p->job = gpumon__model_is_job(m, pid);
 	if ((m->cfg.flags & GPUMON_MODEL_TIMELINES) && gpumon__timeline_init(&p->line, 1, proc_modes))
 		return NULL;
@@ -454,6 +455,7 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 	if (!p)
 		return m->procs_dropped ? GPUMON_OK : GPUMON_E_NOMEM;
 	uint64_t old = p->present && p->used_known ? p->used : 0;
+	gpumon__model_hold(p, r->t_ns);
 	if (r->kind == GPUMON_REC_PROCESS_GONE) {
 		if (p->present && p->used_known) { /* its figure held until now: the series ends here */
 			if (p->leak)
@@ -497,6 +499,7 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		}
 	}
 	take_identity(p, &r->process);
+	gpumon__model_take_rank(p, &r->process);
 	if (take_owner(p, &r->process.owner))
 		return GPUMON_E_NOMEM;
 	p->flags = r->process.flags;

@@ -65,6 +65,9 @@ struct mproc {
 	unsigned flags;             /* GPUMON_PROC_* as last listed */
 	char user[64], command[512];
 	gpumon_owner *owner;        /* its container, pod, Slurm job or unit; NULL when none is known */
+	gpumon_rank rank;           /* its place in a distributed job (rank.launcher "" when none) */
+	long double integral;       /* byte-nanoseconds of its figure while listed ... */
+	uint64_t integral_t, span_ns; /* ... up to this moment, over this long */
 	gpumon_leak *leak;          /* its figure at every device row of its GPU while listed */
 	int alerted;
 	uint64_t free_at_last;      /* the GPU's free memory at its series' last point */
@@ -182,6 +185,16 @@ int gpumon__model_push_alert(gpumon_model *m, const gpumon_alert *a);
 /* The owner of a rise on dev now: the process whose figure rose most since the reference, and the
  * largest holder; job_only limits the first to the job's processes. */
 void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int64_t *owner, int64_t *largest);
+
+/* model_rank.c: what a listing says of the process's rank (kept once known), and its figure held
+ * until t (for its mean) */
+void gpumon__model_take_rank(struct mproc *p, const gpumon_process *src);
+void gpumon__model_hold(struct mproc *p, uint64_t t);
+/* The rank of the process pid on dev, -1 none; the rank a "[rankN]:" prefix of text names, -1 none;
+ * the pid of rank on dev (0 none, or several). */
+int gpumon__model_rank_of(const gpumon_model *m, unsigned dev, unsigned pid);
+int gpumon__model_rank_in_text(const char *text);
+unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank);
 
 /* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
  * the document names it), 0 when the model may take it. */

@@ -174,6 +174,7 @@ static void holders(gpumon_model *m, unsigned dev)
 			h->used_known = p->used_known;
 			h->used_bytes = used;
 			h->job = p->job;
+			h->rank = p->rank.launcher[0] ? p->rank.rank : -1;
 			memcpy(h->user, p->user, sizeof h->user);
 			memcpy(h->command, p->command, sizeof h->command);
 		}
@@ -520,6 +521,33 @@ void gpumon__model_oom_finish(gpumon_model *m)
 	}
 }
 
+/* The rank that ran out, in a distributed job: the process's when it is known; else the one the
+ * message's "[rankN]:" prefix names (and then its process, when that rank has one on the GPU); else
+ * the only worker among the job's holders on the GPU. */
+static void which_rank(const gpumon_model *m, gpumon_model_oom *out)
+{
+	out->rank = out->pid && out->dev >= 0 ? gpumon__model_rank_of(m, (unsigned)out->dev, out->pid) : -1;
+	if (out->rank >= 0)
+		return;
+	int named = gpumon__model_rank_in_text(out->message);
+	if (named >= 0) {
+		out->rank = named;
+		if (!out->pid)
+			out->pid = gpumon__model_pid_of_rank(m, out->dev, named);
+		return;
+	}
+	if (out->pid)
+		return;
+	int only = -1, workers = 0;
+	for (size_t i = 0; i < out->nholders; i++)
+		if (out->holders[i].job && out->holders[i].rank >= 0)
+			only = out->holders[i].rank, workers++;
+	if (workers == 1) {
+		out->rank = only;
+		out->pid = gpumon__model_pid_of_rank(m, out->dev, only);
+	}
+}
+
 int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out)
 {
 	if (!m || !out)
@@ -544,6 +572,7 @@ int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out)
 	}
 	if (!out->pid)
 		out->pid = f.pid ? f.pid : m->snap_have ? m->snap.pid : 0;
+	which_rank(m, out);
 	/* NVML's figure of the process that ran out (else the job's largest on the GPU) */
 	const gpumon_holder *h = NULL;
 	for (size_t i = 0; i < out->nholders; i++)

@@ -416,9 +416,10 @@ static json_t *oom_json(const gpumon_model *m)
 	json_t *holders = json_array(), *last = json_array();
 	for (size_t i = 0; holders && i < o.nholders; i++) {
 		const gpumon_holder *h = &o.holders[i];
-		json_t *x = json_pack("{s:I, s:o, s:o, s:o, s:b}", "pid", (json_int_t)h->pid, "user",
+		json_t *x = json_pack("{s:I, s:o, s:o, s:o, s:b, s:o}", "pid", (json_int_t)h->pid, "user",
 				      jstr_or_null(h->user), "command", jstr_or_null(h->command), "bytes",
-				      int_or_null(h->used_known, (int64_t)h->used_bytes), "job", h->job);
+				      int_or_null(h->used_known, (int64_t)h->used_bytes), "job", h->job, "rank",
+				      int_or_null(h->rank >= 0, h->rank));
 		if (put_owner(x, owner_of(m, o.dev, h->pid)) ? (json_decref(x), 1) : json_array_append_new(holders, x)) {
 			json_decref(holders);
 			holders = NULL;
@@ -477,12 +478,57 @@ static json_t *oom_json(const gpumon_model *m)
 		int st = gpumon_snapshot_encode(&in->snapshot, &text);
 		snap = encoded(st, text);
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:s, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i}", "time", secs(m, o.t_ns),
-			 "dev", int_or_null(o.dev >= 0, o.dev), "pid", int_or_null(o.pid > 0, o.pid), "message",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:b, s:b, s:o, s:o, s:o, s:o, s:o, s:i}", "time",
+			 secs(m, o.t_ns), "dev", int_or_null(o.dev >= 0, o.dev), "pid", int_or_null(o.pid > 0, o.pid),
+			 "rank", int_or_null(o.rank >= 0, o.rank), "message",
 			 jstr_or_null(o.message), "cause", gpumon_oom_cause_name(dg->cause), "causes", causes_json(dg), "also_leak",
 			 !!(dg->also & GPUMON_OOM_ALSO_LEAK), "by_early_figure", !!(dg->also & GPUMON_OOM_BY_EARLY_FIGURE),
 			 "figures", figures ? figures : json_null(), "framework", said, "snapshot", snap, "holders",
 			 holders ? holders : json_null(), "last_seconds", last ? last : json_null(), "signs", (int)o.signs);
+}
+
+/* A distributed job's workers (gpumon_model_ranks) and their skew; [] and null when none. */
+static json_t *ranks_json(const gpumon_model *m)
+{
+	size_t n = gpumon_model_ranks(m, NULL, 0);
+	gpumon_rank_row *rows = n ? calloc(n, sizeof *rows) : NULL;
+	json_t *a = json_array();
+	if ((n && !rows) || !a)
+		return free(rows), json_decref(a), NULL;
+	n = gpumon_model_ranks(m, rows, n);
+	for (size_t i = 0; i < n; i++) {
+		const gpumon_rank_row *r = &rows[i];
+		const gpumon_rank *k = &r->rank;
+		json_t *o = json_pack(
+		    "{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:b}", "rank", k->rank,
+		    "local_rank", int_or_null(k->local_rank >= 0, k->local_rank), "world_size",
+		    int_or_null(k->world_size >= 0, k->world_size), "node_rank", int_or_null(k->node_rank >= 0, k->node_rank),
+		    "job_id", jstr_or_null(k->job_id), "launcher", jstr(k->launcher), "master", jstr_or_null(k->master),
+		    "dev", (int)r->dev, "pid", (json_int_t)r->pid, "peak_bytes",
+		    int_or_null(r->used_known, (int64_t)r->peak_bytes), "mean_bytes",
+		    int_or_null(r->used_known, (int64_t)r->mean_bytes), "last_bytes",
+		    int_or_null(r->used_known, (int64_t)r->last_bytes), "first_time", secs(m, r->first_t_ns), "last_time",
+		    secs(m, r->last_t_ns), "present", r->present, "leak",
+		    r->verdict.series != GPUMON_SERIES_NONE ? verdict_json(m, &r->verdict) : json_null(), "oom", r->oom);
+		if (!o || json_array_append_new(a, o))
+			return free(rows), json_decref(a), NULL;
+	}
+	free(rows);
+	return a;
+}
+
+static json_t *rank_skew_json(const gpumon_model *m)
+{
+	gpumon_rank_skew k;
+	if (gpumon_model_rank_skew(m, &k) != GPUMON_OK)
+		return json_null();
+	return json_pack("{s:i, s:o, s:I, s:i, s:I, s:i, s:I, s:I, s:i, s:I, s:i, s:I}", "ranks", (int)k.ranks, "job_id",
+			 jstr_or_null(k.job_id), "peak_min_bytes", (json_int_t)k.peak_min_bytes, "peak_min_rank",
+			 k.peak_min_rank, "peak_max_bytes", (json_int_t)k.peak_max_bytes, "peak_max_rank", k.peak_max_rank,
+			 "peak_skew_bytes", (json_int_t)(k.peak_max_bytes - k.peak_min_bytes), "mean_min_bytes",
+			 (json_int_t)k.mean_min_bytes, "mean_min_rank", k.mean_min_rank, "mean_max_bytes",
+			 (json_int_t)k.mean_max_bytes, "mean_max_rank", k.mean_max_rank, "mean_skew_bytes",
+			 (json_int_t)(k.mean_max_bytes - k.mean_min_bytes));
 }
 
 static json_t *alert_json(const gpumon_model *m, const gpumon_alert *a)
@@ -630,6 +676,7 @@ int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
 		  put(doc, "devices", devices_json(m)) || verdicts_json(m, doc) || peak_json(m, doc) ||
 		  put(doc, "fragmentation", figure_json(m, &frag)) || put(doc, "unaccounted", figure_json(m, &unacc)) ||
 		  put(doc, "frameworks", frameworks_json(m)) ||
+		  put(doc, "ranks", ranks_json(m)) || put(doc, "rank_skew", rank_skew_json(m)) ||
 		  put(doc, "oom", oom_json(m)) || alerts_events_json(m, doc);
 	if (!bad && (flags & GPUMON_DOC_TIMELINE))
 		bad = put(doc, "timeline", timeline_json(m));
