@@ -227,6 +227,8 @@ static void print_oom(FILE *f, const json_t *o)
 	fprintf(f, "Out of memory:  at %.1f s", doc_num(o, "time"));
 	if (doc_has_num(o, "dev"))
 		fprintf(f, " on GPU %lld", (long long)doc_num(o, "dev"));
+	if (doc_has_num(o, "rank")) /* a distributed job: which rank ran out first */
+		fprintf(f, " (rank %lld)", (long long)doc_num(o, "rank"));
 	char causes[160];
 	fprintf(f, ": %s\n  %s\n", words_causes(causes, sizeof causes, o), words_oom(w, sizeof w, o));
 	if (words_said(w, sizeof w, o)[0])
@@ -263,8 +265,14 @@ static void print_oom(FILE *f, const json_t *o)
 			fprintf(f, "    %-11s", "the process");
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
+		char job[24];
+		if (doc_has_num(h, "rank"))
+			snprintf(job, sizeof job, "%srank %lld", json_is_true(json_object_get(h, "job")) ? "job " : "",
+				 (long long)doc_num(h, "rank"));
+		else
+			snprintf(job, sizeof job, "%s", json_is_true(json_object_get(h, "job")) ? "job" : "");
 		fprintf(f, " %-10s %10s %-4s %s%s%s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
-			bytes(a, sizeof a, h, "bytes"), json_is_true(json_object_get(h, "job")) ? "job" : "",
+			bytes(a, sizeof a, h, "bytes"), job,
 			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "", owner[0] ? "  " : "", owner);
 	}
 	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
@@ -324,6 +332,11 @@ static void print_notes(FILE *f, const json_t *doc)
 	}
 }
 
+static void put_line(void *f, const char *text)
+{
+	fprintf(f, "%s\n", text);
+}
+
 void report_print_text(FILE *f, const json_t *document)
 {
 	/* a CSV's stand-in pid is taken out: its process is "the process" */
@@ -347,6 +360,7 @@ void report_print_text(FILE *f, const json_t *document)
 	print_peak(f, json_object_get(doc, "peak"));
 	print_memory(f, doc, csv);
 	print_windows(f, doc);
+	words_ranks(doc, 64, put_line, f);
 	if (json_is_object(json_object_get(doc, "oom")))
 		print_oom(f, json_object_get(doc, "oom"));
 	print_alerts(f, doc);

@@ -240,9 +240,15 @@ static void print_holders(FILE *out, const json_t *oom)
 			snprintf(a, sizeof a, "n/a");
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
+		char job[24];
+		if (doc_has_num(h, "rank"))
+			snprintf(job, sizeof job, "%s, rank %lld", json_is_true(json_object_get(h, "job")) ? "yes" : "no",
+				 (long long)doc_num(h, "rank"));
+		else
+			snprintf(job, sizeof job, "%s", json_is_true(json_object_get(h, "job")) ? "yes" : "no");
 		say(out, "      ", "    %8lld  %-12s %9s  %-3s  %s%s%s", (long long)doc_num(h, "pid"),
 			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "n/a",
-			a, json_is_true(json_object_get(h, "job")) ? "yes" : "no",
+			a, job,
 			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "n/a",
 			owner[0] ? "  " : "", owner);
 	}
@@ -311,6 +317,8 @@ static void print_oom(FILE *out, const json_t *doc)
 		return;
 	if (doc_has_num(oom, "dev"))
 		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(oom, "dev"));
+	if (doc_has_num(oom, "rank")) /* a distributed job: which rank ran out first */
+		snprintf(gpu + strlen(gpu), sizeof gpu - strlen(gpu), " (rank %lld)", (long long)doc_num(oom, "rank"));
 	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", doc_num(oom, "time"), gpu);
 	if (doc_str(oom, "message")) /* the job's own line, escapes and all: shown escaped */
 		wrap(out, label, "    ", cli_safe_text(text, sizeof text, doc_str(oom, "message")));
@@ -391,6 +399,12 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 		    f->path ? "recording" : "summary");
 }
 
+/* A line of the rank table, wrapped like every other line of the summary. */
+static void rank_line(void *out, const char *text)
+{
+	say(out, "        ", "  %s", text);
+}
+
 void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 {
 	const json_t *src = json_object_get(doc, "source");
@@ -417,6 +431,7 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 	json_array_foreach(json_object_get(doc, "devices"), i, d)
 		print_gpu(out, d);
 	print_verdicts(out, doc, now_s);
+	words_ranks(doc, 32, rank_line, out);
 	print_memory(out, doc);
 	print_alerts(out, doc);
 	print_oom(out, doc);

@@ -67,6 +67,7 @@ typedef struct watch_proc {
 	char user[64];             /* "" unknown */
 	char command[512];         /* command line, else the name; "" unknown */
 	char owner[96];            /* gpumon_owner_describe's phrase (pod, Slurm job, container), "" none */
+	int rank, world_size;      /* a distributed worker's place (gpumon_process.rank); -1 unknown */
 	unsigned uid;              /* valid with GPUMON_PROC_USER_KNOWN */
 	/* every byte placed (gpumon_model_placed): for a process whose framework reports its figures */
 	int placed_known;

@@ -201,6 +201,10 @@ static void detail(const watch_proc *p, const watch_view *v, uint64_t now_ns, in
 	int n = 0;
 	if (p->owner[0])
 		n += snprintf(extra + n, sizeof extra - (size_t)n, ", %s", p->owner);
+	if (p->rank >= 0 && p->world_size > 0 && n < (int)sizeof extra)
+		n += snprintf(extra + n, sizeof extra - (size_t)n, ", rank %d of %d", p->rank, p->world_size);
+	else if (p->rank >= 0 && n < (int)sizeof extra)
+		n += snprintf(extra + n, sizeof extra - (size_t)n, ", rank %d", p->rank);
 	if (h.cpu_known && n < (int)sizeof extra)
 		n += snprintf(extra + n, sizeof extra - (size_t)n, ", CPU %.1f %%", h.cpu_pct);
 	if (h.rss_known && n < (int)sizeof extra)

@@ -95,16 +95,22 @@ const char *words_series(char *buf, size_t len, const json_t *s)
 			add(buf, len, &at, "pid %lld", (long long)doc_num(s, "pid"));
 		else /* a CSV: its one process, unnamed */
 			add(buf, len, &at, "the process");
+		if (doc_has_num(s, "rank"))
+			add(buf, len, &at, ", rank %lld", (long long)doc_num(s, "rank"));
 		if (seg) /* a restarted step counter: the n-th run of the loop */
 			add(buf, len, &at, ", loop restart %lld", (long long)doc_num(s, "segment"));
 		add(buf, len, &at, ")");
 	} else if (!strcmp(kind, "job")) {
 		add(buf, len, &at, "the job's processes on GPU %lld (NVML)", (long long)doc_num(s, "dev"));
+		if (doc_has_num(s, "rank")) /* the rank there, or the one of several that leaks */
+			add(buf, len, &at, ", rank %lld", (long long)doc_num(s, "rank"));
 	} else if (!strcmp(kind, "process")) {
 		if (doc_has_num(s, "pid"))
 			add(buf, len, &at, "pid %lld", (long long)doc_num(s, "pid"));
 		else
 			add(buf, len, &at, "the process");
+		if (doc_has_num(s, "rank"))
+			add(buf, len, &at, " (rank %lld)", (long long)doc_num(s, "rank"));
 		add(buf, len, &at, " on GPU %lld (NVML)", (long long)doc_num(s, "dev"));
 	} else if (!strcmp(kind, "device")) {
 		add(buf, len, &at, "GPU %lld's used memory (NVML)", (long long)doc_num(s, "dev"));
@@ -735,4 +741,77 @@ const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_
 		add_part(buf, len, part);
 	}
 	return buf;
+}
+
+/* A worker's verdict in a few words: "LEAK +630 MiB/s", "no leak", "too short to tell", "n/a". */
+static const char *rank_verdict(char *buf, size_t len, const json_t *leak)
+{
+	const char *v = doc_str(leak, "verdict");
+	char r[32];
+	if (!v)
+		snprintf(buf, len, "n/a");
+	else if (!strcmp(v, "leak") && doc_has_num(leak, "rate_bytes_per_second"))
+		snprintf(buf, len, "LEAK +%s/s",
+			 words_bytes(r, sizeof r, json_object_get(leak, "rate_bytes_per_second")));
+	else if (!strcmp(v, "leak"))
+		snprintf(buf, len, "LEAK");
+	else if (!strcmp(v, "none"))
+		snprintf(buf, len, "no leak");
+	else
+		snprintf(buf, len, "too short to tell");
+	return buf;
+}
+
+void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx)
+{
+	char t[400];
+	const json_t *ranks = json_object_get(doc, "ranks"), *r;
+	size_t n = json_array_size(ranks), i;
+	if (!n)
+		return;
+	const json_t *first = json_array_get(ranks, 0);
+	char job[96] = "", safe[72];
+	const char *launcher = doc_str(first, "launcher"), *id = doc_str(first, "job_id");
+	size_t at = 0;
+	add(job, sizeof job, &at, "%s", launcher ? cli_safe_text(safe, 20, launcher) : "distributed");
+	if (id)
+		add(job, sizeof job, &at, " job %s", cli_safe_text(safe, sizeof safe, id));
+	if (doc_has_num(first, "world_size"))
+		snprintf(t, sizeof t, "ranks (%s, world size %lld): %zu worker%s seen", job,
+			(long long)doc_num(first, "world_size"), n, n == 1 ? "" : "s");
+	else
+		snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", job, n, n == 1 ? "" : "s");
+	line(ctx, t);
+	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s", "RANK", "GPU", "PID", "PEAK", "MEAN", "LAST", "VERDICT");
+	line(ctx, t);
+	json_array_foreach(ranks, i, r)
+	{
+		if (i == max_rows) {
+			snprintf(t, sizeof t, "  ... and %zu more (gpumon report --json lists them all)", n - max_rows);
+			line(ctx, t);
+			break;
+		}
+		char a[32], b[32], c[32], v[48];
+		snprintf(t, sizeof t, "  %4lld %3lld %8lld %9s %9s %9s  %s%s", (long long)doc_num(r, "rank"),
+			(long long)doc_num(r, "dev"), (long long)doc_num(r, "pid"),
+			words_bytes(a, sizeof a, json_object_get(r, "peak_bytes")),
+			words_bytes(b, sizeof b, json_object_get(r, "mean_bytes")),
+			words_bytes(c, sizeof c, json_object_get(r, "last_bytes")),
+			rank_verdict(v, sizeof v, json_object_get(r, "leak")),
+			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
+		line(ctx, t);
+	}
+	const json_t *k = json_object_get(doc, "rank_skew");
+	if (!json_is_object(k))
+		return;
+	char lo[32], hi[32], d[32], mlo[32], mhi[32], md[32];
+	snprintf(t, sizeof t, "  skew over %lld ranks: peaks %s (rank %lld) to %s (rank %lld), %s apart; means %s (rank %lld) to "
+		 "%s (rank %lld), %s apart",
+		(long long)doc_num(k, "ranks"), words_bytes(lo, sizeof lo, json_object_get(k, "peak_min_bytes")),
+		(long long)doc_num(k, "peak_min_rank"), words_bytes(hi, sizeof hi, json_object_get(k, "peak_max_bytes")),
+		(long long)doc_num(k, "peak_max_rank"), words_bytes(d, sizeof d, json_object_get(k, "peak_skew_bytes")),
+		words_bytes(mlo, sizeof mlo, json_object_get(k, "mean_min_bytes")), (long long)doc_num(k, "mean_min_rank"),
+		words_bytes(mhi, sizeof mhi, json_object_get(k, "mean_max_bytes")), (long long)doc_num(k, "mean_max_rank"),
+		words_bytes(md, sizeof md, json_object_get(k, "mean_skew_bytes")));
+	line(ctx, t);
 }

@@ -100,6 +100,13 @@ const char *words_unaccounted_why(const char *why);
  * when out of memory. */
 json_t *words_document(const json_t *doc);
 
+/* A distributed job's ranks (the document's ranks[] and rank_skew) as a table, each line handed to
+ * line(ctx, text) without its newline: a heading naming the job, one row a worker (rank, GPU, pid,
+ * its NVML figure's peak, mean and latest, its verdict, "+ OOM" for the one that ran out of
+ * memory), at most max_rows rows (the rest counted), and the skew between the ranks' peaks and
+ * means. Nothing when the document has no ranks. */
+void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx);
+
 /* The memory health problems (gpumon_health_problems() bits) of p in words, parts joined by "; "
  * ("2 uncorrectable ECC errors since the driver loaded; a row remapping waits for a GPU reset");
  * "" when problems is 0. */

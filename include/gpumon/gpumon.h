@@ -1306,6 +1306,38 @@ GPUMON_API int gpumon_model_add(gpumon_model *m, const gpumon_record *recs, size
 GPUMON_API int gpumon_model_load(gpumon_model *m, gpumon_reader *r);
 
 /*
+ * Recordings of one distributed job made on several hosts (gpumon run or gpumon record on each
+ * node), read into m as one run, as gpumon_model_load reads one: recording i's GPUs come after
+ * those of recordings 0 .. i-1 (gpumon_model_hosts says which are whose), its times are moved onto
+ * recording 0's clock by the two hosts' wall clocks at their starts, and the records of all are fed
+ * in one time order, so the first out-of-memory of any rank is the run's. The figures of each
+ * process are its host's; a pid is taken as one process across hosts (two hosts' processes with the
+ * same pid are rare, and would be read as one). The metadata is recording 0's.
+ * Refused with GPUMON_E_INVAL, m untouched and its message naming the recordings and the
+ * difference, when they are not of one job: each must hold workers of a distributed job (their
+ * rank read from their environment), and their job ids must agree (else, when a recording has none,
+ * their rendezvous MASTER_ADDR:MASTER_PORT), and no host may come twice; also when a recording
+ * lacks its start on the wall clock. Returns 0, or a reader's failure (what was read before is in
+ * the model). n must be 1 .. 64.
+ */
+GPUMON_API int gpumon_model_load_many(gpumon_model *m, gpumon_reader *const *readers, size_t n);
+
+/* A host of a model read by gpumon_model_load_many (one host, number 0, for any other model). */
+typedef struct gpumon_model_host {
+	char name[256];              /* its recording's host name; "" unknown */
+	unsigned first_dev, ndev;    /* its GPUs' positions in the model */
+	int64_t offset_ns;           /* added to its recording's times to put them on host 0's clock */
+	/* The check of that alignment by the job's own steps (the same step reached on this host and
+	   on host 0, as their inside views reported it): how many steps both reported, and the median
+	   of this host's moment minus host 0's (0 for host 0). steps 0: not checked. */
+	unsigned steps;
+	int64_t step_skew_ns;
+} gpumon_model_host;
+
+/* Copies up to cap hosts and returns how many there are (at least 1). */
+GPUMON_API size_t gpumon_model_hosts(const gpumon_model *m, gpumon_model_host *out, size_t cap);
+
+/*
  * The end of the input: the run's end time (0: the last record's) and the job's exit status (-1
  * unknown). A job that failed with its GPU full (99 %) in its last seconds, with no "oom" event,
  * is taken as out of memory then. Call once; later records are refused.
@@ -1351,6 +1383,9 @@ typedef struct gpumon_verdict {
 	uint64_t room_bytes;         /* what is left under it now */
 	double seconds_to_oom;       /* at the leak's rate; < 0 unknown or no leak */
 	double steps_to_oom;         /* likewise in steps (framework series) */
+	int rank;                    /* the distributed job's rank the series is of: a PROCESS or FRAMEWORK
+					series' process's; a JOB series' GPU's one worker, else of its
+					workers the one whose own figure leaks fastest; -1 none */
 } gpumon_verdict;
 
 /* The verdict of the run, by one rule: the job's framework figures when it reports them, else its

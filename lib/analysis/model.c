@@ -71,7 +71,7 @@ static char *cvd_from_settings(const char *settings)
 	return NULL;
 }
 
-static int take_meta(gpumon_model *m, const gpumon_run_meta *meta)
+int gpumon__model_take_meta(gpumon_model *m, const gpumon_run_meta *meta)
 {
 	for (int i = 0; i < 5; i++)
 		free(m->meta_strings[i]);
@@ -130,7 +130,7 @@ int gpumon_model_create(const gpumon_model_config *cfg, gpumon_model **out)
 		st = GPUMON_E_NOMEM;
 	m->cfg.cuda_visible_devices = m->cfg.source = m->cfg.source_type = NULL;
 	if (!st)
-		st = take_meta(m, cfg && cfg->size > offsetof(gpumon_model_config, meta) ? cfg->meta : NULL);
+		st = gpumon__model_take_meta(m, cfg && cfg->size > offsetof(gpumon_model_config, meta) ? cfg->meta : NULL);
 	if (!st)
 		st = gpumon_peaks_create(MODEL_PEAK_WINDOW_NS, MODEL_PEAK_WINDOWS, &m->fw_peaks);
 	if (st) {
@@ -182,6 +182,7 @@ void gpumon_model_destroy(gpumon_model *m)
 	free(m->source);
 	free(m->source_type);
 	free(m->damage);
+	free(m->hosts);
 	free(m);
 }
 
@@ -969,7 +970,7 @@ int gpumon_model_load(gpumon_model *m, gpumon_reader *r)
 	if (!m || !r)
 		return GPUMON_E_INVAL;
 	if (!m->records && !m->meta.kind && !m->meta.start_mono_ns) {
-		int st = take_meta(m, gpumon_reader_meta(r));
+		int st = gpumon__model_take_meta(m, gpumon_reader_meta(r));
 		if (st)
 			return st;
 	}

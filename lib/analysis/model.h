@@ -56,6 +56,7 @@ struct mdev {
 	int job_seen;
 	int job_alerted, headroom_low;
 	struct timeline line;       /* used floor, used max, reserved */
+	unsigned host;              /* its host (gpumon_model_load_many); 0 otherwise */
 };
 
 struct mproc {
@@ -156,6 +157,9 @@ struct gpumon_model {
 	char out_of_range_first[128]; /* ... and the first of them, described */
 	char *damage;
 	char msg[256];
+	/* the hosts of recordings read together (gpumon_model_load_many); 0: one host, the meta's */
+	gpumon_model_host *hosts;
+	unsigned nhosts;
 };
 
 /* gpumon__model_map_device's answers when a framework's device is no GPU of the model */
@@ -168,6 +172,7 @@ enum {
 };
 
 /* model.c */
+int gpumon__model_take_meta(gpumon_model *m, const gpumon_run_meta *meta);
 struct mdev *gpumon__model_dev(gpumon_model *m, unsigned dev);
 uint64_t gpumon__model_total(const gpumon_model *m, int dev);
 double gpumon__model_seconds(const gpumon_model *m, uint64_t t_ns);
@@ -195,6 +200,9 @@ void gpumon__model_hold(struct mproc *p, uint64_t t);
 int gpumon__model_rank_of(const gpumon_model *m, unsigned dev, unsigned pid);
 int gpumon__model_rank_in_text(const char *text);
 unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank);
+/* The rank a JOB series on dev is of: the one worker of the job there, else the worker whose own
+ * figure leaks fastest; -1 none. */
+int gpumon__model_job_rank(const gpumon_model *m, int dev);
 
 /* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
  * the document names it), 0 when the model may take it. */

@@ -96,6 +96,10 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 		break;
 	}
 	gpumon_leak_result_get(l, &out->leak);
+	out->rank = series == GPUMON_SERIES_PROCESS ? (p->rank.launcher[0] ? p->rank.rank : -1)
+		    : series == GPUMON_SERIES_FRAMEWORK ? (dev >= 0 ? gpumon__model_rank_of(m, (unsigned)dev, s->pid) : -1)
+		    : series == GPUMON_SERIES_JOB       ? gpumon__model_job_rank(m, dev)
+							: -1;
 	room_for(m, out, free_known, free, figure, nvml_known, nvml, cap, cap_figure);
 	const gpumon_leak_result *r = &out->leak;
 	if (r->verdict != GPUMON_LEAK_SUSPECTED || out->room == GPUMON_ROOM_UNKNOWN)

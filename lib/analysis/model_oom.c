@@ -584,9 +584,25 @@ int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out)
 		in->known |= GPUMON_OOM_F_PROCESS;
 		in->process_bytes = h->used_bytes;
 	}
-	/* diagnosed with the run's leak verdict as it stands (at the end, the whole run's) */
+	/* diagnosed with the leak verdict as it stands (at the end, the whole run's) on the GPU that ran
+	   out: in a job on several GPUs (a distributed one, one rank a GPU) a leak on another GPU did not
+	   fill this one. The verdicts come in the rule's order: the first on this GPU is its verdict. */
 	gpumon_verdict v;
-	if (gpumon_model_verdict(m, &v) == GPUMON_OK) {
+	int have = 0;
+	if (out->dev >= 0) {
+		size_t n = gpumon_model_verdicts(m, NULL, 0);
+		gpumon_verdict *all = n ? malloc(n * sizeof *all) : NULL;
+		n = all ? gpumon_model_verdicts(m, all, n) : 0;
+		for (size_t i = 0; i < n && !have; i++)
+			if (all[i].dev == out->dev) {
+				v = all[i];
+				have = 1;
+			}
+		free(all);
+	}
+	if (!have)
+		have = gpumon_model_verdict(m, &v) == GPUMON_OK;
+	if (have) {
 		in->known |= GPUMON_OOM_F_LEAK;
 		in->leak = v.leak;
 	}

@@ -64,6 +64,27 @@ unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank)
 	return pid;
 }
 
+int gpumon__model_job_rank(const gpumon_model *m, int dev)
+{
+	int only = -1, several = 0, fastest = -1;
+	double rate = 0;
+	for (size_t i = 0; dev >= 0 && i < m->nprocs; i++) {
+		const struct mproc *p = &m->procs[i];
+		if (p->dev != (unsigned)dev || !p->job || !p->rank.launcher[0] || p->rank.rank < 0)
+			continue;
+		if (only >= 0 && only != p->rank.rank)
+			several = 1;
+		only = p->rank.rank;
+		gpumon_leak_result r;
+		gpumon_leak_result_get(p->leak, &r);
+		if (r.verdict == GPUMON_LEAK_SUSPECTED && r.rate_bytes_per_second > rate) {
+			rate = r.rate_bytes_per_second;
+			fastest = p->rank.rank;
+		}
+	}
+	return several ? fastest : only;
+}
+
 /* In a run, the job's workers; in a system-wide view, every worker. */
 static int counts(const gpumon_model *m, const struct mproc *p)
 {
@@ -91,8 +112,10 @@ static void row_of(const gpumon_model *m, const struct mproc *p, const gpumon_mo
 		span += end - p->integral_t;
 	}
 	r->mean_bytes = span ? (uint64_t)(integral / (long double)span) : p->used;
-	if (gpumon_model_process_verdict(m, p->dev, p->pid, &r->verdict) != GPUMON_OK)
+	if (gpumon_model_process_verdict(m, p->dev, p->pid, &r->verdict) != GPUMON_OK) {
 		r->verdict.series = GPUMON_SERIES_NONE;
+		r->verdict.rank = p->rank.rank;
+	}
 	r->oom = have_oom && oom->pid == p->pid && oom->dev == (int)p->dev;
 }
 

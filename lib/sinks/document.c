@@ -237,11 +237,11 @@ static json_t *verdict_json(const gpumon_model *m, const gpumon_verdict *v)
 	const gpumon_leak_result *r = &v->leak;
 	int leak = r->verdict == GPUMON_LEAK_SUSPECTED;
 	int fw = v->series == GPUMON_SERIES_FRAMEWORK;
-	json_t *series = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "kind", series_name(v->series), "dev",
+	json_t *series = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "kind", series_name(v->series), "dev",
 				   int_or_null(v->dev >= 0, v->dev), "pid", int_or_null(v->pid >= 0, v->pid), "device",
 				   int_or_null(fw && v->device >= 0, v->device), "segment",
 				   int_or_null(fw, (int64_t)v->segment), "framework",
-				   fw ? jstr_or_null(v->framework) : json_null());
+				   fw ? jstr_or_null(v->framework) : json_null(), "rank", int_or_null(v->rank >= 0, v->rank));
 	json_t *o = json_object();
 	const char *room = room_name(v->room);
 	if (!series || !o || put(o, "verdict", json_string(verdict_name(r->verdict))) || put(o, "series", series) ||

@@ -75,6 +75,8 @@ struct appearance {
 	unsigned flags;    /* the descriptive flags stored in the row (USED_KNOWN left out) */
 	uint64_t identity; /* a hash of the user, name and command line stored */
 	sqlite3_int64 row;
+	int ranked;        /* the row holds a worker's rank: rank */
+	gpumon_rank rank;
 };
 
 /* A stream of framework samples: one (pid, device, framework) and its row in framework_sources. */
@@ -513,25 +515,44 @@ static uint64_t identity(const gpumon_process *p)
 }
 
 /* A process listed: opens its appearance, or refreshes what is known of it when that changed. */
+static int is_worker(const gpumon_process *p)
+{
+	return (p->flags & GPUMON_PROC_RANK_KNOWN) && p->rank.launcher[0] && p->rank.rank >= 0;
+}
+
 static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 {
-	unsigned flags = rec->process.flags & ~(unsigned)GPUMON_PROC_USED_KNOWN;
-	uint64_t id = identity(&rec->process);
 	struct appearance *a = find_appearance(r, rec->dev, rec->process.pid);
+	/* a process listed once it has left /proc (exiting, the driver not yet told) says less of
+	   itself than the row holds: what was learnt of it stays */
+	if (a && (rec->process.flags & GPUMON_PROC_FOREIGN) && !(a->flags & GPUMON_PROC_FOREIGN))
+		return GPUMON_OK;
+	gpumon_process p = rec->process;
+	/* and a worker's rank, once known, stays (a listing between fork and exec, or one that could
+	   not read the environment, does not erase it) */
+	if (a && a->ranked && !is_worker(&p)) {
+		p.rank = a->rank;
+		p.flags |= GPUMON_PROC_RANK_KNOWN;
+	}
+	unsigned flags = p.flags & ~(unsigned)GPUMON_PROC_USED_KNOWN;
+	uint64_t id = identity(&p);
 	if (a && a->flags == flags && a->identity == id)
 		return GPUMON_OK;
 	if (a) {
 		sqlite3_stmt *s = r->st[ST_PROC_INFO];
 		sqlite3_bind_int64(s, 1, a->row);
-		bind_process_info(s, &rec->process);
+		bind_process_info(s, &p);
 		a->flags = flags;
 		a->identity = id;
+		if ((a->ranked = is_worker(&p)) != 0)
+			a->rank = p.rank;
 		return run(r, ST_PROC_INFO);
 	}
 	if (grow((void **)&r->procs, &r->procs_cap, r->nprocs, sizeof *r->procs) != GPUMON_OK)
 		return seterr(r, GPUMON_E_NOMEM, "recording %s: out of memory", r->path);
 	a = &r->procs[r->nprocs];
-	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags, .identity = id};
+	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags, .identity = id,
+				 .ranked = is_worker(&p), .rank = p.rank};
 	int st = insert_process(r, rec, 0, &a->row);
 	r->nprocs += st == GPUMON_OK;
 	return st;

@@ -113,7 +113,8 @@ def test_csv_device_peak_exact_and_columns_any_order(gpumon, tmp_path):
     assert doc["windows"] and doc["windows"][0]["bytes"] == 71 * GiB + 5
     # a CSV of a GPU's columns only is that GPU's view, judged on its used memory
     assert doc["source"]["kind"] == "record" and doc["leak"]["series"] == {
-        "kind": "device", "dev": 0, "pid": None, "device": None, "segment": None, "framework": None}
+        "kind": "device", "dev": 0, "pid": None, "device": None, "segment": None, "framework": None,
+        "rank": None}
 
 
 def test_csv_process_and_framework_give_unaccounted(gpumon, tmp_path):

@@ -245,7 +245,7 @@ def test_summary(scenario, torch):
     assert s["device_total_bytes"] == TOTAL
     assert s["leak"]["verdict"] == "insufficient_data" and s["leak"]["points"] == 5
     assert s["leak"]["series"] == {"kind": "framework", "dev": 0, "pid": os.getpid(), "device": 0, "segment": 0,
-                                   "framework": "torch"}
+                                   "framework": "torch", "rank": None}
     assert s["alerts"] == [] and s["failed_sinks"] == []
     assert "10 steps, 5 samples" in mon.summary_text()
     assert "leak: not enough data to tell (5 points)" in mon.summary_text()
