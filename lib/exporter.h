@@ -117,7 +117,11 @@ int gpumon__exporter_collect_ready(const gpumon_exporter *e);
 /* Renders a snapshot and publishes it; 0 or GPUMON_E_NOMEM (the previous snapshot stays). */
 int gpumon__exporter_render(gpumon_exporter *e);
 /* exporter_owner.c */
-/* Sets ep->pub.owner (and dcgm_owner) from the process's owner; 0 or GPUMON_E_NOMEM. */
+/* The rank of a distributed worker (the environment read names a launcher and a rank), else -1:
+ * the `rank` label of its owner and process series (docs/metrics.md). */
+int gpumon__exporter_worker_rank(const gpumon_process *p);
+/* Sets ep->pub.owner (and dcgm_owner) from the process's owner, and its rank when it is a
+ * distributed worker; 0 or GPUMON_E_NOMEM. */
 int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, const gpumon_process *p);
 /* Sums the n processes shown (on GPUs that answer) by GPU and owner into e->owners and sets each
  * GPU's dcgm_owner; returns how many owners, or 0 with nothing rendered when out of memory. */

@@ -102,6 +102,15 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 		gpumon__prom_label_value(&b, cid, sizeof p->owner.container_id);
 		gpumon__prom_puts(&b, "\"");
 	}
+	/* a pid's series is its own already: its rank and job add none */
+	int rank = gpumon__exporter_worker_rank(p);
+	if (rank >= 0)
+		gpumon__prom_printf(&b, ",rank=\"%d\"", rank);
+	if (rank >= 0 && p->rank.job_id[0]) {
+		gpumon__prom_puts(&b, ",job_id=\"");
+		gpumon__prom_label_value(&b, p->rank.job_id, sizeof p->rank.job_id);
+		gpumon__prom_puts(&b, "\"");
+	}
 	ep->pub.labels = b.p && !b.failed ? strdup(b.p) : NULL;
 	gpumon__prom_free(&b);
 	gpumon__prom_label_value(&b, (p->flags & GPUMON_PROC_NAME_KNOWN) ? p->name : "", 28);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* exporter_owner.c — the exporter's series that do not churn: every process's owner (Kubernetes
- * pod and container, Slurm job, container, else user; from gpumon_process.owner) made into labels
- * once, and at each render the processes of each GPU summed by owner, so that jobs coming and going
- * add no series while their owner stays. Also the GPU of a framework sample, for its gpu/uuid. */
+ * pod and container, Slurm job, container, else user; from gpumon_process.owner) and, for a
+ * distributed worker, its rank made into labels once, and at each render the processes of each GPU
+ * summed by owner and rank, so that jobs coming and going add no series while their owner stays.
+ * Also the GPU of a framework sample, for its gpu/uuid. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,15 @@ static char *take_string(struct prom_buf *b)
 	return s;
 }
 
+int gpumon__exporter_worker_rank(const gpumon_process *p)
+{
+	/* a launcher and a rank: a process in a Slurm allocation that srun did not start, or one that
+	   only knows a rendezvous, is no worker; an environment not read (another user's) tells nothing */
+	if (!(p->flags & GPUMON_PROC_RANK_KNOWN) || !p->rank.launcher[0] || p->rank.rank < 0)
+		return -1;
+	return p->rank.rank;
+}
+
 int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, const gpumon_process *p)
 {
 	(void)e;
@@ -71,6 +81,12 @@ int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, co
 	}
 	if (k != K_UNRESOLVED)
 		label(&b, "user", (p->flags & GPUMON_PROC_USER_KNOWN) ? p->user : "", sizeof p->user);
+	/* each rank of a distributed job a series of its own, which the same ranks of the owner's next
+	   job take again; a process that is no worker keeps the owner's series, without the label. The
+	   job's id is not a label: a new one each run would be a new series each run */
+	int rank = gpumon__exporter_worker_rank(p);
+	if (rank >= 0)
+		gpumon__prom_printf(&b, ",rank=\"%d\"", rank);
 	if (!(ep->pub.owner = take_string(&b)))
 		return GPUMON_E_NOMEM;
 	if (!named)

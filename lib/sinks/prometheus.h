@@ -74,10 +74,10 @@ struct prom_proc {
 	int rate_known;             /* the verdict is a leak: rate below holds a value */
 	double rate_bytes_per_second;
 	char name[64];              /* process name for nvidia_smi compat (escaped) */
-	char *labels;               /* gpu,uuid,pid,user,command[,container_id]; malloc'd, exact size
-				       (hundreds of processes: fixed arrays would waste memory) */
-	char *owner;                /* owner_kind="..." and the owner's labels (docs/metrics.md), without
-				       gpu/uuid; malloc'd */
+	char *labels;               /* gpu,uuid,pid,user,command[,container_id][,rank[,job_id]]; malloc'd,
+				       exact size (hundreds of processes: fixed arrays would waste memory) */
+	char *owner;                /* owner_kind="..." and the owner's labels (docs/metrics.md), and a
+				       distributed worker's rank, without gpu/uuid; malloc'd */
 	char *dcgm_owner;           /* ,namespace=...,pod=...,container=... for a named pod, else NULL */
 	int owner_leak;             /* scratch of the owner aggregation: the model's leak alert */
 };

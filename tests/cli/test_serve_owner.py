@@ -60,13 +60,15 @@ def pods_dir(root, entries):
 
 
 class Exporter:
-    def __init__(self, tmp_path, scenario, args=(), env=None):
+    def __init__(self, tmp_path, scenario, args=(), env=None, prefix=()):
+        """gpumon serve on the scenario (written into tmp_path), started under prefix (a command
+        such as setpriv's, which runs it as another user)."""
         scn = tmp_path / f"owner{time.monotonic_ns()}.scn"
         scn.write_text(textwrap.dedent(scenario))
         e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
         e.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), LC_ALL="C")
         e.update(env or {})
-        self.p = subprocess.Popen([os.path.abspath(GPUMON_BIN), "serve", "--listen", "127.0.0.1:0", *args], env=e,
+        self.p = subprocess.Popen([*prefix, os.path.abspath(GPUMON_BIN), "serve", "--listen", "127.0.0.1:0", *args], env=e,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = self.p.stderr.readline()
         m = re.search(r"serving http://(\S+)/metrics", line)
@@ -86,8 +88,8 @@ class Exporter:
 def exporter(tmp_path):
     started = []
 
-    def start(scenario, *args, env=None):
-        x = Exporter(tmp_path, scenario, args, env)
+    def start(scenario, *args, env=None, prefix=(), directory=None):
+        x = Exporter(directory or tmp_path, scenario, args, env, prefix)
         started.append(x)
         return x
     yield start

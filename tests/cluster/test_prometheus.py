@@ -2,8 +2,10 @@
 """The cluster test: a real Prometheus server scraping three `gpumon serve` processes, each with its
 own fake-NVML scenario and fixture /proc and /var/log/pods standing for one node (a Kubernetes node
 with two pods, a Slurm node whose job 4243 leaks, a node of users' processes that loses a GPU and
-has one stop answering). It checks through Prometheus's HTTP API that every GPU of every node is
-there with the right values, memory per pod and per Slurm job, that the alert rules of
+has one stop answering; Slurm job 4244's four ranks on the last two). It checks through
+Prometheus's HTTP API that every GPU of every node is there with the right values, memory per pod,
+per Slurm job and per rank with the skew the recording rules give across the job's nodes, that the
+alert rules of
 deploy/prometheus fire where they should and nowhere else (the leak alert on the leaking job
 only), that every query of the Grafana dashboard and the figures of every alert rule find data
 (the memory-health families included: node-c's GPU 1 reports an XID), and that each exporter's page
@@ -48,16 +50,20 @@ NODES = {
         proc 0 4190002 used=10GiB name="python steady.py"
         proc 1 4190003 used=8GiB name="python serve.py"
         """,
-    # Slurm: job 4242 (two steps) on GPU 0; job 4243 on GPU 1 leaks 20 MiB a second
+    # Slurm: job 4242 (two steps) on GPU 0; job 4243 on GPU 1 leaks 20 MiB a second; ranks 0 and 1
+    # of job 4244 (with node-c) and its batch script, which is no worker
     "node-b": """\
         gpu 0 name="NVIDIA H100 80GB HBM3" uuid=GPU-bbbbbbbb-0000-4000-8000-000000000000 bus=00000000:1B:00.0 total=80GiB reserved=512MiB used=20GiB util=90
         gpu 1 name="NVIDIA H100 80GB HBM3" uuid=GPU-bbbbbbbb-1111-4000-8000-000000000001 bus=00000000:3C:00.0 total=80GiB reserved=512MiB used=12GiB util=95
         proc 0 4190101 used=15GiB name="python ok.py"
         proc 0 4190103 used=5GiB name="python ok.py"
         proc 1 4190102 used=12GiB grow=20MiB name="python leaky.py"
+        proc 0 4190104 used=9GiB name="python ddp.py"
+        proc 1 4190105 used=7GiB name="python ddp.py"
+        proc 0 4190106 used=1GiB name="python ddp.py"
         """,
     # four GPUs of users' processes and one of another PID namespace; GPU 3 falls off the bus after
-    # 3 s, GPU 2 stops answering memory reads after 3 s
+    # 3 s, GPU 2 stops answering memory reads after 3 s; ranks 2 and 3 of job 4244
     "node-c": """\
         gpu 0 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-0000-4000-8000-000000000000 bus=00000000:07:00.0 total=80GiB used=1GiB
         gpu 1 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-1111-4000-8000-000000000001 bus=00000000:0B:00.0 total=80GiB used=2GiB
@@ -65,6 +71,8 @@ NODES = {
         gpu 3 name="NVIDIA A100-SXM4-80GB" uuid=GPU-cccccccc-3333-4000-8000-000000000003 bus=00000000:4C:00.0 total=80GiB used=4GiB
         procs 0 4190200 4 used=256MiB name=worker
         proc 1 4190299 used=1GiB name=foreign
+        proc 0 4190204 used=8GiB name="python ddp.py"
+        proc 1 4190205 used=6GiB name="python ddp.py"
         at 3 lost 3
         hang nvmlDeviceGetMemoryInfo_v2 gpu=2 from=3
         at 0 gpu 0 ecc_cv_total=3 remap_corr=1
@@ -81,6 +89,16 @@ CGROUPS = {
     4190103: (0, "0::/system.slice/slurmstepd.scope/job_4242/step_batch"),
     4190102: (0, "0::/system.slice/slurmstepd.scope/job_4243/step_0"),
     **{4190200 + i: (0, f"0::/user.slice/user-0.slice/session-{i}.scope") for i in range(4)},
+    **{pid: (0, "0::/system.slice/slurmstepd.scope/job_4244/step_0") for pid in (4190104, 4190105, 4190204, 4190205)},
+    4190106: (0, "0::/system.slice/slurmstepd.scope/job_4244/step_batch"),
+}
+# what /proc/PID/environ says: srun's variables for job 4244's four ranks (two a node), the job's id
+# alone for its batch script
+RANKS = {4190104: (0, 0), 4190105: (1, 0), 4190204: (2, 1), 4190205: (3, 1)}  # pid -> (rank, node)
+ENVIRON = {
+    **{pid: f"SLURM_JOB_ID=4244\0SLURM_PROCID={r}\0SLURM_LOCALID={r % 2}\0SLURM_NTASKS=4\0SLURM_NODEID={n}\0"
+       for pid, (r, n) in RANKS.items()},
+    4190106: "SLURM_JOB_ID=4244\0SLURM_NODEID=0\0",
 }
 PODS = [("ml-team", "trainer-0", POD_A, "pytorch"), ("inference", "serve-0", POD_B, "model")]
 USED = {  # (node, uuid) -> used bytes, from the scenarios above (node-c GPU 2 stops answering)
@@ -118,6 +136,8 @@ def fixture_proc(tmp_path, name):
         (d / "status").write_text(f"Name:\tpython\nPPid:\t1\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
         (d / "cmdline").write_bytes(b"python\0train.py\0")
         (d / "cgroup").write_text(cgroup + "\n")
+        if pid in ENVIRON:
+            (d / "environ").write_bytes(("PATH=/usr/bin\0" + ENVIRON[pid]).encode())
     for ns, pod, uid, container in PODS:
         (pods / f"{ns}_{pod}_{uid}" / container).mkdir(parents=True)
     return proc, pods
@@ -256,7 +276,7 @@ def test_cluster(cluster):
     assert {r["metric"]["instance"] for r in prom.query('up{job="gpumon"} == 1')} == set(addrs.values())
     procs_per_node = {r["metric"]["node"]: float(r["value"][1])
                       for r in prom.query("sum by (node) (gpumon_gpu_processes)")}
-    assert procs_per_node["node-a"] == 3 and procs_per_node["node-b"] == 3
+    assert procs_per_node["node-a"] == 3 and procs_per_node["node-b"] == 6
 
     # memory per pod and per Slurm job, as the dashboard's panels sum it
     per_pod = {(r["metric"]["namespace"], r["metric"]["pod"], r["metric"]["container"]): float(r["value"][1]) for r in
@@ -265,6 +285,25 @@ def test_cluster(cluster):
     per_job = {r["metric"]["slurm_job"]: float(r["value"][1]) for r in
                prom.query('sum by (slurm_job) (gpumon_owner_memory_used_bytes{owner_kind="slurm"})')}
     assert per_job["4242"] == 20 * GIB and 12 * GIB <= per_job["4243"] < 14 * GIB, per_job
+    assert per_job["4244"] == (9 + 7 + 1 + 8 + 6) * GIB, per_job  # its ranks and its batch script
+
+    # job 4244 by rank, as the dashboard's "Memory by rank" panel queries it, and its skew across
+    # its two nodes from the recording rules (evaluated every second here)
+    panel = next(p for p in json.load(open(DASHBOARD))["panels"] if p["title"].startswith("Memory by rank"))
+    expr = panel["targets"][0]["expr"].replace("$instance", ".*").replace("$gpu", ".*")
+    by_rank = {(r["metric"]["instance"], r["metric"]["slurm_job"], r["metric"]["rank"]): float(r["value"][1])
+               for r in prom.query(expr)}
+    assert by_rank == {(addrs["node-b"], "4244", "0"): 9 * GIB, (addrs["node-b"], "4244", "1"): 7 * GIB,
+                       (addrs["node-c"], "4244", "2"): 8 * GIB, (addrs["node-c"], "4244", "3"): 6 * GIB}, by_rank
+    plain = prom.query('gpumon_owner_memory_used_bytes{slurm_job="4244",rank=""}')  # the batch script
+    assert [(r["metric"]["node"], float(r["value"][1])) for r in plain] == [("node-b", 1 * GIB)], plain
+    assert prom.query('{job="gpumon",slurm_job!="4244",rank!=""}') == []  # no other process is a worker
+    # (a first evaluation may have seen one node's ranks only)
+    skew = prom.wait('gpumon:rank_memory_skew_bytes', lambda r: len(r) == 1 and float(r[0]["value"][1]) == 3 * GIB, 20)
+    assert skew[0]["metric"]["slurm_job"] == "4244", skew
+    assert "instance" not in skew[0]["metric"] and "node" not in skew[0]["metric"]  # across the nodes
+    prom.wait('gpumon:rank_memory_skew_ratio{slurm_job="4244"}',
+              lambda r: len(r) == 1 and abs(float(r[0]["value"][1]) - 3 / 9) < 1e-9, 20)
     kinds = {(r["metric"]["node"], r["metric"]["owner_kind"]) for r in prom.query("gpumon_owner_processes")}
     assert ("node-c", "user") in kinds and ("node-c", "unresolved") in kinds, kinds
     assert prom.query('{job="gpumon",pid=~".+"}') == []  # no per-pid series by default
@@ -307,6 +346,9 @@ def test_cluster(cluster):
     for g in rules["groups"]:
         for r in g["rules"]:
             prom.query(r["expr"])
+            if "record" in r:  # a recording rule: what it records is there
+                assert prom.query(r["record"]), r["record"]
+                continue
             if not prom.query(lhs(r["expr"])):
                 no_data[r["alert"]] = metric_names(r["expr"])
                 absent |= {m for m in metric_names(r["expr"]) if not prom.query(f'count({m}) > 0')}

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_exporter_owner.c — the exporter's per-owner series on their own (lib/exporter_owner.c and the
  * renderer compiled in): owners set by hand (pod with and without names, Slurm job with steps,
- * container, user, another PID namespace) summed per GPU and owner, the leak flag from the model's
- * processes, dcgm-exporter's pod labels, and the GPU of a framework sample. */
+ * container, user, another PID namespace) summed per GPU and owner, a distributed job's ranks each
+ * a series of their own, the leak flag from the model's processes, dcgm-exporter's pod labels, and
+ * the GPU of a framework sample. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,16 @@ static gpumon_process slurm(unsigned pid, uint64_t used, const char *job, const 
 	p.owner.present = GPUMON_OWNER_SLURM;
 	snprintf(p.owner.slurm_job, sizeof p.owner.slurm_job, "%s", job);
 	snprintf(p.owner.slurm_step, sizeof p.owner.slurm_step, "%s", step);
+	return p;
+}
+
+/* p as the library fills a process whose environment it read: launcher "" is no worker */
+static gpumon_process ranked(gpumon_process p, const char *launcher, int rank, const char *job)
+{
+	p.flags |= GPUMON_PROC_RANK_KNOWN;
+	p.rank = (gpumon_rank){.rank = rank, .local_rank = rank, .world_size = 4, .node_rank = 0};
+	snprintf(p.rank.launcher, sizeof p.rank.launcher, "%s", launcher);
+	snprintf(p.rank.job_id, sizeof p.rank.job_id, "%s", job);
 	return p;
 }
 
@@ -188,6 +199,69 @@ static void test_kinds_and_sums(void)
 	teardown(&f);
 }
 
+/* Whether page holds the line "gpumon_owner_FAMILY{gpu=GPU,uuid=GPU-GPU,LABELS} VALUE\n". */
+static int has(const char *page, const char *family, unsigned gpu, const char *labels, const char *value)
+{
+	char line[512];
+	snprintf(line, sizeof line, "gpumon_owner_%s{gpu=\"%u\",uuid=\"GPU-%u\",%s} %s\n", family, gpu, gpu,
+		 labels, value);
+	return page && strstr(page, line);
+}
+
+#define DDP "owner_kind=\"pod\",namespace=\"ml\",pod=\"ddp-0\",container=\"trainer\",user=\"root\""
+#define JOB77 "owner_kind=\"slurm\",slurm_job=\"77\",user=\"alice\""
+#define ERIN "owner_kind=\"user\",user=\"erin\""
+
+static void test_ranks(void)
+{
+	struct fixture f;
+	setup(&f);
+	const uint64_t G = 1ull << 30;
+	add(&f, 0, ranked(pod(11, 4 * G, "ml", "ddp-0", "trainer"), "torchrun", 0, "run-a"));
+	/* rank 0's second process on its GPU (a DataLoader worker that touched CUDA) */
+	add(&f, 0, ranked(pod(12, 1 * G, "ml", "ddp-0", "trainer"), "torchrun", 0, "run-a"));
+	add(&f, 1, ranked(pod(13, 6 * G, "ml", "ddp-0", "trainer"), "torchrun", 1, "run-a"));
+	add(&f, 0, pod(14, 2 * G, "ml", "ddp-0", "trainer"));                    /* the same pod, no worker */
+	add(&f, 1, ranked(slurm(21, 3 * G, "77", "0"), "slurm", 5, "77"));
+	add(&f, 1, ranked(slurm(22, 1 * G, "77", "batch"), "slurm", -1, "77")); /* the allocation, no rank */
+	add(&f, 1, ranked(proc(31, 1 * G, "erin"), "", -1, ""));               /* read: no launcher */
+	gpumon_process hidden = proc(32, 1 * G, "erin");                       /* not read: fields unused */
+	hidden.rank = (gpumon_rank){.rank = 3, .launcher = "mpi"};
+	add(&f, 1, hidden);
+	add(&f, 1, ranked(proc(33, 2 * G, "erin"), "mpi", 2, ""));
+
+	size_t n = gpumon__exporter_owners(&f.e, f.order, f.e.nprocs);
+	is_int(n, 7, "GPU 0: rank 0, the pod; GPU 1: rank 1, job 77's rank 5, the job, erin, rank 2");
+	char *page = render(&f, n, 0);
+	ok(has(page, "memory_used_bytes", 0, DDP ",rank=\"0\"", "5368709120"),
+	   "a rank's processes on the GPU summed, with the owner's labels and the rank");
+	ok(has(page, "processes", 0, DDP ",rank=\"0\"", "2"), "and counted");
+	ok(has(page, "memory_used_bytes", 0, DDP, "2147483648"),
+	   "a process of the owner that is no worker: the owner's series, no rank label");
+	ok(has(page, "leak_suspected", 1, DDP ",rank=\"1\"", "0"), "each family carries the rank");
+	ok(has(page, "memory_used_bytes", 1, JOB77 ",rank=\"5\"", "3221225472"), "a Slurm task's rank");
+	ok(has(page, "memory_used_bytes", 1, JOB77, "1073741824"), "the allocation's process without a rank");
+	ok(has(page, "memory_used_bytes", 1, ERIN, "2147483648"),
+	   "no launcher, or an environment not read: no rank, whatever the fields hold");
+	ok(has(page, "memory_used_bytes", 1, ERIN ",rank=\"2\"", "2147483648"), "an MPI rank, no job id");
+	ok(page && !strstr(page, "rank=\"-1\"") && !strstr(page, "rank=\"\"") && !strstr(page, "rank=\"3\""),
+	   "no empty or unknown rank label");
+	ok(page && !strstr(page, "job_id") && !strstr(page, "run-a"), "the job's id is no owner label");
+	free(page);
+	teardown(&f);
+
+	/* the same ranks' next job (new pids, a new id) on the same GPUs: the same series */
+	setup(&f);
+	add(&f, 0, ranked(pod(41, 4 * G, "ml", "ddp-0", "trainer"), "torchrun", 0, "run-b"));
+	add(&f, 1, ranked(pod(43, 6 * G, "ml", "ddp-0", "trainer"), "torchrun", 1, "run-b"));
+	n = gpumon__exporter_owners(&f.e, f.order, f.e.nprocs);
+	page = render(&f, n, 0);
+	is_int(n, 2, "one series per rank");
+	ok(has(page, "memory_used_bytes", 1, DDP ",rank=\"1\"", "6442450944"), "the next job's rank 1");
+	free(page);
+	teardown(&f);
+}
+
 static void test_leak_flag(void)
 {
 	struct fixture f;
@@ -264,6 +338,7 @@ static void test_framework_gpu(void)
 int main(void)
 {
 	test_kinds_and_sums();
+	test_ranks();
 	test_leak_flag();
 	test_dcgm_pod_labels();
 	test_framework_gpu();
