@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_report.c — `gpumon report FILE [--json] [--html OUT] [--period S]`: feeds a recording (the
+/* cmd_report.c — `gpumon report FILE... [--json] [--html OUT] [--period S]`: feeds a recording (the
  * library's reader) or a text file of samples (gpumon's CSV, gpumon export, the Python monitor,
- * nvidia-smi logs) to the library's run model in one streaming pass, and prints the model's
- * document: as it is (--json), in words, or as an HTML page with timelines. */
+ * nvidia-smi logs) to the library's run model in one streaming pass — or the recordings of one
+ * distributed job made on several nodes, merged by the library — and prints the model's document:
+ * as it is (--json), in words, or as an HTML page with timelines. */
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -16,7 +17,7 @@
 
 static void help(void)
 {
-	printf("Usage: gpumon report FILE [--json] [--html OUT] [--period SECONDS]\n"
+	printf("Usage: gpumon report FILE [FILE...] [--json] [--html OUT] [--period SECONDS]\n"
 	       "Summarises a run: the leak verdict (rate, start, time to out-of-memory), the peak with its time\n"
 	       "and owner, peaks per window, fragmentation (reserved - allocated), memory outside the allocator\n"
 	       "(NVML - reserved) and, when the job died of out-of-memory, the likely cause and who held what.\n\n"
@@ -26,6 +27,11 @@ static void help(void)
 	       "process or framework); the Python monitor's csv= or jsonl= file; an nvidia-smi\n"
 	       "--query-gpu or --query-compute-apps --format=csv log (units or nounits, with or without\n"
 	       "timestamp) or gpumon query's. Other columns are ignored. See docs/report.md.\n\n"
+	       "Several recordings of one distributed job, one from each node (gpumon run or gpumon record on\n"
+	       "each), are read as one run: each node's GPUs after the previous node's, its times put on the\n"
+	       "first recording's clock by the nodes' wall clocks (checked against the job's steps where the\n"
+	       "inside view gave them), the ranks of all in one table. Recordings of different jobs (their\n"
+	       "workers' job id, else MASTER_ADDR:MASTER_PORT, differ) are refused with the difference.\n\n"
 	       "Options:\n"
 	       "  --json       print the run model's document (JSON, format 2; keys in docs/report.md) instead\n"
 	       "               of text: the same document as gpumon.report(FILE) in Python\n"
@@ -42,8 +48,12 @@ static void help(void)
 	       "could be read; 255 a file that cannot be read or is not a gpumon recording.\n");
 }
 
+#define MAX_FILES 64
+
 struct opts {
-	const char *file, *html;
+	const char *file, *html; /* file: the first */
+	const char *files[MAX_FILES];
+	size_t nfiles;
 	int json;
 	double period_s; /* --period; 0 when not given */
 };
@@ -73,17 +83,18 @@ static int parse(int argc, char **argv, struct opts *o)
 		} else if (argv[i][0] == '-' && argv[i][1]) {
 			cli_error("report: unknown option '%s' (see gpumon report --help)", argv[i]);
 			return EXIT_USAGE;
-		} else if (o->file) {
-			cli_error("report: one file at a time ('%s' and '%s')", o->file, argv[i]);
+		} else if (o->nfiles == MAX_FILES) {
+			cli_error("report: at most %d files at once", MAX_FILES);
 			return EXIT_USAGE;
 		} else {
-			o->file = argv[i];
+			o->files[o->nfiles++] = argv[i];
 		}
 	}
-	if (!o->file) {
-		cli_error("report: which file? Usage: gpumon report FILE [--json] [--html OUT] [--period SECONDS]");
+	if (!o->nfiles) {
+		cli_error("report: which file? Usage: gpumon report FILE [FILE...] [--json] [--html OUT] [--period SECONDS]");
 		return EXIT_USAGE;
 	}
+	o->file = o->files[0];
 	return EXIT_OK;
 }
 
@@ -128,6 +139,56 @@ static int read_recording(const char *path, unsigned flags, gpumon_model **out)
 		cli_error("report: %s: %s", path, gpumon_strerror(st));
 		gpumon_model_destroy(m);
 		return EXIT_OTHER;
+	}
+	*out = m;
+	return EXIT_OK;
+}
+
+/* Several recordings of one job, one a node, read into one model by the library (which refuses
+ * recordings of different jobs, saying how they differ). */
+static int read_recordings(const char *const *paths, size_t n, unsigned flags, gpumon_model **out)
+{
+	gpumon_reader *r[MAX_FILES] = {0};
+	gpumon_model *m = NULL;
+	char source[4096] = "";
+	size_t at = 0;
+	int rc = EXIT_OK;
+	for (size_t i = 0; i < n && rc == EXIT_OK; i++) {
+		int st = gpumon_reader_create(paths[i], &r[i]);
+		if (st != GPUMON_OK) {
+			cli_error("report: %s", r[i] && gpumon_reader_errmsg(r[i])[0] ? gpumon_reader_errmsg(r[i])
+										   : gpumon_strerror(st));
+			rc = EXIT_OTHER;
+		}
+		if (at < sizeof source)
+			at += (size_t)snprintf(source + at, sizeof source - at, "%s%s", i ? " + " : "", paths[i]);
+	}
+	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
+	cfg.flags = flags;
+	cfg.source = source;
+	cfg.source_type = "recordings";
+	int st = rc == EXIT_OK ? gpumon_model_create(&cfg, &m) : GPUMON_OK;
+	if (rc == EXIT_OK && st == GPUMON_OK)
+		st = gpumon_model_load_many(m, r, n);
+	if (rc == EXIT_OK && st == GPUMON_E_INVAL) {
+		cli_error("report: %s", gpumon_model_errmsg(m));
+		rc = EXIT_USAGE;
+	} else if (rc == EXIT_OK && st != GPUMON_OK && st != GPUMON_E_NOMEM && m) {
+		/* a file failing under the walk: what came before is good, and the loss is named */
+		gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
+	} else if (rc == EXIT_OK && st != GPUMON_OK) {
+		cli_error("report: %s", gpumon_strerror(st));
+		rc = EXIT_OTHER;
+	}
+	if (rc == EXIT_OK && !gpumon_model_samples(m)) {
+		cli_error("report: %s: nothing could be read: the recordings hold no samples", source);
+		rc = EXIT_USAGE;
+	}
+	for (size_t i = 0; i < n; i++)
+		gpumon_reader_destroy(r[i]);
+	if (rc != EXIT_OK) {
+		gpumon_model_destroy(m);
+		return rc;
 	}
 	*out = m;
 	return EXIT_OK;
@@ -208,19 +269,38 @@ int cmd_report(int argc, char **argv)
 	int rc = parse(argc, argv, &o);
 	if (rc != EXIT_OK)
 		return rc < 0 ? EXIT_OK : rc;
-	if (o.html && cli_same_file(o.file, o.html)) {
-		cli_error("report: --html %s would overwrite the input", o.html);
-		return EXIT_USAGE;
-	}
+	for (size_t i = 0; i < o.nfiles; i++)
+		if (o.html && cli_same_file(o.files[i], o.html)) {
+			cli_error("report: --html %s would overwrite the input", o.html);
+			return EXIT_USAGE;
+		}
 	gpumon_model *m = NULL;
 	unsigned flags = o.html ? GPUMON_MODEL_TIMELINES : 0;
 	char err[512] = "";
 	int kind;
-	if ((rc = report_file_kind(o.file, &kind, err, sizeof err)) != EXIT_OK) {
-		cli_error("report: %s", err);
-		return rc;
+	for (size_t i = 0; i < o.nfiles; i++) {
+		FILE *f = o.nfiles > 1 ? fopen(o.files[i], "r") : NULL;
+		if (o.nfiles > 1 && !f) { /* each named, before any is read */
+			cli_error("report: %s: %s", o.files[i], strerror(errno));
+			return EXIT_OTHER;
+		}
+		if (f)
+			fclose(f);
+		if ((rc = report_file_kind(o.files[i], &kind, err, sizeof err)) != EXIT_OK) {
+			cli_error("report: %s", err);
+			return rc;
+		}
+		if (o.nfiles > 1 && kind != REPORT_FILE_RECORDING) {
+			cli_error("report: %s is no recording: several files are read together only when each is a "
+				  "recording of one job's node", o.files[i]);
+			return EXIT_USAGE;
+		}
 	}
-	rc = kind == REPORT_FILE_RECORDING ? read_recording(o.file, flags, &m) : read_text(o.file, flags, o.period_s, &m);
+	if (o.nfiles > 1)
+		rc = read_recordings(o.files, o.nfiles, flags, &m);
+	else
+		rc = kind == REPORT_FILE_RECORDING ? read_recording(o.file, flags, &m)
+						   : read_text(o.file, flags, o.period_s, &m);
 	if (rc != EXIT_OK)
 		return rc;
 	gpumon_model_finish(m, 0, -1);

@@ -782,7 +782,11 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 	else
 		snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", job, n, n == 1 ? "" : "s");
 	line(ctx, t);
-	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s", "RANK", "GPU", "PID", "PEAK", "MEAN", "LAST", "VERDICT");
+	/* several hosts (recordings of one job's nodes read together): each row says its host */
+	const json_t *hosts = json_object_get(doc, "hosts");
+	int many = json_array_size(hosts) > 1;
+	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s%s", "RANK", "GPU", "PID", "PEAK", "MEAN", "LAST", "VERDICT",
+		 many ? " (HOST)" : "");
 	line(ctx, t);
 	json_array_foreach(ranks, i, r)
 	{
@@ -799,6 +803,11 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 			words_bytes(c, sizeof c, json_object_get(r, "last_bytes")),
 			rank_verdict(v, sizeof v, json_object_get(r, "leak")),
 			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
+		const char *host = many ? doc_str(json_array_get(hosts, (size_t)doc_num(r, "host")), "name") : NULL;
+		if (host) {
+			size_t end = strlen(t);
+			add(t, sizeof t, &end, " (%s)", cli_safe_text(safe, 40, host));
+		}
 		line(ctx, t);
 	}
 	const json_t *k = json_object_get(doc, "rank_skew");

@@ -212,10 +212,11 @@ void gpumon__procfs_fill(gpumon_process *p);
  * "" each when it is none); 0, or -1 when the environment cannot be read (*out then all unknown). */
 int gpumon__env_rank(unsigned pid, gpumon_rank *out);
 
-/* store/recording_rows.c: the distributed job a recording's processes belong to: the first worker's
+/* store/recording_read.c: the distributed job a recording's processes belong to: the first worker's
  * place that names a job id, else the first that names a rendezvous, else the first worker's. 1 when
- * the recording holds a worker, 0 when none. */
-int gpumon__reader_job(const gpumon_reader *r, gpumon_rank *out);
+ * the recording holds a worker, 0 when none. Reads the processes' rows when the walk has not yet
+ * begun (gpumon_reader_next then goes on from the first record). */
+int gpumon__reader_job(gpumon_reader *r, gpumon_rank *out);
 /* sources/nvml_sample.c: device dev of an open handle that is not lost; a status with the message
  * on g (E_INVAL, E_DRIVER, E_NOT_FOUND, E_LOST) otherwise. */
 int gpumon__device_get(gpumon *g, unsigned dev, struct device **out);

@@ -203,6 +203,8 @@ unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank);
 /* The rank a JOB series on dev is of: the one worker of the job there, else the worker whose own
  * figure leaks fastest; -1 none. */
 int gpumon__model_job_rank(const gpumon_model *m, int dev);
+/* The GPU of rank's worker: -1 when no process has that rank, or its processes are on several. */
+int gpumon__model_rank_dev(const gpumon_model *m, int rank);
 
 /* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
  * the document names it), 0 when the model may take it. */

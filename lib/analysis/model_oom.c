@@ -384,8 +384,13 @@ static int near_moment(const gpumon_model *m, uint64_t t)
 
 /* The GPU of the moment: the one the framework names, when it maps to one of the model's, else the
  * job's. */
-static int moment_dev(const gpumon_model *m, const gpumon_oom_figures *f)
+static int moment_dev(const gpumon_model *m, const gpumon_oom_figures *f, int rank)
 {
+	/* a distributed worker's message names its rank ("[rank3]:"): that rank's GPU, when it has one
+	   (the device index the message gives is its host's, and hosts of merged recordings share pids) */
+	int rd = rank >= 0 ? gpumon__model_rank_dev(m, rank) : -1;
+	if (rd >= 0)
+		return rd;
 	if (f && (f->known & GPUMON_FIG_DEVICE)) {
 		int d = gpumon__model_map_device(m, f->pid, f->device);
 		if (d >= 0)
@@ -406,7 +411,7 @@ static int reported_before(const gpumon_model *m, uint64_t t_ns, const gpumon_oo
 }
 
 /* A sign at t_ns: the first one is the moment; f: the figures it came with (NULL none). */
-static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f)
+static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f, int rank)
 {
 	if (!m->oom_have || (t_ns > m->oom_last_sign_t + SAME_SIGN_NS && !reported_before(m, t_ns, f)))
 		m->oom.signs++;
@@ -414,7 +419,7 @@ static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f)
 		m->oom_last_sign_t = t_ns;
 	if (m->oom_have)
 		return;
-	int dev = moment_dev(m, f);
+	int dev = moment_dev(m, f, rank);
 	m->oom_have = 1;
 	m->oom.t_ns = t_ns;
 	m->oom.dev = dev;
@@ -453,7 +458,7 @@ void gpumon__model_oom_signal(gpumon_model *m, uint64_t t_ns, const char *text)
 		if (got && near_moment(m, t_ns))
 			merge_figures(&m->fig_msg, &f);
 	}
-	sign(m, t_ns, got ? &f : NULL);
+	sign(m, t_ns, got ? &f : NULL, gpumon__model_rank_in_text(text));
 }
 
 int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, const char *text)
@@ -477,7 +482,7 @@ int gpumon__model_oom_event(gpumon_model *m, uint64_t t_ns, const char *kind, co
 			if (f.pid && !m->oom.pid)
 				m->oom.pid = f.pid;
 		}
-		sign(m, t_ns, &f);
+		sign(m, t_ns, &f, -1);
 		if (f.known & GPUMON_FIG_REQUEST) {
 			m->report_t = t_ns;
 			m->report_request = f.request_bytes;

@@ -64,6 +64,20 @@ unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank)
 	return pid;
 }
 
+int gpumon__model_rank_dev(const gpumon_model *m, int rank)
+{
+	int dev = -1;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct mproc *p = &m->procs[i];
+		if (!p->rank.launcher[0] || p->rank.rank != rank)
+			continue;
+		if (dev >= 0 && (unsigned)dev != p->dev)
+			return -1;
+		dev = (int)p->dev;
+	}
+	return dev;
+}
+
 int gpumon__model_job_rank(const gpumon_model *m, int dev)
 {
 	int only = -1, several = 0, fastest = -1;

@@ -218,16 +218,37 @@ static json_t *devices_json(const gpumon_model *m)
 		if (!x->seen)
 			continue;
 		uint64_t total = gpumon__model_total(m, (int)d);
-		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o}", "dev", (int)d, "name",
+		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o, s:i}", "dev", (int)d, "name",
 				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
 				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
 				      "lost", x->lost || x->info.lost, "lost_time",
-				      num_or_null(x->lost_t > 0, gpumon__model_seconds(m, x->lost_t)));
+				      num_or_null(x->lost_t > 0, gpumon__model_seconds(m, x->lost_t)), "host", (int)x->host);
 		if (!o || json_array_append_new(a, o) || device_peaks(m, x, o)) {
 			json_decref(a);
 			return NULL;
 		}
 	}
+	return a;
+}
+
+/* The hosts (several when recordings of one job's nodes were read together). */
+static json_t *hosts_json(const gpumon_model *m)
+{
+	size_t n = gpumon_model_hosts(m, NULL, 0);
+	gpumon_model_host *h = calloc(n, sizeof *h);
+	json_t *a = json_array();
+	if (!h || !a)
+		return free(h), json_decref(a), NULL;
+	n = gpumon_model_hosts(m, h, n);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:i, s:o, s:i, s:i, s:f, s:i, s:o}", "host", (int)i, "name", jstr_or_null(h[i].name),
+				      "first_dev", (int)h[i].first_dev, "gpus", (int)h[i].ndev, "clock_offset_s",
+				      (double)h[i].offset_ns / 1e9, "steps_checked", (int)h[i].steps, "step_skew_s",
+				      num_or_null(h[i].steps > 0, (double)h[i].step_skew_ns / 1e9));
+		if (!o || json_array_append_new(a, o))
+			return free(h), json_decref(a), NULL;
+	}
+	free(h);
 	return a;
 }
 
@@ -510,6 +531,10 @@ static json_t *ranks_json(const gpumon_model *m)
 		    int_or_null(r->used_known, (int64_t)r->last_bytes), "first_time", secs(m, r->first_t_ns), "last_time",
 		    secs(m, r->last_t_ns), "present", r->present, "leak",
 		    r->verdict.series != GPUMON_SERIES_NONE ? verdict_json(m, &r->verdict) : json_null(), "oom", r->oom);
+		if (o && put(o, "host", json_integer(r->dev < m->ndev ? m->dev[r->dev].host : 0))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (!o || json_array_append_new(a, o))
 			return free(rows), json_decref(a), NULL;
 	}
@@ -673,7 +698,7 @@ int gpumon_model_document(const gpumon_model *m, unsigned flags, char **json)
 	gpumon_model_figure frag, unacc;
 	gpumon_model_memory(m, &frag, &unacc);
 	int bad = !doc || put(doc, "format", json_integer(2)) || put(doc, "source", source_json(m)) ||
-		  put(doc, "devices", devices_json(m)) || verdicts_json(m, doc) || peak_json(m, doc) ||
+		  put(doc, "hosts", hosts_json(m)) || put(doc, "devices", devices_json(m)) || verdicts_json(m, doc) || peak_json(m, doc) ||
 		  put(doc, "fragmentation", figure_json(m, &frag)) || put(doc, "unaccounted", figure_json(m, &unacc)) ||
 		  put(doc, "frameworks", frameworks_json(m)) ||
 		  put(doc, "ranks", ranks_json(m)) || put(doc, "rank_skew", rank_skew_json(m)) ||

@@ -474,3 +474,22 @@ void gpumon_reader_destroy(gpumon_reader *r)
 	free(r->path);
 	free(r);
 }
+
+int gpumon__reader_job(gpumon_reader *r, gpumon_rank *out)
+{
+	if (!r->started) /* the processes' rows are read as the walk starts */
+		start_walk(r);
+	const gpumon_rank *best = NULL;
+	int best_score = -1;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const gpumon_rank *k = &r->procs[i].rank;
+		if (!(r->procs[i].flags & GPUMON_PROC_RANK_KNOWN) || !k->launcher[0] || k->rank < 0)
+			continue;
+		int score = k->job_id[0] ? 2 : k->master[0] ? 1 : 0;
+		if (score > best_score)
+			best = k, best_score = score;
+	}
+	if (best)
+		*out = *best;
+	return best != NULL;
+}

@@ -196,8 +196,9 @@ def test_not_a_csv_nor_a_recording(gpumon, tmp_path):
 def test_usage(gpumon):
     r = gpumon(["report"])
     assert r.returncode == 2 and "which file" in r.stderr
+    # several files are several nodes' recordings: each must be there, and a recording
     r = gpumon(["report", "a", "b"])
-    assert r.returncode == 2 and "one file" in r.stderr
+    assert r.returncode == 255 and "report: a: No such file or directory" in r.stderr, r.stderr
     r = gpumon(["report", "--frobnicate", "a"])
     assert r.returncode == 2 and "--frobnicate" in r.stderr
     r = gpumon(["report", "--help"])

@@ -217,3 +217,130 @@ def test_unreadable_environment_leaves_the_rank_unknown(tmp_path):
         worker.wait()
         if shared:
             shutil.rmtree(shared, ignore_errors=True)
+
+
+# ---- recordings of one job made on several nodes, read together ------------------------------------
+
+# A node's worker: it holds memory on its GPU (the scenario says how much) and reports its allocator
+# through the run socket every 0.2 s of the wall clock, step s at T0 + 0.2 s, so that the nodes'
+# workers name each step at the same moment, as a synchronous data-parallel job does.
+NODE_WORKER = textwrap.dedent("""
+    import json, os, socket, sys, time
+    t0, steps, fail_at = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(os.environ["GPUMON_RUN_SOCKET"])
+    s.sendall((json.dumps({"v": 1, "type": "hello", "framework": "torch"}) + "\\n").encode())
+    for step in range(steps):
+        time.sleep(max(0.0, t0 + 0.2 * step - time.time()))
+        s.sendall((json.dumps({"type": "sample", "step": step, "device": 0, "allocated": (4 << 30) + step,
+                               "reserved": 6 << 30}) + "\\n").encode())
+        if step == fail_at:
+            sys.stderr.write("[rank%s]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. "
+                             "GPU 0 has a total capacity of 79.11 GiB of which 1.00 GiB is free.\\n" % os.environ["RANK"])
+            s.close()
+            sys.exit(1)
+    s.close()
+""")
+
+NODE_LAUNCHER = textwrap.dedent("""
+    import os, subprocess, sys, time
+    worker, node, job, t0, steps, fail_rank = sys.argv[1:7]
+    node, fail_rank = int(node), int(fail_rank)
+    procs = []
+    for local in range(2):
+        rank = 2 * node + local
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:  # worker `local` is pid 1000 + local
+            f.write(str(999 + local))
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE="4", GROUP_RANK=str(node),
+                   TORCHELASTIC_RUN_ID=job, MASTER_ADDR="node-a", MASTER_PORT="29500")
+        procs.append(subprocess.Popen([sys.executable, worker, t0, steps, str(8 if rank == fail_rank else -1)],
+                                      env=env))
+    codes = [p.wait() for p in procs]
+    sys.exit(max(codes))
+""")
+
+
+def node_run(tmp_path, host, node, job, t0, steps=20, fail_rank=-1, delay=0.0):
+    """`gpumon run` on 'another node': its own UTS namespace (host name) and PID namespace, two
+    workers (ranks 2*node, 2*node+1) on its two GPUs. Returns the Popen."""
+    (tmp_path / "worker.py").write_text(NODE_WORKER)
+    (tmp_path / "node.py").write_text(NODE_LAUNCHER)
+    scn = gpus(2) + "at 1.0 proc 0 1000 used=8GiB\nat 1.0 proc 1 1001 used=9GiB\n"  # once the workers run
+    e = environment(tmp_path, scn, wide=True)
+    e["FAKE_NVML_SCENARIO"] = str(tmp_path / f"{host}.scn")
+    (tmp_path / f"{host}.scn").write_text(scn)
+    inner = " ".join([f"sleep {delay};", f"hostname {host};", "exec", *GPUMON, "run", "-q", "-o",
+                      str(tmp_path / f"{host}.gpumon"), "--", PY, str(tmp_path / "node.py"), str(tmp_path / "worker.py"),
+                      str(node), job, repr(t0), str(steps), str(fail_rank)])
+    return subprocess.Popen(["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", inner], env=e,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def merged(tmp_path, *hosts, json_out=True):
+    e = environment(tmp_path)
+    args = [*GPUMON, "report", *(["--json"] if json_out else []), *[str(tmp_path / f"{h}.gpumon") for h in hosts]]
+    return subprocess.run(args, env=e, capture_output=True, text=True, timeout=60)
+
+
+@needs_unshare
+def test_two_nodes_recordings_read_as_one_run(tmp_path):
+    """Two nodes of one torchrun job (ranks 0-1 on node-a, 2-3 on node-b, node-b's gpumon started
+    1.5 s later): read together, the GPUs of node-b follow node-a's, its times are put on node-a's
+    clock (so the same step is at the same moment on both: the check by steps says so), the four
+    ranks are one table, and rank 3, on node-b, is the one that ran out of memory first."""
+    import time
+    t0 = time.time() + 3.0
+    a = node_run(tmp_path, "node-a", 0, "job7", t0)
+    b = node_run(tmp_path, "node-b", 1, "job7", t0, fail_rank=3, delay=1.5)
+    for p in (a, b):
+        p.communicate(timeout=60)
+    assert (a.returncode, b.returncode) == (0, 1)
+    r = merged(tmp_path, "node-a", "node-b")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    hosts = doc["hosts"]
+    assert [(h["name"], h["first_dev"], h["gpus"]) for h in hosts] == [("node-a", 0, 2), ("node-b", 2, 2)]
+    assert abs(hosts[1]["clock_offset_s"]) < 0.05, hosts  # one machine's clocks: the same
+    assert hosts[1]["steps_checked"] >= 15 and abs(hosts[1]["step_skew_s"]) < 0.1, hosts
+    assert [d["host"] for d in doc["devices"]] == [0, 0, 1, 1]
+    assert [(w["rank"], w["dev"], w["pid"], w["host"]) for w in doc["ranks"]] == [
+        (0, 0, 1000, 0), (1, 1, 1001, 0), (2, 2, 1000, 1), (3, 3, 1001, 1)]
+    assert doc["oom"]["rank"] == 3 and doc["oom"]["dev"] == 3, doc["oom"]
+    assert doc["source"]["type"] == "recordings" and doc["source"]["exit_status"] == 1
+    # node-b's workers appear about 1.5 s after node-a's on the one clock
+    first = {w["rank"]: w["first_time"] for w in doc["ranks"]}
+    assert 1.0 < first[2] - first[0] < 2.5, first
+    text = merged(tmp_path, "node-a", "node-b", json_out=False)
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"^Hosts: +node-a: GPUs 0-1 \(the clock of this report\)\n +node-b: GPUs 2-3; its times moved by "
+                     r"[+-]0\.0\d\d s by the wall clocks of both hosts; checked by \d+ steps both reached", text.stdout,
+                     re.M), text.stdout
+    assert "ranks (torchrun job job7, world size 4): 4 workers seen" in text.stdout
+    assert re.search(r"^ +3 +3 +1001 .*\+ OOM \(node-b\)$", text.stdout, re.M), text.stdout
+    assert re.search(r"Out of memory: +at [\d.]+ s on GPU 3 \(rank 3\)", text.stdout), text.stdout
+
+
+@needs_unshare
+def test_recordings_of_different_jobs_are_refused(tmp_path):
+    """Another job's node (its run id differs), the same host twice, a recording with no workers and a
+    text file among recordings: each refused in one line naming why, nothing printed on stdout."""
+    import time
+    t0 = time.time() + 2.0
+    runs = [node_run(tmp_path, "node-a", 0, "job7", t0, steps=3), node_run(tmp_path, "node-c", 1, "job8", t0, steps=3)]
+    for p in runs:
+        p.communicate(timeout=60)
+    r = merged(tmp_path, "node-a", "node-c")
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout)
+    assert "recording 1 (node-a) is of job job7, recording 2 (node-c) of job job8: not one job" in r.stderr, r.stderr
+    r = merged(tmp_path, "node-a", "node-a")
+    assert r.returncode == 2 and "recordings 1 and 2 are both of host node-a" in r.stderr, r.stderr
+    e = environment(tmp_path, gpus(1))
+    subprocess.run([*GPUMON, "record", "-o", str(tmp_path / "plain.gpumon"), "--duration", "0.5"], env=e, check=True,
+                   capture_output=True)
+    r = merged(tmp_path, "node-a", "plain")
+    assert r.returncode == 2 and "recording 2 (" in r.stderr and "holds no worker of a distributed job" in r.stderr, \
+        r.stderr
+    (tmp_path / "log.csv").write_text("time,device_used\n0,1\n1,2\n")
+    r = subprocess.run([*GPUMON, "report", str(tmp_path / "node-a.gpumon"), str(tmp_path / "log.csv")], env=e,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "log.csv is no recording" in r.stderr, r.stderr
