@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fit_dir.h"
 #include "run_job.h"
 
 #define MAX_RUNS 12
@@ -480,6 +481,9 @@ static void remove_dir(const char *dir, const struct trial *t, size_t n)
 		snprintf(p, sizeof p, "%s-shm", t[i].path);
 		unlink(p);
 	}
+	char owner[PATH_MAX + 32];
+	fit_dir_owner_path(dir, owner, sizeof owner);
+	unlink(owner);
 	rmdir(dir);
 }
 
@@ -586,11 +590,11 @@ int cmd_fit(int argc, char **argv)
 	}
 	gpumon_device_info_get(g, dev, &gi);
 	const char *tmp = getenv("TMPDIR");
-	char dir[PATH_MAX], asked[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/gpumon-fit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	memcpy(asked, dir, sizeof asked); /* mkdtemp fills the Xs even when it fails */
-	if (!mkdtemp(dir)) {
-		cli_error("fit: cannot make a directory for the runs (%s): %s", asked, strerror(errno));
+	char dir[PATH_MAX];
+	tmp = tmp && *tmp ? tmp : "/tmp";
+	fit_dir_sweep(tmp); /* the runs of a fit killed before it could remove them */
+	if (fit_dir_make(tmp, dir, sizeof dir) != 0) {
+		cli_error("fit: cannot make a directory for the runs (%s): %s", dir, strerror(errno));
 		gpumon_destroy(g);
 		return EXIT_OTHER;
 	}
@@ -618,10 +622,12 @@ int cmd_fit(int argc, char **argv)
 			}
 		}
 	}
-	if (o.keep && t)
+	if (o.keep && t) {
+		fit_dir_keep(dir);
 		fprintf(stderr, "gpumon: fit: the runs' recordings are in %s\n", dir);
-	else if (t)
+	} else if (t) {
 		remove_dir(dir, t, n);
+	}
 	free(t);
 	gpumon_destroy(g);
 	return rc;

@@ -177,13 +177,18 @@ def start_fit(tmp_path, **kw):
     first run lasts 40 s unless something stops it."""
     job = tmp_path / "job.py"
     job.write_text(JOB)
+    return job, subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"],
+                                 env=fit_env(tmp_path), start_new_session=True, **kw)
+
+
+def fit_env(tmp_path):
+    """The fake H200, TMPDIR in tmp_path: fit's environment for the tests that start it themselves."""
     scn = tmp_path / "h200.scn"
     scn.write_text(EMPTY)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
     env.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), TMPDIR=str(tmp_path),
                LC_ALL="C")
-    return job, subprocess.Popen([*GPUMON, "fit", "--steps", "1000", "--", PY, str(job), "{batch}", "linear"],
-                                 env=env, start_new_session=True, **kw)
+    return env
 
 
 def test_ctrl_c_stops_the_run_the_job_and_fit(tmp_path):
@@ -223,6 +228,27 @@ def test_kill_9_of_fit_leaves_no_run_nor_job(tmp_path):
     while ours() and time.time() < deadline:
         time.sleep(0.2)
     assert not ours()
+    # its runs' directory is left (nothing ran to remove it); the next fit removes it and says so
+    (left,) = [d for d in tmp_path.iterdir() if d.name.startswith("gpumon-fit-")]
+    kept = tmp_path / "gpumon-fit-kept00"  # a directory kept with --keep has no owner file: it stays
+    kept.mkdir()
+    running = tmp_path / "gpumon-fit-live00"  # one whose fit still runs (this test) stays too
+    running.mkdir()
+    (running / ".gpumon-fit-owner").write_text(f"{os.getpid()} {own_start()}\n")
+    job.write_text(JOB)
+    r = subprocess.run([*GPUMON, "fit", "--json", "--", PY, str(job), "{batch}", "linear"], env=fit_env(tmp_path),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"gpumon: fit: removed {left}, the runs of a gpumon fit that ended without removing them" in r.stderr
+    assert not left.exists() and kept.exists() and running.exists()
+    assert sorted(d.name for d in tmp_path.iterdir() if d.name.startswith("gpumon-fit-")) == [
+        "gpumon-fit-kept00", "gpumon-fit-live00"]
+
+
+def own_start():
+    """This process's start in clock ticks, as /proc/self/stat says it (field 22)."""
+    stat = open("/proc/self/stat").read()
+    return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
 def test_no_place_for_the_runs_is_one_line(gpumon, tmp_path):

@@ -11,6 +11,7 @@ names."""
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -269,9 +270,9 @@ def node_run(tmp_path, host, node, job, t0, steps=20, fail_rank=-1, delay=0.0):
     e = environment(tmp_path, scn, wide=True)
     e["FAKE_NVML_SCENARIO"] = str(tmp_path / f"{host}.scn")
     (tmp_path / f"{host}.scn").write_text(scn)
-    inner = " ".join([f"sleep {delay};", f"hostname {host};", "exec", *GPUMON, "run", "-q", "-o",
-                      str(tmp_path / f"{host}.gpumon"), "--", PY, str(tmp_path / "node.py"), str(tmp_path / "worker.py"),
-                      str(node), job, repr(t0), str(steps), str(fail_rank)])
+    inner = f"sleep {delay}; hostname {host}; exec " + shlex.join(
+        [*GPUMON, "run", "-q", "-o", str(tmp_path / f"{host}.gpumon"), "--", PY, str(tmp_path / "node.py"),
+         str(tmp_path / "worker.py"), str(node), job, repr(t0), str(steps), str(fail_rank)])
     return subprocess.Popen(["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", inner], env=e,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -344,3 +345,55 @@ def test_recordings_of_different_jobs_are_refused(tmp_path):
     r = subprocess.run([*GPUMON, "report", str(tmp_path / "node-a.gpumon"), str(tmp_path / "log.csv")], env=e,
                        capture_output=True, text=True)
     assert r.returncode == 2 and "log.csv is no recording" in r.stderr, r.stderr
+
+
+@needs_unshare
+def test_merging_damaged_killed_and_hostile_recordings(tmp_path):
+    """What #25's adversarial pass asks of merged recordings: a node whose gpumon was killed -9 (no
+    end in its file), one whose file lost its last pages, one whose start on the wall clock is gone,
+    and a job id and host name full of terminal escapes: read as far as they go, the loss named, or
+    refused by name; never a crash, and nothing printed raw."""
+    import time
+    t0 = time.time() + 2.5
+    a = node_run(tmp_path, "node-a", 0, "job7\x1b]0;pwned\x07", t0, steps=10)
+    b = node_run(tmp_path, "node-b", 1, "job7\x1b]0;pwned\x07", t0, steps=40)
+    a.communicate(timeout=60)
+    time.sleep(1.0)
+    subprocess.run(["pkill", "-9", "-f", f"run -q -o {tmp_path / 'node-b.gpumon'}"])  # node-b's gpumon, mid-run
+    b.communicate(timeout=60)
+    import sqlite3
+    db = sqlite3.connect(f"file:{tmp_path / 'node-b.gpumon'}?mode=ro", uri=True)
+    assert not db.execute("SELECT count(*) FROM meta WHERE key = 'end_mono_ns'").fetchone()[0], "node-b was not killed"
+    db.close()
+    # the job id's escapes were not taken (printable ASCII only): no job id, the rendezvous tells
+    r = merged(tmp_path, "node-a", "node-b")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert {w["job_id"] for w in doc["ranks"]} == {None} and {w["master"] for w in doc["ranks"]} == {"node-a:29500"}
+    assert len(doc["ranks"]) == 4 and [h["name"] for h in doc["hosts"]] == ["node-a", "node-b"]
+    # a host name with escapes (a hand edit): escaped in the text, kept in the JSON
+    db = sqlite3.connect(tmp_path / "node-b.gpumon")
+    db.execute("UPDATE meta SET value = 'node-b\x1b[2J' WHERE key = 'host'")
+    db.commit()
+    db.close()
+    text = merged(tmp_path, "node-a", "node-b", json_out=False)
+    assert text.returncode == 0 and "\x1b" not in text.stdout, text.stdout
+    assert "node-b\\x1b[2J" in text.stdout or "node-b\\033[2J" in text.stdout or "node-b?[2J" in text.stdout, \
+        text.stdout
+    # the last pages of node-b's file lost: what is left is read and the loss named with its recording
+    data = (tmp_path / "node-b.gpumon").read_bytes()
+    (tmp_path / "node-b.gpumon").write_bytes(data[:len(data) * 2 // 3])
+    r = merged(tmp_path, "node-a", "node-b")
+    if r.returncode == 0:
+        damage = json.loads(r.stdout)["source"]["damage"]
+        assert damage and "recording 2 (node-b" in damage, damage
+    else:  # too little left to tell the job: refused by name
+        assert r.returncode in (2, 255) and "node-b" in r.stderr, r.stderr
+    # a start on the wall clock removed: refused, naming the recording
+    db = sqlite3.connect(tmp_path / "node-a.gpumon")
+    db.execute("DELETE FROM meta WHERE key = 'start_wall_ns'")
+    db.commit()
+    keys = [k for (k,) in db.execute("SELECT key FROM meta")]
+    db.close()
+    r = merged(tmp_path, "node-a", "node-b")
+    assert r.returncode in (2, 255) and "recording 1 (node-a)" in r.stderr, (keys, r.stderr)
