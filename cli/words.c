@@ -785,7 +785,7 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 	/* several hosts (recordings of one job's nodes read together): each row says its host */
 	const json_t *hosts = json_object_get(doc, "hosts");
 	int many = json_array_size(hosts) > 1;
-	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s%s", "RANK", "GPU", "PID", "PEAK", "MEAN", "LAST", "VERDICT",
+	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s%s", "RANK", "GPU", "PID", "PEAK", "MEAN", "FLOOR", "VERDICT",
 		 many ? " (HOST)" : "");
 	line(ctx, t);
 	json_array_foreach(ranks, i, r)
@@ -800,7 +800,7 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 			(long long)doc_num(r, "dev"), (long long)doc_num(r, "pid"),
 			words_bytes(a, sizeof a, json_object_get(r, "peak_bytes")),
 			words_bytes(b, sizeof b, json_object_get(r, "mean_bytes")),
-			words_bytes(c, sizeof c, json_object_get(r, "last_bytes")),
+			words_bytes(c, sizeof c, json_object_get(r, "floor_bytes")),
 			rank_verdict(v, sizeof v, json_object_get(r, "leak")),
 			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
 		const char *host = many ? doc_str(json_array_get(hosts, (size_t)doc_num(r, "host")), "name") : NULL;
@@ -809,6 +809,26 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 			add(t, sizeof t, &end, " (%s)", cli_safe_text(safe, 40, host));
 		}
 		line(ctx, t);
+	}
+	/* what each rank held when one ran out: the others' share of the moment */
+	size_t shown = 0;
+	const json_t *oom = json_object_get(doc, "oom");
+	if (json_is_object(oom)) {
+		at = (size_t)snprintf(t, sizeof t, "  at the out-of-memory (%.2f s):", doc_num(oom, "time"));
+		json_array_foreach(ranks, i, r)
+		{
+			char a[32];
+			if (!doc_has_num(r, "at_oom_bytes") || shown == 16)
+				continue;
+			add(t, sizeof t, &at, "%s rank %lld %s%s", shown ? "," : "", (long long)doc_num(r, "rank"),
+			    words_bytes(a, sizeof a, json_object_get(r, "at_oom_bytes")),
+			    json_is_true(json_object_get(r, "oom")) ? " (ran out)" : "");
+			shown++;
+		}
+		if (shown == 16 && n > 16)
+			add(t, sizeof t, &at, ", ...");
+		if (shown)
+			line(ctx, t);
 	}
 	const json_t *k = json_object_get(doc, "rank_skew");
 	if (!json_is_object(k))

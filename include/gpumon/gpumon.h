@@ -1487,6 +1487,10 @@ typedef struct gpumon_rank_row {
 	uint64_t peak_bytes;         /* the highest */
 	uint64_t mean_bytes;         /* averaged over the time it was listed */
 	uint64_t last_bytes;         /* the latest while listed (at leaving: its last) */
+	int floor_known;             /* 0: listed 5 s or less (its first seconds are warm-up) */
+	uint64_t floor_bytes;        /* the lowest it held after its first 5 s */
+	int at_oom_known;            /* 0: no out-of-memory, or it was not listed with a figure then */
+	uint64_t at_oom_bytes;       /* what it held at the out-of-memory moment (of any rank) */
 	uint64_t first_t_ns, last_t_ns; /* first listed; last listed or gone */
 	int present;                 /* still listed at the end of the input */
 	gpumon_verdict verdict;      /* on its own NVML figure (GPUMON_SERIES_PROCESS); series NONE when

@@ -69,6 +69,10 @@ struct mproc {
 	gpumon_rank rank;           /* its place in a distributed job (rank.launcher "" when none) */
 	long double integral;       /* byte-nanoseconds of its figure while listed ... */
 	uint64_t integral_t, span_ns; /* ... up to this moment, over this long */
+	int floor_known;            /* floor holds the lowest figure it held after its first seconds */
+	uint64_t floor;
+	int at_oom_known;           /* its figure at the out-of-memory moment (a worker of the job) */
+	uint64_t at_oom;
 	gpumon_leak *leak;          /* its figure at every device row of its GPU while listed */
 	int alerted;
 	uint64_t free_at_last;      /* the GPU's free memory at its series' last point */
@@ -195,6 +199,8 @@ void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int
  * until t (for its mean) */
 void gpumon__model_take_rank(struct mproc *p, const gpumon_process *src);
 void gpumon__model_hold(struct mproc *p, uint64_t t);
+/* At the out-of-memory moment: every worker's figure then. */
+void gpumon__model_ranks_at_oom(gpumon_model *m);
 /* The rank of the process pid on dev, -1 none; the rank a "[rankN]:" prefix of text names, -1 none;
  * the pid of rank on dev (0 none, or several). */
 int gpumon__model_rank_of(const gpumon_model *m, unsigned dev, unsigned pid);

@@ -421,6 +421,7 @@ static void sign(gpumon_model *m, uint64_t t_ns, const gpumon_oom_figures *f, in
 		return;
 	int dev = moment_dev(m, f, rank);
 	m->oom_have = 1;
+	gpumon__model_ranks_at_oom(m);
 	m->oom.t_ns = t_ns;
 	m->oom.dev = dev;
 	gpumon_oom_input *in = &m->oom.input;

@@ -23,6 +23,22 @@ void gpumon__model_hold(struct mproc *p, uint64_t t)
 		p->span_ns += t - p->integral_t;
 	}
 	p->integral_t = t;
+	/* the floor: the lowest figure held after its first seconds (warm-up, the context and the
+	   first batch's allocations, are no floor); a figure held across that moment counts */
+	if (p->present && p->used_known && p->first_t && t > p->first_t + MODEL_EARLY_NS &&
+	    (!p->floor_known || p->used < p->floor)) {
+		p->floor = p->used;
+		p->floor_known = 1;
+	}
+}
+
+void gpumon__model_ranks_at_oom(gpumon_model *m)
+{
+	for (size_t i = 0; i < m->nprocs; i++) {
+		struct mproc *p = &m->procs[i];
+		p->at_oom_known = p->rank.launcher[0] && p->present && p->used_known;
+		p->at_oom = p->at_oom_known ? p->used : 0;
+	}
 }
 
 int gpumon__model_rank_of(const gpumon_model *m, unsigned dev, unsigned pid)
@@ -126,6 +142,16 @@ static void row_of(const gpumon_model *m, const struct mproc *p, const gpumon_mo
 		span += end - p->integral_t;
 	}
 	r->mean_bytes = span ? (uint64_t)(integral / (long double)span) : p->used;
+	r->floor_known = p->floor_known;
+	r->floor_bytes = p->floor;
+	/* still listed at the end and past its first seconds: the figure it holds now counts too */
+	if (p->present && p->used_known && p->first_t && end > p->first_t + MODEL_EARLY_NS &&
+	    (!r->floor_known || p->used < r->floor_bytes)) {
+		r->floor_known = 1;
+		r->floor_bytes = p->used;
+	}
+	r->at_oom_known = p->at_oom_known;
+	r->at_oom_bytes = p->at_oom;
 	if (gpumon_model_process_verdict(m, p->dev, p->pid, &r->verdict) != GPUMON_OK) {
 		r->verdict.series = GPUMON_SERIES_NONE;
 		r->verdict.rank = p->rank.rank;

@@ -99,7 +99,8 @@ def report(tmp_path, *args):
 def rank_rows(text):
     """{rank: (gpu, pid, verdict text)} from a rank table."""
     rows = {}
-    for m in re.finditer(r"^ *(\d+) +(\d+) +(\d+) +\S+ \S+ +\S+ \S+ +\S+ \S+ +(.+)$", text, re.M):
+    size = r"(?:\S+ \S+|n/a)"  # "10.0 GiB", or n/a (the floor of a worker listed 5 s or less)
+    for m in re.finditer(rf"^ *(\d+) +(\d+) +(\d+) +{size} +{size} +{size} +(.+)$", text, re.M):
         rows[int(m.group(1))] = (int(m.group(2)), int(m.group(3)), m.group(4).strip())
     return rows
 
@@ -135,6 +136,10 @@ def test_eight_workers_one_leaking_one_running_out_first(tmp_path):
     # who held GPU 5 then: rank 5's process, marked
     assert re.search(rf"^ +{base + 5} +\S+ +[\d.]+ +yes, rank 5 ", summary, re.M), summary
     assert re.search(r"skew over 8 ranks: peaks 10\.0 GiB \(rank \d\) to 78\.0 GiB \(rank 5\), 68\.0 GiB apart", joined)
+    # what every rank held when rank 5 ran out, and each one's floor after its first seconds
+    assert re.search(r"at the out-of-memory \([\d.]+ s\): rank 0 10\.0 GiB, rank 1 10\.0 GiB, rank 2 10\.0 GiB, rank 3 "
+                     r"1\d\.\d GiB, rank 4 10\.0 GiB, rank 5 78\.0 GiB \(ran out\), rank 6 10\.0 GiB, rank 7 10\.0 GiB", joined), joined
+    assert re.search(r"^ +0 +0 +1000 +10\.0 GiB +10\.0 GiB +10\.0 GiB +no leak$", summary, re.M), summary
 
     rep = report(tmp_path)
     assert rep.returncode == 0, rep.stderr
@@ -144,6 +149,8 @@ def test_eight_workers_one_leaking_one_running_out_first(tmp_path):
     doc = json.loads(report(tmp_path, "--json").stdout)
     assert [w["rank"] for w in doc["ranks"]] == list(range(8))
     assert {w["rank"]: w["oom"] for w in doc["ranks"]} == {k: k == 5 for k in range(8)}
+    assert doc["ranks"][3]["floor_bytes"] > 10 * 2**30 and doc["ranks"][0]["floor_bytes"] == 10 * 2**30
+    assert doc["ranks"][5]["at_oom_bytes"] == 78 * 2**30
     w3 = doc["ranks"][3]
     assert (w3["launcher"], w3["job_id"], w3["master"], w3["world_size"]) == ("torchrun", "job7", "127.0.0.1:29500", 8)
     assert w3["leak"]["verdict"] == "leak" and 360e6 / 1.048576 < w3["leak"]["rate_bytes_per_second"] < 440 * 2**20
