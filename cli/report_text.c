@@ -295,14 +295,9 @@ static void print_oom(FILE *f, const json_t *o)
 			fprintf(f, "    %-11s", "the process");
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
-		char job[24];
-		if (doc_has_num(h, "rank"))
-			snprintf(job, sizeof job, "%srank %lld", json_is_true(json_object_get(h, "job")) ? "job " : "",
-				 (long long)doc_num(h, "rank"));
-		else
-			snprintf(job, sizeof job, "%s", json_is_true(json_object_get(h, "job")) ? "job" : "");
+		char job[32];
 		fprintf(f, " %-10s %10s %-4s %s%s%s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
-			bytes(a, sizeof a, h, "bytes"), job,
+			bytes(a, sizeof a, h, "bytes"), words_holder_job(job, sizeof job, h, "job", ""),
 			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "", owner[0] ? "  " : "", owner);
 	}
 	json_array_foreach(json_object_get(o, "last_seconds"), i, h)

@@ -240,12 +240,8 @@ static void print_holders(FILE *out, const json_t *oom)
 			snprintf(a, sizeof a, "n/a");
 		char owner[200];
 		words_owner(owner, sizeof owner, h);
-		char job[24];
-		if (doc_has_num(h, "rank"))
-			snprintf(job, sizeof job, "%s, rank %lld", json_is_true(json_object_get(h, "job")) ? "yes" : "no",
-				 (long long)doc_num(h, "rank"));
-		else
-			snprintf(job, sizeof job, "%s", json_is_true(json_object_get(h, "job")) ? "yes" : "no");
+		char job[32];
+		words_holder_job(job, sizeof job, h, "yes", "no");
 		say(out, "      ", "    %8lld  %-12s %9s  %-3s  %s%s%s", (long long)doc_num(h, "pid"),
 			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "n/a",
 			a, job,

@@ -844,3 +844,13 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 		words_bytes(md, sizeof md, json_object_get(k, "mean_skew_bytes")));
 	line(ctx, t);
 }
+
+const char *words_holder_job(char *buf, size_t len, const json_t *h, const char *yes, const char *no)
+{
+	const char *job = json_is_true(json_object_get(h, "job")) ? yes : no;
+	if (doc_has_num(h, "rank"))
+		snprintf(buf, len, "%s%srank %lld", job, job[0] ? ", " : "", (long long)doc_num(h, "rank"));
+	else
+		snprintf(buf, len, "%s", job);
+	return buf;
+}

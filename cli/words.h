@@ -100,6 +100,10 @@ const char *words_unaccounted_why(const char *why);
  * when out of memory. */
 json_t *words_document(const json_t *doc);
 
+/* Whether a holder of the out-of-memory moment (the document's oom.holders[]) is the job's, as
+ * `yes` or `no` says it, and its rank when it is a distributed worker: "yes, rank 5". */
+const char *words_holder_job(char *buf, size_t len, const json_t *holder, const char *yes, const char *no);
+
 /* A distributed job's ranks (the document's ranks[] and rank_skew) as a table, each line handed to
  * line(ctx, text) without its newline: a heading naming the job, one row a worker (rank, GPU, pid,
  * its NVML figure's peak, mean and latest, its verdict, "+ OOM" for the one that ran out of

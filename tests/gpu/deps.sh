@@ -30,3 +30,21 @@ gpumon_build() {
 		"${prefix_args[@]}" &&
 		timeout "${GPUMON_BUILD_TIMEOUT:-150}" cmake --build "$dir" -j "$(nproc)" --target "$@"
 }
+
+# gpumon_ready LOG TARGET...: sets BUILD to the build a script uses — GPUMON_PREBUILT when it names
+# one (its libgpumon then first on the loader's path), else a Release build of TARGET... in
+# $GPUMON_BUILD (default /tmp/gpumon-build), its output in LOG. Non-zero, with the log's last lines
+# printed, when the build failed.
+gpumon_ready() {
+	local log=$1
+	shift
+	BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
+	if [ -n "${GPUMON_PREBUILT:-}" ]; then
+		BUILD=$(cd "$GPUMON_PREBUILT" && pwd)
+		export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	elif ! gpumon_build "$BUILD" "$@" >"$log" 2>&1; then
+		echo "FAIL build; last lines of $log:"
+		tail -n 25 "$log"
+		return 1
+	fi
+}

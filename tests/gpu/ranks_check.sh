@@ -16,15 +16,9 @@ set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
 PY=${PYTHON:-python3}
 . tests/gpu/deps.sh
-if [ -n "${GPUMON_PREBUILT:-}" ]; then
-	BUILD=$(cd "$GPUMON_PREBUILT" && pwd)
-	export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-elif ! gpumon_build "$BUILD" gpumon >"$OUT/ranks_build.log" 2>&1; then
-	echo "FAIL build"; tail -n 25 "$OUT/ranks_build.log"; exit 1
-fi
+gpumon_ready "$OUT/ranks_build.log" gpumon || exit 1
 G=$BUILD/cli/gpumon
 TR="$PY -m torch.distributed.run"
 fails=0
