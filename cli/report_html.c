@@ -651,14 +651,20 @@ static int write_page(FILE *out, const json_t *doc, char *err, size_t errlen)
 	      "turn the mouse wheel to zoom, shift-drag to pan, double-click to see everything again; "
 	      "all charts follow. Hover for values; click a legend entry to hide that line.</p>\n",
 	      out);
-	/* the document carries the timelines of the largest processes only: the rest is said */
+	/* the document carries the timelines of the largest processes (and of the job's ranks) only:
+	   the rest is said */
 	json_t *left = json_object_get(html_jobj(doc, "timeline"), "processes_left_out");
-	if (json_integer_value(left) > 0)
+	size_t drawn = json_array_size(json_object_get(html_jobj(doc, "timeline"), "processes"));
+	if (json_integer_value(left) > 0 && json_array_size(html_jarr(doc, "ranks")))
+		html_put(out,
+			 "<p class=\"warn\" id=\"processes-left-out\">%lld more processes held memory than are drawn "
+			 "here: the charts show %zu, the job's ranks and the processes with the highest peaks.</p>\n",
+			 (long long)json_integer_value(left), drawn);
+	else if (json_integer_value(left) > 0)
 		html_put(out,
 			 "<p class=\"warn\" id=\"processes-left-out\">%lld more processes held memory than are drawn "
 			 "here: the charts show the %zu with the highest peaks.</p>\n",
-			 (long long)json_integer_value(left),
-			 json_array_size(json_object_get(html_jobj(doc, "timeline"), "processes")));
+			 (long long)json_integer_value(left), drawn);
 	fputs("<div id=\"charts\"></div>\n"
 	      "<noscript><p class=\"warn\">The timelines are drawn by JavaScript, which is "
 	      "off.</p></noscript>\n"
