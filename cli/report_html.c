@@ -641,6 +641,7 @@ static int write_page(FILE *out, const json_t *doc, char *err, size_t errlen)
 	put_summary(out, doc);
 	fputs("</section>\n", out);
 	put_oom(out, html_jobj(doc, "oom"), csv);
+	report_html_ranks(out, doc);
 	if (put_alerts_events(out, doc) != 0) {
 		snprintf(err, errlen, "could not list the alerts (out of memory)");
 		return -1;

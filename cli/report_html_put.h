@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* report_html_put.h — the writers the page of `gpumon report --html` is made with (report_html.c):
- * a member of the document read only when it has the type asked for, and every string of the
- * document written escaped, so that nothing in it is taken for markup. */
+/* report_html_put.h — the writers the page of `gpumon report --html` is made with (report_html.c,
+ * report_html_ranks.c): a member of the document read only when it has the type asked for, and
+ * every string of the document written escaped, so that nothing in it is taken for markup. */
 #ifndef GPUMON_REPORT_HTML_PUT_H
 #define GPUMON_REPORT_HTML_PUT_H
 
@@ -36,5 +36,9 @@ void html_time(FILE *f, const json_t *o, const char *key);
 /* o's member key, a byte figure, as <span class="bytes" data-bytes="...">1.50 GiB</span> in the
  * words every front end uses (words_bytes); n/a when it is not a number of 0 or more. */
 void html_bytes(FILE *f, const json_t *o, const char *key);
+
+/* The Ranks section (report_html_ranks.c): a distributed job's workers, their skew and hosts, and
+ * the place the page's script draws them; nothing when the document has no ranks. */
+void report_html_ranks(FILE *f, const json_t *doc);
 
 #endif
