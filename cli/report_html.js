@@ -292,10 +292,10 @@
 	}
 
 	/*
-	 * A chart box in #charts: a heading (text), optional controls, the chart and a line naming the
-	 * mark under the cursor. Returns {box, body, info}.
+	 * A chart box in #charts (or parent): a heading (text), optional controls, the chart and a line
+	 * naming the mark under the cursor. Returns {box, body, info}.
 	 */
-	function chartBox(title, detail, many) {
+	function chartBox(title, detail, many, parent) {
 		var box = document.createElement('div');
 		box.className = 'chart' + (many ? ' many' : '');
 		var h = document.createElement('h3');
@@ -312,7 +312,7 @@
 		var info = document.createElement('p');
 		info.className = 'hint markinfo';
 		box.appendChild(info);
-		chartsEl.appendChild(box);
+		(parent || chartsEl).appendChild(box);
 		return {box: box, body: body, info: info};
 	}
 
@@ -646,6 +646,129 @@
 		return true;
 	}
 
+	/* ---- the ranks of a distributed job: one line each, on the shared time axis ------------- */
+
+	var RANK_COLORS = ['#1f5fbf', '#2a9d8f', '#6a4c93', '#3d7a3d', '#4b6584', '#8e44ad', '#117a8b', '#5e81ac',
+			   '#7a6a00', '#2e86de', '#1b4f72', '#6c757d', '#16a085', '#9b59b6', '#34495e', '#27ae60'];
+	var MANY_RANKS = 16;
+
+	/* "rank 3", "rank 3 GPU 2" when the rank has several rows (a worker on several GPUs). */
+	function rankName(r, rowsOf) {
+		var name = 'rank ' + (isNum(r.rank) ? r.rank : 'n/a');
+		return rowsOf[r.rank] > 1 ? name + ' GPU ' + (isNum(r.dev) ? r.dev : 'n/a') : name;
+	}
+
+	/* The note under the rank chart naming the ranks whose process has no timeline in the document. */
+	function ranksUndrawn(el, missing, rowsOf) {
+		if (!missing.length)
+			return;
+		var p = document.createElement('p');
+		p.className = 'warn';
+		p.id = 'ranks-undrawn';
+		var names = missing.slice(0, 12).map(function (r) {
+			return rankName(r, rowsOf) + ' (pid ' + (isNum(r.pid) ? r.pid : 'n/a') + ' on GPU ' +
+			       (isNum(r.dev) ? r.dev : 'n/a') + ')';
+		});
+		if (missing.length > 12)
+			names.push('and ' + (missing.length - 12) + ' more');
+		p.textContent = 'Not drawn: this document has no timeline of the process of ' + names.join(', ') + '.';
+		el.appendChild(p);
+	}
+
+	/*
+	 * Each rank's memory (its process's NVML figure) as a line of its own in #rank-chart. The rank
+	 * that leaks and the one that ran out of memory are drawn thick in their own colours and say so
+	 * in the legend ("rank 3 (leak)", "rank 5 (ran out)"); past MANY_RANKS ranks the others are thin
+	 * and pale, and the lowest and highest peak are highlighted too. A rank whose process has no
+	 * timeline in the document is named under the chart.
+	 */
+	function rankChart(doc, tl, marks, range) {
+		var el = document.getElementById('rank-chart');
+		var ranks = arr(doc.ranks).filter(function (r) {
+			return obj(r);
+		});
+		if (!el || !ranks.length)
+			return false;
+		var procs = {};
+		arr(tl && tl.processes).forEach(function (p) {
+			if (obj(p) && isNum(p.dev) && isNum(p.pid))
+				procs[p.dev + ':' + p.pid] = p;
+		});
+		var rowsOf = {};
+		ranks.forEach(function (r) {
+			rowsOf[r.rank] = (rowsOf[r.rank] || 0) + 1;
+		});
+		var skew = obj(doc.rank_skew) || {};
+		var many = ranks.length > MANY_RANKS;
+		var lines = [], missing = [];
+		ranks.forEach(function (r) {
+			var p = procs[r.dev + ':' + r.pid];
+			var c = p ? cleanSeries(p.t, [p.used]) : {x: [], ys: [[]]};
+			if (!c.x.length) {
+				missing.push(r);
+				return;
+			}
+			var tags = [], color = null;
+			if (r.oom === true) {
+				tags.push('ran out');
+				color = '#b3261e';
+			}
+			if (obj(r.leak) && r.leak.verdict === 'leak') {
+				tags.unshift('leak');
+				color = color || '#d98c00';
+			}
+			if (many && r.rank === skew.peak_max_rank) {
+				tags.push('highest peak');
+				color = color || '#6a1b9a';
+			}
+			if (many && r.rank === skew.peak_min_rank) {
+				tags.push('lowest peak');
+				color = color || '#1e7b34';
+			}
+			lines.push({r: r, x: c.x, y: c.ys[0], mark: color != null, color: color,
+				    label: rankName(r, rowsOf) + (tags.length ? ' (' + tags.join(', ') + ')' : '')});
+		});
+		if (!lines.length) {
+			var none = document.createElement('p');
+			none.className = 'empty';
+			none.textContent = tl === null ? 'This report has no timeline to draw.' :
+					   'No rank\'s process has a timeline in this document.';
+			el.appendChild(none);
+			ranksUndrawn(el, tl === null ? [] : missing, rowsOf);
+			return false;
+		}
+		/* past MANY_RANKS, the highlighted ones last: drawn over the thin ones */
+		if (many)
+			lines = lines.filter(function (q) {
+				return !q.mark;
+			}).concat(lines.filter(function (q) {
+				return q.mark;
+			}));
+		var grid = makeGrid(lines.map(function (q) {
+			return q.x;
+		}));
+		var plain = 0, marked = lines.filter(function (q) {
+			return q.mark;
+		}).length;
+		var series = lines.map(function (q) {
+			var thick = q.mark;
+			var stroke = q.color || (many ? 'rgba(31,95,191,0.35)' : RANK_COLORS[plain++ % RANK_COLORS.length]);
+			return {label: q.label, stroke: stroke, width: thick ? 2.5 : many ? 1 : 1.5};
+		});
+		var detail = many ? '(NVML: all ' + lines.length + ' ranks with a timeline drawn thin, ' + marked +
+				    ' highlighted: the leak, the one that ran out, the lowest and highest peak)'
+				  : '(NVML: ' + lines.length + ' rank' + (lines.length === 1 ? '' : 's') + ' drawn, one line each)';
+		var where = chartBox('Memory of each rank\'s process', detail, many, el);
+		where.box.id = 'rank-chart-box';
+		where.box.setAttribute('data-ranks-drawn', String(lines.length));
+		where.box.setAttribute('data-ranks-highlighted', String(marked));
+		memoryChart(where, grid, lines.map(function (q) {
+			return resample(q.x, q.y, grid);
+		}), series, {marks: marks, range: range, height: 300});
+		ranksUndrawn(el, missing, rowsOf);
+		return true;
+	}
+
 	/* The x range every time chart starts with: from 0 (or the first sample) to the end. */
 	function timeRange(doc, tl, marks) {
 		var lo = 0, hi = -Infinity;
@@ -686,6 +809,9 @@
 		var marks = collectMarks(doc);
 		var range = timeRange(doc, tl, marks);
 		var n = 0;
+
+		if (rankChart(doc, obj(doc.timeline), marks, range))
+			n++;
 
 		arr(tl.devices).forEach(function (d) {
 			if (obj(d) && deviceChart(d, marks, range))

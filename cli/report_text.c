@@ -50,30 +50,11 @@ static void print_source(FILE *f, const json_t *s)
  * beside the first's. */
 static void print_hosts(FILE *f, const json_t *hosts)
 {
-	const json_t *h;
-	size_t i;
-	char a[SAFE_MAX], first[SAFE_MAX] = "";
+	char w[512];
 	if (json_array_size(hosts) < 2)
 		return;
-	json_array_foreach(hosts, i, h)
-	{
-		long long g0 = (long long)doc_num(h, "first_dev"), n = (long long)doc_num(h, "gpus");
-		const char *name = doc_str(h, "name") ? safe_str(a, 80, h, "name") : "an unnamed host";
-		fprintf(f, "%s%s: GPU%s %lld", i ? "                " : "Hosts:          ", name, n > 1 ? "s" : "", g0);
-		if (n > 1)
-			fprintf(f, "-%lld", g0 + n - 1);
-		if (i == 0) {
-			snprintf(first, sizeof first, "%s", name);
-			fprintf(f, " (the clock of this report)\n");
-			continue;
-		}
-		fprintf(f, "; its times moved by %+.3f s by the wall clocks of both hosts", doc_num(h, "clock_offset_s"));
-		if (doc_has_num(h, "step_skew_s"))
-			fprintf(f, "; checked by %lld steps both reached: %+.3f s from %s's moments (median)\n",
-				(long long)doc_num(h, "steps_checked"), doc_num(h, "step_skew_s"), first);
-		else
-			fprintf(f, " (not checked: no steps reported on both)\n");
-	}
+	for (size_t i = 0; i < json_array_size(hosts); i++)
+		fprintf(f, "%s%s\n", i ? "                " : "Hosts:          ", words_host(w, sizeof w, hosts, i));
 }
 
 /* The events that name GPU dev (a driver call on it that hung, its return, an Xid: the document's

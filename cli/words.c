@@ -743,8 +743,7 @@ const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_
 	return buf;
 }
 
-/* A worker's verdict in a few words: "LEAK +630 MiB/s", "no leak", "too short to tell", "n/a". */
-static const char *rank_verdict(char *buf, size_t len, const json_t *leak)
+const char *words_rank_verdict(char *buf, size_t len, const json_t *leak)
 {
 	const char *v = doc_str(leak, "verdict");
 	char r[32];
@@ -762,6 +761,51 @@ static const char *rank_verdict(char *buf, size_t len, const json_t *leak)
 	return buf;
 }
 
+const char *words_rank_job(char *buf, size_t len, const json_t *doc)
+{
+	const json_t *first = json_array_get(json_object_get(doc, "ranks"), 0);
+	const char *launcher = doc_str(first, "launcher"), *id = doc_str(first, "job_id");
+	char safe[72];
+	size_t at = 0;
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	add(buf, len, &at, "%s", launcher ? cli_safe_text(safe, 20, launcher) : "distributed");
+	if (id)
+		add(buf, len, &at, " job %s", cli_safe_text(safe, sizeof safe, id));
+	if (doc_has_num(first, "world_size"))
+		add(buf, len, &at, ", world size %lld", (long long)doc_num(first, "world_size"));
+	return buf;
+}
+
+const char *words_host(char *buf, size_t len, const json_t *hosts, size_t i)
+{
+	const json_t *h = json_array_get(hosts, i);
+	const char *name = doc_str(h, "name"), *first = doc_str(json_array_get(hosts, 0), "name");
+	long long g0 = (long long)doc_num(h, "first_dev"), n = (long long)doc_num(h, "gpus");
+	char a[81], b[81];
+	size_t at = 0;
+	if (!len)
+		return buf;
+	buf[0] = 0;
+	add(buf, len, &at, "%s: GPU%s %lld", name ? cli_safe_text(a, sizeof a, name) : "an unnamed host", n > 1 ? "s" : "",
+	    g0);
+	if (n > 1)
+		add(buf, len, &at, "-%lld", g0 + n - 1);
+	if (i == 0) {
+		add(buf, len, &at, " (the clock of this report)");
+		return buf;
+	}
+	add(buf, len, &at, "; its times moved by %+.3f s by the wall clocks of both hosts", doc_num(h, "clock_offset_s"));
+	if (doc_has_num(h, "step_skew_s"))
+		add(buf, len, &at, "; checked by %lld steps both reached: %+.3f s from %s's moments (median)",
+		    (long long)doc_num(h, "steps_checked"), doc_num(h, "step_skew_s"),
+		    first ? cli_safe_text(b, sizeof b, first) : "an unnamed host");
+	else
+		add(buf, len, &at, " (not checked: no steps reported on both)");
+	return buf;
+}
+
 void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx)
 {
 	char t[400];
@@ -769,18 +813,8 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 	size_t n = json_array_size(ranks), i;
 	if (!n)
 		return;
-	const json_t *first = json_array_get(ranks, 0);
-	char job[96] = "", safe[72];
-	const char *launcher = doc_str(first, "launcher"), *id = doc_str(first, "job_id");
-	size_t at = 0;
-	add(job, sizeof job, &at, "%s", launcher ? cli_safe_text(safe, 20, launcher) : "distributed");
-	if (id)
-		add(job, sizeof job, &at, " job %s", cli_safe_text(safe, sizeof safe, id));
-	if (doc_has_num(first, "world_size"))
-		snprintf(t, sizeof t, "ranks (%s, world size %lld): %zu worker%s seen", job,
-			(long long)doc_num(first, "world_size"), n, n == 1 ? "" : "s");
-	else
-		snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", job, n, n == 1 ? "" : "s");
+	char job[128], safe[72];
+	snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", words_rank_job(job, sizeof job, doc), n, n == 1 ? "" : "s");
 	line(ctx, t);
 	/* several hosts (recordings of one job's nodes read together): each row says its host */
 	const json_t *hosts = json_object_get(doc, "hosts");
@@ -800,8 +834,13 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 			(long long)doc_num(r, "dev"), (long long)doc_num(r, "pid"),
 			words_bytes(a, sizeof a, json_object_get(r, "peak_bytes")),
 			words_bytes(b, sizeof b, json_object_get(r, "mean_bytes")),
+<<<<<<< HEAD
 			words_bytes(c, sizeof c, json_object_get(r, "floor_bytes")),
 			rank_verdict(v, sizeof v, json_object_get(r, "leak")),
+=======
+			words_bytes(c, sizeof c, json_object_get(r, "last_bytes")),
+			words_rank_verdict(v, sizeof v, json_object_get(r, "leak")),
+>>>>>>> html-ranks
 			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
 		const char *host = many ? doc_str(json_array_get(hosts, (size_t)doc_num(r, "host")), "name") : NULL;
 		if (host) {

@@ -111,6 +111,19 @@ const char *words_holder_job(char *buf, size_t len, const json_t *holder, const 
  * means. Nothing when the document has no ranks. */
 void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx);
 
+/* A worker's verdict (ranks[].leak) in a few words: "LEAK +630 MiB/s", "no leak", "too short to
+ * tell", "n/a". */
+const char *words_rank_verdict(char *buf, size_t len, const json_t *leak);
+
+/* The job the ranks are of: "torchrun job job7, world size 8", "mpi, world size 2", "distributed". */
+const char *words_rank_job(char *buf, size_t len, const json_t *doc);
+
+/* hosts[i] of the document (several recordings of one job's nodes read together): its GPUs and how
+ * its clock was put beside the first host's: "node-a: GPUs 0-1 (the clock of this report)", "node-b:
+ * GPUs 2-3; its times moved by +0.012 s by the wall clocks of both hosts; checked by 19 steps both
+ * reached: +0.004 s from node-a's moments (median)". */
+const char *words_host(char *buf, size_t len, const json_t *hosts, size_t i);
+
 /* The memory health problems (gpumon_health_problems() bits) of p in words, parts joined by "; "
  * ("2 uncorrectable ECC errors since the driver loaded; a row remapping waits for a GPU reset");
  * "" when problems is 0. */

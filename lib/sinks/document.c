@@ -145,9 +145,6 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 
 /* source.damage: what the model was told was lost, and the records it left out itself for a
  * figure out of range; null when nothing was lost. */
-/* Processes whose timeline the document carries: the largest (a page draws each of them). */
-#define TIMELINE_PROCESSES 64
-
 static json_t *damage_json(const gpumon_model *m)
 {
 	if (!m->out_of_range)
@@ -626,6 +623,83 @@ static int line_json(const gpumon_model *m, const struct timeline *tl, const cha
 	return 0;
 }
 
+/* Processes whose timeline the document carries: the TIMELINE_PROCESSES with the highest peaks, and
+ * the workers of a distributed job (ranks[]) besides them, until TIMELINE_RANKS workers are carried,
+ * so that a page can draw each rank; a process drawn is at most TIMELINE_BUCKETS points. */
+#define TIMELINE_PROCESSES 64
+#define TIMELINE_RANKS 256
+
+/* Highest peak first, the job's processes first among equals, then in the model's order. */
+static int cmp_peak(const void *a, const void *b)
+{
+	const struct mproc *x = *(const struct mproc *const *)a, *y = *(const struct mproc *const *)b;
+	if (x->peak != y->peak)
+		return x->peak > y->peak ? -1 : 1;
+	if (!x->job != !y->job)
+		return x->job ? -1 : 1;
+	return (x > y) - (x < y);
+}
+
+/* The processes that have a timeline, in cmp_peak's order (*n of them); NULL when out of memory. */
+static const struct mproc **by_peak(const gpumon_model *m, size_t *n)
+{
+	const struct mproc **order = malloc((m->nprocs ? m->nprocs : 1) * sizeof *order);
+	*n = 0;
+	for (size_t i = 0; order && i < m->nprocs; i++)
+		if (m->procs[i].line.n)
+			order[(*n)++] = &m->procs[i];
+	if (order)
+		qsort(order, *n, sizeof *order, cmp_peak);
+	return order;
+}
+
+/* Which of its workers a page needs most: 0 the one that ran out of memory, 1 one whose own figure
+ * leaks, 2 an end of the skew between the ranks, 3 the others (by rank). */
+static int rank_need(const gpumon_rank_row *r, const gpumon_rank_skew *k)
+{
+	if (r->oom)
+		return 0;
+	if (r->verdict.series != GPUMON_SERIES_NONE && r->verdict.leak.verdict == GPUMON_LEAK_SUSPECTED)
+		return 1;
+	int end = r->rank.rank == k->peak_min_rank || r->rank.rank == k->peak_max_rank ||
+		  r->rank.rank == k->mean_min_rank || r->rank.rank == k->mean_max_rank;
+	return end ? 2 : 3;
+}
+
+/* Marks in taken[] (one a process of m) the processes whose timeline the document carries: the
+ * first TIMELINE_PROCESSES of order (n processes with a timeline, by_peak's), then workers not among
+ * them, the most needed first (rank_need), until TIMELINE_RANKS workers are carried. 0, or -1 when
+ * out of memory. */
+static int pick_timelines(const gpumon_model *m, const struct mproc **order, size_t n, char *taken)
+{
+	for (size_t k = 0; k < n && k < TIMELINE_PROCESSES; k++)
+		taken[order[k] - m->procs] = 1;
+	size_t nr = gpumon_model_ranks(m, NULL, 0), carried = 0;
+	if (!nr)
+		return 0;
+	gpumon_rank_row *rows = calloc(nr, sizeof *rows);
+	if (!rows)
+		return -1;
+	nr = gpumon_model_ranks(m, rows, nr);
+	gpumon_rank_skew skew;
+	if (gpumon_model_rank_skew(m, &skew) != GPUMON_OK) /* no ends: every rank is -1 there */
+		skew.peak_min_rank = skew.peak_max_rank = skew.mean_min_rank = skew.mean_max_rank = -1;
+	for (size_t i = 0; i < nr; i++) {
+		const struct mproc *p = gpumon__model_proc(m, rows[i].dev, rows[i].pid);
+		carried += p && p->line.n && taken[p - m->procs];
+	}
+	for (int need = 0; need < 4; need++)
+		for (size_t i = 0; i < nr && carried < TIMELINE_RANKS; i++) {
+			const struct mproc *p = gpumon__model_proc(m, rows[i].dev, rows[i].pid);
+			if (rank_need(&rows[i], &skew) != need || !p || !p->line.n || taken[p - m->procs])
+				continue;
+			taken[p - m->procs] = 1;
+			carried++;
+		}
+	free(rows);
+	return 0;
+}
+
 static json_t *timeline_json(const gpumon_model *m)
 {
 	static const char *const dev_names[] = {"used", "used_max", "reserved"};
@@ -647,37 +721,38 @@ static json_t *timeline_json(const gpumon_model *m)
 		if (!o || json_array_append_new(devs, o) || line_json(m, &x->line, dev_names, end, o))
 			return json_decref(t), NULL;
 	}
-	/* the 64 processes with the highest peaks, job processes first among equals; how many more had
-	   a timeline is said (processes_left_out), so that a page drawing these knows what it misses */
-	size_t n = m->nprocs, take = n < TIMELINE_PROCESSES ? n : TIMELINE_PROCESSES, with_line = 0;
-	for (size_t i = 0; i < n; i++)
-		with_line += m->procs[i].line.n > 0;
-	if (put(t, "processes_left_out", json_integer(with_line > take ? (json_int_t)(with_line - take) : 0))) {
+	/* the processes carried (pick_timelines); how many more had a timeline is said
+	   (processes_left_out), so that a page drawing these knows what it misses */
+	size_t n = 0, carried = 0;
+	const struct mproc **order = by_peak(m, &n);
+	char *taken = calloc(m->nprocs ? m->nprocs : 1, 1);
+	if (!order || !taken || pick_timelines(m, order, n, taken) != 0) {
+		free(order);
+		free(taken);
 		json_decref(t);
 		return NULL;
 	}
-	char *taken = calloc(n ? n : 1, 1);
-	for (size_t k = 0; taken && k < take; k++) {
-		size_t best = n;
-		for (size_t i = 0; i < n; i++)
-			if (!taken[i] && m->procs[i].line.n &&
-			    (best == n || m->procs[i].peak > m->procs[best].peak ||
-			     (m->procs[i].peak == m->procs[best].peak && m->procs[i].job > m->procs[best].job)))
-				best = i;
-		if (best == n)
-			break;
-		taken[best] = 1;
-		const struct mproc *p = &m->procs[best];
+	for (size_t k = 0; k < n; k++) {
+		const struct mproc *p = order[k];
+		if (!taken[p - m->procs])
+			continue;
+		carried++;
 		json_t *o = json_pack("{s:i, s:I, s:o, s:o, s:b}", "dev", (int)p->dev, "pid", (json_int_t)p->pid, "user",
 				      jstr_or_null(p->user), "command", jstr_or_null(p->command), "job", p->job);
 		int bad = put_owner(o, p->owner) ? (json_decref(o), 1) : json_array_append_new(procs, o);
 		if (bad || line_json(m, &p->line, proc_names, p->present ? end : 0, o)) {
+			free(order);
 			free(taken);
 			json_decref(t);
 			return NULL;
 		}
 	}
+	free(order);
 	free(taken);
+	if (put(t, "processes_left_out", json_integer((json_int_t)(n - carried)))) {
+		json_decref(t);
+		return NULL;
+	}
 	for (size_t i = 0; i < m->nsegs; i++) {
 		const struct mseg *s = &m->segs[i];
 		if (!s->line.n)

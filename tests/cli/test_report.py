@@ -256,6 +256,12 @@ class Rec:
     def event(self, s, kind, text):
         self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, ?, ?)", (self.t(s), kind, text))
 
+    def rank(self, pid, rank, world_size, job="job7"):
+        """pid is a torchrun worker: its environment read (GPUMON_PROC_RANK_KNOWN) and its rank stored."""
+        self.db.execute("UPDATE processes SET flags = flags | 512, rank = ?, local_rank = ?, world_size = ?,"
+                        " node_rank = 0, rank_job = ?, rank_launcher = 'torchrun', rank_master = '127.0.0.1:29500'"
+                        " WHERE pid = ?", (rank, rank % 8, world_size, job, pid))
+
     def close(self):
         self.db.commit()
         self.db.close()
@@ -688,6 +694,58 @@ def test_seventy_gpus_sources_and_processes_all_counted(gpumon, tmp_path):
     r = gpumon(["watch", "--replay", str(path), "--speed", "0", "--batch", "-n", "1"])
     assert r.returncode == 0, r.stderr
     assert len(re.findall(r"^GPU \d+ ", r.stdout, re.M)) == n
+
+
+def page_timeline(path):
+    page = path.read_text()
+    m = re.search(r'<script type="application/json" id="gpumon-data">(.*?)</script>', page, re.S)
+    return page, json.loads(m.group(1))["timeline"]
+
+
+def test_page_carries_every_rank_beyond_the_64_largest(gpumon, tmp_path):
+    """A job's 4 workers hold less than 70 other processes on the GPU: the page's document carries
+    the 64 largest and the 4 workers besides, so that each rank can be drawn; 6 are said left out."""
+    rec = Rec(tmp_path / "ranks.gpumon", exit_status=0)
+    for i in range(5):
+        s = 1 + i * 0.5
+        rec.device(s, 75 * GiB)
+        for p in range(70):
+            rec.process(s, 5000 + p, GiB + p * MiB, user="bob", command="python other.py")
+        for r in range(4):
+            rec.process(s, 1000 + r, 100 * MiB + r * MiB, job=True)
+    for r in range(4):
+        rec.rank(1000 + r, r, 4)
+    path = rec.close()
+    r = gpumon(["report", str(path), "--json", "--html", str(tmp_path / "ranks.html")])
+    assert r.returncode == 0, r.stderr
+    assert [w["pid"] for w in json.loads(r.stdout)["ranks"]] == [1000, 1001, 1002, 1003]
+    page, timeline = page_timeline(tmp_path / "ranks.html")
+    pids = {p["pid"] for p in timeline["processes"]}
+    assert pids == {5000 + p for p in range(6, 70)} | {1000, 1001, 1002, 1003}, sorted(pids)
+    assert timeline["processes_left_out"] == 6
+    assert "6 more processes held memory than are drawn here: the charts show 68, the job's ranks and the " \
+           "processes with the highest peaks." in page
+
+
+def test_page_carries_at_most_256_ranks(gpumon, tmp_path):
+    """300 workers: the 64 largest, then, up to 256 workers in all, the ends of the skew between the
+    ranks (the lowest peak and mean: rank 0), then by rank."""
+    rec = Rec(tmp_path / "ranks.gpumon", kind="record")
+    for i in range(3):
+        s = 1 + i * 0.5
+        rec.device(s, 75 * GiB)
+        for r in range(300):
+            rec.process(s, 1000 + r, 100 * MiB + r * MiB)
+    for r in range(300):
+        rec.rank(1000 + r, r, 300)
+    path = rec.close()
+    r = gpumon(["report", str(path), "--json", "--html", str(tmp_path / "ranks.html")])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert len(doc["ranks"]) == 300 and (doc["rank_skew"]["peak_min_rank"], doc["rank_skew"]["peak_max_rank"]) == (0, 299)
+    _, timeline = page_timeline(tmp_path / "ranks.html")
+    assert {p["pid"] - 1000 for p in timeline["processes"]} == set(range(192)) | set(range(236, 300))
+    assert timeline["processes_left_out"] == 300 - 256
 
 
 def test_recording_of_which_nothing_could_be_read_is_refused(gpumon, tmp_path):

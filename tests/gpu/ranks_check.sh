@@ -7,7 +7,7 @@
 #  1. torchrun with 4 workers, rank 2 keeping 16 MiB a step: the summary names rank 2 as the leak;
 #  2. one job of two "nodes" (two torchrun agents, --nnodes 2, one c10d rendezvous on this machine),
 #     each agent under its own `gpumon run` in a UTS namespace of its own (host names node-a and
-#     node-b), rank 3 running out of memory after 20 s: `gpumon report node-a.gpumon node-b.gpumon`
+#     node-b), rank 3 running out of memory after 12 s: `gpumon report node-a.gpumon node-b.gpumon`
 #     reads them as one run, names both hosts and the four ranks, rank 3 as the one that ran out.
 #     (On one machine both recordings list every worker on the one GPU, so each rank shows on both
 #     "nodes'" GPUs: the checks count ranks, not rows.)
@@ -27,7 +27,7 @@ check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails
 echo "== 1. torchrun, 4 workers on one GPU, rank 2 leaking"
 rm -f "$OUT/ranks_leak.gpumon"
 COLUMNS=200 $G run -o "$OUT/ranks_leak.gpumon" -- $TR --standalone --nproc-per-node 4 tests/gpu/ranks_train.py \
-	--seconds 45 --leak-rank 2 >"$OUT/ranks_leak.out" 2>"$OUT/ranks_leak.err"
+	--seconds 30 --leak-rank 2 >"$OUT/ranks_leak.out" 2>"$OUT/ranks_leak.err"
 echo "exit $?"
 sed -n '/gpumon run summary/,$p' "$OUT/ranks_leak.err"
 check "a table of the 4 ranks" "grep -q 'ranks (torchrun job [^,]*, world size 4): 4 workers seen' '$OUT/ranks_leak.err'"
@@ -40,7 +40,7 @@ for node in 0 1; do
 	host=node-$([ $node = 0 ] && echo a || echo b)
 	unshare --uts sh -c "hostname $host; COLUMNS=200 exec $G run -q -o '$OUT/$host.gpumon' -- $TR --nnodes 2 \
 		--node-rank $node --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29517 --rdzv-id job42 \
-		tests/gpu/ranks_train.py --seconds 40 --oom-rank 3 --oom-after 20" >"$OUT/$host.out" 2>"$OUT/$host.err" &
+		tests/gpu/ranks_train.py --seconds 30 --oom-rank 3 --oom-after 12" >"$OUT/$host.out" 2>"$OUT/$host.err" &
 done
 wait
 COLUMNS=200 $G report "$OUT/node-a.gpumon" "$OUT/node-b.gpumon" >"$OUT/ranks_merged.txt" 2>&1

@@ -27,7 +27,12 @@ opt = torch.optim.SGD(model.parameters(), lr=1e-3)
 kept = []
 start = time.time()
 step = 0
-while time.time() - start < a.seconds:
+while True:
+    # every rank stops at the same step (a rank alone in a collective would wait for ever)
+    done = torch.tensor([int(time.time() - start >= a.seconds)])
+    dist.all_reduce(done, op=dist.ReduceOp.MAX)
+    if done.item():
+        break
     x = torch.randn(256, 2048, device=dev)
     loss = model(x).square().mean()
     opt.zero_grad()

@@ -228,6 +228,16 @@ def hostile():
                             "top_other_bytes": GIB, "floor_bytes": None, "rise_seconds": None,
                             "early_bytes": None, "allocated_bytes": None, "reserved_bytes": None},
                 "holders": [dict(owner, bytes=5 * GIB, job=True)], "last_seconds": [], "signs": 1},
+        # a distributed job whose names are markup: its id, rendezvous and hosts' names
+        "hosts": [{"host": 0, "name": HOSTILE, "first_dev": 0, "gpus": 1, "clock_offset_s": 0.0, "steps_checked": 0,
+                   "step_skew_s": None},
+                  {"host": 1, "name": "<b>node-b</b>", "first_dev": 1, "gpus": 0, "clock_offset_s": 0.5,
+                   "steps_checked": 0, "step_skew_s": None}],
+        "ranks": [{"rank": 0, "local_rank": 0, "world_size": 2, "node_rank": 0, "job_id": HOSTILE,
+                   "launcher": "torchrun", "master": HOSTILE, "dev": 0, "pid": 31337, "peak_bytes": 5 * GIB,
+                   "mean_bytes": 3 * GIB, "last_bytes": 5 * GIB, "first_time": 0.0, "last_time": 19.0,
+                   "present": True, "leak": none, "oom": True, "host": 0}],
+        "rank_skew": None,
         "alerts": [],
         "events": [{"time": 5.0, "kind": "alert", "text": "<script>alert(2)</script>"},
                    {"time": 19.0, "kind": "exit<b>", "text": HOSTILE}],
@@ -283,6 +293,101 @@ def no_timeline():
     return doc
 
 
+def ranks():
+    """A torchrun job of 8 ranks on two nodes (4 GPUs each), read together from both nodes'
+    recordings: rank 3 leaks, rank 5 ran out of memory, rank 6's process gave no figure (no
+    timeline, its figures n/a)."""
+    n = 150
+    t = [i * 2.0 for i in range(n)]  # 298 s
+    base = [8 * GIB + r * 512 * MIB for r in range(8)]
+    used = {}
+    for r in range(8):
+        if r == 3:
+            used[r] = [base[r] + i * 4 * MIB for i in range(n)]
+        elif r == 5:
+            used[r] = [base[r] + (60 * GIB if i >= 140 else 0) for i in range(n)]
+        else:
+            used[r] = [base[r] + (i % 5) * 64 * MIB for i in range(n)]
+    cmd = "python train.py --nodes 2"
+    hosts = [{"host": 0, "name": "node-a", "first_dev": 0, "gpus": 4, "clock_offset_s": 0.0, "steps_checked": 0,
+              "step_skew_s": None},
+             {"host": 1, "name": "node-b", "first_dev": 4, "gpus": 4, "clock_offset_s": 0.012, "steps_checked": 140,
+              "step_skew_s": 0.004}]
+    leak3 = verdict("leak", dict(series("process", dev=3, pid=1003), rank=3), rate_bytes_per_second=2097152.0,
+                    start_time=20.0, confidence=0.98, floor_bytes=base[3], points=n, room="free",
+                    room_bytes=60 * GIB, seconds_to_oom=30000.0)
+    rows = []
+    for r in range(8):
+        known = r != 6
+        y = used[r]
+        rows.append({"rank": r, "local_rank": r % 4, "world_size": 8, "node_rank": r // 4, "job_id": "job7",
+                     "launcher": "torchrun", "master": "node-a:29500", "dev": r, "pid": 1000 + r % 4,
+                     "peak_bytes": max(y) if known else None,
+                     "mean_bytes": sum(y) // n if known else None, "last_bytes": y[-1] if known else None,
+                     "first_time": 0.0, "last_time": t[-1], "present": r != 5,
+                     "leak": leak3 if r == 3 else None if r == 6 else
+                     verdict("none", dict(series("process", dev=r, pid=1000 + r % 4), rank=r), confidence=0.95,
+                             points=n),
+                     "oom": r == 5, "host": r // 4})
+    known = [w for w in rows if w["peak_bytes"] is not None]
+    pmin, pmax = min(known, key=lambda w: w["peak_bytes"]), max(known, key=lambda w: w["peak_bytes"])
+    mmin, mmax = min(known, key=lambda w: w["mean_bytes"]), max(known, key=lambda w: w["mean_bytes"])
+    skew = {"ranks": len(known), "job_id": "job7", "peak_min_bytes": pmin["peak_bytes"], "peak_min_rank": pmin["rank"],
+            "peak_max_bytes": pmax["peak_bytes"], "peak_max_rank": pmax["rank"],
+            "peak_skew_bytes": pmax["peak_bytes"] - pmin["peak_bytes"], "mean_min_bytes": mmin["mean_bytes"],
+            "mean_min_rank": mmin["rank"], "mean_max_bytes": mmax["mean_bytes"], "mean_max_rank": mmax["rank"],
+            "mean_skew_bytes": mmax["mean_bytes"] - mmin["mean_bytes"]}
+    worker = {r: who(1000 + r % 4, "alice", cmd) for r in range(8)}
+    job_leak = verdict("leak", dict(series("job", dev=3), rank=3), rate_bytes_per_second=2097152.0, start_time=20.0,
+                       confidence=0.98, floor_bytes=base[3], points=n, room="free", room_bytes=60 * GIB,
+                       seconds_to_oom=30000.0)
+    devices = []
+    for d in range(8):
+        dev = device(d, "NVIDIA H200", "GPU-%08x-0000-0000-0000-000000000000" % d, H200_TOTAL,
+                     job_peak={"bytes": max(used[d]), "time": t[used[d].index(max(used[d]))],
+                               "owner": worker[d], "largest": None} if d != 6 else None,
+                     job_mean=sum(used[d]) // n if d != 6 else None)
+        dev["host"] = d // 4
+        devices.append(dev)
+    oom_t = 281.0
+    return {
+        "format": 2,
+        "source": source("node-a.gpumon + node-b.gpumon", "recordings", "run", "torchrun --nnodes 2 " + cmd,
+                         "node-a", "2026-12-02T10:00:00Z", 298.0, 1, records=4000),
+        "hosts": hosts,
+        "devices": devices,
+        "leak": job_leak,
+        "series": [job_leak, leak3],
+        "peak": {"bytes": max(used[5]), "time": 280.0, "owner": worker[5], "largest": None, "what": "job", "dev": 5},
+        "windows": [],
+        "fragmentation": None,
+        "unaccounted": None,
+        "frameworks": [],
+        "ranks": rows,
+        "rank_skew": skew,
+        "oom": {"time": oom_t, "dev": 5, "pid": 1001, "rank": 5,
+                "message": "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB",
+                "cause": "transient peak", "causes": ["transient peak"], "also_leak": False, "by_early_figure": False,
+                "figures": {"total_bytes": H200_TOTAL, "used_bytes": max(used[5]) + 512 * MIB,
+                            "job_bytes": max(used[5]), "others_bytes": 0, "top_other": None, "top_other_bytes": None,
+                            "floor_bytes": base[5], "rise_seconds": 1.0, "early_bytes": None,
+                            "allocated_bytes": None, "reserved_bytes": None},
+                "holders": [dict(worker[5], bytes=used[5][-1], job=True, rank=5)],
+                "last_seconds": [], "signs": 1},
+        "alerts": [],
+        "events": [{"time": oom_t, "kind": "oom", "text": "[rank5]: CUDA out of memory (pid 1001)"},
+                   {"time": 298.0, "kind": "exit", "text": "exit status 1"}],
+        "events_dropped": 0,
+        "timeline": {
+            "devices": [{"dev": d, "total_bytes": H200_TOTAL, "t": t,
+                         "used": [v + 512 * MIB for v in used[d]] if d != 6 else [512 * MIB] * n,
+                         "used_max": None, "reserved": [644939776] * n} for d in range(8)],
+            "processes": [dict(worker[r], dev=r, job=True, t=t, used=used[r]) for r in range(8) if r != 6],
+            "processes_left_out": 0,
+            "framework": []},
+    }
+
+
 def h200_record(gpumon):
     """The document `gpumon report --html` embeds for the bundled recording of a real H200."""
     recording = os.path.join(HERE, "../../../examples/recordings/h200_train_leak.gpumon")
@@ -305,5 +410,6 @@ if __name__ == "__main__":
     write("hostile.json", hostile())
     write("nulls.json", nulls())
     write("no_timeline.json", no_timeline())
+    write("ranks.json", ranks())
     if os.environ.get("GPUMON_BIN"):
         write("h200_record.json", h200_record(os.environ["GPUMON_BIN"]))

@@ -17,6 +17,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -211,6 +212,8 @@ def test_leak_run(tmp_path):
     assert ("the job at most 74.6 GiB at 6:42.5, 60.0 GiB on average; the other processes 10.0 GiB at the job's "
             "peak, at most 10.4 GiB") in devices
     assert page.by_id("oom") is None and page.by_id("damage") is None
+    # no distributed job: no Ranks section, no rank chart
+    assert page.by_id("ranks") is None and page.by_id("rank-chart") is None
     # the model's alert once, given live (the "alert" event at its moment is not listed again)
     alerts = page.text_of("alerts")
     assert alerts.startswith("Alerts (1) 5:00.2 leak the framework's allocated memory (torch, pid 1234) rises by "
@@ -239,6 +242,9 @@ def test_real_h200_recording(tmp_path):
     assert t.startswith("7.99 GiB at 0:47.2 (GPU 0's used memory), the rise of pid 678 (root)"), t
     assert page.text_of("source-duration") == "53 s"
     assert page.text_of("fragmentation") == "n/a"
+    # a real document of a job that is no distributed one: ranks [], and no Ranks section
+    assert json.load(open(fixture("h200_record"), encoding="utf-8"))["ranks"] == []
+    assert page.by_id("ranks") is None
 
 
 def test_oom(tmp_path):
@@ -291,7 +297,14 @@ def test_hostile_strings_stay_text(tmp_path):
     assert page.tags("img") == []
     assert [n for n in page.nodes if any(a.startswith("on") for a in n.attrs)] == []
     assert len(page.tags("script")) == 4
-    assert page.html_attr("data-gpumon-charts") == "2"  # the framework source has no samples
+    # the framework source has no samples; the rank chart draws its one rank
+    assert page.html_attr("data-gpumon-charts") == "3"
+    # the job's id and the hosts' names are text too
+    assert page.text_of("ranks").startswith("Ranks (torchrun job " + HOSTILE + ", world size 2)")
+    assert [c[1] for _, c in table_rows(page, "rank-table")] == [HOSTILE]
+    assert page.text_of("hosts") == "Hosts (2) %s: GPU 0 (the clock of this report) <b>node-b</b>: GPU 1; its times " \
+                                    "moved by +0.500 s by the wall clocks of both hosts (not checked: no steps " \
+                                    "reported on both)" % HOSTILE
     legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
     assert "job pid 31337 " + HOSTILE in legend
     # the embedded copy of the document: nothing in it can end its <script>, and it reads back whole
@@ -346,6 +359,100 @@ def test_64_processes_of_4000_points(tmp_path):
     legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
     assert legend.count("job pid 10") == 8 and legend.count("other pid 10") == 56
 
+
+# ---- a distributed job's ranks --------------------------------------------------------------------
+
+def table_rows(page, ident):
+    """The rows of table #ident below its heading: each {attrs, cells (text, blanks joined)}."""
+    rows = []
+    for r in page.by_id(ident).walk():
+        if r.tag == "tr" and any(c.tag == "td" for c in r.children if isinstance(c, Node)):
+            rows.append((r.attrs, [" ".join(c.text().split()) for c in r.children
+                                   if isinstance(c, Node) and c.tag == "td"]))
+    return rows
+
+
+def legend_labels(page, box_id):
+    box = page.by_id(box_id)
+    assert box is not None, "no element #%s in the page" % box_id
+    return [n.text() for n in box.walk() if n.attrs.get("class") == "u-label"][1:]  # past the x axis
+
+
+def test_ranks_of_two_nodes(tmp_path):
+    """fixtures/ranks.json: 8 ranks of one torchrun job on two nodes; rank 3 leaks, rank 5 ran out of
+    memory, rank 6 has no figure (n/a, never 0) and no timeline (said, not silently left out)."""
+    page = render(fixture("ranks"), "ranks", tmp_path)
+    doc = json.load(open(fixture("ranks"), encoding="utf-8"))
+    # the rank chart, 8 GPUs' charts and the process charts of the 7 GPUs with a process
+    assert page.html_attr("data-gpumon-charts") == "16"
+    assert page.text_of("ranks").startswith("Ranks (torchrun job job7, world size 8) 8 workers seen")
+    rows = table_rows(page, "rank-table")
+    assert [a["data-rank"] for a, _ in rows] == [str(r) for r in range(8)]
+    cells = {int(a["data-rank"]): c for a, c in rows}
+    # rank, host, GPU, pid, peak, mean, latest, verdict, out of memory
+    assert cells[0][:4] == ["0", "node-a", "0", "1000"] and cells[0][7:] == ["no leak", ""], cells[0]
+    assert cells[3][:4] == ["3", "node-a", "3", "1003"] and cells[3][7:] == ["LEAK +2.00 MiB/s", ""], cells[3]
+    assert cells[5][:4] == ["5", "node-b", "5", "1001"] and cells[5][8] == "ran out of memory", cells[5]
+    assert cells[6][4:] == ["n/a", "n/a", "n/a", "n/a", ""], cells[6]
+    assert [a.get("data-oom") for a, _ in rows].count("true") == 1 and rows[5][0]["data-oom"] == "true"
+    assert rows[3][0]["data-verdict"] == "leak" and rows[6][0]["data-verdict"] == "n/a"
+    # byte figures as the page writes them everywhere (words_bytes), with their value for scripts
+    peak3 = doc["ranks"][3]["peak_bytes"]
+    assert cells[3][4:7] == ["10.1 GiB", "9.79 GiB", "10.1 GiB"] and \
+        any(n.attrs.get("data-bytes") == str(peak3) for n in page.by_id("rank-table").walk())
+    skew = doc["rank_skew"]
+    assert page.text_of("rank-skew") == (
+        "Skew over 7 ranks: peaks 8.25 GiB (rank 0) to 70.5 GiB (rank 5), 62.2 GiB apart; "
+        "means 8.12 GiB (rank 0) to 14.5 GiB (rank 5), 6.38 GiB apart.") and skew["peak_max_rank"] == 5
+    # the hosts, as the text report says them
+    assert [" ".join(n.text().split()) for n in page.by_id("hosts").walk() if n.tag == "li"] == [
+        "node-a: GPUs 0-3 (the clock of this report)",
+        "node-b: GPUs 4-7; its times moved by +0.012 s by the wall clocks of both hosts; checked by 140 steps "
+        "both reached: +0.004 s from node-a's moments (median)"]
+    # one line per rank with a timeline, the leaking and the one that ran out named so
+    assert legend_labels(page, "rank-chart-box") == [
+        "rank 0", "rank 1", "rank 2", "rank 3 (leak)", "rank 4", "rank 5 (ran out)", "rank 7"]
+    assert page.by_id("rank-chart-box").attrs["data-ranks-drawn"] == "7"
+    assert page.text_of("ranks-undrawn") == \
+        "Not drawn: this document has no timeline of the process of rank 6 (pid 1002 on GPU 6)."
+    # on the page's one time axis
+    ranges = {(n.attrs["data-x-min"], n.attrs["data-x-max"]) for n in page.nodes
+              if "uplot" in n.attrs.get("class", "").split()}
+    assert ranges == {("0", "298")}, ranges
+
+
+def test_many_ranks_stay_readable(tmp_path):
+    """40 ranks: all drawn thin, the leak, the one that ran out and the lowest and highest peak
+    highlighted and named; the chart says how many it draws."""
+    doc = json.load(open(fixture("ranks"), encoding="utf-8"))
+    t = doc["timeline"]["processes"][0]["t"]
+    rows, procs = [], []
+    for r in range(40):
+        peak = (8 << 30) + r * (64 << 20)
+        row = dict(doc["ranks"][0], rank=r, local_rank=r % 8, world_size=40, node_rank=r // 8, dev=r % 8,
+                   pid=2000 + r, host=0, oom=r == 17, peak_bytes=peak, mean_bytes=peak - (1 << 20), last_bytes=peak,
+                   leak=dict(doc["ranks"][3]["leak"]) if r == 9 else None)
+        rows.append(row)
+        procs.append({"dev": r % 8, "pid": 2000 + r, "user": "alice", "command": "python train.py", "job": True,
+                      "t": t, "used": [peak - (i % 3) * (1 << 20) for i in range(len(t))]})
+    doc["ranks"], doc["hosts"] = rows, doc["hosts"][:1]
+    doc["rank_skew"] = dict(doc["rank_skew"], ranks=40, peak_min_rank=0, peak_max_rank=39, mean_min_rank=0,
+                            mean_max_rank=39, peak_min_bytes=rows[0]["peak_bytes"], peak_max_bytes=rows[39]["peak_bytes"],
+                            mean_min_bytes=rows[0]["mean_bytes"], mean_max_bytes=rows[39]["mean_bytes"])
+    doc["timeline"] = {"devices": [], "processes": procs, "processes_left_out": 0, "framework": []}
+    path = tmp_path / "many_ranks.json"
+    path.write_text(json.dumps(doc))
+    page = render(str(path), "many_ranks", tmp_path)
+    box = page.by_id("rank-chart-box")
+    assert (box.attrs["data-ranks-drawn"], box.attrs["data-ranks-highlighted"]) == ("40", "4")
+    assert "all 40 ranks with a timeline drawn thin, 4 highlighted" in page.text_of("rank-chart-box")
+    labels = legend_labels(page, "rank-chart-box")
+    assert len(labels) == 40 and labels[-4:] == ["rank 0 (lowest peak)", "rank 9 (leak)", "rank 17 (ran out)",
+                                                 "rank 39 (highest peak)"], labels
+    # one host: no host column
+    assert [" ".join(n.text().split()) for n in page.by_id("rank-table").walk() if n.tag == "th"][:3] == \
+        ["rank", "GPU", "pid"]
+    assert page.by_id("hosts") is None
 
 # ---- the writer's errors ------------------------------------------------------------------------
 
@@ -582,3 +689,93 @@ def test_flat_co_tenant_is_drawn(tmp_path):
     assert other[0]["share"] > 0.8, bands
     # ... as the job's band does from when it appeared (3 s into the 43.5 s run) to its end
     assert job[0]["hi"] > 0.95 and job[0]["share"] > 0.7, bands
+
+
+# A distributed job under `gpumon run` on the fake NVML, one `gpumon run` a node: each node its own
+# UTS namespace (host name) and PID namespace, where the launcher starts worker `local` as pid 1000 +
+# local (through ns_last_pid, after gpumon's threads took theirs) with torchrun's variables.
+NODE_LAUNCHER = r"""
+import os, subprocess, sys, time
+node, oom_rank, seconds = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+time.sleep(1.0)
+procs = []
+for local in range(2):
+    rank = 2 * node + local
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(999 + local))
+    env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(local), WORLD_SIZE="4", GROUP_RANK=str(node),
+               TORCHELASTIC_RUN_ID="job7", MASTER_ADDR="node-a", MASTER_PORT="29500")
+    if rank == oom_rank:
+        code = ("import sys, time; time.sleep(%f); sys.stderr.write('[rank%d]: torch.OutOfMemoryError: CUDA out of "
+                "memory. Tried to allocate 2.00 GiB. GPU %d has a total capacity of 79.11 GiB of which 20.00 MiB "
+                "is free.\\n'); sys.exit(1)" % (seconds - 1, rank, local))
+        procs.append(subprocess.Popen([sys.executable, "-c", code], env=env))
+    else:
+        procs.append(subprocess.Popen(["sleep", str(seconds)], env=env))
+sys.exit(max(p.wait() for p in procs))
+"""
+
+FAKE_NVML_LIB = os.environ.get("FAKE_NVML_LIB", os.path.join(HERE, "../../build/tests/fake_nvml/libnvidia-ml-fake.so"))
+
+
+def node_scenario(oom_local=None):
+    gpus = "".join('gpu %d name="NVIDIA H200" uuid=GPU-%08x-2222-3333-4444-555555555555 bus=00000000:%02X:00.0 '
+                   'total=80GiB reserved=512MiB used=10GiB\n' % (i, i, 0x10 + i) for i in range(2))
+    # once the workers run: node-a's rank 1 grows, node-b's rank 3 fills its GPU before it fails
+    procs = "at 1.5 proc 0 1000 used=8GiB\nat 1.5 proc 1 1001 used=9GiB grow=300MiB\n"
+    if oom_local is not None:
+        procs = "at 1.5 proc 0 1000 used=7GiB\nat 1.5 proc 1 1001 used=12GiB\nat 3.0 gpu 1 used=79GiB\n" \
+                "at 3.0 proc 1 1001 used=78GiB\n"
+    return gpus + procs
+
+
+def test_gpumon_report_html_of_two_nodes(tmp_path):
+    """Two nodes of one torchrun job recorded by `gpumon run`, read together by `gpumon report A B
+    --html`: the page's rank table has the document's 4 ranks with their hosts, the chart one line a
+    rank with the one that ran out named, and the hosts are listed."""
+    if subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "--uts", "true"],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot create PID and UTS namespaces here")
+    (tmp_path / "launcher.py").write_text(NODE_LAUNCHER)
+    runs = []
+    for node, host in enumerate(("node-a", "node-b")):
+        scn = tmp_path / (host + ".scn")
+        scn.write_text(node_scenario(oom_local=1 if node == 1 else None))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
+        env.update(LC_ALL="C", GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn))
+        inner = "hostname %s; exec %s run -q -o %s -- %s %s %d 3 3" % (
+            host, os.path.abspath(GPUMON_BIN), tmp_path / (host + ".gpumon"), sys.executable,
+            tmp_path / "launcher.py", node)
+        runs.append(subprocess.Popen(["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", inner],
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    said = [p.communicate(timeout=60)[1] for p in runs]
+    # node-b's rank 3 ran out of memory and failed its node's run
+    assert [p.returncode for p in runs] == [0, 1], said
+    recordings = [str(tmp_path / "node-a.gpumon"), str(tmp_path / "node-b.gpumon")]
+    out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
+    html_path = os.path.join(out_dir, "cli_two_nodes.html")
+    r = subprocess.run([GPUMON_BIN, "report", *recordings, "--json", "--html", html_path],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [(w["rank"], w["dev"], w["pid"], w["host"], w["oom"]) for w in doc["ranks"]] == [
+        (0, 0, 1000, 0, False), (1, 1, 1001, 0, False), (2, 2, 1000, 1, False), (3, 3, 1001, 1, True)], doc["ranks"]
+    png_path = os.path.join(out_dir, "cli_two_nodes.png")
+    rc = run_chromium("file://" + os.path.abspath(html_path), tmp_path / "profile",
+                      ["--dump-dom", "--screenshot=" + png_path, "--hide-scrollbars"])
+    print("screenshot of cli_two_nodes: %s" % png_path)
+    page = Page(rc.stdout, rc.stderr, html_path, png_path)
+    check_healthy(page)
+    rows = table_rows(page, "rank-table")
+    assert [c[:4] for _, c in rows] == [["0", "node-a", "0", "1000"], ["1", "node-a", "1", "1001"],
+                                        ["2", "node-b", "2", "1000"], ["3", "node-b", "3", "1001"]], rows
+    assert [c[8] for _, c in rows] == ["", "", "", "ran out of memory"]
+    assert rows[3][1][4] == "78.0 GiB"
+    assert legend_labels(page, "rank-chart-box") == ["rank 0", "rank 1", "rank 2", "rank 3 (ran out)"]
+    assert page.by_id("ranks-undrawn") is None
+    hosts = [" ".join(n.text().split()) for n in page.by_id("hosts").walk() if n.tag == "li"]
+    assert hosts[0] == "node-a: GPUs 0-1 (the clock of this report)", hosts
+    assert hosts[1].startswith("node-b: GPUs 2-3; its times moved by "), hosts
+    # the page's hosts say what the text report says
+    text = subprocess.run([GPUMON_BIN, "report", *recordings], capture_output=True, text=True).stdout
+    assert "Hosts:          %s\n                %s\n" % tuple(hosts) in text, text
