@@ -834,13 +834,8 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 			(long long)doc_num(r, "dev"), (long long)doc_num(r, "pid"),
 			words_bytes(a, sizeof a, json_object_get(r, "peak_bytes")),
 			words_bytes(b, sizeof b, json_object_get(r, "mean_bytes")),
-<<<<<<< HEAD
 			words_bytes(c, sizeof c, json_object_get(r, "floor_bytes")),
-			rank_verdict(v, sizeof v, json_object_get(r, "leak")),
-=======
-			words_bytes(c, sizeof c, json_object_get(r, "last_bytes")),
 			words_rank_verdict(v, sizeof v, json_object_get(r, "leak")),
->>>>>>> html-ranks
 			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
 		const char *host = many ? doc_str(json_array_get(hosts, (size_t)doc_num(r, "host")), "name") : NULL;
 		if (host) {
@@ -850,7 +845,7 @@ void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, con
 		line(ctx, t);
 	}
 	/* what each rank held when one ran out: the others' share of the moment */
-	size_t shown = 0;
+	size_t shown = 0, at;
 	const json_t *oom = json_object_get(doc, "oom");
 	if (json_is_object(oom)) {
 		at = (size_t)snprintf(t, sizeof t, "  at the out-of-memory (%.2f s):", doc_num(oom, "time"));
