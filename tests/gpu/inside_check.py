@@ -268,15 +268,20 @@ def bench(gpumon, work, rounds, steps):
 def condense_cost():
     """A whole card of 6 MiB blocks with the history kept, fragmented: the snapshot torch takes, its JSON,
     and gpumon's condensing (the library, through the extension). torch's first snapshot with stacks
-    imports much of torch (torch._dynamo, fsdp: 5-7 s on the H200, whose torch has no bytecode cache);
-    the monitor takes one when it turns the history on, so the out-of-memory does not pay it: so here."""
+    imports much of torch (torch._dynamo, fsdp: 3-7 s on the H200, whose torch has no bytecode cache);
+    the monitor pays it at a step boundary once the history holds a frame (python/gpumon/_inside.py,
+    warm()), so that the out-of-memory does not: here likewise, a snapshot after the first block. The
+    cold figure (what a job without optimizer steps pays at its out-of-memory) is measured too."""
     code = r'''
 import json, time, torch, gpumon._gpumon as g
 MIB, GIB = 1 << 20, 1 << 30
 torch.cuda.init()
 torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=20000)
-t0 = time.perf_counter(); torch.cuda.memory._snapshot(); warm = time.perf_counter() - t0  # as the monitor does at start
-blocks = []
+blocks = [torch.empty(6 * MIB, dtype=torch.uint8, device="cuda")]
+import sys
+cold = "torch._inductor" not in sys.modules
+t0 = time.perf_counter(); torch.cuda.memory._snapshot(); warm = time.perf_counter() - t0  # as the monitor's warm()
+
 while torch.cuda.mem_get_info()[0] > 12 * GIB:
     blocks.extend(torch.empty(6 * MIB, dtype=torch.uint8, device="cuda") for _ in range(300))
 kept = blocks[2::3]; del blocks
@@ -287,7 +292,8 @@ for i in range(2):
     c = g.snapshot_condense(text, 0, 40 * GIB); t3 = time.perf_counter()
     out[f"call{i}"] = {"snapshot_s": t1 - t0, "json_s": t2 - t1, "condense_s": t3 - t2, "total_s": t3 - t0,
                        "json_bytes": len(text), "segments": len(s["segments"])}
-out["warmup_s"] = warm
+out["warmup_s"] = warm  # torch's first snapshot with frames: what a job without steps pays at its out-of-memory
+out["warmup_was_cold"] = cold
 print(json.dumps(out))
 '''
     p = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=300)
@@ -308,6 +314,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--only", default="")
     ap.add_argument("--no-bench", action="store_true")
+    ap.add_argument("--condense-only", action="store_true", help="only the snapshot's cost (no jobs, no loop bench)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=600)
     a = ap.parse_args()
@@ -318,13 +325,16 @@ def main():
     only = set(x for x in a.only.split(",") if x)
     result = {}
     try:
-        scenarios(a.gpumon, work, only)
+        if not a.condense_only:
+            scenarios(a.gpumon, work, only)
     finally:  # what ran comes back, also when the rest did not
         with tarfile.open(os.path.join(a.out, "inside_runs.tar.gz"), "w:gz") as t:
             for n in sorted(os.listdir(work)):
                 if not n.endswith((".gpumon-wal", ".gpumon-shm")):
                     t.add(os.path.join(work, n), arcname=n)
-    if not a.no_bench:
+    if a.condense_only:
+        result["condense"] = condense_cost()
+    elif not a.no_bench:
         result["bench"] = bench(a.gpumon, work, a.rounds, a.steps)
         result["condense"] = condense_cost()
     passed = all(c["passed"] for c in checks)
