@@ -24,6 +24,7 @@ TR="$PY -m torch.distributed.run"
 fails=0
 check() { if eval "$2"; then echo "ok   $1"; else echo "FAIL $1"; fails=$((fails + 1)); fi; }
 {
+if [ "${RANKS_PART:-all}" != 2 ]; then
 echo "== 1. torchrun, 4 workers on one GPU, rank 2 leaking"
 rm -f "$OUT/ranks_leak.gpumon"
 COLUMNS=200 $G run -o "$OUT/ranks_leak.gpumon" -- $TR --standalone --nproc-per-node 4 tests/gpu/ranks_train.py \
@@ -31,15 +32,17 @@ COLUMNS=200 $G run -o "$OUT/ranks_leak.gpumon" -- $TR --standalone --nproc-per-n
 echo "exit $?"
 sed -n '/gpumon run summary/,$p' "$OUT/ranks_leak.err"
 check "a table of the 4 ranks" "grep -q 'ranks (torchrun job [^,]*, world size 4): 4 workers seen' '$OUT/ranks_leak.err'"
-check "the leak named by rank 2" "grep -q \"LEAK on the job's processes on GPU 0 (NVML), rank 2\" '$OUT/ranks_leak.err'"
+# the inside view reports each rank's allocator: the verdict is on rank 2's framework series
+check "the leak named by rank 2" "grep -Eq \"leak: LEAK on .*rank 2\" '$OUT/ranks_leak.err'"
 check "rank 2's row says LEAK" "grep -Eq '^ +2 +0 +[0-9]+ .* LEAK ' '$OUT/ranks_leak.err'"
+fi
 
 echo "== 2. one job, two nodes (two agents, one rendezvous), rank 3 running out of memory"
 rm -f "$OUT/node-a.gpumon" "$OUT/node-b.gpumon"
 for node in 0 1; do
 	host=node-$([ $node = 0 ] && echo a || echo b)
 	unshare --uts sh -c "hostname $host; COLUMNS=200 exec $G run -q -o '$OUT/$host.gpumon' -- $TR --nnodes 2 \
-		--node-rank $node --nproc-per-node 2 --rdzv-backend c10d --rdzv-endpoint 127.0.0.1:29517 --rdzv-id job42 \
+		--node-rank $node --nproc-per-node 2 --rdzv-backend static --master-addr 127.0.0.1 --master-port 29517 --rdzv-id job42 \
 		tests/gpu/ranks_train.py --seconds 30 --oom-rank 3 --oom-after 12" >"$OUT/$host.out" 2>"$OUT/$host.err" &
 done
 wait

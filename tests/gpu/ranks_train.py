@@ -5,6 +5,7 @@ a 16 MiB tensor from every step (a planted leak); the rank named by --oom-rank a
 the GPU has after --oom-after seconds (torch's out-of-memory, printed with torchrun's [rankN]:
 prefix), and the job fails."""
 import argparse
+import datetime
 import os
 import time
 
@@ -18,7 +19,8 @@ p.add_argument("--oom-rank", type=int, default=-1)
 p.add_argument("--oom-after", type=float, default=1e9)
 a = p.parse_args()
 
-dist.init_process_group("gloo")
+# a rank whose peer died (another node's rank ran out) fails within 30 s, not gloo's 30 min
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=30))
 rank = dist.get_rank()
 dev = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
 torch.cuda.set_device(dev)
