@@ -104,7 +104,8 @@ class Pane:
         return int(re.search(r"^EXIT=(\d+)", s, re.M).group(1))
 
     def _pids(self):
-        """The processes the pane runs: its shell's descendants (gpumon, and what it started)."""
+        """The processes the pane runs: its shell (the root) and the shell's descendants (gpumon,
+        and what it started), as (roots, descendants)."""
         r = self.tmux("list-panes", "-t", self.name, "-F", "#{pane_pid}", check=False)
         roots = {int(p) for p in r.stdout.split()}
         parent = {}
@@ -121,28 +122,36 @@ class Pane:
                 if pid not in found and (ppid in roots or ppid in found):
                     found.add(pid)
                     grew = True
-        return found
+        return roots, found
 
-    def close(self):
-        """Ends what the pane runs with SIGTERM (then SIGKILL after 5 s), then the tmux server: a
-        sanitized gpumon that the server's hang-up reached while LeakSanitizer stopped it at exit
-        could be left spinning, taking a core from every test after it."""
+    def end_processes(self):
+        """Ends what the pane runs, the shell last: gpumon with SIGTERM (SIGKILL after 5 s), then
+        the shell. The shell leads the pane's session: its end hangs up the terminal, which sends
+        SIGHUP and SIGCONT to gpumon, and a SIGCONT that lands while LeakSanitizer attaches to a
+        sanitized gpumon at its exit cancels the attach's stop and leaves gpumon spinning for ever
+        (seen in make test). So gpumon is gone before the shell goes, and anything left is killed."""
         if not self.started:
             return
-        pids = self._pids()
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for pid in pids:
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
-            deadline = time.monotonic() + 5
-            while pids and time.monotonic() < deadline:
-                pids = {p for p in pids if alive(p)}
-                time.sleep(0.05)
-            if not pids:
-                break
-        self.tmux("kill-server", check=False)
+        roots, pids = self._pids()
+        for group in (pids, roots):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                for pid in group:
+                    try:
+                        os.kill(pid, sig)
+                    except OSError:
+                        pass
+                deadline = time.monotonic() + 5
+                while group and time.monotonic() < deadline:
+                    group = {p for p in group if alive(p)}
+                    time.sleep(0.05)
+                if not group:
+                    break
+
+    def close(self):
+        """Ends the pane's processes, then the tmux server."""
+        self.end_processes()
+        if self.started:
+            self.tmux("kill-server", check=False)
 
 
 class Watch:
@@ -164,6 +173,9 @@ class Watch:
         return pane
 
     def close(self):
+        # every pane's processes first: the panes share one tmux server, whose end hangs up them all
+        for p in self.panes:
+            p.end_processes()
         for p in self.panes:
             p.close()
 
