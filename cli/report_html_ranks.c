@@ -76,18 +76,14 @@ static void put_skew(FILE *f, const json_t *k)
 	for (size_t i = 0; i < 2; i++) {
 		char key[32];
 		html_put(f, "%ss ", what[i]);
-		snprintf(key, sizeof key, "%s_min_bytes", what[i]);
-		html_bytes(f, k, key);
-		snprintf(key, sizeof key, "%s_min_rank", what[i]);
-		if (html_jnum(k, key, &v))
-			html_put(f, " (rank %.0f)", v);
-		fputs(" to ", f);
-		snprintf(key, sizeof key, "%s_max_bytes", what[i]);
-		html_bytes(f, k, key);
-		snprintf(key, sizeof key, "%s_max_rank", what[i]);
-		if (html_jnum(k, key, &v))
-			html_put(f, " (rank %.0f)", v);
-		fputs(", ", f);
+		for (int end = 0; end < 2; end++) { /* "A (rank a) to B (rank b), " */
+			snprintf(key, sizeof key, "%s_%s_bytes", what[i], end ? "max" : "min");
+			html_bytes(f, k, key);
+			snprintf(key, sizeof key, "%s_%s_rank", what[i], end ? "max" : "min");
+			if (html_jnum(k, key, &v))
+				html_put(f, " (rank %.0f)", v);
+			fputs(end ? ", " : " to ", f);
+		}
 		snprintf(key, sizeof key, "%s_skew_bytes", what[i]);
 		html_bytes(f, k, key);
 		fputs(i ? " apart.</p>\n" : " apart; ", f);

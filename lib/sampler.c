@@ -315,10 +315,15 @@ static void emit_process(gpumon_sampler *s, struct devstate *d, int kind, const 
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A record when its memory changed, and when what /proc tells of it did: a process first listed
+ * before /proc could say who it is (its pid not yet there, its environment not yet readable) whose
+ * memory then holds still would otherwise keep its unknown user, command and rank for good. */
 static int process_changed(const gpumon_process *a, const gpumon_process *b)
 {
-	unsigned k = GPUMON_PROC_USED_KNOWN;
-	return (a->flags & k) != (b->flags & k) || a->used_bytes != b->used_bytes;
+	unsigned k = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_FOREIGN | GPUMON_PROC_USER_KNOWN | GPUMON_PROC_CMDLINE_KNOWN |
+		     GPUMON_PROC_RANK_KNOWN;
+	return (a->flags & k) != (b->flags & k) || a->used_bytes != b->used_bytes ||
+	       ((a->flags & GPUMON_PROC_RANK_KNOWN) && a->rank.rank != b->rank.rank);
 }
 
 /* Lists the device's processes and queues what appeared, changed or left since the last list. A

@@ -36,7 +36,7 @@ def gpus(n, used="10GiB"):
 LAUNCHER = textwrap.dedent("""
     import json, os, signal, subprocess, sys, time
     pids_file, n, kind, oom_rank, oom_at = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
-    time.sleep(1.0)
+    time.sleep(0.3)
     t0 = time.monotonic()
     workers = []
     for i in range(n):
@@ -108,15 +108,15 @@ def rank_rows(text):
 @needs_unshare
 def test_eight_workers_one_leaking_one_running_out_first(tmp_path):
     """torchrun-like: 8 workers on 8 GPUs, 10 GiB each. Rank 3 grows by 400 MiB a second; rank 5
-    fills its GPU at 20 s, says so with torchrun's "[rank5]:" prefix and fails, and the launcher ends
+    fills its GPU at 19.5 s, says so at 20 s with torchrun's "[rank5]:" prefix and fails, and the launcher ends
     the rest. The summary names rank 3 as the leak and rank 5 as the one that ran out, with what
     the others held; the report of the recording says the same."""
     base = BASE
     lines = [gpus(8).rstrip("\n")]
     for i in range(8):
         grow = " grow=400MiB" if i == 3 else ""
-        lines.append(f"at 1.2 proc {i} {base + i} used=10GiB{grow}")
-    lines += [f"at 20.5 gpu 5 used=79GiB", f"at 20.5 proc 5 {base + 5} used=78GiB"]
+        lines.append(f"at 0.5 proc {i} {base + i} used=10GiB{grow}")
+    lines += [f"at 19.5 gpu 5 used=79GiB", f"at 19.5 proc 5 {base + 5} used=78GiB"]
     r = run_job(tmp_path, "\n".join(lines) + "\n", 8, oom_rank=5, oom_at=20.0)
     assert r.returncode == 1, r.stderr
     summary = r.stderr[r.stderr.index("gpumon run summary"):]
