@@ -328,9 +328,8 @@ int watch_model_snapshot(const watch_model *m, const gpumon_model *judge, watch_
 		char owner[sizeof o->owner];
 		if (gpumon_owner_describe(&p->p.owner, owner, sizeof owner))
 			cli_safe_text(o->owner, sizeof o->owner, owner);
-		int worker = (p->p.flags & GPUMON_PROC_RANK_KNOWN) && p->p.rank.launcher[0];
-		o->rank = worker ? p->p.rank.rank : -1;
-		o->world_size = worker ? p->p.rank.world_size : -1;
+		o->rank = gpumon_process_rank(&p->p);
+		o->world_size = o->rank >= 0 ? p->p.rank.world_size : -1;
 	}
 	return GPUMON_OK;
 }

@@ -117,9 +117,6 @@ int gpumon__exporter_collect_ready(const gpumon_exporter *e);
 /* Renders a snapshot and publishes it; 0 or GPUMON_E_NOMEM (the previous snapshot stays). */
 int gpumon__exporter_render(gpumon_exporter *e);
 /* exporter_owner.c */
-/* The rank of a distributed worker (the environment read names a launcher and a rank), else -1:
- * the `rank` label of its owner and process series (docs/metrics.md). */
-int gpumon__exporter_worker_rank(const gpumon_process *p);
 /* Sets ep->pub.owner (and dcgm_owner) from the process's owner, and its rank when it is a
  * distributed worker; 0 or GPUMON_E_NOMEM. */
 int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, const gpumon_process *p);

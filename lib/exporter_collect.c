@@ -103,7 +103,7 @@ static void proc_labels(gpumon_exporter *e, struct eproc *ep, const gpumon_proce
 		gpumon__prom_puts(&b, "\"");
 	}
 	/* a pid's series is its own already: its rank and job add none */
-	int rank = gpumon__exporter_worker_rank(p);
+	int rank = gpumon_process_rank(p);
 	if (rank >= 0)
 		gpumon__prom_printf(&b, ",rank=\"%d\"", rank);
 	if (rank >= 0 && p->rank.job_id[0]) {

@@ -47,15 +47,6 @@ static char *take_string(struct prom_buf *b)
 	return s;
 }
 
-int gpumon__exporter_worker_rank(const gpumon_process *p)
-{
-	/* a launcher and a rank: a process in a Slurm allocation that srun did not start, or one that
-	   only knows a rendezvous, is no worker; an environment not read (another user's) tells nothing */
-	if (!(p->flags & GPUMON_PROC_RANK_KNOWN) || !p->rank.launcher[0] || p->rank.rank < 0)
-		return -1;
-	return p->rank.rank;
-}
-
 int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, const gpumon_process *p)
 {
 	(void)e;
@@ -84,7 +75,7 @@ int gpumon__exporter_owner_labels(const gpumon_exporter *e, struct eproc *ep, co
 	/* each rank of a distributed job a series of its own, which the same ranks of the owner's next
 	   job take again; a process that is no worker keeps the owner's series, without the label. The
 	   job's id is not a label: a new one each run would be a new series each run */
-	int rank = gpumon__exporter_worker_rank(p);
+	int rank = gpumon_process_rank(p);
 	if (rank >= 0)
 		gpumon__prom_printf(&b, ",rank=\"%d\"", rank);
 	if (!(ep->pub.owner = take_string(&b)))

@@ -211,6 +211,8 @@ void gpumon__procfs_fill(gpumon_process *p);
 /* sources/host_process.c: a distributed worker's place from the pid's environment into *out (-1 and
  * "" each when it is none); 0, or -1 when the environment cannot be read (*out then all unknown). */
 int gpumon__env_rank(unsigned pid, gpumon_rank *out);
+/* gpumon_process_rank's test on a process's flags and rank (a recording's rows keep them apart). */
+int gpumon__worker_rank(unsigned flags, const gpumon_rank *r);
 
 /* store/recording_read.c: the distributed job a recording's processes belong to: the first worker's
  * place that names a job id, else the first that names a rendezvous, else the first worker's. 1 when

@@ -480,6 +480,14 @@ typedef struct gpumon_process {
 GPUMON_API size_t gpumon_owner_describe(const gpumon_owner *o, char *buf, size_t len);
 
 /*
+ * The global rank of p when it is a distributed job's worker — its environment was read
+ * (GPUMON_PROC_RANK_KNOWN) and names a launcher and a rank — else -1: a process that is no worker,
+ * one whose environment could not be read (another user's), one in a Slurm allocation that srun did
+ * not start, or one that only knows a rendezvous. The one test every front end uses.
+ */
+GPUMON_API int gpumon_process_rank(const gpumon_process *p);
+
+/*
  * Lists the processes holding memory on device dev: compute and graphics lists merged (a pid in
  * both appears once, with both flags), each completed from /proc. A pid missing from /proc is
  * kept and flagged GPUMON_PROC_FOREIGN. Order: used_bytes descending, unknown last, then pid.

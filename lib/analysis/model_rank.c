@@ -12,7 +12,7 @@ void gpumon__model_take_rank(struct mproc *p, const gpumon_process *src)
 {
 	/* a listing that could not read the environment says nothing, and one between fork and exec
 	   has the launcher's: a worker's rank, once known, stays */
-	if ((src->flags & GPUMON_PROC_RANK_KNOWN) && src->rank.launcher[0] && src->rank.rank >= 0)
+	if (gpumon_process_rank(src) >= 0)
 		p->rank = src->rank;
 }
 
@@ -134,22 +134,13 @@ static void row_of(const gpumon_model *m, const struct mproc *p, const gpumon_mo
 	r->used_known = p->peak > 0 || p->used_known;
 	r->peak_bytes = p->peak;
 	r->last_bytes = p->used;
-	long double integral = p->integral;
-	uint64_t span = p->span_ns;
-	uint64_t end = m->end_t ? m->end_t : m->last_t;
-	if (p->present && p->used_known && p->integral_t && end > p->integral_t) {
-		integral += (long double)p->used * (long double)(end - p->integral_t);
-		span += end - p->integral_t;
-	}
-	r->mean_bytes = span ? (uint64_t)(integral / (long double)span) : p->used;
-	r->floor_known = p->floor_known;
-	r->floor_bytes = p->floor;
-	/* still listed at the end and past its first seconds: the figure it holds now counts too */
-	if (p->present && p->used_known && p->first_t && end > p->first_t + MODEL_EARLY_NS &&
-	    (!r->floor_known || p->used < r->floor_bytes)) {
-		r->floor_known = 1;
-		r->floor_bytes = p->used;
-	}
+	/* its figure held until the end of the input counts in its mean and floor, as a record then
+	   would count it */
+	struct mproc q = *p;
+	gpumon__model_hold(&q, m->end_t ? m->end_t : m->last_t);
+	r->mean_bytes = q.span_ns ? (uint64_t)(q.integral / (long double)q.span_ns) : p->used;
+	r->floor_known = q.floor_known;
+	r->floor_bytes = q.floor;
 	r->at_oom_known = p->at_oom_known;
 	r->at_oom_bytes = p->at_oom;
 	if (gpumon_model_process_verdict(m, p->dev, p->pid, &r->verdict) != GPUMON_OK) {

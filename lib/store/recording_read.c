@@ -483,7 +483,7 @@ int gpumon__reader_job(gpumon_reader *r, gpumon_rank *out)
 	int best_score = -1;
 	for (size_t i = 0; i < r->nprocs; i++) {
 		const gpumon_rank *k = &r->procs[i].rank;
-		if (!(r->procs[i].flags & GPUMON_PROC_RANK_KNOWN) || !k->launcher[0] || k->rank < 0)
+		if (gpumon__worker_rank(r->procs[i].flags, k) < 0)
 			continue;
 		int score = k->job_id[0] ? 2 : k->master[0] ? 1 : 0;
 		if (score > best_score)

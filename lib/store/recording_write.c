@@ -75,8 +75,7 @@ struct appearance {
 	unsigned flags;    /* the descriptive flags stored in the row (USED_KNOWN left out) */
 	uint64_t identity; /* a hash of the user, name and command line stored */
 	sqlite3_int64 row;
-	int ranked;        /* the row holds a worker's rank: rank */
-	gpumon_rank rank;
+	gpumon_rank rank;  /* the rank stored (flags says whether the environment was read) */
 };
 
 /* A stream of framework samples: one (pid, device, framework) and its row in framework_sources. */
@@ -515,11 +514,6 @@ static uint64_t identity(const gpumon_process *p)
 }
 
 /* A process listed: opens its appearance, or refreshes what is known of it when that changed. */
-static int is_worker(const gpumon_process *p)
-{
-	return (p->flags & GPUMON_PROC_RANK_KNOWN) && p->rank.launcher[0] && p->rank.rank >= 0;
-}
-
 static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 {
 	struct appearance *a = find_appearance(r, rec->dev, rec->process.pid);
@@ -530,7 +524,7 @@ static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 	gpumon_process p = rec->process;
 	/* and a worker's rank, once known, stays (a listing between fork and exec, or one that could
 	   not read the environment, does not erase it) */
-	if (a && a->ranked && !is_worker(&p)) {
+	if (a && gpumon__worker_rank(a->flags, &a->rank) >= 0 && gpumon_process_rank(&p) < 0) {
 		p.rank = a->rank;
 		p.flags |= GPUMON_PROC_RANK_KNOWN;
 	}
@@ -544,15 +538,14 @@ static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 		bind_process_info(s, &p);
 		a->flags = flags;
 		a->identity = id;
-		if ((a->ranked = is_worker(&p)) != 0)
-			a->rank = p.rank;
+		a->rank = p.rank;
 		return run(r, ST_PROC_INFO);
 	}
 	if (grow((void **)&r->procs, &r->procs_cap, r->nprocs, sizeof *r->procs) != GPUMON_OK)
 		return seterr(r, GPUMON_E_NOMEM, "recording %s: out of memory", r->path);
 	a = &r->procs[r->nprocs];
 	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags, .identity = id,
-				 .ranked = is_worker(&p), .rank = p.rank};
+				 .rank = p.rank};
 	int st = insert_process(r, rec, 0, &a->row);
 	r->nprocs += st == GPUMON_OK;
 	return st;
