@@ -53,6 +53,8 @@ static int differ(const struct input *a, const struct input *b, size_t ia, size_
 	       1;
 }
 
+/* Reads each recording's metadata, job and clock offset into in[]; GPUMON_E_INVAL, the message on m,
+ * when they are not of one job or cannot be put on one clock. */
 static int check(gpumon_model *m, struct input *in, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -70,6 +72,9 @@ static int check(gpumon_model *m, struct input *in, size_t n)
 				 "put beside the others'", i + 1, name_of(in[i].meta));
 			return GPUMON_E_INVAL;
 		}
+		/* onto recording 0's clock: the two hosts' wall clocks less their monotonic ones at the starts */
+		in[i].offset = (int64_t)(in[i].meta->start_wall_ns - in[i].meta->start_mono_ns) -
+			       (int64_t)(in[0].meta->start_wall_ns - in[0].meta->start_mono_ns);
 		for (size_t k = 0; k < i; k++) {
 			if (differ(&in[k], &in[i], k, i, m->msg, sizeof m->msg))
 				return GPUMON_E_INVAL;
@@ -170,16 +175,14 @@ int gpumon_model_load_many(gpumon_model *m, gpumon_reader *const *readers, size_
 		free(m->cvd);
 		m->cvd = NULL;
 		/* the run ends with the last host's end, and failed when any host's job failed */
-		int64_t base0 = (int64_t)(in[0].meta->start_wall_ns - in[0].meta->start_mono_ns);
 		uint64_t end = 0;
 		int ends = 1, status = 0;
 		for (size_t i = 0; i < n; i++) {
 			const gpumon_run_meta *x = in[i].meta;
-			int64_t off = (int64_t)(x->start_wall_ns - x->start_mono_ns) - base0;
 			if (!x->end_mono_ns)
 				ends = 0;
-			else if ((uint64_t)((int64_t)x->end_mono_ns + off) > end)
-				end = (uint64_t)((int64_t)x->end_mono_ns + off);
+			else if ((uint64_t)((int64_t)x->end_mono_ns + in[i].offset) > end)
+				end = (uint64_t)((int64_t)x->end_mono_ns + in[i].offset);
 			if (x->exit_status < 0 && status == 0)
 				status = -1;
 			else if (x->exit_status > 0 && status <= 0)
@@ -189,7 +192,6 @@ int gpumon_model_load_many(gpumon_model *m, gpumon_reader *const *readers, size_
 		m->meta.exit_status = status;
 	}
 	unsigned next = 0;
-	int64_t base = (int64_t)(in[0].meta->start_wall_ns - in[0].meta->start_mono_ns);
 	for (size_t i = 0; !st && i < n; i++) {
 		in[i].first_dev = next;
 		in[i].ndev = gpumon_reader_device_count(in[i].r);
@@ -198,7 +200,6 @@ int gpumon_model_load_many(gpumon_model *m, gpumon_reader *const *readers, size_
 			st = GPUMON_E_INVAL;
 			break;
 		}
-		in[i].offset = (int64_t)(in[i].meta->start_wall_ns - in[i].meta->start_mono_ns) - base;
 		for (unsigned d = 0; d < in[i].ndev; d++) {
 			gpumon_device_info info;
 			if (gpumon_reader_device(in[i].r, d, &info) != GPUMON_OK)
