@@ -98,54 +98,10 @@ static int parse(int argc, char **argv, struct opts *o)
 	return EXIT_OK;
 }
 
-/* Reads a recording into a new model through the library's reader. A file that is not a recording
- * or of a newer format is refused with the reader's message; damage is named in the document. */
-static int read_recording(const char *path, unsigned flags, gpumon_model **out)
-{
-	gpumon_reader *r = NULL;
-	gpumon_model *m = NULL;
-	int st = gpumon_reader_create(path, &r);
-	if (st != GPUMON_OK) {
-		cli_error("report: %s", r && gpumon_reader_errmsg(r)[0] ? gpumon_reader_errmsg(r) : gpumon_strerror(st));
-		gpumon_reader_destroy(r);
-		return EXIT_OTHER;
-	}
-	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
-	cfg.flags = flags;
-	cfg.source = path;
-	cfg.source_type = "recording";
-	st = gpumon_model_create(&cfg, &m);
-	if (st == GPUMON_OK)
-		st = gpumon_model_load(m, r);
-	/* the file failing under the walk: what came before is good, and the loss is named */
-	if (st != GPUMON_OK && st != GPUMON_E_NOMEM && m) {
-		if (!gpumon_reader_damage(r)[0])
-			gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
-		st = GPUMON_OK;
-	}
-	if (st == GPUMON_OK && !gpumon_model_samples(m)) {
-		/* a report of nothing would read as a run that held no memory: refused, with what was lost */
-		const char *lost = gpumon_reader_damage(r)[0] ? gpumon_reader_damage(r) : gpumon_model_errmsg(m);
-		if (lost[0])
-			cli_error("report: %s: nothing could be read: %s", path, lost);
-		else
-			cli_error("report: %s: nothing could be read: the recording holds no samples", path);
-		gpumon_reader_destroy(r);
-		gpumon_model_destroy(m);
-		return EXIT_USAGE;
-	}
-	gpumon_reader_destroy(r);
-	if (st != GPUMON_OK) {
-		cli_error("report: %s: %s", path, gpumon_strerror(st));
-		gpumon_model_destroy(m);
-		return EXIT_OTHER;
-	}
-	*out = m;
-	return EXIT_OK;
-}
-
-/* Several recordings of one job, one a node, read into one model by the library (which refuses
- * recordings of different jobs, saying how they differ). */
+/* Reads a recording — or several recordings of one job, one a node, which the library reads as one
+ * run (refusing recordings of different jobs, saying how they differ) — into a new model through
+ * the library's reader. A file that is not a recording or of a newer format is refused with the
+ * reader's message; damage is named in the document. */
 static int read_recordings(const char *const *paths, size_t n, unsigned flags, gpumon_model **out)
 {
 	gpumon_reader *r[MAX_FILES] = {0};
@@ -166,22 +122,34 @@ static int read_recordings(const char *const *paths, size_t n, unsigned flags, g
 	gpumon_model_config cfg = GPUMON_CONFIG_INIT(gpumon_model_config);
 	cfg.flags = flags;
 	cfg.source = source;
-	cfg.source_type = "recordings";
+	cfg.source_type = n > 1 ? "recordings" : "recording";
 	int st = rc == EXIT_OK ? gpumon_model_create(&cfg, &m) : GPUMON_OK;
 	if (rc == EXIT_OK && st == GPUMON_OK)
 		st = gpumon_model_load_many(m, r, n);
-	if (rc == EXIT_OK && st == GPUMON_E_INVAL) {
+	/* what the readers said they lost (the model names it in the document) */
+	const char *lost = "";
+	for (size_t i = 0; i < n && !lost[0] && r[i]; i++)
+		lost = gpumon_reader_damage(r[i]);
+	if (rc == EXIT_OK && n > 1 && st == GPUMON_E_INVAL) { /* not one job */
 		cli_error("report: %s", gpumon_model_errmsg(m));
 		rc = EXIT_USAGE;
 	} else if (rc == EXIT_OK && st != GPUMON_OK && st != GPUMON_E_NOMEM && m) {
 		/* a file failing under the walk: what came before is good, and the loss is named */
-		gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
+		if (!lost[0])
+			gpumon_model_damage(m, gpumon_model_errmsg(m)[0] ? gpumon_model_errmsg(m) : gpumon_strerror(st));
 	} else if (rc == EXIT_OK && st != GPUMON_OK) {
-		cli_error("report: %s", gpumon_strerror(st));
+		cli_error("report: %s: %s", source, gpumon_strerror(st));
 		rc = EXIT_OTHER;
 	}
 	if (rc == EXIT_OK && !gpumon_model_samples(m)) {
-		cli_error("report: %s: nothing could be read: the recordings hold no samples", source);
+		/* a report of nothing would read as a run that held no memory: refused, with what was lost */
+		if (!lost[0])
+			lost = gpumon_model_errmsg(m);
+		if (lost[0])
+			cli_error("report: %s: nothing could be read: %s", source, lost);
+		else
+			cli_error("report: %s: nothing could be read: the recording%s no samples", source,
+				  n > 1 ? "s hold" : " holds");
 		rc = EXIT_USAGE;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -296,11 +264,8 @@ int cmd_report(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (o.nfiles > 1)
-		rc = read_recordings(o.files, o.nfiles, flags, &m);
-	else
-		rc = kind == REPORT_FILE_RECORDING ? read_recording(o.file, flags, &m)
-						   : read_text(o.file, flags, o.period_s, &m);
+	rc = kind == REPORT_FILE_RECORDING ? read_recordings(o.files, o.nfiles, flags, &m)
+					   : read_text(o.file, flags, o.period_s, &m);
 	if (rc != EXIT_OK)
 		return rc;
 	gpumon_model_finish(m, 0, -1);
