@@ -22,6 +22,8 @@ typedef struct view {
 	size_t distinct;   /* distinct batch sizes among them */
 	double bmin, bmax; /* their smallest and largest batch */
 	double failed_min; /* the smallest failed batch; INFINITY when none failed */
+	double ran_below;  /* the largest batch that ran below failed_min (0 none): the bound a failure
+			      leaves the answer */
 	double frag;       /* the largest (reserved - allocated) / peak of the runs that give both */
 } view;
 
@@ -93,6 +95,9 @@ static int take_runs(const gpumon_fit_run *runs, size_t n, view *v, size_t *bad)
 			v->frag = fmax(v->frag, (double)(r->reserved_peak_bytes - r->allocated_peak_bytes) /
 							(double)r->peak_bytes);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (!runs[i].failed && runs[i].batch < v->failed_min)
+			v->ran_below = fmax(v->ran_below, runs[i].batch);
 	return 0;
 }
 
@@ -295,13 +300,9 @@ int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpumon_fit_conf
 		at = mult;
 	} else if (best >= v.failed_min) {
 		/* the runs know more than the fit: the largest batch that ran below the failure is the answer */
-		double ran = 0;
-		for (size_t i = 0; i < n; i++)
-			if (!runs[i].failed && runs[i].batch < v.failed_min)
-				ran = fmax(ran, floor(runs[i].batch / mult) * mult);
 		say(out, "batch %g ran out of memory: the answer is the largest batch that ran below it (the fit alone "
 			 "said %.0f)", v.failed_min, best);
-		best = ran;
+		best = floor(v.ran_below / mult) * mult;
 		at = best ? best : mult;
 	}
 	out->max_batch = (uint64_t)best;
@@ -345,10 +346,7 @@ uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_
 		return x > b ? (uint64_t)fmin(x, BATCH_MAX) : 0;
 	}
 	if (isfinite(v.failed_min)) { /* a bound the fit could not see: bisected down to 1 % */
-		double ran = 0, mult = c.multiple_of > 1 ? c.multiple_of : 1;
-		for (size_t i = 0; i < n; i++)
-			if (!runs[i].failed && runs[i].batch < v.failed_min)
-				ran = fmax(ran, runs[i].batch);
+		double ran = v.ran_below, mult = c.multiple_of > 1 ? c.multiple_of : 1;
 		double mid = floor((ran + v.failed_min) / 2 / mult) * mult;
 		if (ran > 0 && v.failed_min - ran > fmax(mult, ran / 100) && mid > ran && mid < v.failed_min)
 			return (uint64_t)mid;
