@@ -106,9 +106,10 @@ const char *words_holder_job(char *buf, size_t len, const json_t *holder, const 
 
 /* A distributed job's ranks (the document's ranks[] and rank_skew) as a table, each line handed to
  * line(ctx, text) without its newline: a heading naming the job, one row a worker (rank, GPU, pid,
- * its NVML figure's peak, mean and latest, its verdict, "+ OOM" for the one that ran out of
- * memory), at most max_rows rows (the rest counted), and the skew between the ranks' peaks and
- * means. Nothing when the document has no ranks. */
+ * its NVML figure's peak, mean and floor, its verdict, "+ OOM" for the one that ran out of memory,
+ * its host when there are several), at most max_rows rows (the rest counted), what each rank held
+ * at the out-of-memory, and the skew between the ranks' peaks and means. Nothing when the document
+ * has no ranks. */
 void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx);
 
 /* A worker's verdict (ranks[].leak) in a few words: "LEAK +630 MiB/s", "no leak", "too short to

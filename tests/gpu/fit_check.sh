@@ -12,18 +12,10 @@ set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-BUILD=${GPUMON_BUILD:-/tmp/gpumon-build}
 PY=${PYTHON:-python3}
 
 . tests/gpu/deps.sh
-if [ -n "${GPUMON_PREBUILT:-}" ]; then
-	BUILD=$(cd "$GPUMON_PREBUILT" && pwd)
-	export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-elif ! gpumon_build "$BUILD" gpumon gpumon_python >"$OUT/fit_build.log" 2>&1; then
-	echo "FAIL build; last lines of $OUT/fit_build.log:"
-	tail -n 25 "$OUT/fit_build.log"
-	exit 1
-fi
+gpumon_ready "$OUT/fit_build.log" gpumon gpumon_python || exit 1
 export PYTHONPATH="$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 PYTHONUNBUFFERED=1 "$PY" tests/gpu/fit_check.py --gpumon "$BUILD/cli/gpumon" --out "$OUT" "$@" 2>&1 |
 	tee "$OUT/fit_check.txt"
