@@ -3,8 +3,10 @@
  * through NVML and nothing else. `oneshot`: load NVML, start it, take the first GPU's handle, read its
  * memory once, print the used figure and leave (no shutdown: the floor of a one-shot query);
  * `oneshot-shutdown`: the same, calling nvmlShutdown before leaving.
- * `loop SECONDS`: read the first GPU's memory with nvmlDeviceGetMemoryInfo_v2 every millisecond to an
- * absolute deadline (CLOCK_MONOTONIC, TIMER_ABSTIME) for SECONDS (the floor of a 1 kHz sampler).
+ * `loop SECONDS [PERIOD_MS]`: read the first GPU's memory with nvmlDeviceGetMemoryInfo_v2 every
+ * PERIOD_MS (default 1) to an absolute deadline (CLOCK_MONOTONIC, TIMER_ABSTIME) for SECONDS: the floor
+ * of a 1 kHz sampler, of a live view refreshed every 100 ms, and the resident memory of any process
+ * that keeps NVML open.
  * Calls NVML directly through dlopen; honours GPUMON_NVML_LIBRARY. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -36,7 +38,7 @@ static void *sym(void *lib, const char *name)
 int main(int argc, char **argv)
 {
 	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "oneshot-shutdown") && strcmp(argv[1], "loop"))) {
-		fprintf(stderr, "usage: gpumon_bench_floor oneshot | oneshot-shutdown | loop SECONDS\n");
+		fprintf(stderr, "usage: gpumon_bench_floor oneshot | oneshot-shutdown | loop SECONDS [PERIOD_MS]\n");
 		return 2;
 	}
 	const char *env = getenv("GPUMON_NVML_LIBRARY");
@@ -70,12 +72,17 @@ int main(int argc, char **argv)
 		_exit(0);
 	}
 	double secs = argc > 2 ? atof(argv[2]) : 10;
-	long n = (long)(secs * 1000);
+	long period_ms = argc > 3 ? atol(argv[3]) : 1;
+	if (period_ms < 1 || period_ms > 1000) {
+		fprintf(stderr, "gpumon_bench_floor: PERIOD_MS must be 1 to 1000\n");
+		return 2;
+	}
+	long n = (long)(secs * 1000) / period_ms;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	for (long i = 0; i < n; i++) {
-		t.tv_nsec += 1000000;
-		if (t.tv_nsec >= 1000000000) {
+		t.tv_nsec += period_ms * 1000000;
+		while (t.tv_nsec >= 1000000000) {
 			t.tv_nsec -= 1000000000;
 			t.tv_sec++;
 		}

@@ -3,7 +3,7 @@
 """bench_oneshot.py — what a one-shot `gpumon query` costs beside `nvidia-smi --query-gpu` and beside
 the floor (bench_floor.c `oneshot`: start NVML, attach GPU 0, read its memory, leave), all run
 alternately in fresh processes RUNS times; wall time from spawn to exit, medians. Goal
-(BENCHMARKS.md): gpumon <= 0.75 x nvidia-smi.
+(BENCHMARKS.md): gpumon <= 0.85 x nvidia-smi (where the floor allows: it is printed beside).
 
 Usage (from the repository root, after building):
   python3 bench/bench_oneshot.py [--runs 30] [--fields memory.used] [--json FILE]
@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-GOAL = 0.75
+GOAL = 0.85
 
 
 def spawn_wall(argv):

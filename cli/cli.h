@@ -52,6 +52,11 @@ int cli_exit_status(int status);
  */
 gpumon *cli_open(int *exit_status);
 
+/* The end of a one-shot command's handle: the process exits next, and the OS and the driver release
+ * all of it then, so nvmlShutdown and dlclose (1.3-3 ms of every `gpumon query`, BENCHMARKS.md) are
+ * not paid; the handle is kept where a leak checker still sees it. Call once, as the last use of g. */
+void cli_leave(gpumon *g);
+
 /*
  * Parses a GPU selection as nvidia-smi's -i takes it: comma-separated indexes, UUIDs or PCI bus
  * ids. Fills sel[0..count-1] with device positions (at most cap, no duplicates, in the order

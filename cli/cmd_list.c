@@ -116,6 +116,6 @@ int cmd_list(int argc, char **argv)
 		rc = EXIT_GPU_LOST;
 	free(sel);
 	free(shown);
-	gpumon_destroy(g);
+	cli_leave(g);
 	return rc;
 }

@@ -314,7 +314,7 @@ static void run_close(struct run *r)
 {
 	free(r->sel);
 	free(r->warned);
-	gpumon_destroy(r->g);
+	cli_leave(r->g);
 }
 
 static void report_lost(struct run *r, unsigned dev)

@@ -659,6 +659,6 @@ int cmd_show(int argc, char **argv)
 	free(m.rows);
 	free(m.gpus);
 	free(sel);
-	gpumon_destroy(g);
+	cli_leave(g);
 	return rc;
 }

@@ -63,6 +63,14 @@ gpumon *cli_open(int *exit_status)
 	return NULL;
 }
 
+void cli_leave(gpumon *g)
+{
+	static gpumon *left; /* reachable until exit: not a leak */
+	if (left)
+		gpumon_destroy(left); /* a second handle in one process (not done today) */
+	left = g;
+}
+
 int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap, unsigned *count)
 {
 	unsigned n = gpumon_device_count(g);

@@ -4,7 +4,7 @@
 #ifndef GPUMON_STORE_RECORDING_OWNER_H
 #define GPUMON_STORE_RECORDING_OWNER_H
 
-#include <sqlite3.h>
+#include "sql.h"
 #include <stdint.h>
 
 #include <gpumon/gpumon.h>

@@ -119,6 +119,9 @@ static int open_checked(gpumon_reader *r)
 		return seterr(r, GPUMON_E_IO, "%s: %s", r->path, strerror(errno));
 	if (S_ISDIR(sb.st_mode))
 		return seterr(r, GPUMON_E_IO, "%s is a directory", r->path);
+	char why[256];
+	if (gpumon__sqlite_load(why, sizeof why) != 0)
+		return seterr(r, GPUMON_E_NO_LIBRARY, "%s: %s", r->path, why);
 	rc = sqlite3_open_v2(r->path, &r->db, SQLITE_OPEN_READONLY, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_busy_timeout(r->db, 2000);

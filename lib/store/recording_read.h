@@ -5,7 +5,7 @@
 #ifndef GPUMON_STORE_RECORDING_READ_H
 #define GPUMON_STORE_RECORDING_READ_H
 
-#include <sqlite3.h>
+#include "sql.h"
 
 #include "../internal.h"
 

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
+#include "sql.h"
 
 #include "../internal.h"
 
@@ -333,7 +333,9 @@ static int write_devices(gpumon_recording *r, gpumon *g)
 /* Claims path with O_EXCL, so that nothing is ever overwritten, then opens it with SQLite. */
 static int open_file(gpumon_recording *r)
 {
-	char ebuf[128];
+	char ebuf[256];
+	if (gpumon__sqlite_load(ebuf, sizeof ebuf) != 0)
+		return seterr(r, GPUMON_E_NO_LIBRARY, "recording %s: %s", r->path, ebuf);
 	int fd = open(r->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	if (fd < 0 && errno == EEXIST)
 		return seterr(r, GPUMON_E_EXISTS,
