@@ -1676,9 +1676,16 @@ GPUMON_API int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpum
  * - Two or more with a failed run: the bound bisected: the midpoint of the largest batch that ran
  *   below F and F (rounded down to multiple_of), while they are more than multiple_of and 1 % of
  *   the smaller apart; else 0.
- * - Two: the fit (gpumon_fit_batch); a third run at max_batch / 2 (rounded down to a multiple of
- *   multiple_of when at least one), when that is more than 1.25 x the largest batch run; else 0.
- * - Three or more: 0.
+ * - Two or more whose peaks have not grown measurably (the highest peak at the largest batch less
+ *   the one at the smallest is under 32 MiB and under 1 % of the latter: the allocator's rounding
+ *   hides the activations of a model whose weights dwarf them), without cfg->fixed_known: a larger
+ *   run, 8 x the largest batch, or less where the steepest slope the runs allow ((growth + that
+ *   threshold) / (largest - smallest batch)) predicts half the room, rounded down to multiple_of;
+ *   0 when that is not over 1.25 x the largest, or when the runs already span 1024 x (the batch is
+ *   then taken as unused, and gpumon_fit_batch says so).
+ * - Two or more that grew: the fit (gpumon_fit_batch); a run at max_batch / 2 (rounded down to a
+ *   multiple of multiple_of when at least one), when that is more than 1.25 x the largest batch
+ *   run; else 0. At most 8 distinct batch sizes are run: then 0.
  * Never a batch predicted (prediction + margin) not to fit the room, never one at or above F.
  */
 GPUMON_API uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_config *cfg,

@@ -147,6 +147,40 @@ static void test_ignored_batch(void)
 	ok(f.shape == GPUMON_FIT_NONE && f.per_sample_bytes < 0, "a falling peak: NONE, the slope kept");
 }
 
+/* Weights that dwarf the activations: the allocator's rounding makes batch 1 and 2 peak alike (an MLP
+ * of 176 M parameters on the H200: 4,368,367,616 bytes at both), which is no ignored batch. */
+static void test_flat_then_growing(void)
+{
+	gpumon_fit_config c = config(140 * GIB, 1);
+	const double fixed = 4368367616.0, per = 200.0 * 1024; /* 200 KiB of activations a sample */
+	gpumon_fit_run r[6] = {run(1, (uint64_t)fixed), run(2, (uint64_t)fixed)};
+	is_int(gpumon_fit_next(r, 2, &c, 1), 16, "flat at 1 and 2: a run at 8x the largest");
+	r[2] = run(16, (uint64_t)(fixed + 2 * MIB));
+	is_int(gpumon_fit_next(r, 3, &c, 1), 128, "still within the allocator's rounding at 16: 8x again");
+	r[3] = run(128, (uint64_t)(fixed + 128 * per));
+	is_int(gpumon_fit_next(r, 4, &c, 1), 1024, "25 MiB more at 128: under 32 MiB, flat still");
+	r[4] = run(1024, (uint64_t)(fixed + 1024 * per));
+	uint64_t next = gpumon_fit_next(r, 5, &c, 1);
+	gpumon_fit f;
+	fit(r, 5, &c, &f);
+	is_int(f.shape, GPUMON_FIT_LINEAR, "200 MiB more at 1024: a line");
+	ok(fabs(f.per_sample_bytes - per) < per * 0.05, "its slope is the activations' (%.0f)", f.per_sample_bytes);
+	ok(next == f.max_batch / 2, "a run near half the answer checks it (%llu of %llu)", (unsigned long long)next,
+	   (unsigned long long)f.max_batch);
+	/* the steepest slope the flat runs allow bounds the jump near a full GPU */
+	gpumon_fit_config small = config(12 * GIB, 1);
+	gpumon_fit_run near[2] = {run(1, 5 * GIB), run(2, 5 * GIB)};
+	uint64_t x = gpumon_fit_next(near, 2, &small, 1);
+	ok(x > 2 && x <= 16 && 5 * GIB + (double)(x - 2) * 32 * MIB <= 6 * GIB,
+	   "near the room: no further than half the room at the steepest hidden slope (%llu)", (unsigned long long)x);
+	/* a batch that is not used stays flat over 1024x: then no more runs, and the fit says so */
+	gpumon_fit_run flat[5] = {run(1, 10 * GIB), run(2, 10 * GIB), run(16, 10 * GIB), run(128, 10 * GIB),
+				  run(1024, 10 * GIB)};
+	is_int(gpumon_fit_next(flat, 5, &c, 1), 0, "flat over 1024x: enough runs");
+	fit(flat, 5, &c, &f);
+	is_str(f.note, "the peak does not grow with the batch: is {batch} used?", "and the note asks");
+}
+
 static void test_failed(void)
 {
 	gpumon_fit f;
@@ -334,6 +368,7 @@ int main(void)
 	test_line();
 	test_quadratic();
 	test_ignored_batch();
+	test_flat_then_growing();
 	test_failed();
 	test_room();
 	test_fragmentation();
