@@ -587,7 +587,7 @@ enum {
 	GPUMON_REC_FRAMEWORK = 5,    /* a framework sample (framework) */
 	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note",
 					GPUMON_EVENT_STALE, ...), event_text */
-	GPUMON_REC_JOB = 7,          /* process.pid belongs to the job (a launched job's process tree) */
+	GPUMON_REC_JOB = 7,          /* process->pid belongs to the job (a launched job's process tree) */
 };
 
 typedef struct gpumon_record {
@@ -601,14 +601,22 @@ typedef struct gpumon_record {
 	uint64_t used_min_bytes, used_max_bytes;
 	uint64_t used_max_t_ns;        /* when the maximum was seen */
 	unsigned interval_samples;     /* samples that interval held */
-	/* PROCESS / PROCESS_GONE: the process as listed; JOB: process.pid */
-	gpumon_process process;
+	/* PROCESS / PROCESS_GONE: the process as listed; JOB: process->pid (and its command line when
+	   known). NULL for every other kind. Like the event strings below, it belongs to whoever made
+	   the record: a sampler's stays valid until the next gpumon_sampler_poll, a reader's until its
+	   next call; a caller that keeps a record longer copies *process. */
+	const gpumon_process *process;
 	/* FRAMEWORK */
 	gpumon_framework_sample framework;
 	/* EVENT: kind (a short word) and text (may be NULL); the strings belong to whoever made the
 	   record (a reader's stay valid until its next call) */
 	const char *event_kind, *event_text;
 } gpumon_record;
+
+/* sizeof(gpumon_record) on LP64 targets (x86-64, aarch64): 240 bytes, the stride of the arrays
+ * gpumon_sampler_poll fills and gpumon_recording_write and gpumon_model_add read. It is part of the
+ * ABI: the library is built only when its record has this size. */
+#define GPUMON_RECORD_SIZE 240
 
 /* ---------------------------------------------------------------------------------------------
  * Sampler: background threads, one per GPU, that sample the chosen GPUs and their processes at a

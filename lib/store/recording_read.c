@@ -372,6 +372,7 @@ int gpumon_reader_next(gpumon_reader *r, gpumon_record *out)
 			return r->failed ? seterr(r, GPUMON_E_IO, "%s: the file failed while it was read", r->path) : 0;
 		}
 		memset(out, 0, sizeof *out);
+		memset(&r->proc, 0, sizeof r->proc);
 		int64_t t = sqlite3_column_int64(best->st, 1);
 		if (t <= 0) { /* no time a clock gave: a damaged or hand-edited row */
 			best->lost++;

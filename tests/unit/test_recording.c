@@ -329,6 +329,12 @@ static void test_bad_arguments(void)
 	ev[1].sample.present = GPUMON_F_MEMORY_USED; /* a log's used figure alone: not kept, so refused */
 	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "used memory without total and free");
 	ok(strstr(gpumon_recording_errmsg(r), "without its total"), "message: %s", gpumon_recording_errmsg(r));
+	ev[1] = (gpumon_record){.kind = GPUMON_REC_PROCESS, .t_ns = now_ns()}; /* process NULL */
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a process record without its process");
+	ok(strstr(gpumon_recording_errmsg(r), "record 1 is about a process and names none"), "message: %s",
+	   gpumon_recording_errmsg(r));
+	ev[1].kind = GPUMON_REC_JOB;
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a job record without its process");
 	is_int(gpumon_recording_write(r, two, 1), GPUMON_OK, "still writable after bad arguments");
 	is_int(gpumon_recording_finish(r, -1), GPUMON_OK, "finish");
 	gpumon_recording_destroy(r);
