@@ -20,7 +20,7 @@ _Static_assert(sizeof(gpumon_record) == GPUMON_RECORD_SIZE, "gpumon_record is no
 
 const char *gpumon_version(void)
 {
-	return GPUMON_VERSION_STRING;
+	return GPUMON_VERSION;
 }
 
 const char *gpumon_strerror(int status)

@@ -14,10 +14,13 @@
 extern "C" {
 #endif
 
-#define GPUMON_VERSION_MAJOR 0
-#define GPUMON_VERSION_MINOR 1
+/* The version of this header; gpumon_version() says the library's. CMakeLists.txt's project()
+ * version must equal it (the build stops otherwise), and the shared library's soname is
+ * libgpumon.so.MAJOR: a release that breaks the ABI raises MAJOR. */
+#define GPUMON_VERSION_MAJOR 1
+#define GPUMON_VERSION_MINOR 0
 #define GPUMON_VERSION_PATCH 0
-#define GPUMON_VERSION_STRING "0.1.0"
+#define GPUMON_VERSION "1.0.0"
 
 /*
  * Conventions, for every object of this header:
@@ -64,7 +67,8 @@ enum {
 /* A short English description of a status code; never NULL, static storage. */
 GPUMON_API const char *gpumon_strerror(int status);
 
-/* The library version as "MAJOR.MINOR.PATCH"; static storage. */
+/* The library's version as "MAJOR.MINOR.PATCH" (static storage): GPUMON_VERSION of the header it
+ * was built with, which a program built against another header may compare with its own. */
 GPUMON_API const char *gpumon_version(void);
 
 /* Frees a buffer the library handed out (process lists, flight-recorder copies, documents).

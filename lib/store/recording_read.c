@@ -153,7 +153,7 @@ static int open_checked(gpumon_reader *r)
 	if (found == 1 && version != REC_FORMAT_VERSION)
 		return seterr(r, GPUMON_E_INVAL,
 			      "%s is a gpumon recording of format version %" PRId64 "; this gpumon (%s) reads version %d%s",
-			      r->path, version, GPUMON_VERSION_STRING, REC_FORMAT_VERSION,
+			      r->path, version, GPUMON_VERSION, REC_FORMAT_VERSION,
 			      version > REC_FORMAT_VERSION ? ": read it with a newer gpumon" : "");
 	return GPUMON_OK;
 }

@@ -145,7 +145,7 @@ static void test_strerror(void)
 		all_named &= strcmp(gpumon_strerror(st), "unknown status") != 0;
 	ok(all_named, "every status has a message");
 	is_str(gpumon_strerror(-1000), "unknown status", "unknown code");
-	is_str(gpumon_version(), GPUMON_VERSION_STRING, "version");
+	is_str(gpumon_version(), GPUMON_VERSION, "version");
 }
 
 int main(void)

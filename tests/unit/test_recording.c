@@ -127,7 +127,7 @@ static void test_tables(void)
 	is_int(q(db, "SELECT value FROM meta WHERE key = 'exit_status'"), 3, "meta exit_status");
 	is_int(q(db, "SELECT value FROM meta WHERE key = 'format_version'"), 1, "meta format_version");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'gpumon_version'", b, sizeof b),
-	       GPUMON_VERSION_STRING, "meta gpumon_version");
+	       GPUMON_VERSION, "meta gpumon_version");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'driver_version'", b, sizeof b), "580.159.04",
 	       "meta driver");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'nvml_version'", b, sizeof b), "12.580.159.04",
