@@ -117,7 +117,7 @@ static void tell_alerts(struct run *r)
 		words_alert(words, sizeof words, entry);
 		if (!r->o->quiet)
 			fprintf(stderr, "%s: leak suspected: %s\n", cli_progname, words);
-		run_event(r, a[i].t_ns, "alert", "leak suspected: %s", words);
+		run_event(r, a[i].t_ns, GPUMON_EVENT_ALERT, "leak suspected: %s", words);
 	}
 	json_decref(doc);
 	free(a);
@@ -308,16 +308,16 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
 			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
 		}
-		run_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
+		run_event(r, t, GPUMON_EVENT_NOTE, "hello from pid %u: protocol %d, %s %s", pid, m->v,
 		      m->framework[0] ? m->framework : "unknown framework", m->fw_version);
 	} else if (m->type == RUN_MSG_SAMPLE) {
 		on_sample(r, m, pid, t);
 	} else if (m->type == RUN_MSG_STEP) {
-		run_event(r, t, "step", "%lld", (long long)m->step);
+		run_event(r, t, GPUMON_EVENT_STEP, "%lld", (long long)m->step);
 		if (m->has & RUN_HAS_STEP)
 			run_steps_seen(r, m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
-		run_event(r, t, "marker", "%s", m->text);
+		run_event(r, t, GPUMON_EVENT_MARKER, "%s", m->text);
 	} else if (m->type == RUN_MSG_INSIDE && !m->fw_version[0] && (f = fw_of(r, pid, 0)) &&
 		   !strcmp(f->framework, m->framework)) {
 		struct run_msg with = *m; /* the version its hello gave: "inside view on for pid N: torch 2.11" */
@@ -344,7 +344,7 @@ static void tell_refusals(struct run *r)
 	run_server_refusal_reason(why, sizeof why, st.refused_errno, 0);
 	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
 		  "them)", why);
-	run_event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
+	run_event(r, cli_now_ns(), GPUMON_EVENT_NOTE, "socket: a connection refused: %s", why);
 }
 
 /* The lines the stderr scanner found: an out-of-memory message becomes an `oom` event
@@ -412,7 +412,7 @@ static void loop(struct run *r, int wake)
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
 				if (sigs & (1u << s))
-					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
+					run_event(r, t, GPUMON_EVENT_NOTE, "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status, &r->signal);
 		if (r->done)
@@ -625,8 +625,8 @@ static int run_job(struct run *r, int wake)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
-		run_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
-	run_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
+		run_event(r, r->start_ns, GPUMON_EVENT_NOTE, "%s", r->plan.notes[i]);
+	run_event(r, r->start_ns, GPUMON_EVENT_NOTE, "job started: pid %d", (int)r->child);
 	run_job_release(1);
 	run_refresh_tree(r);
 	loop(r, wake);

@@ -589,10 +589,19 @@ enum {
 	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
 	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
 	GPUMON_REC_FRAMEWORK = 5,    /* a framework sample (framework) */
-	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note",
-					GPUMON_EVENT_STALE, ...), event_text */
+	GPUMON_REC_EVENT = 6,        /* an event: event_kind (a GPUMON_EVENT_*, below), event_text */
 	GPUMON_REC_JOB = 7,          /* process->pid belongs to the job (a launched job's process tree) */
 };
+
+/* Event kinds (gpumon_record.event_kind) that front ends write and the run model reads. Any other
+ * short word is kept and shown as it is. The sampler's are GPUMON_EVENT_STALE, _ANSWERING and
+ * _XID; those about out-of-memory GPUMON_EVENT_OOM, _OOM_DETAIL, _OOM_FIGURES and _SNAPSHOT. */
+#define GPUMON_EVENT_ALERT "alert"   /* an alert given live (text: its words); the model marks its own
+					alert of that moment live */
+#define GPUMON_EVENT_MARKER "marker" /* a mark the job set (text: its label) */
+#define GPUMON_EVENT_NOTE "note"     /* what gpumon did or saw (text: a sentence) */
+#define GPUMON_EVENT_STEP "step"     /* the job reached a training step (text: the step number); the
+					model skips these, framework samples say steps better */
 
 typedef struct gpumon_record {
 	int kind;                      /* GPUMON_REC_* */
@@ -829,15 +838,17 @@ GPUMON_API void gpumon_reader_destroy(gpumon_reader *r);
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_leak gpumon_leak;
 
+/* Modes of gpumon_leak_config. Their values are none of the verdicts' below (GPUMON_LEAK_NONE ...),
+ * so that a verdict given for a mode is refused. */
 enum {
-	GPUMON_LEAK_SAMPLES = 0, /* points are measurements; between them nothing is known */
-	GPUMON_LEAK_HELD = 1,    /* a step function: each value holds until the next point (a sampler's
-				    change-only rows with heartbeats, where no row means no change) */
+	GPUMON_LEAK_SAMPLES = 0x10, /* points are measurements; between them nothing is known */
+	GPUMON_LEAK_HELD = 0x11,    /* a step function: each value holds until the next point (a sampler's
+				       change-only rows with heartbeats, where no row means no change) */
 };
 
 typedef struct gpumon_leak_config {
 	unsigned size;           /* sizeof(gpumon_leak_config) */
-	int mode;                /* GPUMON_LEAK_SAMPLES or GPUMON_LEAK_HELD */
+	int mode;                /* GPUMON_LEAK_SAMPLES or GPUMON_LEAK_HELD; 0 (a zeroed config): samples */
 	int time_axis;           /* 1: judge in time even when steps are given */
 } gpumon_leak_config;
 
@@ -862,7 +873,8 @@ typedef struct gpumon_leak_result {
 	uint64_t alert_t_ns;            /* the first point at which alert was set; 0 never */
 } gpumon_leak_result;
 
-/* Creates a detector; cfg NULL = samples, axis automatic. Returns 0 / GPUMON_E_INVAL / _NOMEM. */
+/* Creates a detector; cfg NULL = samples, axis automatic. Returns 0 / GPUMON_E_INVAL (a size this
+ * library does not know, a mode that is not one) / _NOMEM. */
 GPUMON_API int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out);
 
 /*

@@ -890,13 +890,13 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 	const char *kind = r->event_kind;
 	if (!kind || !kind[0])
 		return GPUMON_OK;
-	if (!strcmp(kind, "step"))
+	if (!strcmp(kind, GPUMON_EVENT_STEP))
 		return GPUMON_OK; /* one per step: the framework rows say it better */
 	if (!strcmp(kind, GPUMON_EVENT_OOM))
 		gpumon__model_oom_signal(m, r->t_ns, r->event_text);
 	else if (gpumon__model_oom_event(m, r->t_ns, kind, r->event_text) && strcmp(kind, GPUMON_EVENT_OOM_DETAIL))
 		return GPUMON_OK; /* figures and snapshots: the document's oom object holds them, not its events */
-	if (!strcmp(kind, "alert")) /* an alert given live at the moment the model gave one */
+	if (!strcmp(kind, GPUMON_EVENT_ALERT)) /* an alert given live at the moment the model gave one */
 		for (size_t i = m->nalerts; i-- > 0 && m->alerts[i].t_ns >= r->t_ns;)
 			if (m->alerts[i].t_ns == r->t_ns)
 				m->alerts[i].live = 1;

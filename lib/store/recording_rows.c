@@ -411,7 +411,7 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	}
 	/* GPUs lost at the same moment: the text names which */
 	int has_name = r->text_buf && sscanf(r->text_buf, "GPU %u is lost", &named) == 1;
-	if (!strcmp(r->kind_buf, "lost"))
+	if (!strcmp(r->kind_buf, REC_LOST_EVENT))
 		for (unsigned d = 0; d < r->ndevices; d++)
 			if (r->lost_t_ns[d] == (int64_t)o->t_ns && (!has_name || d == named)) {
 				o->kind = GPUMON_REC_LOST;

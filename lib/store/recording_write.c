@@ -620,7 +620,7 @@ static int write_lost(gpumon_recording *r, const gpumon_record *rec)
 	snprintf(text, sizeof text, "GPU %u is lost", rec->dev);
 	sqlite3_stmt *s = r->st[ST_EVENT];
 	bind_u64(s, 1, rec->t_ns);
-	sqlite3_bind_text(s, 2, "lost", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, REC_LOST_EVENT, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
 	sqlite3_bind_null(s, 4); /* the reader knows the lost GPU from devices.lost_t_ns */
 	return run(r, ST_EVENT);
