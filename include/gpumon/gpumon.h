@@ -1,8 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpumon.h — the whole public interface of libgpumon: GPU memory, activity and the
- * processes holding memory, read from NVML (loaded at run time) and /proc.
- * Nothing outside this header is API.
+ * gpumon.h — the whole public interface of libgpumon: GPU memory, activity and the processes
+ * holding memory, read from NVML (loaded at run time) and /proc; recordings of them; and the
+ * analysis that judges a run (leaks, peaks, out-of-memory). Nothing outside this header is API.
+ *
+ * Objects. Each is an opaque handle made by its constructor and freed by its destructor;
+ * destroy(NULL) is a no-op.
+ *
+ *   object            constructor                    destructor                 what it is
+ *   gpumon            gpumon_create                  gpumon_destroy             NVML opened, the device table
+ *   gpumon_sampler    gpumon_sampler_create(g)       gpumon_sampler_destroy     threads sampling GPUs into records
+ *   gpumon_recording  gpumon_recording_create(g)     gpumon_recording_destroy   a recording file being written
+ *                                                    (after _finish)
+ *   gpumon_reader     gpumon_reader_create           gpumon_reader_destroy      a recording file read back
+ *   gpumon_leak       gpumon_leak_create             gpumon_leak_destroy        one series' leak detector
+ *   gpumon_peaks      gpumon_peaks_create            gpumon_peaks_destroy       one series' peaks per window
+ *   gpumon_model      gpumon_model_create            gpumon_model_destroy       the run model: what a run means
+ *   gpumon_tfevents   gpumon_tfevents_create         gpumon_tfevents_destroy    a TensorBoard event file
+ *   gpumon_exporter   gpumon_exporter_create(g)      gpumon_exporter_destroy    the Prometheus HTTP exporter
+ *
+ * A sampler and an exporter use their gpumon handle until they are destroyed: destroy them first.
+ * A recording reads the handle only while it is created. Everything else stands alone, and the
+ * functions outside any object (status words, the out-of-memory message parser, the allocator
+ * snapshot, fit, health and owner words) are pure: any thread may call them at any time.
+ *
+ * Who owns what the calls hand out:
+ * - Arrays and texts made for the caller (process lists, host process trees, the flight recorder's
+ *   samples, JSON documents and encodings) are the caller's, freed with gpumon_free().
+ * - Strings an object returns (messages, paths, metadata) are the object's: valid until its next
+ *   call or its destruction, as each function says.
+ * - The pointers inside a gpumon_record (process, event_kind, event_text) belong to whoever made
+ *   the record: a sampler's stay valid until its next gpumon_sampler_poll, a reader's until its
+ *   next gpumon_reader_next; a caller that keeps a record longer copies what they point to. Records
+ *   the caller makes are read by the call they are given to (gpumon_recording_write,
+ *   gpumon_model_add) and not kept.
+ * - Structs filled in for the caller (device info, samples, verdicts) are plain values: the
+ *   caller's.
+ *
+ * Threads: a gpumon handle may be used from several threads at once (only its destruction must
+ * not race with other calls). A sampler has one consumer thread, which another thread may stop by
+ * destroying the sampler while the consumer waits in gpumon_sampler_poll. Every other object is
+ * used by one thread at a time; different objects are independent. gpumon_exporter_framework may
+ * be called from any thread. The library starts threads of its own (sampling, the exporter's
+ * collector and HTTP server, a watchdog for driver calls that hang) and never calls back into the
+ * caller from them.
+ *
+ * Errors: a function that can fail returns 0 (GPUMON_OK) or a negative GPUMON_E_*
+ * (gpumon_strerror() words it). Each object keeps the message of its last failure, a sentence
+ * naming what failed and why, read with gpumon_X_errmsg() ("" when nothing has failed). The gpumon
+ * handle's message is its own (another handle's failures do not touch it) and, since one handle is
+ * shared by threads, kept per thread: gpumon_errmsg() says the last failure of the calling
+ * thread's calls, never another thread's. A constructor that fails returns the status and, where
+ * it can, still sets *out to an object holding the message, which the caller destroys (a sampler's
+ * constructor puts its message on g). The library never prints, never exits, never aborts on bad
+ * input.
+ *
+ * Versions and the ABI: GPUMON_VERSION is this header's version, gpumon_version() the library's;
+ * the soname is libgpumon.so.MAJOR. Configuration and result structs that may grow start with
+ * `unsigned size`, set by the caller to sizeof the struct (GPUMON_CONFIG_INIT does it): fields a
+ * caller's older header does not have take their defaults, and a struct larger than the library
+ * knows is refused (GPUMON_E_INVAL); a NULL configuration means all defaults. gpumon_record is
+ * GPUMON_RECORD_SIZE bytes.
+ *
+ * Units: times are CLOCK_MONOTONIC nanoseconds (t_ns) unless named wall; sizes are bytes; "not
+ * available" is a cleared presence bit or a documented sentinel, never 0.
  */
 #ifndef GPUMON_GPUMON_H
 #define GPUMON_GPUMON_H
@@ -22,21 +83,7 @@ extern "C" {
 #define GPUMON_VERSION_PATCH 0
 #define GPUMON_VERSION "1.0.0"
 
-/*
- * Conventions, for every object of this header:
- * - Lifecycle: gpumon_X_create() makes an object, gpumon_X_destroy() frees it; destroy(NULL) is a
- *   no-op. A create that fails returns a negative status and, where it can, still sets *out to an
- *   object holding the message (gpumon_X_errmsg()), which the caller destroys.
- * - Buffers the library hands out (lists, copies, JSON text) are freed with gpumon_free().
- * - Configuration structs start with `unsigned size`, set by the caller to sizeof the struct
- *   (GPUMON_CONFIG_INIT does it): fields a caller's older header does not have take their defaults,
- *   and a struct larger than the library knows is refused (GPUMON_E_INVAL). NULL: all defaults.
- * - Errors: functions return 0 (GPUMON_OK) or a negative GPUMON_E_*; each object keeps the message
- *   of its last failure (gpumon_X_errmsg(), "" when none). The library never prints or exits.
- * - Thread rules are stated at each object.
- * - Times are CLOCK_MONOTONIC nanoseconds (t_ns); sizes are bytes; "not available" is a cleared
- *   presence bit or a documented sentinel, never 0.
- */
+/* Sets a configuration struct's size field (see "Versions and the ABI" above). */
 #define GPUMON_CONFIG_INIT(type) {.size = sizeof(type)}
 
 /* Marks the exported functions; everything else in the library is hidden. */
@@ -112,8 +159,9 @@ GPUMON_API void gpumon_destroy(gpumon *g);
 /*
  * The message of the last failure on this handle, in the calling thread: a sentence naming what
  * failed and why (for example "nvmlDeviceGetMemoryInfo on GPU 1: GPU is lost"). "" when no call
- * has failed in this thread. The pointer stays valid until the next call on the handle from the
- * same thread, or until gpumon_destroy().
+ * has failed in this thread. Per handle and per thread (see "Errors" at the top): the threads
+ * sharing a handle, a sampler's among them, never overwrite each other's message. The pointer
+ * stays valid until the next call on the handle from the same thread, or until gpumon_destroy().
  */
 GPUMON_API const char *gpumon_errmsg(gpumon *g);
 
@@ -696,7 +744,8 @@ GPUMON_API int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg
 /*
  * Takes up to cap queued records, oldest first, into buf; sets *n. Waits up to timeout_ms
  * (0: do not wait, -1: until a record arrives or the sampler stops) when none is queued.
- * Returns 0, or GPUMON_E_INVAL.
+ * The processes the records point to are the sampler's, valid until the next poll (or the
+ * sampler's destruction). Returns 0, or GPUMON_E_INVAL (the message says which argument).
  */
 GPUMON_API int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms);
 
@@ -711,7 +760,9 @@ GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats
 GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns,
 				   gpumon_device_sample **out, size_t *n);
 
-/* The message of the sampler's last failure ("" none). */
+/* The message of the last failure of a call on the sampler (poll, ring; "" none), valid until the
+ * next call. Its threads' failures are counted (gpumon_sampler_stats.errors) and told by events,
+ * and a failed create leaves its message on g. */
 GPUMON_API const char *gpumon_sampler_errmsg(const gpumon_sampler *s);
 
 /* Stops the threads and frees the sampler; records still queued are discarded. NULL is a no-op.
@@ -822,6 +873,7 @@ GPUMON_API int gpumon_reader_next(gpumon_reader *r, gpumon_record *out);
 /* One sentence naming what could not be read ("" when the file is whole so far). */
 GPUMON_API const char *gpumon_reader_damage(const gpumon_reader *r);
 
+/* The message of the reader's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_reader_errmsg(const gpumon_reader *r);
 
 /* Closes the file and frees the reader. NULL is a no-op. */
@@ -887,6 +939,7 @@ GPUMON_API int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint
 /* The verdict on what was fed so far. */
 GPUMON_API void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out);
 
+/* The message of the detector's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_leak_errmsg(const gpumon_leak *l);
 
 /* Frees the detector; NULL is a no-op. */
@@ -926,6 +979,7 @@ GPUMON_API int gpumon_peaks_global(const gpumon_peaks *p, gpumon_peak *out);
  * how many there are (which may exceed cap). */
 GPUMON_API size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap);
 
+/* The message of the tracker's last failure (a point refused by gpumon_peaks_add; "" none). */
 GPUMON_API const char *gpumon_peaks_errmsg(const gpumon_peaks *p);
 
 /* Frees the tracker; NULL is a no-op. */
@@ -1608,6 +1662,7 @@ GPUMON_API int gpumon_model_document(const gpumon_model *m, unsigned flags, char
  * source.damage. */
 GPUMON_API int gpumon_model_damage(gpumon_model *m, const char *text);
 
+/* The message of the model's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_model_errmsg(const gpumon_model *m);
 
 /* Frees the model; NULL is a no-op. */
@@ -1840,6 +1895,7 @@ GPUMON_API void gpumon_exporter_address(const gpumon_exporter *e, char *buf, siz
  */
 GPUMON_API int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s);
 
+/* The message of the exporter's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_exporter_errmsg(const gpumon_exporter *e);
 
 /* Stops serving (open connections are closed), stops the threads and frees e. NULL is a no-op. */
