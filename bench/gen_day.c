@@ -15,17 +15,20 @@
 #define MIB (1024ull * 1024)
 #define GIB (1024 * MIB)
 
-static gpumon_record proc(unsigned pid, uint64_t t, uint64_t used, const char *cmd)
+/* A process record of p, which the caller keeps until the record is written. */
+static gpumon_record proc(gpumon_process *p, unsigned pid, uint64_t t, uint64_t used, const char *cmd)
 {
 	gpumon_record r;
 	memset(&r, 0, sizeof r);
+	memset(p, 0, sizeof *p);
 	r.kind = GPUMON_REC_PROCESS;
 	r.t_ns = t;
-	r.process.pid = pid;
-	r.process.used_bytes = used;
-	r.process.flags = GPUMON_PROC_COMPUTE | GPUMON_PROC_USED_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN;
-	snprintf(r.process.name, sizeof r.process.name, "python3");
-	snprintf(r.process.cmdline, sizeof r.process.cmdline, "%s", cmd);
+	r.process = p;
+	p->pid = pid;
+	p->used_bytes = used;
+	p->flags = GPUMON_PROC_COMPUTE | GPUMON_PROC_USED_KNOWN | GPUMON_PROC_CMDLINE_KNOWN | GPUMON_PROC_NAME_KNOWN;
+	snprintf(p->name, sizeof p->name, "python3");
+	snprintf(p->cmdline, sizeof p->cmdline, "%s", cmd);
 	return r;
 }
 
@@ -51,10 +54,11 @@ int main(int argc, char **argv)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t t0 = (uint64_t)ts.tv_sec * S + (uint64_t)ts.tv_nsec + S;
-	gpumon_record job = {.kind = GPUMON_REC_JOB, .t_ns = t0, .process.pid = 1000};
+	gpumon_process job_pid = {.pid = 1000}, pr;
+	gpumon_record job = {.kind = GPUMON_REC_JOB, .t_ns = t0, .process = &job_pid};
 	gpumon_recording_write(rec, &job, 1);
 	uint64_t seconds = (uint64_t)(hours * 3600), step = 0, rnd = 1;
-	gpumon_record co = proc(2000, t0, 15 * GIB, "python3 colleague.py");
+	gpumon_record co = proc(&pr, 2000, t0, 15 * GIB, "python3 colleague.py");
 	gpumon_recording_write(rec, &co, 1);
 	for (uint64_t s = 0; s < seconds; s++) {
 		uint64_t t = t0 + s * S;
@@ -93,7 +97,7 @@ int main(int argc, char **argv)
 		d.interval_samples = 100;
 		gpumon_recording_write(rec, &d, 1);
 		if (s % 10 == 0) {
-			gpumon_record p = proc(1000, t, 31 * GIB + leak, "python3 train.py");
+			gpumon_record p = proc(&pr, 1000, t, 31 * GIB + leak, "python3 train.py");
 			gpumon_recording_write(rec, &p, 1);
 		}
 		if (s % 3600 == 0) {

@@ -89,7 +89,7 @@ static int fill_process(const gpumon_reader *rd, const gpumon_record *r, struct 
 {
 	if (r->kind != GPUMON_REC_PROCESS && r->kind != GPUMON_REC_PROCESS_GONE)
 		return 0;
-	const gpumon_process *p = &r->process;
+	const gpumon_process *p = r->process;
 	v[0] = u64v(1, r->dev);
 	v[1] = text(1, uuid_of(rd, r->dev, scratch, len));
 	v[2] = u64v(1, p->pid);
@@ -127,10 +127,10 @@ static int fill_event(const gpumon_reader *rd, const gpumon_record *r, struct va
 		v[0] = text(1, r->event_kind);
 		v[1] = text(1, r->event_text);
 	} else if (r->kind == GPUMON_REC_JOB) {
-		if (r->process.flags & GPUMON_PROC_CMDLINE_KNOWN)
-			snprintf(scratch, len, "pid %u: %s", r->process.pid, r->process.cmdline);
+		if (r->process->flags & GPUMON_PROC_CMDLINE_KNOWN)
+			snprintf(scratch, len, "pid %u: %s", r->process->pid, r->process->cmdline);
 		else
-			snprintf(scratch, len, "pid %u", r->process.pid);
+			snprintf(scratch, len, "pid %u", r->process->pid);
 		v[0] = text(1, "job");
 		v[1] = text(1, scratch);
 	} else if (r->kind == GPUMON_REC_LOST) {

@@ -234,7 +234,7 @@ int cmd_record(int argc, char **argv)
 		char text[96];
 		snprintf(text, sizeof text, "%llu records dropped: the recording could not keep up",
 			 (unsigned long long)ss.dropped);
-		cli_record_event(r, cli_now_ns(), "note", text);
+		cli_record_event(r, cli_now_ns(), GPUMON_EVENT_NOTE, text);
 	}
 	st = gpumon_recording_finish(r, -1);
 	if (st != GPUMON_OK && !write_failed) { /* the last rows and the end time could not be written */

@@ -117,7 +117,7 @@ static void tell_alerts(struct run *r)
 		words_alert(words, sizeof words, entry);
 		if (!r->o->quiet)
 			fprintf(stderr, "%s: leak suspected: %s\n", cli_progname, words);
-		run_event(r, a[i].t_ns, "alert", "leak suspected: %s", words);
+		run_event(r, a[i].t_ns, GPUMON_EVENT_ALERT, "leak suspected: %s", words);
 	}
 	json_decref(doc);
 	free(a);
@@ -140,8 +140,9 @@ static int job_has(const struct run *r, unsigned pid)
 	return 0;
 }
 
-/* Adds a pid to the job's set (kept sorted) and a JOB record for it to recs. */
-static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
+/* Adds a pid to the job's set (kept sorted) and a JOB record for it to recs, whose processes are
+ * procs (as many). */
+static void job_add(struct run *r, pid_t pid, gpumon_record *recs, gpumon_process *procs, size_t *n)
 {
 	size_t i = 0;
 	while (i < r->njob && r->job[i] < pid)
@@ -155,7 +156,9 @@ static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
 	r->njob++;
 	/* just after the newest figure emitted: every figure sampled later counts as the job's, in the
 	   model now and in a replay, which reads the recording in time order */
-	recs[(*n)++] = (gpumon_record){.kind = GPUMON_REC_JOB, .t_ns = r->fed_ns + 1, .process.pid = (unsigned)pid};
+	procs[*n] = (gpumon_process){.pid = (unsigned)pid};
+	recs[*n] = (gpumon_record){.kind = GPUMON_REC_JOB, .t_ns = r->fed_ns + 1, .process = &procs[*n]};
+	(*n)++;
 	if (*n == JOBBUF) {
 		run_emit(r, recs, *n);
 		*n = 0;
@@ -166,14 +169,15 @@ static void job_add(struct run *r, pid_t pid, gpumon_record *recs, size_t *n)
 void run_refresh_tree(struct run *r)
 {
 	gpumon_record recs[JOBBUF];
+	gpumon_process procs[JOBBUF];
 	size_t n = 0;
 	run_tree_free(&r->tree);
 	run_tree_scan(getpid(), 0, &r->tree);
 	for (size_t i = 0; i < r->tree.n; i++)
 		if (r->tree.pids[i] != getpid() && !job_has(r, (unsigned)r->tree.pids[i]))
-			job_add(r, r->tree.pids[i], recs, &n);
+			job_add(r, r->tree.pids[i], recs, procs, &n);
 	if (r->child > 0 && !job_has(r, (unsigned)r->child))
-		job_add(r, r->child, recs, &n);
+		job_add(r, r->child, recs, procs, &n);
 	run_emit(r, recs, n);
 	r->last_tree_ns = cli_now_ns();
 }
@@ -189,7 +193,7 @@ static long find_proc(const struct run *r, unsigned dev, unsigned pid)
 /* Follows what each process holds, for --limit. */
 static void track(struct run *r, const gpumon_record *rec)
 {
-	long i = find_proc(r, rec->dev, rec->process.pid);
+	long i = find_proc(r, rec->dev, rec->process->pid);
 	if (rec->kind == GPUMON_REC_PROCESS_GONE) {
 		if (i >= 0)
 			r->procs[i] = r->procs[--r->nprocs];
@@ -201,11 +205,11 @@ static void track(struct run *r, const gpumon_record *rec)
 			return;
 		r->procs = p;
 		i = (long)r->nprocs++;
-		r->procs[i] = (struct proc_mem){.dev = rec->dev, .pid = rec->process.pid};
+		r->procs[i] = (struct proc_mem){.dev = rec->dev, .pid = rec->process->pid};
 	}
-	r->procs[i].used = (rec->process.flags & GPUMON_PROC_USED_KNOWN) ? rec->process.used_bytes : 0;
-	if (job_has(r, rec->process.pid))
-		run_enforce(r, rec->process.pid, rec->t_ns);
+	r->procs[i].used = (rec->process->flags & GPUMON_PROC_USED_KNOWN) ? rec->process->used_bytes : 0;
+	if (job_has(r, rec->process->pid))
+		run_enforce(r, rec->process->pid, rec->t_ns);
 }
 
 /* ---- the sampler ----------------------------------------------------------------------------- */
@@ -215,8 +219,8 @@ static void on_batch(struct run *r, const gpumon_record *recs, size_t n)
 	/* a pid new to a GPU may be a new process of the job: a fresh scan (at most every 10 ms) names it
 	   the job's before its figures count */
 	for (size_t k = 0; k < n; k++)
-		if (recs[k].kind == GPUMON_REC_PROCESS && !job_has(r, recs[k].process.pid) &&
-		    find_proc(r, recs[k].dev, recs[k].process.pid) < 0) {
+		if (recs[k].kind == GPUMON_REC_PROCESS && !job_has(r, recs[k].process->pid) &&
+		    find_proc(r, recs[k].dev, recs[k].process->pid) < 0) {
 			if (cli_now_ns() > r->last_tree_ns + TREE_PERIOD_NS / 10)
 				run_refresh_tree(r);
 			break;
@@ -304,16 +308,16 @@ static int on_msg(void *ctx, const struct run_msg *m, unsigned peer_pid)
 			snprintf(f->framework, sizeof f->framework, "%s", m->framework);
 			snprintf(f->version, sizeof f->version, "%s", m->fw_version);
 		}
-		run_event(r, t, "note", "hello from pid %u: protocol %d, %s %s", pid, m->v,
+		run_event(r, t, GPUMON_EVENT_NOTE, "hello from pid %u: protocol %d, %s %s", pid, m->v,
 		      m->framework[0] ? m->framework : "unknown framework", m->fw_version);
 	} else if (m->type == RUN_MSG_SAMPLE) {
 		on_sample(r, m, pid, t);
 	} else if (m->type == RUN_MSG_STEP) {
-		run_event(r, t, "step", "%lld", (long long)m->step);
+		run_event(r, t, GPUMON_EVENT_STEP, "%lld", (long long)m->step);
 		if (m->has & RUN_HAS_STEP)
 			run_steps_seen(r, m->step);
 	} else if (m->type == RUN_MSG_MARKER) {
-		run_event(r, t, "marker", "%s", m->text);
+		run_event(r, t, GPUMON_EVENT_MARKER, "%s", m->text);
 	} else if (m->type == RUN_MSG_INSIDE && !m->fw_version[0] && (f = fw_of(r, pid, 0)) &&
 		   !strcmp(f->framework, m->framework)) {
 		struct run_msg with = *m; /* the version its hello gave: "inside view on for pid N: torch 2.11" */
@@ -340,7 +344,7 @@ static void tell_refusals(struct run *r)
 	run_server_refusal_reason(why, sizeof why, st.refused_errno, 0);
 	cli_error("run: socket: a connection refused: %s; what the job sends over it is lost (the summary counts "
 		  "them)", why);
-	run_event(r, cli_now_ns(), "note", "socket: a connection refused: %s", why);
+	run_event(r, cli_now_ns(), GPUMON_EVENT_NOTE, "socket: a connection refused: %s", why);
 }
 
 /* The lines the stderr scanner found: an out-of-memory message becomes an `oom` event
@@ -408,7 +412,7 @@ static void loop(struct run *r, int wake)
 			unsigned sigs = run_job_wake(wake);
 			for (int s = 1; s < 32; s++)
 				if (sigs & (1u << s))
-					run_event(r, t, "note", "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
+					run_event(r, t, GPUMON_EVENT_NOTE, "gpumon passed %s to the job", names[s] ? names[s] : "a signal");
 		}
 		r->done = run_job_reap(r->child, &r->status, &r->signal);
 		if (r->done)
@@ -548,7 +552,7 @@ static void first_listing(struct run *r)
 		if (gpumon_process_list(r->g, r->sampled[i], &list, &n) != GPUMON_OK)
 			continue;
 		for (size_t k = 0; k < n; k++) {
-			gpumon_record rec = {.kind = GPUMON_REC_PROCESS, .dev = r->sampled[i], .t_ns = t, .process = list[k]};
+			gpumon_record rec = {.kind = GPUMON_REC_PROCESS, .dev = r->sampled[i], .t_ns = t, .process = &list[k]};
 			run_emit(r, &rec, 1);
 			track(r, &rec);
 		}
@@ -621,8 +625,8 @@ static int run_job(struct run *r, int wake)
 	clock_gettime(CLOCK_REALTIME, &wall);
 	r->start_wall = (double)wall.tv_sec + (double)wall.tv_nsec / 1e9;
 	for (size_t i = 0; i < r->plan.nnotes; i++)
-		run_event(r, r->start_ns, "note", "%s", r->plan.notes[i]);
-	run_event(r, r->start_ns, "note", "job started: pid %d", (int)r->child);
+		run_event(r, r->start_ns, GPUMON_EVENT_NOTE, "%s", r->plan.notes[i]);
+	run_event(r, r->start_ns, GPUMON_EVENT_NOTE, "job started: pid %d", (int)r->child);
 	run_job_release(1);
 	run_refresh_tree(r);
 	loop(r, wake);

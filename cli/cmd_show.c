@@ -325,7 +325,7 @@ static int replay_selected(const char *ids, const gpumon_device_info *info)
 static int replay_track(const gpumon_record *rec, show_row **rows, size_t *n, size_t *cap)
 {
 	size_t i = 0;
-	while (i < *n && !((*rows)[i].gpu == rec->dev && (*rows)[i].p.pid == rec->process.pid))
+	while (i < *n && !((*rows)[i].gpu == rec->dev && (*rows)[i].p.pid == rec->process->pid))
 		i++;
 	if (rec->kind == GPUMON_REC_PROCESS_GONE) {
 		if (i < *n)
@@ -339,7 +339,7 @@ static int replay_track(const gpumon_record *rec, show_row **rows, size_t *n, si
 		(*n)++;
 	}
 	(*rows)[i].gpu = rec->dev; /* a device position until the model is built */
-	(*rows)[i].p = rec->process;
+	(*rows)[i].p = *rec->process; /* a copy: the reader's is gone at its next call */
 	return 0;
 }
 

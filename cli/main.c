@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-		printf("gpumon %s (libgpumon %s)\n", GPUMON_VERSION_STRING, gpumon_version());
+		printf("gpumon %s (libgpumon %s)\n", GPUMON_VERSION, gpumon_version());
 		return EXIT_OK;
 	}
 	if (argc < 2)

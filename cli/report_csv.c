@@ -344,15 +344,17 @@ static void copy_text(char *dst, size_t len, const struct import_row *row, int r
 }
 
 /* The records of one row: the process first (the GPU's row is the moment its figures are judged,
- * and a peak's owner is the process that rose), then the GPU, then the framework's figures. */
-static size_t records(struct csv_state *st, unsigned dev, uint64_t t, const struct import_row *row, gpumon_record *rec)
+ * and a peak's owner is the process that rose; *p, zeroed, holds it), then the GPU, then the
+ * framework's figures. */
+static size_t records(struct csv_state *st, unsigned dev, uint64_t t, const struct import_row *row, gpumon_record *rec,
+		      gpumon_process *p)
 {
 	size_t n = 0;
 	unsigned pid = st->real_pids ? (unsigned)row->v[R_PID] : REPORT_CSV_PID;
 	int gone = row->known[R_GONE] && row->v[R_GONE] == 1;
 	if (row->known[R_PROC] || gone) {
 		gpumon_record *r = &rec[n++];
-		gpumon_process *p = &r->process;
+		r->process = p;
 		r->kind = gone ? GPUMON_REC_PROCESS_GONE : GPUMON_REC_PROCESS;
 		r->dev = dev;
 		r->t_ns = t;
@@ -570,17 +572,19 @@ static int take_row(struct csv_state *st, const struct import_row *row)
 	st->have_last = 1;
 	uint64_t t = REPORT_CSV_T0_NS + (uint64_t)t_ns;
 	gpumon_record rec[4];
+	gpumon_process job = {.pid = REPORT_CSV_PID}, proc;
 	memset(rec, 0, sizeof rec);
+	memset(&proc, 0, sizeof proc);
 	size_t nrec = 0;
 	if (!st->started && !st->real_pids && has_process(st)) { /* the file's one process is the run's job */
 		st->started = 1;
 		rec[nrec].kind = GPUMON_REC_JOB;
 		rec[nrec].t_ns = t;
-		rec[nrec++].process.pid = REPORT_CSV_PID;
+		rec[nrec++].process = &job;
 	}
 	if (row->known[R_DEVTOTAL] && take_total(st, (unsigned)dev, bytes(row, R_DEVTOTAL)) != GPUMON_OK)
 		return GPUMON_E_NOMEM;
-	nrec += records(st, (unsigned)dev, t, row, rec + nrec);
+	nrec += records(st, (unsigned)dev, t, row, rec + nrec, &proc);
 	return gpumon_model_add(st->m, rec, nrec);
 }
 

@@ -263,11 +263,11 @@ static int on_inside(struct run *r, const struct run_msg *m, unsigned pid, uint6
 		if (m->framework[0])
 			snprintf(text + n, sizeof text - (size_t)n, ": %s%s%s", m->framework, m->fw_version[0] ? " " : "",
 				 m->fw_version);
-		emit_event(r, t, "note", text);
+		emit_event(r, t, GPUMON_EVENT_NOTE, text);
 		return 0;
 	}
 	snprintf(text, sizeof text, "inside view off for pid %u: %s", pid, reason);
-	emit_event(r, t, "note", text);
+	emit_event(r, t, GPUMON_EVENT_NOTE, text);
 	if (first_time(&r->inside, reason) && !r->o->quiet) {
 		char safe[4 * sizeof m->text + 1]; /* the job's words on gpumon's terminal: no escapes */
 		fprintf(stderr, "%s: note: the inside view is off for pid %u: %s; the job runs untouched (gpumon run "

@@ -65,7 +65,7 @@ void run_enforce(struct run *r, unsigned pid, uint64_t t)
 	cli_format_bytes(a, sizeof a, total);
 	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
 	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
-	run_event(r, t, "alert", "pid %u holds %llu bytes, over the limit of %llu: %s", pid, (unsigned long long)total,
+	run_event(r, t, GPUMON_EVENT_ALERT, "pid %u holds %llu bytes, over the limit of %llu: %s", pid, (unsigned long long)total,
 		  (unsigned long long)r->o->alloc.limit_bytes, act);
 	run_oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
 	if (r->o->on_exceed == EXCEED_TERM) {
@@ -84,7 +84,7 @@ void run_escalate(struct run *r, uint64_t now)
 	r->escalated = 1;
 	format_grace(grace, sizeof grace, r->o->term_grace_ns);
 	cli_error("run: the job is still running %s after SIGTERM: sending SIGKILL", grace);
-	run_event(r, now, "note", "the job is still running %s after SIGTERM: sending SIGKILL", grace);
+	run_event(r, now, GPUMON_EVENT_NOTE, "the job is still running %s after SIGTERM: sending SIGKILL", grace);
 	run_refresh_tree(r); /* the processes it started since */
 	signal_job(r, SIGKILL);
 }
@@ -129,7 +129,7 @@ void run_steps_check(struct run *r)
 	snprintf(act, sizeof act, "sending SIGTERM to the job (SIGKILL after %s)", grace);
 	if (!r->o->quiet)
 		fprintf(stderr, "%s: note: the job reported %u steps (--steps): %s\n", cli_progname, r->o->steps, act);
-	run_event(r, cli_now_ns(), "note", "stopped after %u steps (--steps): %s", r->o->steps, act);
+	run_event(r, cli_now_ns(), GPUMON_EVENT_NOTE, "stopped after %u steps (--steps): %s", r->o->steps, act);
 	run_refresh_tree(r); /* the processes it started since the last scan */
 	terminate(r);
 }

@@ -139,7 +139,7 @@ static void proc_point(struct mproc *p, uint64_t t_ns, uint64_t v)
 
 static int process_record(watch_model *m, const gpumon_record *r)
 {
-	struct mproc *p = proc_find(m, r->dev, r->process.pid, NULL);
+	struct mproc *p = proc_find(m, r->dev, r->process->pid, NULL);
 	if (!p) {
 		if (m->nproc == m->cap) {
 			size_t cap = m->cap ? 2 * m->cap : 64;
@@ -155,9 +155,9 @@ static int process_record(watch_model *m, const gpumon_record *r)
 		p->gpu = r->dev;
 		m->procs[m->nproc++] = p;
 	}
-	p->p = r->process;
-	if (r->process.flags & GPUMON_PROC_USED_KNOWN)
-		proc_point(p, r->t_ns, r->process.used_bytes);
+	p->p = *r->process; /* a copy: the producer's lasts until its next call */
+	if (r->process->flags & GPUMON_PROC_USED_KNOWN)
+		proc_point(p, r->t_ns, r->process->used_bytes);
 	return GPUMON_OK;
 }
 
@@ -176,7 +176,7 @@ int watch_model_record(watch_model *m, const gpumon_record *r)
 	case GPUMON_REC_PROCESS:
 		return process_record(m, r);
 	case GPUMON_REC_PROCESS_GONE:
-		if (proc_find(m, r->dev, r->process.pid, &at))
+		if (proc_find(m, r->dev, r->process->pid, &at))
 			proc_remove(m, at);
 		break;
 	case GPUMON_REC_LOST:

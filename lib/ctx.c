@@ -13,9 +13,14 @@
 
 #include "internal.h"
 
+#if defined(__LP64__)
+/* the size the header promises: a field added or moved changes the stride of every caller's array */
+_Static_assert(sizeof(gpumon_record) == GPUMON_RECORD_SIZE, "gpumon_record is not GPUMON_RECORD_SIZE bytes");
+#endif
+
 const char *gpumon_version(void)
 {
-	return GPUMON_VERSION_STRING;
+	return GPUMON_VERSION;
 }
 
 const char *gpumon_strerror(int status)

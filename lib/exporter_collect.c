@@ -173,10 +173,10 @@ static struct eproc *add_proc(gpumon_exporter *e, unsigned dev, const gpumon_pro
 
 static void on_process(gpumon_exporter *e, const gpumon_record *r)
 {
-	struct eproc *ep = find_proc(e, r->dev, r->process.pid);
-	if (!ep && !(ep = add_proc(e, r->dev, &r->process)))
+	struct eproc *ep = find_proc(e, r->dev, r->process->pid);
+	if (!ep && !(ep = add_proc(e, r->dev, r->process)))
 		return; /* out of memory: the process is left out, the rest goes on */
-	const gpumon_process *p = &r->process;
+	const gpumon_process *p = r->process;
 	ep->pub.used_known = !!(p->flags & GPUMON_PROC_USED_KNOWN);
 	if (!ep->pub.used_known)
 		return;
@@ -206,7 +206,7 @@ static void on_record(gpumon_exporter *e, const gpumon_record *r)
 	if (r->kind == GPUMON_REC_EVENT)
 		on_event(e, r);
 	if (r->kind == GPUMON_REC_FRAMEWORK || r->kind == GPUMON_REC_EVENT || r->kind == GPUMON_REC_JOB ||
-	    r->dev >= e->ngpus)
+	    r->dev >= e->ngpus || ((r->kind == GPUMON_REC_PROCESS || r->kind == GPUMON_REC_PROCESS_GONE) && !r->process))
 		return;
 	struct prom_gpu *g = &e->gpus[r->dev];
 	struct egpu *eg = &e->eg[r->dev];
@@ -228,7 +228,7 @@ static void on_record(gpumon_exporter *e, const gpumon_record *r)
 		on_process(e, r);
 		break;
 	case GPUMON_REC_PROCESS_GONE: {
-		struct eproc *ep = find_proc(e, r->dev, r->process.pid);
+		struct eproc *ep = find_proc(e, r->dev, r->process->pid);
 		if (ep)
 			drop_proc(e, ep);
 		break;

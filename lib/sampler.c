@@ -4,8 +4,10 @@
  * records with the exact min/max of used memory between them. A GPU whose driver call hangs stalls
  * only its own thread: a watchdog reports it stale, and the thread is left, never waited for, until
  * the call returns. The queue is bounded: a slow consumer costs dropped records, counted, never a
- * late sample. */
+ * late sample. A process record's process is a copy of its own, made by the sampling thread and
+ * freed by the poll after the one that handed it out. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,10 @@ struct gpumon_sampler {
 	pthread_cond_t idle;   /* a thread ended, or a poll returned, while stopping */
 	gpumon_record *q;
 	size_t qcap, qhead, qlen;
+	/* processes of the records the last poll handed out: theirs until the next poll (at most qcap) */
+	gpumon_process **handed;
+	size_t nhanded;
+	char msg[160]; /* the last failure of a call of the consumer (only it writes and reads this) */
 	gpumon_sampler_stats st;
 	int stopping;
 	unsigned pollers; /* consumers inside gpumon_sampler_poll */
@@ -90,17 +96,18 @@ static struct timespec ns_to_ts(uint64_t ns)
 
 /* ---- queue (s->lock held) ---------------------------------------------------------------------- */
 
-/* Queues a record; counts a drop when the queue is full. */
-static void push_locked(gpumon_sampler *s, const gpumon_record *r)
+/* Queues a record; counts a drop when the queue is full. Returns 1 when queued, 0 when dropped. */
+static int push_locked(gpumon_sampler *s, const gpumon_record *r)
 {
 	if (s->qlen == s->qcap) {
 		s->st.dropped++;
-		return;
+		return 0;
 	}
 	s->q[(s->qhead + s->qlen) % s->qcap] = *r;
 	s->qlen++;
 	s->st.records++;
 	pthread_cond_signal(&s->queued);
+	return 1;
 }
 
 static void push_event_locked(gpumon_sampler *s, const struct devstate *d, uint64_t t, const char *kind,
@@ -302,17 +309,24 @@ static int proc_by_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Queues a process record with a copy of p: the list it comes from is freed at the next listing,
+ * long before a slow consumer polls. A copy that cannot be made is a dropped record. */
 static void emit_process(gpumon_sampler *s, struct devstate *d, int kind, const gpumon_process *p, uint64_t now)
 {
+	gpumon_process *copy = malloc(sizeof *copy);
 	gpumon_record r;
 	memset(&r, 0, sizeof r);
 	r.kind = kind;
 	r.dev = d->dev;
 	r.t_ns = now;
-	r.process = *p;
+	r.process = copy;
+	if (copy)
+		*copy = *p;
 	pthread_mutex_lock(&s->lock);
-	push_locked(s, &r);
+	int queued = copy ? push_locked(s, &r) : (s->st.dropped++, 0);
 	pthread_mutex_unlock(&s->lock);
+	if (!queued)
+		free(copy);
 }
 
 /* A record when its memory changed, and when what /proc tells of it did: a process first listed
@@ -460,6 +474,11 @@ static void free_sampler(gpumon_sampler *s)
 		gpumon_free(s->ds[i].procs);
 	}
 	free(s->ds);
+	for (size_t k = 0; s->q && k < s->qlen; k++)
+		free((gpumon_process *)s->q[(s->qhead + k) % s->qcap].process);
+	for (size_t k = 0; k < s->nhanded; k++)
+		free(s->handed[k]);
+	free(s->handed);
 	free(s->q);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->queued);
@@ -598,8 +617,9 @@ static gpumon_sampler *sampler_new(gpumon *g, const gpumon_sampler_config *c)
 	size_t ring_cap = (size_t)c->ring_seconds * 1000000u / c->period_us + 1;
 	s->qcap = c->queue_records;
 	s->q = malloc(s->qcap * sizeof *s->q);
+	s->handed = malloc(s->qcap * sizeof *s->handed);
 	s->ds = calloc(s->nds ? s->nds : 1, sizeof *s->ds);
-	int ok = s->q && s->ds;
+	int ok = s->q && s->handed && s->ds;
 	for (unsigned i = 0; ok && i < s->nds; i++) {
 		struct devstate *d = &s->ds[i];
 		d->s = s;
@@ -644,13 +664,30 @@ int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sa
 	return GPUMON_OK;
 }
 
+/* Sets the message of the consumer's last failure and returns status. */
+static int seterr(gpumon_sampler *s, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int seterr(gpumon_sampler *s, int status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(s->msg, sizeof s->msg, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
 int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms)
 {
-	if (!s || !n || (!buf && cap))
+	if (!s)
 		return GPUMON_E_INVAL;
+	if (!n || (!buf && cap))
+		return seterr(s, GPUMON_E_INVAL, "gpumon_sampler_poll: %s is NULL", !n ? "the count" : "the buffer");
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
 	s->pollers++;
+	/* the processes the previous poll handed out: the caller is done with them now */
+	for (size_t k = 0; k < s->nhanded; k++)
+		free(s->handed[k]);
+	s->nhanded = 0;
 	if (s->qlen == 0 && timeout_ms != 0) {
 		struct timespec dl = ns_to_ts(gpumon__now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u);
 		while (s->qlen == 0 && !s->stopping) {
@@ -662,6 +699,8 @@ int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_
 	}
 	while (*n < cap && s->qlen > 0) {
 		buf[(*n)++] = s->q[s->qhead];
+		if (s->q[s->qhead].process)
+			s->handed[s->nhanded++] = (gpumon_process *)s->q[s->qhead].process;
 		s->qhead = (s->qhead + 1) % s->qcap;
 		s->qlen--;
 	}
@@ -684,8 +723,10 @@ void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats *out)
 int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpumon_device_sample **out,
 			size_t *n)
 {
-	if (!s || !out || !n)
+	if (!s)
 		return GPUMON_E_INVAL;
+	if (!out || !n)
+		return seterr(s, GPUMON_E_INVAL, "gpumon_sampler_ring: %s is NULL", !out ? "the output" : "the count");
 	*out = NULL;
 	*n = 0;
 	struct devstate *d = NULL;
@@ -693,7 +734,7 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 		if (s->ds[i].dev == dev)
 			d = &s->ds[i];
 	if (!d)
-		return GPUMON_E_NOT_FOUND;
+		return seterr(s, GPUMON_E_NOT_FOUND, "GPU %u is not sampled: no flight recorder for it", dev);
 	pthread_mutex_lock(&s->lock);
 	const struct ring *r = &d->ring;
 	size_t first = (r->next + r->cap - r->len) % r->cap, keep = 0;
@@ -702,7 +743,7 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 	gpumon_device_sample *a = keep ? malloc(keep * sizeof *a) : NULL;
 	if (keep && !a) {
 		pthread_mutex_unlock(&s->lock);
-		return GPUMON_E_NOMEM;
+		return seterr(s, GPUMON_E_NOMEM, "out of memory for %zu samples of GPU %u's flight recorder", keep, dev);
 	}
 	for (size_t k = 0; k < r->len; k++) {
 		const gpumon_device_sample *x = &r->buf[(first + k) % r->cap];
@@ -716,8 +757,8 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 
 const char *gpumon_sampler_errmsg(const gpumon_sampler *s)
 {
-	(void)s; /* a running sampler reports nothing but counters and events; create's failures are on g */
-	return "";
+	/* the sampling threads report by counters and events; create's failures are on g */
+	return s ? s->msg : "";
 }
 
 void gpumon_sampler_destroy(gpumon_sampler *s)

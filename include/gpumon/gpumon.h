@@ -1,8 +1,69 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * gpumon.h — the whole public interface of libgpumon: GPU memory, activity and the
- * processes holding memory, read from NVML (loaded at run time) and /proc.
- * Nothing outside this header is API.
+ * gpumon.h — the whole public interface of libgpumon: GPU memory, activity and the processes
+ * holding memory, read from NVML (loaded at run time) and /proc; recordings of them; and the
+ * analysis that judges a run (leaks, peaks, out-of-memory). Nothing outside this header is API.
+ *
+ * Objects. Each is an opaque handle made by its constructor and freed by its destructor;
+ * destroy(NULL) is a no-op.
+ *
+ *   object            constructor                    destructor                 what it is
+ *   gpumon            gpumon_create                  gpumon_destroy             NVML opened, the device table
+ *   gpumon_sampler    gpumon_sampler_create(g)       gpumon_sampler_destroy     threads sampling GPUs into records
+ *   gpumon_recording  gpumon_recording_create(g)     gpumon_recording_destroy   a recording file being written
+ *                                                    (after _finish)
+ *   gpumon_reader     gpumon_reader_create           gpumon_reader_destroy      a recording file read back
+ *   gpumon_leak       gpumon_leak_create             gpumon_leak_destroy        one series' leak detector
+ *   gpumon_peaks      gpumon_peaks_create            gpumon_peaks_destroy       one series' peaks per window
+ *   gpumon_model      gpumon_model_create            gpumon_model_destroy       the run model: what a run means
+ *   gpumon_tfevents   gpumon_tfevents_create         gpumon_tfevents_destroy    a TensorBoard event file
+ *   gpumon_exporter   gpumon_exporter_create(g)      gpumon_exporter_destroy    the Prometheus HTTP exporter
+ *
+ * A sampler and an exporter use their gpumon handle until they are destroyed: destroy them first.
+ * A recording reads the handle only while it is created. Everything else stands alone, and the
+ * functions outside any object (status words, the out-of-memory message parser, the allocator
+ * snapshot, fit, health and owner words) are pure: any thread may call them at any time.
+ *
+ * Who owns what the calls hand out:
+ * - Arrays and texts made for the caller (process lists, host process trees, the flight recorder's
+ *   samples, JSON documents and encodings) are the caller's, freed with gpumon_free().
+ * - Strings an object returns (messages, paths, metadata) are the object's: valid until its next
+ *   call or its destruction, as each function says.
+ * - The pointers inside a gpumon_record (process, event_kind, event_text) belong to whoever made
+ *   the record: a sampler's stay valid until its next gpumon_sampler_poll, a reader's until its
+ *   next gpumon_reader_next; a caller that keeps a record longer copies what they point to. Records
+ *   the caller makes are read by the call they are given to (gpumon_recording_write,
+ *   gpumon_model_add) and not kept.
+ * - Structs filled in for the caller (device info, samples, verdicts) are plain values: the
+ *   caller's.
+ *
+ * Threads: a gpumon handle may be used from several threads at once (only its destruction must
+ * not race with other calls). A sampler has one consumer thread, which another thread may stop by
+ * destroying the sampler while the consumer waits in gpumon_sampler_poll. Every other object is
+ * used by one thread at a time; different objects are independent. gpumon_exporter_framework may
+ * be called from any thread. The library starts threads of its own (sampling, the exporter's
+ * collector and HTTP server, a watchdog for driver calls that hang) and never calls back into the
+ * caller from them.
+ *
+ * Errors: a function that can fail returns 0 (GPUMON_OK) or a negative GPUMON_E_*
+ * (gpumon_strerror() words it). Each object keeps the message of its last failure, a sentence
+ * naming what failed and why, read with gpumon_X_errmsg() ("" when nothing has failed). The gpumon
+ * handle's message is its own (another handle's failures do not touch it) and, since one handle is
+ * shared by threads, kept per thread: gpumon_errmsg() says the last failure of the calling
+ * thread's calls, never another thread's. A constructor that fails returns the status and, where
+ * it can, still sets *out to an object holding the message, which the caller destroys (a sampler's
+ * constructor puts its message on g). The library never prints, never exits, never aborts on bad
+ * input.
+ *
+ * Versions and the ABI: GPUMON_VERSION is this header's version, gpumon_version() the library's;
+ * the soname is libgpumon.so.MAJOR. Configuration and result structs that may grow start with
+ * `unsigned size`, set by the caller to sizeof the struct (GPUMON_CONFIG_INIT does it): fields a
+ * caller's older header does not have take their defaults, and a struct larger than the library
+ * knows is refused (GPUMON_E_INVAL); a NULL configuration means all defaults. gpumon_record is
+ * GPUMON_RECORD_SIZE bytes.
+ *
+ * Units: times are CLOCK_MONOTONIC nanoseconds (t_ns) unless named wall; sizes are bytes; "not
+ * available" is a cleared presence bit or a documented sentinel, never 0.
  */
 #ifndef GPUMON_GPUMON_H
 #define GPUMON_GPUMON_H
@@ -14,26 +75,15 @@
 extern "C" {
 #endif
 
-#define GPUMON_VERSION_MAJOR 0
-#define GPUMON_VERSION_MINOR 1
+/* The version of this header; gpumon_version() says the library's. CMakeLists.txt's project()
+ * version must equal it (the build stops otherwise), and the shared library's soname is
+ * libgpumon.so.MAJOR: a release that breaks the ABI raises MAJOR. */
+#define GPUMON_VERSION_MAJOR 1
+#define GPUMON_VERSION_MINOR 0
 #define GPUMON_VERSION_PATCH 0
-#define GPUMON_VERSION_STRING "0.1.0"
+#define GPUMON_VERSION "1.0.0"
 
-/*
- * Conventions, for every object of this header:
- * - Lifecycle: gpumon_X_create() makes an object, gpumon_X_destroy() frees it; destroy(NULL) is a
- *   no-op. A create that fails returns a negative status and, where it can, still sets *out to an
- *   object holding the message (gpumon_X_errmsg()), which the caller destroys.
- * - Buffers the library hands out (lists, copies, JSON text) are freed with gpumon_free().
- * - Configuration structs start with `unsigned size`, set by the caller to sizeof the struct
- *   (GPUMON_CONFIG_INIT does it): fields a caller's older header does not have take their defaults,
- *   and a struct larger than the library knows is refused (GPUMON_E_INVAL). NULL: all defaults.
- * - Errors: functions return 0 (GPUMON_OK) or a negative GPUMON_E_*; each object keeps the message
- *   of its last failure (gpumon_X_errmsg(), "" when none). The library never prints or exits.
- * - Thread rules are stated at each object.
- * - Times are CLOCK_MONOTONIC nanoseconds (t_ns); sizes are bytes; "not available" is a cleared
- *   presence bit or a documented sentinel, never 0.
- */
+/* Sets a configuration struct's size field (see "Versions and the ABI" above). */
 #define GPUMON_CONFIG_INIT(type) {.size = sizeof(type)}
 
 /* Marks the exported functions; everything else in the library is hidden. */
@@ -64,7 +114,8 @@ enum {
 /* A short English description of a status code; never NULL, static storage. */
 GPUMON_API const char *gpumon_strerror(int status);
 
-/* The library version as "MAJOR.MINOR.PATCH"; static storage. */
+/* The library's version as "MAJOR.MINOR.PATCH" (static storage): GPUMON_VERSION of the header it
+ * was built with, which a program built against another header may compare with its own. */
 GPUMON_API const char *gpumon_version(void);
 
 /* Frees a buffer the library handed out (process lists, flight-recorder copies, documents).
@@ -108,8 +159,9 @@ GPUMON_API void gpumon_destroy(gpumon *g);
 /*
  * The message of the last failure on this handle, in the calling thread: a sentence naming what
  * failed and why (for example "nvmlDeviceGetMemoryInfo on GPU 1: GPU is lost"). "" when no call
- * has failed in this thread. The pointer stays valid until the next call on the handle from the
- * same thread, or until gpumon_destroy().
+ * has failed in this thread. Per handle and per thread (see "Errors" at the top): the threads
+ * sharing a handle, a sampler's among them, never overwrite each other's message. The pointer
+ * stays valid until the next call on the handle from the same thread, or until gpumon_destroy().
  */
 GPUMON_API const char *gpumon_errmsg(gpumon *g);
 
@@ -585,10 +637,19 @@ enum {
 	GPUMON_REC_PROCESS_GONE = 3, /* a process is no longer listed on the device */
 	GPUMON_REC_LOST = 4,         /* the device reported itself lost; no more records from it */
 	GPUMON_REC_FRAMEWORK = 5,    /* a framework sample (framework) */
-	GPUMON_REC_EVENT = 6,        /* an event: event_kind ("marker", "oom", "alert", "note",
-					GPUMON_EVENT_STALE, ...), event_text */
-	GPUMON_REC_JOB = 7,          /* process.pid belongs to the job (a launched job's process tree) */
+	GPUMON_REC_EVENT = 6,        /* an event: event_kind (a GPUMON_EVENT_*, below), event_text */
+	GPUMON_REC_JOB = 7,          /* process->pid belongs to the job (a launched job's process tree) */
 };
+
+/* Event kinds (gpumon_record.event_kind) that front ends write and the run model reads. Any other
+ * short word is kept and shown as it is. The sampler's are GPUMON_EVENT_STALE, _ANSWERING and
+ * _XID; those about out-of-memory GPUMON_EVENT_OOM, _OOM_DETAIL, _OOM_FIGURES and _SNAPSHOT. */
+#define GPUMON_EVENT_ALERT "alert"   /* an alert given live (text: its words); the model marks its own
+					alert of that moment live */
+#define GPUMON_EVENT_MARKER "marker" /* a mark the job set (text: its label) */
+#define GPUMON_EVENT_NOTE "note"     /* what gpumon did or saw (text: a sentence) */
+#define GPUMON_EVENT_STEP "step"     /* the job reached a training step (text: the step number); the
+					model skips these, framework samples say steps better */
 
 typedef struct gpumon_record {
 	int kind;                      /* GPUMON_REC_* */
@@ -601,14 +662,22 @@ typedef struct gpumon_record {
 	uint64_t used_min_bytes, used_max_bytes;
 	uint64_t used_max_t_ns;        /* when the maximum was seen */
 	unsigned interval_samples;     /* samples that interval held */
-	/* PROCESS / PROCESS_GONE: the process as listed; JOB: process.pid */
-	gpumon_process process;
+	/* PROCESS / PROCESS_GONE: the process as listed; JOB: process->pid (and its command line when
+	   known). NULL for every other kind. Like the event strings below, it belongs to whoever made
+	   the record: a sampler's stays valid until the next gpumon_sampler_poll, a reader's until its
+	   next call; a caller that keeps a record longer copies *process. */
+	const gpumon_process *process;
 	/* FRAMEWORK */
 	gpumon_framework_sample framework;
 	/* EVENT: kind (a short word) and text (may be NULL); the strings belong to whoever made the
 	   record (a reader's stay valid until its next call) */
 	const char *event_kind, *event_text;
 } gpumon_record;
+
+/* sizeof(gpumon_record) on LP64 targets (x86-64, aarch64): 240 bytes, the stride of the arrays
+ * gpumon_sampler_poll fills and gpumon_recording_write and gpumon_model_add read. It is part of the
+ * ABI: the library is built only when its record has this size. */
+#define GPUMON_RECORD_SIZE 240
 
 /* ---------------------------------------------------------------------------------------------
  * Sampler: background threads, one per GPU, that sample the chosen GPUs and their processes at a
@@ -675,7 +744,8 @@ GPUMON_API int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg
 /*
  * Takes up to cap queued records, oldest first, into buf; sets *n. Waits up to timeout_ms
  * (0: do not wait, -1: until a record arrives or the sampler stops) when none is queued.
- * Returns 0, or GPUMON_E_INVAL.
+ * The processes the records point to are the sampler's, valid until the next poll (or the
+ * sampler's destruction). Returns 0, or GPUMON_E_INVAL (the message says which argument).
  */
 GPUMON_API int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms);
 
@@ -690,7 +760,9 @@ GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats
 GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns,
 				   gpumon_device_sample **out, size_t *n);
 
-/* The message of the sampler's last failure ("" none). */
+/* The message of the last failure of a call on the sampler (poll, ring; "" none), valid until the
+ * next call. Its threads' failures are counted (gpumon_sampler_stats.errors) and told by events,
+ * and a failed create leaves its message on g. */
 GPUMON_API const char *gpumon_sampler_errmsg(const gpumon_sampler *s);
 
 /* Stops the threads and frees the sampler; records still queued are discarded. NULL is a no-op.
@@ -801,6 +873,7 @@ GPUMON_API int gpumon_reader_next(gpumon_reader *r, gpumon_record *out);
 /* One sentence naming what could not be read ("" when the file is whole so far). */
 GPUMON_API const char *gpumon_reader_damage(const gpumon_reader *r);
 
+/* The message of the reader's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_reader_errmsg(const gpumon_reader *r);
 
 /* Closes the file and frees the reader. NULL is a no-op. */
@@ -817,15 +890,17 @@ GPUMON_API void gpumon_reader_destroy(gpumon_reader *r);
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_leak gpumon_leak;
 
+/* Modes of gpumon_leak_config. Their values are none of the verdicts' below (GPUMON_LEAK_NONE ...),
+ * so that a verdict given for a mode is refused. */
 enum {
-	GPUMON_LEAK_SAMPLES = 0, /* points are measurements; between them nothing is known */
-	GPUMON_LEAK_HELD = 1,    /* a step function: each value holds until the next point (a sampler's
-				    change-only rows with heartbeats, where no row means no change) */
+	GPUMON_LEAK_SAMPLES = 0x10, /* points are measurements; between them nothing is known */
+	GPUMON_LEAK_HELD = 0x11,    /* a step function: each value holds until the next point (a sampler's
+				       change-only rows with heartbeats, where no row means no change) */
 };
 
 typedef struct gpumon_leak_config {
 	unsigned size;           /* sizeof(gpumon_leak_config) */
-	int mode;                /* GPUMON_LEAK_SAMPLES or GPUMON_LEAK_HELD */
+	int mode;                /* GPUMON_LEAK_SAMPLES or GPUMON_LEAK_HELD; 0 (a zeroed config): samples */
 	int time_axis;           /* 1: judge in time even when steps are given */
 } gpumon_leak_config;
 
@@ -850,7 +925,8 @@ typedef struct gpumon_leak_result {
 	uint64_t alert_t_ns;            /* the first point at which alert was set; 0 never */
 } gpumon_leak_result;
 
-/* Creates a detector; cfg NULL = samples, axis automatic. Returns 0 / GPUMON_E_INVAL / _NOMEM. */
+/* Creates a detector; cfg NULL = samples, axis automatic. Returns 0 / GPUMON_E_INVAL (a size this
+ * library does not know, a mode that is not one) / _NOMEM. */
 GPUMON_API int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out);
 
 /*
@@ -863,6 +939,7 @@ GPUMON_API int gpumon_leak_add(gpumon_leak *l, int64_t step, uint64_t t_ns, uint
 /* The verdict on what was fed so far. */
 GPUMON_API void gpumon_leak_result_get(const gpumon_leak *l, gpumon_leak_result *out);
 
+/* The message of the detector's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_leak_errmsg(const gpumon_leak *l);
 
 /* Frees the detector; NULL is a no-op. */
@@ -902,6 +979,7 @@ GPUMON_API int gpumon_peaks_global(const gpumon_peaks *p, gpumon_peak *out);
  * how many there are (which may exceed cap). */
 GPUMON_API size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap);
 
+/* The message of the tracker's last failure (a point refused by gpumon_peaks_add; "" none). */
 GPUMON_API const char *gpumon_peaks_errmsg(const gpumon_peaks *p);
 
 /* Frees the tracker; NULL is a no-op. */
@@ -1584,6 +1662,7 @@ GPUMON_API int gpumon_model_document(const gpumon_model *m, unsigned flags, char
  * source.damage. */
 GPUMON_API int gpumon_model_damage(gpumon_model *m, const char *text);
 
+/* The message of the model's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_model_errmsg(const gpumon_model *m);
 
 /* Frees the model; NULL is a no-op. */
@@ -1823,6 +1902,7 @@ GPUMON_API void gpumon_exporter_address(const gpumon_exporter *e, char *buf, siz
  */
 GPUMON_API int gpumon_exporter_framework(gpumon_exporter *e, const gpumon_framework_sample *s);
 
+/* The message of the exporter's last failure ("" none; "Errors" at the top). */
 GPUMON_API const char *gpumon_exporter_errmsg(const gpumon_exporter *e);
 
 /* Stops serving (open connections are closed), stops the threads and frees e. NULL is a no-op. */

@@ -130,6 +130,8 @@ int gpumon_leak_create(const gpumon_leak_config *cfg, gpumon_leak **out)
 	if (cfg)
 		memcpy(&l->cfg, cfg, cfg->size);
 	l->cfg.size = sizeof l->cfg;
+	if (l->cfg.mode == 0) /* a zeroed config: the default */
+		l->cfg.mode = GPUMON_LEAK_SAMPLES;
 	if (l->cfg.mode != GPUMON_LEAK_SAMPLES && l->cfg.mode != GPUMON_LEAK_HELD) {
 		free(l);
 		return GPUMON_E_INVAL;

@@ -452,7 +452,7 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 	struct mdev *d = gpumon__model_dev(m, r->dev);
 	if (!d)
 		return GPUMON_E_NOMEM;
-	struct mproc *p = get_proc(m, r->dev, r->process.pid);
+	struct mproc *p = get_proc(m, r->dev, r->process->pid);
 	if (!p)
 		return m->procs_dropped ? GPUMON_OK : GPUMON_E_NOMEM;
 	uint64_t old = p->present && p->used_known ? p->used : 0;
@@ -494,18 +494,18 @@ static int on_process(gpumon_model *m, const gpumon_record *r)
 		/* listed while the GPU has not risen above its reference: it was there when the reference
 		   was taken (the sampler lists processes just after a device row), so its memory is part
 		   of the reference, not a rise */
-		if (d->ref_have && d->have && d->used <= d->ref_used && (r->process.flags & GPUMON_PROC_USED_KNOWN)) {
+		if (d->ref_have && d->have && d->used <= d->ref_used && (r->process->flags & GPUMON_PROC_USED_KNOWN)) {
 			p->ref_gen = d->ref_gen;
-			p->ref_bytes = r->process.used_bytes;
+			p->ref_bytes = r->process->used_bytes;
 		}
 	}
-	take_identity(p, &r->process);
-	gpumon__model_take_rank(p, &r->process);
-	if (take_owner(p, &r->process.owner))
+	take_identity(p, r->process);
+	gpumon__model_take_rank(p, r->process);
+	if (take_owner(p, &r->process->owner))
 		return GPUMON_E_NOMEM;
-	p->flags = r->process.flags;
-	p->used_known = !!(r->process.flags & GPUMON_PROC_USED_KNOWN);
-	p->used = p->used_known ? r->process.used_bytes : 0;
+	p->flags = r->process->flags;
+	p->used_known = !!(r->process->flags & GPUMON_PROC_USED_KNOWN);
+	p->used = p->used_known ? r->process->used_bytes : 0;
 	p->last_t = r->t_ns;
 	if (p->used > p->peak)
 		p->peak = p->used;
@@ -890,13 +890,13 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 	const char *kind = r->event_kind;
 	if (!kind || !kind[0])
 		return GPUMON_OK;
-	if (!strcmp(kind, "step"))
+	if (!strcmp(kind, GPUMON_EVENT_STEP))
 		return GPUMON_OK; /* one per step: the framework rows say it better */
 	if (!strcmp(kind, GPUMON_EVENT_OOM))
 		gpumon__model_oom_signal(m, r->t_ns, r->event_text);
 	else if (gpumon__model_oom_event(m, r->t_ns, kind, r->event_text) && strcmp(kind, GPUMON_EVENT_OOM_DETAIL))
 		return GPUMON_OK; /* figures and snapshots: the document's oom object holds them, not its events */
-	if (!strcmp(kind, "alert")) /* an alert given live at the moment the model gave one */
+	if (!strcmp(kind, GPUMON_EVENT_ALERT)) /* an alert given live at the moment the model gave one */
 		for (size_t i = m->nalerts; i-- > 0 && m->alerts[i].t_ns >= r->t_ns;)
 			if (m->alerts[i].t_ns == r->t_ns)
 				m->alerts[i].live = 1;
@@ -923,6 +923,11 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 
 static int add_one(gpumon_model *m, const gpumon_record *r)
 {
+	int about_process = r->kind == GPUMON_REC_PROCESS || r->kind == GPUMON_REC_PROCESS_GONE || r->kind == GPUMON_REC_JOB;
+	if (about_process && !r->process) { /* a record of a process that names none: nothing to take */
+		m->refused++;
+		return GPUMON_OK;
+	}
 	if (gpumon__model_refuse(m, r)) /* not GPU memory: left out before it reaches a sum, and said */
 		return GPUMON_OK;
 	if (!m->records++)
@@ -940,7 +945,7 @@ static int add_one(gpumon_model *m, const gpumon_record *r)
 	case GPUMON_REC_LOST: on_lost(m, r); return GPUMON_OK;
 	case GPUMON_REC_FRAMEWORK: return on_framework(m, r);
 	case GPUMON_REC_EVENT: return on_event(m, r);
-	case GPUMON_REC_JOB: return add_job_pid(m, r->process.pid);
+	case GPUMON_REC_JOB: return add_job_pid(m, r->process->pid);
 	}
 	m->refused++;
 	return GPUMON_OK;

@@ -11,6 +11,7 @@ static uint64_t out_of_range(const gpumon_record *r, const char **what)
 {
 	const gpumon_device_sample *d = &r->sample;
 	const gpumon_framework_sample *f = &r->framework;
+	const gpumon_process *proc = r->kind == GPUMON_REC_PROCESS ? r->process : NULL; /* every value below is read */
 	const struct {
 		int known;
 		uint64_t v;
@@ -23,7 +24,7 @@ static uint64_t out_of_range(const gpumon_record *r, const char **what)
 	    {r->kind == GPUMON_REC_DEVICE && (d->present & GPUMON_F_MEM_RESERVED), d->memory_reserved_bytes, "reserved"},
 	    {r->kind == GPUMON_REC_DEVICE && r->interval_samples, r->used_max_bytes, "used at most"},
 	    {r->kind == GPUMON_REC_DEVICE && r->interval_samples, r->used_min_bytes, "used at least"},
-	    {r->kind == GPUMON_REC_PROCESS && (r->process.flags & GPUMON_PROC_USED_KNOWN), r->process.used_bytes, "used"},
+	    {proc && (proc->flags & GPUMON_PROC_USED_KNOWN), proc ? proc->used_bytes : 0, "used"},
 	    {r->kind == GPUMON_REC_FRAMEWORK && f->allocated_known, f->allocated_bytes, "allocated"},
 	    {r->kind == GPUMON_REC_FRAMEWORK && f->reserved_known, f->reserved_bytes, "reserved"},
 	    {r->kind == GPUMON_REC_FRAMEWORK && f->max_allocated_known, f->max_allocated_bytes, "max_allocated"},
@@ -49,7 +50,7 @@ int gpumon__model_refuse(gpumon_model *m, const gpumon_record *r)
 	if (r->kind == GPUMON_REC_FRAMEWORK)
 		snprintf(who, sizeof who, "a framework sample of pid %u", r->framework.pid);
 	else if (r->kind == GPUMON_REC_PROCESS)
-		snprintf(who, sizeof who, "pid %u on GPU %u", r->process.pid, r->dev);
+		snprintf(who, sizeof who, "pid %u on GPU %u", r->process->pid, r->dev);
 	else
 		snprintf(who, sizeof who, "GPU %u", r->dev);
 	snprintf(m->out_of_range_first, sizeof m->out_of_range_first, "%s at %.3f s: %s %llu bytes", who,

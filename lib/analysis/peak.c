@@ -4,10 +4,13 @@
  * (each twice as long), so a tracker for days of 1 kHz data stays a few kilobytes. */
 #include <gpumon/gpumon.h>
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct gpumon_peaks {
+	char msg[128]; /* the last failure of gpumon_peaks_add ("" none) */
 	uint64_t t0, window_ns;
 	unsigned max_windows, nslots; /* nslots: slots in use (the last window with points + 1) */
 	gpumon_peak global;
@@ -61,10 +64,13 @@ int gpumon_peaks_add(gpumon_peaks *p, uint64_t t_ns, uint64_t bytes, int64_t own
 {
 	if (!p)
 		return GPUMON_E_INVAL;
-	if (p->global.points == 0)
+	if (p->global.points == 0) {
 		p->t0 = t_ns;
-	else if (t_ns < p->t0)
+	} else if (t_ns < p->t0) {
+		snprintf(p->msg, sizeof p->msg, "a point at %" PRIu64 " ns, before the first one (%" PRIu64 " ns), is refused",
+			 t_ns, p->t0);
 		return GPUMON_E_INVAL;
+	}
 	uint64_t k;
 	while ((k = (t_ns - p->t0) / p->window_ns) >= p->max_windows)
 		coarsen(p);
@@ -122,6 +128,5 @@ size_t gpumon_peaks_windows(const gpumon_peaks *p, gpumon_peak *out, size_t cap)
 
 const char *gpumon_peaks_errmsg(const gpumon_peaks *p)
 {
-	(void)p; /* a tracker fails only on bad arguments, which the status names */
-	return "";
+	return p ? p->msg : "";
 }

@@ -555,7 +555,7 @@ static void render_framework(const struct prom_view *v, struct prom_buf *b)
 static void render_self(const struct prom_view *v, struct prom_buf *b)
 {
 	gpumon__prom_family(b, "gpumon_build_info", "gauge", "Always 1; the labels say which gpumon and which driver.");
-	gpumon__prom_printf(b, "gpumon_build_info{version=\"%s\",driver_version=\"", GPUMON_VERSION_STRING);
+	gpumon__prom_printf(b, "gpumon_build_info{version=\"%s\",driver_version=\"", GPUMON_VERSION);
 	gpumon__prom_label_value(b, v->driver_version ? v->driver_version : "", 96);
 	gpumon__prom_puts(b, "\",nvml_version=\"");
 	gpumon__prom_label_value(b, v->nvml_version ? v->nvml_version : "", 96);

@@ -156,7 +156,7 @@ static int open_checked(gpumon_reader *r)
 	if (found == 1 && version != REC_FORMAT_VERSION)
 		return seterr(r, GPUMON_E_INVAL,
 			      "%s is a gpumon recording of format version %" PRId64 "; this gpumon (%s) reads version %d%s",
-			      r->path, version, GPUMON_VERSION_STRING, REC_FORMAT_VERSION,
+			      r->path, version, GPUMON_VERSION, REC_FORMAT_VERSION,
 			      version > REC_FORMAT_VERSION ? ": read it with a newer gpumon" : "");
 	return GPUMON_OK;
 }
@@ -375,6 +375,7 @@ int gpumon_reader_next(gpumon_reader *r, gpumon_record *out)
 			return r->failed ? seterr(r, GPUMON_E_IO, "%s: the file failed while it was read", r->path) : 0;
 		}
 		memset(out, 0, sizeof *out);
+		memset(&r->proc, 0, sizeof r->proc);
 		int64_t t = sqlite3_column_int64(best->st, 1);
 		if (t <= 0) { /* no time a clock gave: a damaged or hand-edited row */
 			best->lost++;

@@ -62,6 +62,7 @@ struct gpumon_reader {
 	struct source *sources;
 	size_t nsources;
 	char *kind_buf, *text_buf; /* copies for the event record handed out */
+	gpumon_process proc; /* the process of the record handed out (valid until the next call) */
 	int failed;         /* the file failed under the walk (not damage: an I/O error) */
 	int nomem;          /* memory ran out: what is read stops here, said as such, never as damage */
 	char damage[2048];   /* what was lost, a sentence for each table at most */

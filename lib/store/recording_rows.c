@@ -331,7 +331,7 @@ static void fill_process_info(gpumon_process *p, const struct proc *a)
 /* Columns: 0 rowid, 1 t_ns, 2 dev, 3 pid, 4 used_bytes, 5 gone. Returns as fill_device. */
 static int fill_process(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpumon_record *o)
 {
-	gpumon_process *p = &o->process;
+	gpumon_process *p = &r->proc;
 	uint64_t used = 0;
 	if (!col_u32(s, 2, &o->dev) || o->dev >= r->ndevices || !col_u32(s, 3, &p->pid))
 		return 0;
@@ -339,6 +339,7 @@ static int fill_process(gpumon_reader *r, struct cursor *c, sqlite3_stmt *s, gpu
 	if (known < 0)
 		return refuse_row(c, s, 4, "used_bytes");
 	o->kind = gone ? GPUMON_REC_PROCESS_GONE : GPUMON_REC_PROCESS;
+	o->process = p;
 	p->rank.rank = p->rank.local_rank = p->rank.world_size = p->rank.node_rank = -1;
 	const struct proc *a = find_proc(r, o->dev, p->pid, (int64_t)o->t_ns);
 	if (a)
@@ -398,17 +399,19 @@ static int fill_event(gpumon_reader *r, sqlite3_stmt *s, gpumon_record *o)
 	/* "pid N", or "pid N: the command" */
 	if (!strcmp(r->kind_buf, REC_JOB_EVENT) && r->text_buf && sscanf(r->text_buf, "pid %u%n", &pid, &end) == 1 &&
 	    (r->text_buf[end] == '\0' || r->text_buf[end] == ':')) {
+		gpumon_process *p = &r->proc;
 		o->kind = GPUMON_REC_JOB;
-		o->process.pid = pid;
+		o->process = p;
+		p->pid = pid;
 		if (r->text_buf[end] == ':' && r->text_buf[end + 1] == ' ' && r->text_buf[end + 2]) {
-			snprintf(o->process.cmdline, sizeof o->process.cmdline, "%s", r->text_buf + end + 2);
-			o->process.flags |= GPUMON_PROC_CMDLINE_KNOWN;
+			snprintf(p->cmdline, sizeof p->cmdline, "%s", r->text_buf + end + 2);
+			p->flags |= GPUMON_PROC_CMDLINE_KNOWN;
 		}
 		return 1;
 	}
 	/* GPUs lost at the same moment: the text names which */
 	int has_name = r->text_buf && sscanf(r->text_buf, "GPU %u is lost", &named) == 1;
-	if (!strcmp(r->kind_buf, "lost"))
+	if (!strcmp(r->kind_buf, REC_LOST_EVENT))
 		for (unsigned d = 0; d < r->ndevices; d++)
 			if (r->lost_t_ns[d] == (int64_t)o->t_ns && (!has_name || d == named)) {
 				o->kind = GPUMON_REC_LOST;

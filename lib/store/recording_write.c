@@ -490,10 +490,10 @@ static int insert_process(gpumon_recording *r, const gpumon_record *rec, int gon
 {
 	sqlite3_stmt *s = r->st[ST_PROC_NEW];
 	sqlite3_bind_int64(s, 1, rec->dev);
-	sqlite3_bind_int64(s, 2, rec->process.pid);
+	sqlite3_bind_int64(s, 2, rec->process->pid);
 	bind_opt(s, 3, !gone, rec->t_ns);
 	bind_opt(s, 4, gone, rec->t_ns);
-	bind_process_info(s, &rec->process);
+	bind_process_info(s, rec->process);
 	int st = run(r, ST_PROC_NEW);
 	*row = sqlite3_last_insert_rowid(r->db);
 	return st;
@@ -518,12 +518,12 @@ static uint64_t identity(const gpumon_process *p)
 /* A process listed: opens its appearance, or refreshes what is known of it when that changed. */
 static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 {
-	struct appearance *a = find_appearance(r, rec->dev, rec->process.pid);
+	struct appearance *a = find_appearance(r, rec->dev, rec->process->pid);
 	/* a process listed once it has left /proc (exiting, the driver not yet told) says less of
 	   itself than the row holds: what was learnt of it stays */
-	if (a && (rec->process.flags & GPUMON_PROC_FOREIGN) && !(a->flags & GPUMON_PROC_FOREIGN))
+	if (a && (rec->process->flags & GPUMON_PROC_FOREIGN) && !(a->flags & GPUMON_PROC_FOREIGN))
 		return GPUMON_OK;
-	gpumon_process p = rec->process;
+	gpumon_process p = *rec->process;
 	/* and a worker's rank, once known, stays (a listing between fork and exec, or one that could
 	   not read the environment, does not erase it) */
 	if (a && gpumon__worker_rank(a->flags, &a->rank) >= 0 && gpumon_process_rank(&p) < 0) {
@@ -546,7 +546,7 @@ static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 	if (grow((void **)&r->procs, &r->procs_cap, r->nprocs, sizeof *r->procs) != GPUMON_OK)
 		return seterr(r, GPUMON_E_NOMEM, "recording %s: out of memory", r->path);
 	a = &r->procs[r->nprocs];
-	*a = (struct appearance){.dev = rec->dev, .pid = rec->process.pid, .flags = flags, .identity = id,
+	*a = (struct appearance){.dev = rec->dev, .pid = rec->process->pid, .flags = flags, .identity = id,
 				 .rank = p.rank};
 	int st = insert_process(r, rec, 0, &a->row);
 	r->nprocs += st == GPUMON_OK;
@@ -556,7 +556,7 @@ static int process_listed(gpumon_recording *r, const gpumon_record *rec)
 /* A process gone: closes its appearance (or records one seen only leaving). */
 static int process_gone(gpumon_recording *r, const gpumon_record *rec)
 {
-	struct appearance *a = find_appearance(r, rec->dev, rec->process.pid);
+	struct appearance *a = find_appearance(r, rec->dev, rec->process->pid);
 	if (!a) {
 		sqlite3_int64 row;
 		return insert_process(r, rec, 1, &row);
@@ -577,8 +577,8 @@ static int write_process(gpumon_recording *r, const gpumon_record *rec)
 	sqlite3_stmt *s = r->st[ST_PSAMPLE];
 	bind_u64(s, 1, rec->t_ns);
 	sqlite3_bind_int64(s, 2, rec->dev);
-	sqlite3_bind_int64(s, 3, rec->process.pid);
-	bind_opt(s, 4, !gone && (rec->process.flags & GPUMON_PROC_USED_KNOWN), rec->process.used_bytes);
+	sqlite3_bind_int64(s, 3, rec->process->pid);
+	bind_opt(s, 4, !gone && (rec->process->flags & GPUMON_PROC_USED_KNOWN), rec->process->used_bytes);
 	sqlite3_bind_int(s, 5, gone);
 	return run(r, ST_PSAMPLE);
 }
@@ -622,7 +622,7 @@ static int write_lost(gpumon_recording *r, const gpumon_record *rec)
 	snprintf(text, sizeof text, "GPU %u is lost", rec->dev);
 	sqlite3_stmt *s = r->st[ST_EVENT];
 	bind_u64(s, 1, rec->t_ns);
-	sqlite3_bind_text(s, 2, "lost", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, REC_LOST_EVENT, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, text, -1, SQLITE_STATIC);
 	sqlite3_bind_null(s, 4); /* the reader knows the lost GPU from devices.lost_t_ns */
 	return run(r, ST_EVENT);
@@ -640,6 +640,9 @@ static int check_records(gpumon_recording *r, const gpumon_record *recs, size_t 
 			return seterr(r, GPUMON_E_INVAL,
 				      "recording %s: record %zu names GPU %u, not in the recording", r->path,
 				      i, recs[i].dev);
+		if ((k == GPUMON_REC_PROCESS || k == GPUMON_REC_PROCESS_GONE || k == GPUMON_REC_JOB) && !recs[i].process)
+			return seterr(r, GPUMON_E_INVAL, "recording %s: record %zu is about a process and names none",
+				      r->path, i);
 		if (k == GPUMON_REC_EVENT && (!recs[i].event_kind || !recs[i].event_kind[0]))
 			return seterr(r, GPUMON_E_INVAL, "recording %s: record %zu is an event without a kind",
 				      r->path, i);
@@ -674,8 +677,8 @@ static int write_event(gpumon_recording *r, uint64_t t_ns, const char *kind, con
 /* "pid N", or "pid N: the command" when the record says it (for people reading the file). */
 static int write_job(gpumon_recording *r, const gpumon_record *rec)
 {
-	char text[sizeof rec->process.cmdline + 32];
-	const gpumon_process *p = &rec->process;
+	char text[sizeof rec->process->cmdline + 32];
+	const gpumon_process *p = rec->process;
 	if ((p->flags & GPUMON_PROC_CMDLINE_KNOWN) && p->cmdline[0])
 		snprintf(text, sizeof text, "pid %u: %.*s", p->pid, (int)sizeof p->cmdline, p->cmdline);
 	else

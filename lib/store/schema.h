@@ -51,6 +51,8 @@
 
 /* The event kind that records a pid of the job's process tree ("pid N"): GPUMON_REC_JOB. */
 #define REC_JOB_EVENT "job"
+/* The event kind that records a GPU's loss: GPUMON_REC_LOST (its text "GPU N is lost"). */
+#define REC_LOST_EVENT "lost"
 
 /* The columns the reader walks, per table, in the order the reader reads them. The first is t_ns. */
 #define REC_DEVICE_COLUMNS                                                                                  \

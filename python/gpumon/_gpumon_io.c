@@ -309,7 +309,7 @@ static int proc_record(gpumon_record *out, int kind, unsigned dev, uint64_t t_ns
 	out->kind = kind;
 	out->dev = dev;
 	out->t_ns = t_ns;
-	out->process = *p;
+	out->process = p; /* list or old: both outlive the write below */
 	return 1;
 }
 

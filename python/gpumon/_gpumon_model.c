@@ -173,22 +173,25 @@ static PyObject *model_process(PyObject *op, PyObject *args)
 	if (!m || !PyArg_ParseTuple(args, "KIIO|OO:process", &t_ns, &dev, &pid, &used, &user, &command))
 		return NULL;
 	gpumon_record r;
+	gpumon_process p;
 	memset(&r, 0, sizeof r);
+	memset(&p, 0, sizeof p);
 	r.kind = GPUMON_REC_PROCESS;
 	r.dev = dev;
 	r.t_ns = t_ns;
-	r.process.pid = pid;
-	r.process.flags = GPUMON_PROC_COMPUTE;
+	r.process = &p;
+	p.pid = pid;
+	p.flags = GPUMON_PROC_COMPUTE;
 	int known;
-	if (gpx_opt_u64(used, &r.process.used_bytes, &known, "used"))
+	if (gpx_opt_u64(used, &p.used_bytes, &known, "used"))
 		return NULL;
-	r.process.flags |= known ? GPUMON_PROC_USED_KNOWN : 0;
-	if (opt_str(user, r.process.user, sizeof r.process.user, &known, "user"))
+	p.flags |= known ? GPUMON_PROC_USED_KNOWN : 0;
+	if (opt_str(user, p.user, sizeof p.user, &known, "user"))
 		return NULL;
-	r.process.flags |= known ? GPUMON_PROC_USER_KNOWN : 0;
-	if (opt_str(command, r.process.cmdline, sizeof r.process.cmdline, &known, "command"))
+	p.flags |= known ? GPUMON_PROC_USER_KNOWN : 0;
+	if (opt_str(command, p.cmdline, sizeof p.cmdline, &known, "command"))
 		return NULL;
-	r.process.flags |= known ? GPUMON_PROC_CMDLINE_KNOWN : 0;
+	p.flags |= known ? GPUMON_PROC_CMDLINE_KNOWN : 0;
 	return feed(m, &r);
 }
 
@@ -225,11 +228,12 @@ static PyObject *model_job(PyObject *op, PyObject *args)
 	unsigned pid;
 	if (!m || !PyArg_ParseTuple(args, "KI:job", &t_ns, &pid))
 		return NULL;
+	gpumon_process p = {.pid = pid};
 	gpumon_record r;
 	memset(&r, 0, sizeof r);
 	r.kind = GPUMON_REC_JOB;
 	r.t_ns = t_ns;
-	r.process.pid = pid;
+	r.process = &p;
 	return feed(m, &r);
 }
 

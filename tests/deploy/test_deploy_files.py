@@ -24,8 +24,8 @@ def test_daemonset_runs_the_image():
     spec = ds["spec"]["template"]["spec"]
     assert spec["hostPID"] is True
     (c,) = spec["containers"]
-    assert c["image"].endswith("/gpumon:0.1.0")
-    assert "-t registry.example.com/gpumon:0.1.0" in read("kubernetes", "gpumon.yaml")  # how it is built
+    assert c["image"].endswith("/gpumon:1.0.0")
+    assert "-t registry.example.com/gpumon:1.0.0" in read("kubernetes", "gpumon.yaml")  # how it is built
     assert "command" not in c and c["args"][0] != "serve"  # the image's entrypoint is `gpumon serve`
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert mounts["/var/log/pods"]["readOnly"] is True

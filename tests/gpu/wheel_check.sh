@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # wheel_check.sh — the pip wheel on the GPU machine's own Python, from the repository root:
 #   bash tests/gpu/wheel_check.sh                          (results in ./gpu-out, or in $OUT)
-#   WHEEL=.whl/gpumon-0.1.0-cp39-abi3-manylinux_2_34_x86_64.whl bash tests/gpu/wheel_check.sh
+#   WHEEL=.whl/gpumon-1.0.0-cp39-abi3-manylinux_2_34_x86_64.whl bash tests/gpu/wheel_check.sh
 # Builds the wheel from a clean copy of this tree with the machine's Python ($PYTHON, default
 # python3): `pip wheel --no-build-isolation --no-index`, or `python -m build --no-isolation` where
 # pip is missing; CMake finds jansson, yajl, sqlite3, protobuf-c, ncurses and Python.h under .deps through
@@ -174,7 +174,7 @@ mon = gpumon.GPUMonitor(device=0, framework="none", logger=False)
 s = mon.sample()
 mon.close()
 libs = {l.split()[-1] for l in open("/proc/self/maps") if ".so" in l.rsplit("/", 1)[-1]}
-want = ["libgpumon.so.0", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"]
+want = ["libgpumon.so.1", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"]
 where = {n: next((p for p in libs if os.path.basename(p) == n), None) for n in want}
 bad = {n: p for n, p in where.items() if not p or os.path.dirname(p) != os.path.join(site, "gpumon.libs")}
 print(("FAIL" if bad else "PASS") + " libs " + (f"not from gpumon.libs: {bad}" if bad else

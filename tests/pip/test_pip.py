@@ -26,7 +26,7 @@ TOTAL = 150754820096
 GIB = 1 << 30
 # what the wheel may take from the system (python/CMakeLists.txt, setup.py): glibc's libraries
 SYSTEM_LIBS = re.compile(r"^(ld-linux[-\w.]*|lib(c|m|dl|pthread|rt|util|resolv|nsl|gcc_s)[.]so[.][\d.]+)$")
-BUNDLED = {"libgpumon.so.0", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1",
+BUNDLED = {"libgpumon.so.1", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1",
            "libncursesw.so.6", "libtinfo.so.6"}
 
 
@@ -153,7 +153,7 @@ def check_import(env_dir, tmp_path):
     # or the build tree
     loaded = {os.path.basename(p): p for p in out["libs"]}
     libdir = os.path.join(site, "gpumon.libs")
-    for name in ("libgpumon.so.0", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"):
+    for name in ("libgpumon.so.1", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"):
         assert os.path.dirname(loaded.get(name, "")) == libdir, (name, out["libs"])
     assert loaded["_gpumon.abi3.so"] == os.path.join(site, "gpumon", "_gpumon.abi3.so")
 
@@ -233,7 +233,7 @@ def test_wheel_links_only_glibc_from_the_system(wheel, tmp_path):
         for v in re.findall(r"Name: GLIBC_(\d+)\.(\d+)", out):
             newest = max(newest, (int(v[0]), int(v[1])))
         assert "(RUNPATH)" not in out, p
-        if os.path.basename(p) in BUNDLED - {"libgpumon.so.0"}:
+        if os.path.basename(p) in BUNDLED - {"libgpumon.so.1"}:
             continue  # the system's files, as they came
         rpath = re.search(r"\(RPATH\)\s+Library rpath: \[([^\]]*)\]", out)
         assert rpath and all(d.startswith("$ORIGIN") for d in rpath.group(1).split(":")), (p, rpath)

@@ -65,14 +65,20 @@ static inline void dev_row(unsigned dev, uint64_t t, uint64_t used)
 
 static inline void proc(unsigned dev, uint64_t t, unsigned pid, uint64_t used)
 {
-	gpumon_record r = process_rec(GPUMON_REC_PROCESS, dev, t, pid, used, KNOWN_PROC);
-	snprintf(r.process.cmdline, sizeof r.process.cmdline, "python %s.py", pid >= 200 && pid < 300 ? "other" : "train");
+	/* fed at once: the process may live on the stack (these come by the thousand) */
+	gpumon_process p = {.pid = pid, .flags = KNOWN_PROC, .used_bytes = used, .uid = 1000, .user = "alice",
+			    .name = "python"};
+	snprintf(p.cmdline, sizeof p.cmdline, "python %s.py", pid >= 200 && pid < 300 ? "other" : "train");
+	gpumon_record r = {.kind = GPUMON_REC_PROCESS, .dev = dev, .t_ns = t, .process = &p};
 	put(r);
 }
 
 static inline void gone(unsigned dev, uint64_t t, unsigned pid)
 {
-	put(process_rec(GPUMON_REC_PROCESS_GONE, dev, t, pid, 0, KNOWN_PROC));
+	gpumon_process p = {.pid = pid, .flags = KNOWN_PROC, .uid = 1000, .user = "alice", .name = "python"};
+	snprintf(p.cmdline, sizeof p.cmdline, "python train.py --note \"a, b\"");
+	gpumon_record r = {.kind = GPUMON_REC_PROCESS_GONE, .dev = dev, .t_ns = t, .process = &p};
+	put(r);
 }
 
 /* A torch sample of pid on its CUDA device `device`: allocated, reserved, the allocator's cap. */

@@ -162,12 +162,14 @@ static inline gpumon_record device_rec_v1(unsigned dev, uint64_t t)
 	return r;
 }
 
-/* A process record; the flags say which of user, name and command line are filled in. */
+/* A process record; the flags say which of user, name and command line are filled in. Its
+ * process stays until the test exits; the caller may change it (process_of). */
 static inline gpumon_record process_rec(int kind, unsigned dev, uint64_t t, unsigned pid, uint64_t used,
 					unsigned flags)
 {
 	gpumon_record r = {.kind = kind, .dev = dev, .t_ns = t};
-	gpumon_process *p = &r.process;
+	gpumon_process *p = kept_process();
+	r.process = p;
 	p->pid = pid;
 	p->flags = flags;
 	p->used_bytes = used;
@@ -204,8 +206,16 @@ static inline gpumon_record event_rec(uint64_t t, const char *kind, const char *
 static inline gpumon_record job_rec(uint64_t t, unsigned pid)
 {
 	gpumon_record r = {.kind = GPUMON_REC_JOB, .t_ns = t};
-	r.process.pid = pid;
+	gpumon_process *p = kept_process();
+	p->pid = pid;
+	r.process = p;
 	return r;
+}
+
+/* The process of a record these helpers made, to change it. */
+static inline gpumon_process *process_of(gpumon_record *r)
+{
+	return (gpumon_process *)r->process;
 }
 
 /* Writes recs and finishes; 0, or the first failure (printed). */

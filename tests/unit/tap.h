@@ -96,8 +96,38 @@ static inline gpumon *open_fake(const char *scenario, int v1_only)
 	return g;
 }
 
+/* A new zeroed process that lives until the test exits: a record refers to its process, so records
+ * kept longer than their maker keeps it (a sampler's until its next poll, a reader's until its next
+ * call), and records a test makes, need one that outlives them. Reachable from here, so a leak
+ * checker does not count them. */
+static inline gpumon_process *kept_process(void)
+{
+	static gpumon_process **all;
+	static size_t n, cap;
+	if (n == cap) {
+		cap = cap ? 2 * cap : 256;
+		all = realloc(all, cap * sizeof *all);
+		if (!all)
+			abort();
+	}
+	gpumon_process *p = calloc(1, sizeof *p);
+	if (!p)
+		abort();
+	return all[n++] = p;
+}
+
+/* Points r at a copy of its process that stays. */
+static inline void keep_process(gpumon_record *r)
+{
+	if (r->process) {
+		gpumon_process *p = kept_process();
+		*p = *r->process;
+		r->process = p;
+	}
+}
+
 /* Drains a sampler's records for ms milliseconds into a growing array (malloc'd; NULL when out of
- * memory); *n is how many. */
+ * memory); *n is how many. Their processes are copies that stay. */
 static inline gpumon_record *collect_records(gpumon_sampler *s, unsigned ms, size_t *n)
 {
 	size_t cap = 1024;
@@ -113,6 +143,8 @@ static inline gpumon_record *collect_records(gpumon_sampler *s, unsigned ms, siz
 		}
 		size_t got = 0;
 		gpumon_sampler_poll(s, all + *n, 64, &got, 20);
+		for (size_t k = 0; k < got; k++)
+			keep_process(&all[*n + k]);
 		*n += got;
 	}
 	return all;

@@ -34,6 +34,11 @@ static void test_peaks(void)
 			b = 9 * GIB, owner = 7, largest = 7;
 		gpumon_peaks_add(p, 1000 * S + t * S, b, owner, largest);
 	}
+	is_str(gpumon_peaks_errmsg(p), "", "no failure: no message");
+	is_int(gpumon_peaks_add(p, 999 * S, GIB, 1, 1), GPUMON_E_INVAL, "a point before the first refused");
+	is_str(gpumon_peaks_errmsg(p), "a point at 999000000000 ns, before the first one (1000000000000 ns), is refused",
+	       "and the message says why");
+	is_str(gpumon_peaks_errmsg(NULL), "", "NULL: no message");
 	is_int(gpumon_peaks_global(p, &g), GPUMON_OK, "a peak");
 	is_int(g.bytes, 9 * GIB, "global peak bytes");
 	is_int(g.t_ns, 1150 * S, "global peak at the first of two equal spikes");

@@ -202,18 +202,21 @@ static int write_recording(const char *path)
 	for (unsigned s = 0; st == GPUMON_OK && s <= 80; s++) {
 		uint64_t t = t0 + s * NS, leak = 2 * GIB + s * 64 * MIB;
 		gpumon_record r[3];
+		gpumon_process p[3];
 		memset(r, 0, sizeof r);
+		memset(p, 0, sizeof p);
 		for (int k = 1; k < 3; k++) {
 			r[k].kind = GPUMON_REC_PROCESS;
 			r[k].t_ns = t;
-			r[k].process.flags = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_NAME_KNOWN;
+			r[k].process = &p[k];
+			p[k].flags = GPUMON_PROC_USED_KNOWN | GPUMON_PROC_NAME_KNOWN;
 		}
-		r[1].process.pid = 4100;
-		r[1].process.used_bytes = 20 * GIB;
-		snprintf(r[1].process.name, sizeof r[1].process.name, "cotenant");
-		r[2].process.pid = 4200;
-		r[2].process.used_bytes = leak;
-		snprintf(r[2].process.name, sizeof r[2].process.name, "leaky");
+		p[1].pid = 4100;
+		p[1].used_bytes = 20 * GIB;
+		snprintf(p[1].name, sizeof p[1].name, "cotenant");
+		p[2].pid = 4200;
+		p[2].used_bytes = leak;
+		snprintf(p[2].name, sizeof p[2].name, "leaky");
 		r[0].kind = GPUMON_REC_DEVICE;
 		r[0].t_ns = r[0].sample.t_ns = t;
 		r[0].sample.present = GPUMON_F_MEMORY;

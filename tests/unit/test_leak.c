@@ -465,6 +465,17 @@ static void test_bad_input(void)
 	ok(l == NULL, "no detector made");
 	gpumon_leak_config bad_mode = {.size = sizeof bad_mode, .mode = 7};
 	is_int(gpumon_leak_create(&bad_mode, &l), GPUMON_E_INVAL, "an unknown mode: INVAL");
+	/* a verdict given for a mode is caught: the two enums share no value */
+	int verdicts[] = {GPUMON_LEAK_INSUFFICIENT_DATA, GPUMON_LEAK_NONE, GPUMON_LEAK_SUSPECTED};
+	for (int i = 0; i < 3; i++) {
+		ok(verdicts[i] != GPUMON_LEAK_SAMPLES && verdicts[i] != GPUMON_LEAK_HELD, "verdict %d is no mode", verdicts[i]);
+		bad_mode.mode = verdicts[i];
+		if (verdicts[i] != 0) /* 0: a zeroed config, the default mode */
+			is_int(gpumon_leak_create(&bad_mode, &l), GPUMON_E_INVAL, "verdict %d as a mode: INVAL", verdicts[i]);
+	}
+	bad_mode.mode = 0;
+	is_int(gpumon_leak_create(&bad_mode, &l), GPUMON_OK, "mode 0 (a zeroed config): samples");
+	gpumon_leak_destroy(l);
 	gpumon_leak_config old = {.size = sizeof(unsigned) + sizeof(int), .mode = GPUMON_LEAK_HELD};
 	is_int(gpumon_leak_create(&old, &l), GPUMON_OK, "a config of an older, shorter version: fine");
 	gpumon_leak_destroy(l);

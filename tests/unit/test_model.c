@@ -763,6 +763,10 @@ static void test_arguments(void)
 	c.headroom_share = 1.5;
 	is_int(gpumon_model_create(&c, &m), GPUMON_E_INVAL, "a headroom share over 1");
 	is_int(gpumon_model_create(NULL, &m), GPUMON_OK, "no config: defaults");
+	gpumon_record none[3] = {{.kind = GPUMON_REC_PROCESS, .t_ns = 1}, {.kind = GPUMON_REC_PROCESS_GONE, .t_ns = 2},
+				 {.kind = GPUMON_REC_JOB, .t_ns = 3}}; /* each without its process */
+	is_int(gpumon_model_add(m, none, 3), GPUMON_OK, "records of a process that name none: left out");
+	is_int(gpumon_model_samples(m), 0, "and not taken");
 	gpumon_record r = event_rec(1, "note", NULL);
 	is_int(gpumon_model_finish(m, 0, -1), GPUMON_OK, "finish");
 	is_int(gpumon_model_add(m, &r, 1), GPUMON_E_INVAL, "a record after the end is refused");

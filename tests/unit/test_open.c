@@ -138,6 +138,20 @@ static void test_sixteen_gpus_and_lost(void)
 	gpumon_destroy(g);
 }
 
+/* A handle's message is its own: a failure on one handle leaves another's as it was. */
+static void test_errmsg_per_handle(void)
+{
+	gpumon *a = NULL, *b = NULL;
+	use_scenario("gpu 0 total=80GiB\n", 0);
+	is_int(gpumon_create(&a) | gpumon_create(&b), GPUMON_OK, "two handles");
+	unsigned dev;
+	is_int(gpumon_device_find(a, "7", &dev), GPUMON_E_NOT_FOUND, "a failure on one handle");
+	ok(strstr(gpumon_errmsg(a), "7") != NULL, "its message names the spec: %s", gpumon_errmsg(a));
+	is_str(gpumon_errmsg(b), "", "the other handle's message stays empty");
+	gpumon_destroy(a);
+	gpumon_destroy(b);
+}
+
 static void test_strerror(void)
 {
 	int all_named = 1;
@@ -145,7 +159,7 @@ static void test_strerror(void)
 		all_named &= strcmp(gpumon_strerror(st), "unknown status") != 0;
 	ok(all_named, "every status has a message");
 	is_str(gpumon_strerror(-1000), "unknown status", "unknown code");
-	is_str(gpumon_version(), GPUMON_VERSION_STRING, "version");
+	is_str(gpumon_version(), GPUMON_VERSION, "version");
 }
 
 int main(void)
@@ -156,6 +170,7 @@ int main(void)
 	test_zero_gpus();
 	test_one_gpu();
 	test_sixteen_gpus_and_lost();
+	test_errmsg_per_handle();
 	test_strerror();
 	remove_scenario();
 	return tap_done();

@@ -52,8 +52,10 @@ static size_t read_procs(const char *path, gpumon_record *out, size_t cap)
 	}
 	gpumon_record rec;
 	while (gpumon_reader_next(r, &rec) > 0)
-		if (rec.kind == GPUMON_REC_PROCESS && n < cap)
+		if (rec.kind == GPUMON_REC_PROCESS && n < cap) {
+			keep_process(&rec); /* the reader's is valid until its next call */
 			out[n++] = rec;
+		}
 	gpumon_reader_destroy(r);
 	return n;
 }
@@ -74,16 +76,16 @@ static void test_round_trip(void)
 	gpumon_record recs[7];
 	for (unsigned i = 0; i < 6; i++)
 		recs[i] = process_rec(GPUMON_REC_PROCESS, 0, t + (i + 1) * MS, 100 + i, GiB, KNOWN_PROC);
-	recs[0].process.owner = pod_owner();
-	recs[1].process.owner = (gpumon_owner){.present = GPUMON_OWNER_SLURM, .slurm_job = "4242", .slurm_step = "batch"};
-	recs[2].process.owner = (gpumon_owner){.present = GPUMON_OWNER_CONTAINER, .runtime = "docker", .container_id = CID};
-	recs[3].process.owner = (gpumon_owner){.present = GPUMON_OWNER_UNIT, .unit = "train.service"};
-	recs[4].process.flags |= GPUMON_PROC_FOREIGN;
-	recs[4].process.owner = (gpumon_owner){.present = GPUMON_OWNER_UNRESOLVED};
+	process_of(&recs[0])->owner = pod_owner();
+	process_of(&recs[1])->owner = (gpumon_owner){.present = GPUMON_OWNER_SLURM, .slurm_job = "4242", .slurm_step = "batch"};
+	process_of(&recs[2])->owner = (gpumon_owner){.present = GPUMON_OWNER_CONTAINER, .runtime = "docker", .container_id = CID};
+	process_of(&recs[3])->owner = (gpumon_owner){.present = GPUMON_OWNER_UNIT, .unit = "train.service"};
+	process_of(&recs[4])->flags |= GPUMON_PROC_FOREIGN;
+	process_of(&recs[4])->owner = (gpumon_owner){.present = GPUMON_OWNER_UNRESOLVED};
 	/* recs[5]: no owner known */
 	/* pid 103 again, now in a pod: the row learns it */
 	recs[6] = process_rec(GPUMON_REC_PROCESS, 0, t + 10 * MS, 103, 2 * GiB, KNOWN_PROC);
-	recs[6].process.owner = pod_owner();
+	process_of(&recs[6])->owner = pod_owner();
 	write_recs(path, recs, 7);
 
 	sqlite3 *db = db_open(path);
@@ -105,12 +107,12 @@ static void test_round_trip(void)
 	/* one row per appearance holds what was learnt last: pid 103's records read its pod */
 	gpumon_owner later = pod_owner();
 	for (size_t i = 0; i < 6 && i < n; i++)
-		ok(got[i].process.pid == recs[i].process.pid &&
-		       same_owner(&got[i].process.owner, i == 3 ? &later : &recs[i].process.owner),
-		   "pid %u: its owner as written", recs[i].process.pid);
+		ok(got[i].process->pid == process_of(&recs[i])->pid &&
+		       same_owner(&got[i].process->owner, i == 3 ? &later : &process_of(&recs[i])->owner),
+		   "pid %u: its owner as written", process_of(&recs[i])->pid);
 	char phrase[128];
 	if (n > 0) {
-		gpumon_owner_describe(&got[0].process.owner, phrase, sizeof phrase);
+		gpumon_owner_describe(&got[0].process->owner, phrase, sizeof phrase);
 		is_str(phrase, "pod ml-team/trainer-0", "the pod's phrase from the file");
 	}
 
@@ -122,9 +124,9 @@ static void test_round_trip(void)
 	is_int(n, 7, "still seven process records");
 	int none = 1;
 	for (size_t i = 0; i < n; i++)
-		none &= got[i].process.owner.present == 0 && !got[i].process.owner.pod[0];
+		none &= got[i].process->owner.present == 0 && !got[i].process->owner.pod[0];
 	ok(none, "each with no owner");
-	ok(n > 0 && !strcmp(got[0].process.user, "alice"), "and the rest as before");
+	ok(n > 0 && !strcmp(got[0].process->user, "alice"), "and the rest as before");
 }
 
 /* A hand edit: bits this version does not know, or a text longer than its field, give no owner
@@ -135,8 +137,8 @@ static void test_hand_edits(void)
 	uint64_t t = now_ns();
 	gpumon_record recs[2] = {process_rec(GPUMON_REC_PROCESS, 0, t + MS, 200, GiB, KNOWN_PROC),
 				 process_rec(GPUMON_REC_PROCESS, 0, t + 2 * MS, 201, GiB, KNOWN_PROC)};
-	recs[0].process.owner = pod_owner();
-	recs[1].process.owner = pod_owner();
+	process_of(&recs[0])->owner = pod_owner();
+	process_of(&recs[1])->owner = pod_owner();
 	write_recs(path, recs, 2);
 	ok(db_exec(path, "UPDATE processes SET owner_present = owner_present | 1024 WHERE pid = 200;"
 			 "UPDATE processes SET owner_namespace = printf('%.100c', 'x') WHERE pid = 201;"),
@@ -144,8 +146,8 @@ static void test_hand_edits(void)
 	gpumon_record got[2];
 	size_t n = read_procs(path, got, 2);
 	is_int(n, 2, "both records read");
-	ok(n == 2 && got[0].process.owner.present == 0, "unknown bit: no owner");
-	ok(n == 2 && got[1].process.owner.present == 0 && !got[1].process.owner.k8s_namespace[0],
+	ok(n == 2 && got[0].process->owner.present == 0, "unknown bit: no owner");
+	ok(n == 2 && got[1].process->owner.present == 0 && !got[1].process->owner.k8s_namespace[0],
 	   "overlong text: no owner, nothing cut");
 }
 
@@ -163,13 +165,13 @@ static void test_rank_round_trip(void)
 	gpumon_record recs[4];
 	for (unsigned i = 0; i < 4; i++)
 		recs[i] = process_rec(GPUMON_REC_PROCESS, i % 2, t + (i + 1) * MS, 300 + i, GiB, KNOWN_PROC);
-	recs[0].process.flags |= GPUMON_PROC_RANK_KNOWN;
-	recs[0].process.rank = worker(5);
-	recs[1].process.flags |= GPUMON_PROC_RANK_KNOWN; /* read: no worker */
-	recs[1].process.rank = (gpumon_rank){.rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1};
-	recs[2].process.rank = worker(2); /* the flag not set: the environment was not read */
-	recs[3].process.flags |= GPUMON_PROC_RANK_KNOWN;
-	recs[3].process.rank = (gpumon_rank){.rank = 3, .local_rank = -1, .world_size = -1, .node_rank = -1,
+	process_of(&recs[0])->flags |= GPUMON_PROC_RANK_KNOWN;
+	process_of(&recs[0])->rank = worker(5);
+	process_of(&recs[1])->flags |= GPUMON_PROC_RANK_KNOWN; /* read: no worker */
+	process_of(&recs[1])->rank = (gpumon_rank){.rank = -1, .local_rank = -1, .world_size = -1, .node_rank = -1};
+	process_of(&recs[2])->rank = worker(2); /* the flag not set: the environment was not read */
+	process_of(&recs[3])->flags |= GPUMON_PROC_RANK_KNOWN;
+	process_of(&recs[3])->rank = (gpumon_rank){.rank = 3, .local_rank = -1, .world_size = -1, .node_rank = -1,
 					     .launcher = "mpi"};
 	write_recs(path, recs, 4);
 	sqlite3 *db = db_open(path);
@@ -187,21 +189,21 @@ static void test_rank_round_trip(void)
 	size_t n = read_procs(path, got, 4);
 	is_int(n, 4, "four process records back");
 	gpumon_rank w = worker(5);
-	ok(n == 4 && (got[0].process.flags & GPUMON_PROC_RANK_KNOWN) && got[0].process.rank.rank == 5 &&
-	       got[0].process.rank.local_rank == 1 && got[0].process.rank.world_size == 8 &&
-	       got[0].process.rank.node_rank == 1 && !strcmp(got[0].process.rank.job_id, w.job_id) &&
-	       !strcmp(got[0].process.rank.launcher, "torchrun") && !strcmp(got[0].process.rank.master, w.master),
+	ok(n == 4 && (got[0].process->flags & GPUMON_PROC_RANK_KNOWN) && got[0].process->rank.rank == 5 &&
+	       got[0].process->rank.local_rank == 1 && got[0].process->rank.world_size == 8 &&
+	       got[0].process->rank.node_rank == 1 && !strcmp(got[0].process->rank.job_id, w.job_id) &&
+	       !strcmp(got[0].process->rank.launcher, "torchrun") && !strcmp(got[0].process->rank.master, w.master),
 	   "rank 5 of 8 back as written");
-	ok(n == 4 && (got[1].process.flags & GPUMON_PROC_RANK_KNOWN) && got[1].process.rank.rank == -1 &&
-	       !got[1].process.rank.launcher[0], "read and no worker: rank -1, flag kept");
-	ok(n == 4 && !(got[2].process.flags & GPUMON_PROC_RANK_KNOWN) && got[2].process.rank.rank == -1,
+	ok(n == 4 && (got[1].process->flags & GPUMON_PROC_RANK_KNOWN) && got[1].process->rank.rank == -1 &&
+	       !got[1].process->rank.launcher[0], "read and no worker: rank -1, flag kept");
+	ok(n == 4 && !(got[2].process->flags & GPUMON_PROC_RANK_KNOWN) && got[2].process->rank.rank == -1,
 	   "not read: no flag, rank -1 (never 0)");
-	ok(n == 4 && got[3].process.rank.rank == 3 && got[3].process.rank.world_size == -1, "MPI: rank 3, size unknown");
+	ok(n == 4 && got[3].process->rank.rank == 3 && got[3].process->rank.world_size == -1, "MPI: rank 3, size unknown");
 
 	ok(db_exec(path, "UPDATE processes SET rank = -4 WHERE pid = 300; UPDATE processes SET rank_launcher = "
 			 "printf('%.40c', 'x') WHERE pid = 303;"), "edited: a negative rank, a launcher of 40 bytes");
 	n = read_procs(path, got, 4);
-	ok(n == 4 && got[0].process.rank.rank == -1 && !got[0].process.rank.launcher[0] && got[3].process.rank.rank == -1,
+	ok(n == 4 && got[0].process->rank.rank == -1 && !got[0].process->rank.launcher[0] && got[3].process->rank.rank == -1,
 	   "hand edits: the rank unknown, not wrong");
 
 	ok(db_exec(path, "ALTER TABLE processes DROP COLUMN rank_launcher; ALTER TABLE processes DROP COLUMN rank;"),
@@ -209,7 +211,7 @@ static void test_rank_round_trip(void)
 	n = read_procs(path, got, 4);
 	int none = n == 4;
 	for (size_t i = 0; i < n; i++)
-		none &= !(got[i].process.flags & GPUMON_PROC_RANK_KNOWN) && got[i].process.rank.rank == -1;
+		none &= !(got[i].process->flags & GPUMON_PROC_RANK_KNOWN) && got[i].process->rank.rank == -1;
 	ok(none, "each with its rank unknown");
 }
 

@@ -80,7 +80,7 @@ static void test_render(void)
 	ok(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\"} 1025\n"), "dcgm: whole MiB");
 	ok(strstr(t, "nvidia_smi_memory_used_bytes{uuid=\"GPU-0\"} 1074458624\n"), "nvidia_smi: bytes");
 	ok(strstr(t, "nvidia_smi_utilization_gpu_ratio{uuid=\"GPU-0\"} 0.07\n"), "nvidia_smi: ratio");
-	ok(strstr(t, "gpumon_build_info{version=\"" GPUMON_VERSION_STRING "\",driver_version=\"580.159.04\",nvml_version=\"12.580\"} 1\n"),
+	ok(strstr(t, "gpumon_build_info{version=\"" GPUMON_VERSION "\",driver_version=\"580.159.04\",nvml_version=\"12.580\"} 1\n"),
 	   "build info");
 	ok(!strstr(t, "gpumon_process_"), "no processes: no process families");
 	ok(b.len > 0 && t[b.len - 1] == '\n', "ends with a newline");

@@ -54,6 +54,7 @@ static long read_file(const char *path, gpumon_record *out, size_t cap, char *da
 		if ((size_t)n < cap) {
 			out[n] = rec;
 			out[n].event_kind = out[n].event_text = NULL; /* valid only until the next call */
+			keep_process(&out[n]);                          /* likewise: copied */
 		}
 		n++;
 	}
@@ -118,10 +119,10 @@ static int same_record(const gpumon_record *want, const gpumon_record *got)
 			(want->used_min_bytes == got->used_min_bytes && want->used_max_bytes == got->used_max_bytes &&
 			 want->used_max_t_ns == got->used_max_t_ns));
 	case GPUMON_REC_PROCESS:
-	case GPUMON_REC_PROCESS_GONE: return want->dev == got->dev && same_process(&want->process, &got->process);
+	case GPUMON_REC_PROCESS_GONE: return want->dev == got->dev && same_process(want->process, got->process);
 	case GPUMON_REC_LOST: return want->dev == got->dev;
 	case GPUMON_REC_FRAMEWORK: return same_framework(&want->framework, &got->framework);
-	case GPUMON_REC_JOB: return want->process.pid == got->process.pid;
+	case GPUMON_REC_JOB: return want->process->pid == got->process->pid;
 	default: return 1;
 	}
 }
@@ -139,16 +140,16 @@ static size_t every_kind(uint64_t t, gpumon_record *r)
 	r[n++].interval_samples = 0;
 	r[n] = process_rec(GPUMON_REC_PROCESS, 0, t + 4 * MS, 4242, 2 * GiB,
 			   KNOWN_PROC | GPUMON_PROC_GRAPHICS | GPUMON_PROC_PPID_KNOWN);
-	r[n++].process.ppid = 4241;
+	process_of(&r[n++])->ppid = 4241;
 	r[n++] = process_rec(GPUMON_REC_PROCESS, 1, t + 5 * MS, 999, 0, GPUMON_PROC_COMPUTE | GPUMON_PROC_FOREIGN);
 	r[n] = process_rec(GPUMON_REC_PROCESS, 0, t + 6 * MS, 500, 0,
 			   GPUMON_PROC_COMPUTE | GPUMON_PROC_USED_KNOWN | GPUMON_PROC_MIG);
-	r[n].process.gpu_instance_id = 3;
-	r[n++].process.compute_instance_id = 1;
+	process_of(&r[n])->gpu_instance_id = 3;
+	process_of(&r[n++])->compute_instance_id = 1;
 	r[n++] = process_rec(GPUMON_REC_PROCESS_GONE, 0, t + 7 * MS, 4242, 0,
 			     KNOWN_PROC & ~(unsigned)GPUMON_PROC_USED_KNOWN);
-	r[n - 1].process.flags |= GPUMON_PROC_GRAPHICS | GPUMON_PROC_PPID_KNOWN;
-	r[n - 1].process.ppid = 4241;
+	process_of(&r[n - 1])->flags |= GPUMON_PROC_GRAPHICS | GPUMON_PROC_PPID_KNOWN;
+	process_of(&r[n - 1])->ppid = 4241;
 	r[n++] = process_rec(GPUMON_REC_PROCESS_GONE, 0, t + 8 * MS, 31337, 0, GPUMON_PROC_COMPUTE);
 	r[n++] = (gpumon_record){.kind = GPUMON_REC_LOST, .dev = 1, .t_ns = t + 9 * MS};
 	r[n] = fw_rec(t + 10 * MS, 4242, 0, 5, "torch");
@@ -229,21 +230,21 @@ static void test_identity_changes(void)
 	    process_rec(GPUMON_REC_PROCESS, 0, t + 2 * MS, 4242, 2 * GiB, KNOWN_PROC),
 	    process_rec(GPUMON_REC_PROCESS, 0, t + 3 * MS, 4242, 3 * GiB, KNOWN_PROC & ~(unsigned)GPUMON_PROC_NAME_KNOWN),
 	};
-	snprintf(want[0].process.cmdline, sizeof want[0].process.cmdline, "gpumon run -- python train.py");
+	snprintf(process_of(&want[0])->cmdline, sizeof process_of(&want[0])->cmdline, "gpumon run -- python train.py");
 	gpumon_record got[4];
 	write_file(path, NULL, want, 2, 0);
 	long m = read_file(path, got, 4, NULL, 0);
 	is_int(m, 2, "two records");
-	ok(m == 2 && got[1].process.used_bytes == 2 * GiB, "the figures of each record");
-	ok(m == 2 && !strcmp(got[1].process.cmdline, want[1].process.cmdline), "the command line after exec: %s",
-	   m == 2 ? got[1].process.cmdline : "");
+	ok(m == 2 && got[1].process->used_bytes == 2 * GiB, "the figures of each record");
+	ok(m == 2 && !strcmp(got[1].process->cmdline, process_of(&want[1])->cmdline), "the command line after exec: %s",
+	   m == 2 ? got[1].process->cmdline : "");
 
 	path = tmp_path("noname.gpumon");
 	write_file(path, NULL, want + 1, 2, 0);
 	m = read_file(path, got, 4, NULL, 0);
-	ok(m == 2 && !(got[1].process.flags & GPUMON_PROC_NAME_KNOWN) && !got[1].process.name[0],
+	ok(m == 2 && !(got[1].process->flags & GPUMON_PROC_NAME_KNOWN) && !got[1].process->name[0],
 	   "a name no longer known is not given back");
-	ok(m == 2 && !strcmp(got[1].process.cmdline, want[1].process.cmdline), "the command line stays");
+	ok(m == 2 && !strcmp(got[1].process->cmdline, process_of(&want[1])->cmdline), "the command line stays");
 }
 
 /* Written table by table, each out of step with the others: read back in one time order. */
@@ -399,8 +400,8 @@ static void test_older_file(void)
 	ok(m == 4 && same_record(&recs[0], &got[1]) && same_record(&recs[1], &got[2]),
 	   "framework samples as written, without a cap");
 	ok(m == 4 && same_record(&recs[2], &got[3]), "the device record");
-	ok(m >= 1 && got[0].kind == GPUMON_REC_JOB && got[0].process.pid == 4243,
-	   "\"pid N: command\" is a pid of the job (kind %d, pid %u)", got[0].kind, got[0].process.pid);
+	ok(m >= 1 && got[0].kind == GPUMON_REC_JOB && got[0].process->pid == 4243,
+	   "\"pid N: command\" is a pid of the job (kind %d, pid %u)", got[0].kind, got[0].process->pid);
 }
 
 /* A file whose start time is lost: counted from the first record, and said. */

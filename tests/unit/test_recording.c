@@ -127,7 +127,7 @@ static void test_tables(void)
 	is_int(q(db, "SELECT value FROM meta WHERE key = 'exit_status'"), 3, "meta exit_status");
 	is_int(q(db, "SELECT value FROM meta WHERE key = 'format_version'"), 1, "meta format_version");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'gpumon_version'", b, sizeof b),
-	       GPUMON_VERSION_STRING, "meta gpumon_version");
+	       GPUMON_VERSION, "meta gpumon_version");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'driver_version'", b, sizeof b), "580.159.04",
 	       "meta driver");
 	is_str(qs(db, "SELECT value FROM meta WHERE key = 'nvml_version'", b, sizeof b), "12.580.159.04",
@@ -329,6 +329,12 @@ static void test_bad_arguments(void)
 	ev[1].sample.present = GPUMON_F_MEMORY_USED; /* a log's used figure alone: not kept, so refused */
 	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "used memory without total and free");
 	ok(strstr(gpumon_recording_errmsg(r), "without its total"), "message: %s", gpumon_recording_errmsg(r));
+	ev[1] = (gpumon_record){.kind = GPUMON_REC_PROCESS, .t_ns = now_ns()}; /* process NULL */
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a process record without its process");
+	ok(strstr(gpumon_recording_errmsg(r), "record 1 is about a process and names none"), "message: %s",
+	   gpumon_recording_errmsg(r));
+	ev[1].kind = GPUMON_REC_JOB;
+	is_int(gpumon_recording_write(r, ev, 2), GPUMON_E_INVAL, "a job record without its process");
 	is_int(gpumon_recording_write(r, two, 1), GPUMON_OK, "still writable after bad arguments");
 	is_int(gpumon_recording_finish(r, -1), GPUMON_OK, "finish");
 	gpumon_recording_destroy(r);

@@ -61,10 +61,10 @@ static void test_records(void)
 				ordered = 0;
 		} else if (x->kind == GPUMON_REC_LOST) {
 			lost1 += x->dev == 1;
-		} else if (x->process.pid == 7001) {
-			if (x->kind == GPUMON_REC_PROCESS && x->process.used_bytes == GIB)
+		} else if (x->process && x->process->pid == 7001) {
+			if (x->kind == GPUMON_REC_PROCESS && x->process->used_bytes == GIB)
 				proc_new++;
-			if (x->kind == GPUMON_REC_PROCESS && x->process.used_bytes == 2 * GIB)
+			if (x->kind == GPUMON_REC_PROCESS && x->process->used_bytes == 2 * GIB)
 				proc_chg++;
 			if (x->kind == GPUMON_REC_PROCESS_GONE)
 				proc_gone++;
@@ -212,9 +212,66 @@ static void test_bad_config(void)
 	gpumon_destroy(g);
 }
 
+/* A process record refers to the sampler's copy of the process: it holds until the next poll, while
+ * the sampling thread lists the GPU again and again (under ASan a copy freed early is caught), and
+ * every other kind refers to none. */
+static void test_process_until_next_poll(void)
+{
+	gpumon *g = open_fake("gpu 0 total=80GiB used=2GiB\n"
+			      "proc 0 7001 used=1GiB\n", 0);
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 1000, .process_period_us = 1000};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
+	gpumon_record r[64];
+	size_t n = 0, procs = 0, others = 0;
+	uint64_t end = now_ns() + 2000 * MS;
+	for (int found = 0; !found && now_ns() < end;) {
+		gpumon_sampler_poll(s, r, 64, &n, 50);
+		for (size_t i = 0; i < n; i++)
+			found |= r[i].kind == GPUMON_REC_PROCESS;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (r[i].kind == GPUMON_REC_PROCESS)
+			procs += r[i].process != NULL;
+		else
+			others += r[i].process == NULL;
+	ok(procs == 1, "one process record, with its process");
+	is_int(others, n - procs, "no process on records of other kinds");
+	sleep_ms(50); /* the thread lists the GPU about 50 times meanwhile */
+	const gpumon_process *p = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (r[i].kind == GPUMON_REC_PROCESS)
+			p = r[i].process;
+	ok(p && p->pid == 7001 && p->used_bytes == GIB && (p->flags & GPUMON_PROC_USED_KNOWN),
+	   "the process still reads as listed before the next poll");
+	gpumon_sampler_poll(s, r, 64, &n, 0);
+	gpumon_sampler_destroy(s);
+	gpumon_destroy(g);
+}
+
+/* The sampler's message says its last failure; "" before any. */
+static void test_errmsg(void)
+{
+	gpumon *g = open_fake("gpu 0 total=80GiB\n", 0);
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_create(g, NULL, &s), GPUMON_OK, "sampler starts");
+	is_str(gpumon_sampler_errmsg(s), "", "no failure: \"\"");
+	gpumon_device_sample *ring = NULL;
+	size_t rn = 0;
+	is_int(gpumon_sampler_ring(s, 3, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "ring of a GPU not sampled");
+	is_str(gpumon_sampler_errmsg(s), "GPU 3 is not sampled: no flight recorder for it", "the message names it");
+	is_int(gpumon_sampler_poll(s, NULL, 4, &rn, 0), GPUMON_E_INVAL, "poll into no buffer");
+	is_str(gpumon_sampler_errmsg(s), "gpumon_sampler_poll: the buffer is NULL", "the message says so");
+	is_str(gpumon_sampler_errmsg(NULL), "", "NULL: \"\"");
+	gpumon_sampler_destroy(s);
+	gpumon_destroy(g);
+}
+
 int main(void)
 {
 	test_records();
+	test_process_until_next_poll();
+	test_errmsg();
 	test_queue_full_and_stop();
 	test_destroy_while_polling();
 	test_bad_config();
