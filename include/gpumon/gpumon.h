@@ -1684,6 +1684,61 @@ GPUMON_API int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpum
 GPUMON_API uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_config *cfg,
                                     uint64_t first);
 
+/* What one run measured, as a front end has it: the job's NVML figures and its allocator's. 0 is
+ * "unknown" for every byte figure. */
+typedef struct gpumon_fit_measure {
+	unsigned size;                 /* sizeof(gpumon_fit_measure) */
+	double batch;                  /* the run's batch size */
+	int failed;                    /* 1: the run ran out of memory */
+	uint64_t nvml_peak_bytes;      /* the highest NVML figure of the job's processes together during
+	                                  the run (a recording's job peak) */
+	uint64_t nvml_bytes;           /* the process's NVML figure at one moment of the run ... */
+	uint64_t reserved_bytes;       /* ... and its allocator's reserved at that moment: what it holds
+	                                  outside the allocator (CUDA context, libraries) is their difference */
+	uint64_t allocated_peak_bytes; /* the allocator's peak allocated */
+	uint64_t reserved_peak_bytes;  /* the allocator's peak reserved */
+} gpumon_fit_measure;
+
+/*
+ * The run gpumon_fit_batch takes, from what the run measured: its peak is what NVML would have
+ * seen at the allocator's peak, the highest of nvml_peak_bytes, nvml_bytes, and the allocator's
+ * peak (reserved, else allocated) plus what the process holds outside the allocator
+ * (nvml_bytes - reserved_bytes when both are known and positive, else 0). A sampled NVML peak may
+ * miss the allocator's, and the allocator's misses the CUDA context: the larger is the run's.
+ * batch, failed and the allocator's peaks are copied. Returns 0, or GPUMON_E_INVAL for a NULL
+ * argument or an m->size this library does not know (*out untouched).
+ */
+GPUMON_API int gpumon_fit_run_from(const gpumon_fit_measure *m, gpumon_fit_run *out);
+
+/* What a job's process may still take on its GPU, from its figures now. 0 is "unknown" or "none". */
+typedef struct gpumon_job_room_input {
+	unsigned size;                 /* sizeof(gpumon_job_room_input) */
+	int free_known;                /* 0: the GPU's free memory is unknown (nothing can be said) */
+	uint64_t free_bytes;           /* the GPU's free memory now */
+	uint64_t process_bytes;        /* the process's NVML figure now */
+	uint64_t reserved_bytes;       /* its allocator's reserved now (cached blocks are reusable) */
+	uint64_t cap_bytes;            /* its allocator's cap (torch's per-process fraction, JAX's limit) */
+} gpumon_job_room_input;
+
+typedef struct gpumon_job_room {
+	unsigned size;                 /* set by the caller: sizeof(gpumon_job_room) */
+	uint64_t room_bytes;           /* what the process may hold in all, as NVML counts it: the free
+	                                  memory plus what it holds (the larger of its NVML figure and its
+	                                  reserve), no more than the cap plus outside_bytes */
+	uint64_t allocator_bytes;      /* what its allocator may reach: room_bytes - outside_bytes (a
+	                                  framework's peak is compared with this one) */
+	uint64_t outside_bytes;        /* held outside the allocator: NVML figure - reserved, 0 when
+	                                  NVML's figure is not above the reserve */
+} gpumon_job_room;
+
+/*
+ * The room of a job's process on its GPU (the room gpumon fit, gpumon.fit() and
+ * suggest_batch_size() fit to), filled into *out (out->size kept). Returns 0, GPUMON_E_NOT_FOUND
+ * when the free memory is unknown (*out zeroed), GPUMON_E_INVAL for NULL arguments or a size this
+ * library does not know.
+ */
+GPUMON_API int gpumon_job_room_get(const gpumon_job_room_input *in, gpumon_job_room *out);
+
 /* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
  * written without TensorFlow. One writer owns one new file in a directory; values are float32, as

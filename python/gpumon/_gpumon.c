@@ -285,6 +285,14 @@ static PyMethodDef module_methods[] = {
     {"fit_next", (PyCFunction)(void (*)(void))gpx_fit_next, METH_VARARGS | METH_KEYWORDS,
      "fit_next(runs, room_bytes, first, multiple_of=1) -> int: the next batch size worth measuring, 0 "
      "when the runs are enough (gpumon_fit_next)."},
+    {"fit_run_from", (PyCFunction)(void (*)(void))gpx_fit_run_from, METH_VARARGS | METH_KEYWORDS,
+     "fit_run_from(batch, failed=False, nvml_peak=None, nvml=None, reserved=None, allocated_peak=None, "
+     "reserved_peak=None) -> dict: a measured run as fit_batch takes it (batch, peak_bytes, "
+     "allocated_peak_bytes, reserved_peak_bytes, failed), its peak by gpumon_fit_run_from."},
+    {"job_room", (PyCFunction)(void (*)(void))gpx_job_room, METH_VARARGS | METH_KEYWORDS,
+     "job_room(free, process=None, reserved=None, cap=None) -> dict (room_bytes, allocator_bytes, "
+     "outside_bytes): what a process may still take on its GPU (gpumon_job_room_get); None when free is "
+     "None."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -233,11 +233,13 @@ def suggest_batch_size(points: Sequence[Tuple[int, int]], limit_bytes: Optional[
     return fit["max_batch"]
 
 
-def reachable_bytes(free: int, reserved: Optional[int], cap: Optional[int] = None) -> int:
-    """What the allocator may still reach: the GPU's free memory plus what it has reserved (its
-    cached blocks are reusable), no more than its cap when one is set."""
-    limit = free + (reserved or 0)
-    return min(limit, cap) if cap else limit
+def allocator_room(free: Optional[int], reserved: Optional[int], cap: Optional[int] = None,
+                   process: Optional[int] = None) -> Optional[int]:
+    """What the allocator may still reach, by libgpumon's rule (gpumon_job_room_get, the room
+    gpumon.fit() and `gpumon fit` take): the GPU's free memory plus its reserve (its cached blocks
+    are reusable), no more than its cap. None when the free memory is unknown."""
+    room = _gpumon.job_room(free, process, reserved, cap or None)
+    return None if room is None else room["allocator_bytes"]
 
 
 def _available(device: Any, framework: str) -> int:
@@ -247,7 +249,7 @@ def _available(device: Any, framework: str) -> int:
         free = nvml.sample(nvml_index(nvml, adapter))[4]
     finally:
         nvml.close()
-    reserved = adapter.read()[2]
-    if free is None:
+    room = allocator_room(free, adapter.read()[2], adapter.cap())
+    if room is None:
         raise ValueError("the GPU's free memory is unknown: pass limit_bytes")
-    return reachable_bytes(free, reserved)
+    return room
