@@ -1284,6 +1284,8 @@ typedef struct gpumon_model_config {
 					   at most 8192 (more are taken as 8192) */
 	const char *source;             /* what was read, for the document ("run.gpumon"); NULL none */
 	const char *source_type;        /* "recording", "csv", "live"; NULL = "live" */
+	double oom_within_steps;        /* > 0: after a leak alert, one OOM_PROJECTED alert once the run's
+					   verdict projects out-of-memory within this many steps; 0 = none */
 } gpumon_model_config;
 
 /*
@@ -1417,19 +1419,29 @@ GPUMON_API int gpumon_model_gpu_oom(const gpumon_model *m, unsigned dev, double 
 enum {
 	GPUMON_ALERT_LEAK = 1,     /* a series' leak detector alerted (verdict holds the figures) */
 	GPUMON_ALERT_HEADROOM = 2, /* a GPU's free memory fell below the configured share */
+	GPUMON_ALERT_OOM_PROJECTED = 3, /* after a LEAK alert, the run's verdict (verdict) projects
+					   out-of-memory within config oom_within_steps steps; once a run */
+	GPUMON_ALERT_LIMIT = 4,    /* a process of the job holds more than config limit_bytes on all its
+				      GPUs together (pid, used_bytes, limit_bytes; dev: the GPU whose
+				      figure passed it); once a process */
 };
 
 typedef struct gpumon_alert {
 	int kind;                /* GPUMON_ALERT_* */
 	uint64_t t_ns;
-	gpumon_verdict verdict;  /* LEAK: the series and its figures at that moment */
+	gpumon_verdict verdict;  /* LEAK, OOM_PROJECTED: the series and its figures at that moment */
 	int dev;                 /* HEADROOM: the GPU, its free and total memory */
 	uint64_t free_bytes, total_bytes;
 	int live;                /* 1: an "alert" event at the same moment says it was given live */
+	int64_t pid;             /* LIMIT: the process (-1 for other kinds) ... */
+	uint64_t used_bytes;     /* ... what it held, NVML's figures on its GPUs summed ... */
+	uint64_t limit_bytes;    /* ... and the limit it passed */
 } gpumon_alert;
 
 /* The alerts so far, oldest first, from the from-th on: copies up to cap and returns how many
- * there are from there (a live front end passes the count it has already shown). */
+ * there are from there (a live front end passes the count it has already shown). LIMIT alerts are
+ * not in the document's "alerts": the front end that acts on them records what it did (gpumon run's
+ * "alert" and "oom" events). */
 GPUMON_API size_t gpumon_model_alerts(const gpumon_model *m, size_t from, gpumon_alert *out, size_t cap);
 
 /* Which peak a run's peak is */

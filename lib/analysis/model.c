@@ -178,6 +178,7 @@ void gpumon_model_destroy(gpumon_model *m)
 	free(m->job_pids);
 	free(m->segs);
 	free(m->alerts);
+	free(m->limit_told);
 	free(m->cvd);
 	free(m->source);
 	free(m->source_type);
@@ -635,7 +636,7 @@ static void check_headroom(gpumon_model *m, unsigned dev, struct mdev *d, uint64
 	int low = (double)d->free < share * (double)d->total;
 	if (low && !d->headroom_low) {
 		gpumon_alert a = {.kind = GPUMON_ALERT_HEADROOM, .t_ns = t, .dev = (int)dev,
-				  .free_bytes = d->free, .total_bytes = d->total};
+				  .free_bytes = d->free, .total_bytes = d->total, .pid = -1};
 		gpumon__model_push_alert(m, &a);
 	}
 	d->headroom_low = low;
@@ -923,6 +924,7 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 
 static int add_one(gpumon_model *m, const gpumon_record *r)
 {
+	int st;
 	if (gpumon__model_refuse(m, r)) /* not GPU memory: left out before it reaches a sum, and said */
 		return GPUMON_OK;
 	if (!m->records++)
@@ -936,9 +938,9 @@ static int add_one(gpumon_model *m, const gpumon_record *r)
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE: return on_device(m, r);
 	case GPUMON_REC_PROCESS:
-	case GPUMON_REC_PROCESS_GONE: return on_process(m, r);
+	case GPUMON_REC_PROCESS_GONE: st = on_process(m, r); gpumon__model_check_limit(m, r); return st;
 	case GPUMON_REC_LOST: on_lost(m, r); return GPUMON_OK;
-	case GPUMON_REC_FRAMEWORK: return on_framework(m, r);
+	case GPUMON_REC_FRAMEWORK: st = on_framework(m, r); gpumon__model_check_projection(m, r->t_ns); return st;
 	case GPUMON_REC_EVENT: return on_event(m, r);
 	case GPUMON_REC_JOB: return add_job_pid(m, r->process.pid);
 	}
