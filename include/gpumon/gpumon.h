@@ -1498,6 +1498,14 @@ typedef struct gpumon_placed {
  * (no framework figures with NVML's figure beside them), GPUMON_E_INVAL. */
 GPUMON_API int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out);
 
+/* Places one moment's figures (the rule gpumon_model_placed, the fit's room and Python's
+ * unaccounted figure follow): sets out's nvml_bytes, reserved_bytes and allocated_bytes from the
+ * arguments, cached_bytes = reserved - allocated (0 below), outside_known = nvml >= reserved (NVML's
+ * figure can lag the allocator's: then what is outside is not known) and outside_bytes = nvml -
+ * reserved when known, else 0. Other fields untouched; out NULL: nothing. */
+GPUMON_API void gpumon_placed_split(uint64_t nvml_bytes, uint64_t reserved_bytes, uint64_t allocated_bytes,
+				    gpumon_placed *out);
+
 /* A distributed job's worker on a GPU: one row per GPU and pid whose environment named a rank (in
  * a run, the job's processes only). Its figures are its NVML figure's over the time it was listed. */
 typedef struct gpumon_rank_row {

@@ -367,7 +367,10 @@ int gpumon_fit_run_from(const gpumon_fit_measure *m, gpumon_fit_run *out)
 {
 	if (!m || !out || m->size != sizeof *m)
 		return GPUMON_E_INVAL;
-	uint64_t outside = m->nvml_bytes > m->reserved_bytes && m->reserved_bytes ? m->nvml_bytes - m->reserved_bytes : 0;
+	gpumon_placed pl = {0};
+	if (m->nvml_bytes && m->reserved_bytes) /* both known: what is outside the allocator */
+		gpumon_placed_split(m->nvml_bytes, m->reserved_bytes, 0, &pl);
+	uint64_t outside = pl.outside_bytes;
 	uint64_t top = m->reserved_peak_bytes ? m->reserved_peak_bytes : m->allocated_peak_bytes;
 	uint64_t peak = m->nvml_peak_bytes > m->nvml_bytes ? m->nvml_peak_bytes : m->nvml_bytes;
 	if (top && outside + top > peak)
@@ -387,8 +390,10 @@ int gpumon_job_room_get(const gpumon_job_room_input *in, gpumon_job_room *out)
 		return GPUMON_E_NOT_FOUND;
 	/* NVML's figure may lag the allocator's: the process holds at least its reserve */
 	uint64_t held = in->process_bytes > in->reserved_bytes ? in->process_bytes : in->reserved_bytes;
-	out->outside_bytes = in->process_bytes > in->reserved_bytes && in->reserved_bytes
-				     ? in->process_bytes - in->reserved_bytes : 0;
+	gpumon_placed pl = {0};
+	if (in->process_bytes && in->reserved_bytes)
+		gpumon_placed_split(in->process_bytes, in->reserved_bytes, 0, &pl);
+	out->outside_bytes = pl.outside_bytes;
 	out->room_bytes = in->free_bytes + held;
 	if (in->cap_bytes && in->cap_bytes + out->outside_bytes < out->room_bytes)
 		out->room_bytes = in->cap_bytes + out->outside_bytes;

@@ -789,12 +789,7 @@ int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumo
 		out->t_ns = s->placed.t_ns;
 		out->step = s->placed.step;
 		memcpy(out->framework, s->framework, sizeof out->framework);
-		out->nvml_bytes = s->placed.nvml;
-		out->reserved_bytes = s->placed.reserved;
-		out->allocated_bytes = s->placed.allocated;
-		out->cached_bytes = s->placed.reserved > s->placed.allocated ? s->placed.reserved - s->placed.allocated : 0;
-		out->outside_known = s->placed.nvml >= s->placed.reserved;
-		out->outside_bytes = out->outside_known ? s->placed.nvml - s->placed.reserved : 0;
+		gpumon_placed_split(s->placed.nvml, s->placed.reserved, s->placed.allocated, out);
 		return GPUMON_OK;
 	}
 	return GPUMON_E_NOT_FOUND;

@@ -421,6 +421,18 @@ int gpumon_model_framework_peak(const gpumon_model *m, uint64_t *allocated_bytes
 	return any ? GPUMON_OK : GPUMON_E_NOT_FOUND;
 }
 
+void gpumon_placed_split(uint64_t nvml_bytes, uint64_t reserved_bytes, uint64_t allocated_bytes, gpumon_placed *out)
+{
+	if (!out)
+		return;
+	out->nvml_bytes = nvml_bytes;
+	out->reserved_bytes = reserved_bytes;
+	out->allocated_bytes = allocated_bytes;
+	out->cached_bytes = reserved_bytes > allocated_bytes ? reserved_bytes - allocated_bytes : 0;
+	out->outside_known = nvml_bytes >= reserved_bytes;
+	out->outside_bytes = out->outside_known ? nvml_bytes - reserved_bytes : 0;
+}
+
 void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation, gpumon_model_figure *unaccounted)
 {
 	gpumon_model_figure none = {.pid = -1, .dev = -1};

@@ -293,6 +293,10 @@ static PyMethodDef module_methods[] = {
      "job_room(free, process=None, reserved=None, cap=None) -> dict (room_bytes, allocator_bytes, "
      "outside_bytes): what a process may still take on its GPU (gpumon_job_room_get); None when free is "
      "None."},
+    {"outside_bytes", gpx_outside_bytes, METH_VARARGS,
+     "outside_bytes(nvml, reserved) -> int: what a process holds outside its allocator (CUDA context, "
+     "libraries), NVML's figure minus the reserve (gpumon_placed_split); None when either is None or "
+     "NVML's figure lags below the reserve."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -65,6 +65,8 @@ PyObject *gpx_fit_next(PyObject *mod, PyObject *args, PyObject *kw);
  * or None (free unknown). */
 PyObject *gpx_fit_run_from(PyObject *mod, PyObject *args, PyObject *kw);
 PyObject *gpx_job_room(PyObject *mod, PyObject *args, PyObject *kw);
+/* outside_bytes(nvml, reserved) -> int or None (gpumon_placed_split) */
+PyObject *gpx_outside_bytes(PyObject *mod, PyObject *args);
 
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */

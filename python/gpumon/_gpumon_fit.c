@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* _gpumon_fit.c — the library's batch-size fit for the package: fit_batch() and fit_next() take the
  * runs as Python gives them and return what gpumon_fit_batch / gpumon_fit_next decided, so that
- * gpumon.fit(), suggest_batch_size() and `gpumon fit` answer the same runs alike. */
+ * gpumon.fit(), suggest_batch_size() and `gpumon fit` answer the same runs alike; the run's peak, the
+ * room and what a process holds outside its allocator are the library's too. */
 #include "_gpumon.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A figure in bytes: an int or a float >= 0 (None: 0, the library's "unknown"). -1 with ValueError
  * naming what and the run. */
@@ -239,4 +241,24 @@ PyObject *gpx_job_room(PyObject *mod, PyObject *args, PyObject *kw)
 		return gpx_raise(st, "the room could not be told");
 	return Py_BuildValue("{s:K,s:K,s:K}", "room_bytes", (unsigned long long)r.room_bytes, "allocator_bytes",
 			     (unsigned long long)r.allocator_bytes, "outside_bytes", (unsigned long long)r.outside_bytes);
+}
+
+/* outside_bytes(nvml, reserved) -> what a process holds outside its allocator (gpumon_placed_split),
+ * None when either is None or NVML's figure lags below the reserve */
+PyObject *gpx_outside_bytes(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *nv, *res;
+	if (!PyArg_ParseTuple(args, "OO:outside_bytes", &nv, &res))
+		return NULL;
+	uint64_t n, r;
+	int nk, rk;
+	if (gpx_opt_u64(nv, &n, &nk, "nvml") || gpx_opt_u64(res, &r, &rk, "reserved"))
+		return NULL;
+	gpumon_placed p;
+	memset(&p, 0, sizeof p);
+	gpumon_placed_split(n, r, 0, &p);
+	if (!nk || !rk || !p.outside_known)
+		Py_RETURN_NONE;
+	return PyLong_FromUnsignedLongLong(p.outside_bytes);
 }

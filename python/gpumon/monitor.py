@@ -61,7 +61,8 @@ class Sample:
     torch.cuda.set_per_process_memory_fraction, or JAX's limit); process (this process on the
     GPU, from NVML);
     device_used / device_reserved (by the driver) / device_free / device_total; util_gpu (%);
-    unaccounted = process - reserved (CUDA context, library workspaces, other allocators).
+    unaccounted = process - reserved (CUDA context, library workspaces, other allocators; None when
+    NVML's figure lags below the reserve).
     """
 
     __slots__ = ("step", "time", "t_ns", "framework", "device", "allocated", "peak", "reserved",
@@ -74,9 +75,8 @@ class Sample:
 
     @property
     def unaccounted(self) -> Optional[int]:
-        if self.process is None or self.reserved is None:
-            return None
-        return self.process - self.reserved
+        # the model's placing of the process's bytes (gpumon_placed_split): None when NVML lags
+        return _gpumon.outside_bytes(self.process, self.reserved)
 
     def as_dict(self) -> Dict[str, Any]:
         return {"step": self.step, "time": self.time, "framework": self.framework, "device": self.device,

@@ -125,3 +125,13 @@ def test_run_and_room_are_the_librarys():
     assert room == {"room_bytes": 6 * GIB, "allocator_bytes": 5 * GIB, "outside_bytes": GIB}
     assert _gpumon.job_room(None, 4 * GIB) is None
     assert gpumon._tools.allocator_room(10 * GIB, 3 * GIB) == 13 * GIB
+
+
+def test_outside_the_allocator_is_the_models():
+    """Sample.unaccounted is the model's placing (gpumon_placed_split): never negative when NVML's
+    figure lags below the allocator's reserve, but not known."""
+    from gpumon.monitor import Sample
+    assert _gpumon.outside_bytes(3 * GIB, 2 * GIB) == GIB
+    assert Sample(process=3 * GIB, reserved=2 * GIB).unaccounted == GIB
+    assert Sample(process=GIB, reserved=2 * GIB).unaccounted is None
+    assert Sample(process=None, reserved=2 * GIB).unaccounted is None

@@ -8,6 +8,7 @@
 #include "tap.h"
 
 #include <math.h>
+#include <string.h>
 
 #define MIB 1048576.0
 #define GIB 1073741824.0
@@ -380,8 +381,24 @@ static void test_job_room(void)
 	   "bad sizes, NULL: refused");
 }
 
+/* One moment's figures placed: cached in the allocator, outside it, or not known when NVML lags. */
+static void test_placed_split(void)
+{
+	gpumon_placed p;
+	memset(&p, 0xff, sizeof p);
+	gpumon_placed_split((uint64_t)(5 * GIB), (uint64_t)(3 * GIB), (uint64_t)(2 * GIB), &p);
+	ok(p.nvml_bytes == 5 * GIB && p.reserved_bytes == 3 * GIB && p.allocated_bytes == 2 * GIB && p.cached_bytes == GIB &&
+		   p.outside_known == 1 && p.outside_bytes == 2 * GIB,
+	   "NVML = reserved (allocated + cached) + outside");
+	gpumon_placed_split((uint64_t)(2 * GIB), (uint64_t)(3 * GIB), (uint64_t)(4 * GIB), &p);
+	ok(p.outside_known == 0 && p.outside_bytes == 0 && p.cached_bytes == 0,
+	   "NVML below the reserve: outside not known (never a negative figure); allocated above reserved: no cache");
+	gpumon_placed_split(1, 1, 1, NULL); /* nothing to fill: no crash */
+}
+
 int main(void)
 {
+	test_placed_split();
 	test_run_from();
 	test_job_room();
 	test_line();
