@@ -451,19 +451,17 @@ void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentati
 
 /* ---- alerts a front end acts on ------------------------------------------------------------------ */
 
+static int pid_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return (x > y) - (x < y);
+}
+
 /* Whether pid had its LIMIT alert; else, with add, records it (0 when out of memory: told later). */
 static int limit_told(gpumon_model *m, unsigned pid, int add)
 {
-	size_t lo = 0, hi = m->nlimit_told;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->limit_told[mid] == pid)
-			return 1;
-		if (m->limit_told[mid] < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	if (m->nlimit_told && bsearch(&pid, m->limit_told, m->nlimit_told, sizeof pid, pid_cmp))
+		return 1;
 	if (!add)
 		return 0;
 	if (m->nlimit_told == m->limit_told_cap) {
@@ -474,9 +472,10 @@ static int limit_told(gpumon_model *m, unsigned pid, int add)
 		m->limit_told = n;
 		m->limit_told_cap = cap;
 	}
-	memmove(m->limit_told + lo + 1, m->limit_told + lo, (m->nlimit_told - lo) * sizeof *m->limit_told);
-	m->limit_told[lo] = pid;
-	m->nlimit_told++;
+	size_t i = m->nlimit_told++; /* kept sorted for bsearch; few pids pass a limit */
+	for (; i > 0 && m->limit_told[i - 1] > pid; i--)
+		m->limit_told[i] = m->limit_told[i - 1];
+	m->limit_told[i] = pid;
 	return 1;
 }
 
