@@ -18,7 +18,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "run_alloc.h"
 #include "run_job.h"
 #include "run_socket.h"
 #include "run_state.h"
@@ -494,7 +493,7 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 			o->alloc.visible_devices = cvd;
 		}
 	}
-	if (run_alloc_build(&o->alloc, environ, &r->plan))
+	if (gpumon_alloc_plan_build(&o->alloc, environ, &r->plan))
 		return EXIT_OTHER;
 	if (!o->out)
 		run_job_default_name(defpath, deflen, 1);
@@ -515,7 +514,7 @@ static char **job_env(struct run *r, const char *cvd)
 	if (!r->o->no_inside && r->srv && run_inside_prepare(&r->inside, run_server_dir(r->srv), environ, err, sizeof err))
 		cli_error("run: no inside view for the job (%s); sampling goes on", err);
 	size_t n = r->plan.nvars + r->inside.nvars;
-	struct run_env_var *vars = calloc(n ? n : 1, sizeof *vars);
+	gpumon_env_var *vars = calloc(n ? n : 1, sizeof *vars);
 	if (!vars)
 		return NULL;
 	if (r->plan.nvars)
@@ -664,7 +663,7 @@ static void free_run(struct run *r)
 	run_server_close(r->srv);
 	gpumon_model_destroy(r->model);
 	gpumon_destroy(r->g);
-	run_alloc_plan_free(&r->plan);
+	gpumon_alloc_plan_free(&r->plan);
 	run_inside_free(&r->inside);
 	run_tree_free(&r->tree);
 	free(r->sampled);

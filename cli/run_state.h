@@ -10,7 +10,6 @@
 
 #include <gpumon/gpumon.h>
 
-#include "run_alloc.h"
 #include "run_inside.h"
 #include "run_tree.h"
 
@@ -25,7 +24,7 @@ enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 #define MAX_STEPS 1000000u /* --steps N: 1..this */
 
 struct opts {
-	struct run_alloc_opts alloc;
+	gpumon_alloc_opts alloc;
 	const char *framework, *out, *gpu;
 	unsigned interval_ms;
 	int on_exceed, on_exceed_set, quiet;
@@ -87,7 +86,7 @@ struct run {
 	int steps_stopped;         /* the job was asked to stop after its --steps */
 	int refusal_told;          /* a socket connection refused: said once */
 	unsigned oom_events;       /* out-of-memory signs emitted (at most MAX_OOM_EVENTS) */
-	struct run_alloc_plan plan;
+	gpumon_alloc_plan plan;
 	char cvd[512];             /* CUDA_VISIBLE_DEVICES as the job got it ... */
 	int cvd_set;               /* ... when it got one */
 	struct run_stderr *err;    /* the job's stderr, passed through and scanned (run_stderr.c) */

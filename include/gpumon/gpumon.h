@@ -1760,6 +1760,103 @@ typedef struct gpumon_job_room {
 GPUMON_API int gpumon_job_room_get(const gpumon_job_room_input *in, gpumon_job_room *out);
 
 /* ---------------------------------------------------------------------------------------------
+ * Allocator plan: allocator settings (a cap, a fraction, no pre-allocation, PyTorch's keys ...)
+ * turned into the environment variables each framework reads (Paddle FLAGS_*,
+ * PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_*, TF_*), with sentences for the settings that have
+ * no effect where. `gpumon run` and Python's limit_pool() ask these. Pure functions, thread-safe.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Frameworks, as bits */
+enum {
+	GPUMON_FW_TORCH = 1u << 0,
+	GPUMON_FW_PADDLE = 1u << 1,
+	GPUMON_FW_JAX = 1u << 2,
+	GPUMON_FW_TF = 1u << 3,
+	GPUMON_FW_ALL = (1u << 4) - 1,
+};
+
+/* Bits of gpumon_alloc_opts.flags */
+enum {
+	GPUMON_ALLOC_ENFORCED = 1u << 0,     /* the caller enforces limit_bytes itself at the NVML level
+						(gpumon run): a framework without a cap variable is then
+						only explained, not warned about */
+	GPUMON_ALLOC_PYTHON_NAMES = 1u << 1, /* notes and errors name settings as Python's limit_pool()
+						keywords (fraction, paddle_strategy='naive_best_fit'), not
+						as gpumon run's options (--fraction, --paddle-strategy ...) */
+};
+
+typedef struct gpumon_alloc_opts {
+	unsigned size;                /* sizeof(gpumon_alloc_opts) */
+	unsigned flags;               /* GPUMON_ALLOC_* */
+	unsigned frameworks;          /* GPUMON_FW_* bits; 0 = all */
+	uint64_t limit_bytes;         /* a cap of the pool; 0 = none */
+	uint64_t initial_bytes;       /* the pool's first size; 0 = none */
+	double fraction;              /* a share of the GPU; 0 = none, else 0 < F <= 1 */
+	int no_prealloc;              /* no pre-allocation */
+	int growth;                   /* grow as needed (gpumon run --growth) */
+	int expandable;               /* PyTorch expandable_segments */
+	uint64_t max_split_bytes;     /* PyTorch max_split_size_mb; 0 = none */
+	double gc_threshold;          /* PyTorch garbage_collection_threshold; 0 = none, else 0 < F < 1 */
+	const char *paddle_strategy;  /* FLAGS_allocator_strategy; NULL = none */
+	int jax_platform_allocator;   /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
+	uint64_t gpu_total_bytes;     /* memory of the GPU the job gets (for JAX's fraction); 0 unknown */
+	const char *gpu_spec;         /* gpumon run --gpu as given; NULL none */
+	const char *visible_devices;  /* with gpu_spec: the CUDA_VISIBLE_DEVICES the job gets */
+} gpumon_alloc_opts;
+
+typedef struct gpumon_env_var {
+	char *name;
+	char *value;
+} gpumon_env_var;
+
+typedef struct gpumon_alloc_plan {
+	gpumon_env_var *vars;     /* to set in the job's environment, in a stable order */
+	size_t nvars;
+	char **notes;             /* sentences for the user */
+	unsigned char *loud;      /* per note: 1 when a setting given has no effect at all (said
+				     always), 0 when it only explains or acts through another framework */
+	unsigned char *no_effect; /* per note: 1 when it says a setting has no effect on a framework of
+				     the selection (loud notes included) */
+	size_t nnotes;
+} gpumon_alloc_plan;
+
+/*
+ * Parses a size: digits with an optional fraction and unit, K/M/G/T with or without "i" and "B"
+ * (all binary: "8G", "8GB" and "8GiB" are 8 * 2^30, as the frameworks' _mb flags count MiB), or
+ * plain bytes. Returns 0 and sets *out, or GPUMON_E_INVAL (bad text, zero or overflow).
+ */
+GPUMON_API int gpumon_size_parse(const char *s, uint64_t *out);
+
+/* Parses a fraction in (0, hi] (hi_inclusive) or (0, hi). Returns 0 or GPUMON_E_INVAL. */
+GPUMON_API int gpumon_fraction_parse(const char *s, double hi, int hi_inclusive, double *out);
+
+/* "torch" (or "pytorch"), "paddle" (or "paddlepaddle"), "jax", "tf" (or "tensorflow"), "all" ->
+ * GPUMON_FW_* bits; 0 when unknown. */
+GPUMON_API unsigned gpumon_framework_bits(const char *name);
+
+/* Guesses the frameworks a script uses from its text (import lines); 0 when none is named. */
+GPUMON_API unsigned gpumon_framework_detect(const char *text, size_t len);
+
+/* Validates the options (conflicts, ranges). Returns 0, or GPUMON_E_INVAL with a one-line reason in
+ * err (named as flags says). */
+GPUMON_API int gpumon_alloc_check(const gpumon_alloc_opts *o, char *err, size_t errlen);
+
+/*
+ * Builds the variables and notes for the options o, given the current environment envp
+ * (NULL-terminated "NAME=VALUE" strings; NULL = empty): values the user already has are merged
+ * (PYTORCH_CUDA_ALLOC_CONF keys) or reported. Returns 0, GPUMON_E_INVAL for a NULL argument or an
+ * o->size this library does not know, or GPUMON_E_NOMEM (out is then empty). Free with
+ * gpumon_alloc_plan_free().
+ */
+GPUMON_API int gpumon_alloc_plan_build(const gpumon_alloc_opts *o, char *const *envp, gpumon_alloc_plan *out);
+
+/* Frees what gpumon_alloc_plan_build() allocated and empties *p; NULL: nothing. */
+GPUMON_API void gpumon_alloc_plan_free(gpumon_alloc_plan *p);
+
+/* The value of name in envp ("NAME=VALUE" strings, NULL-terminated), or NULL. */
+GPUMON_API const char *gpumon_env_get(char *const *envp, const char *name);
+
+/* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,
  * written without TensorFlow. One writer owns one new file in a directory; values are float32, as
  * TensorBoard's simple_value stores them.

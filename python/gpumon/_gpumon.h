@@ -68,6 +68,12 @@ PyObject *gpx_job_room(PyObject *mod, PyObject *args, PyObject *kw);
 /* outside_bytes(nvml, reserved) -> int or None (gpumon_placed_split) */
 PyObject *gpx_outside_bytes(PyObject *mod, PyObject *args);
 
+/* The allocator plan (_gpumon_alloc.c): alloc_plan(...) -> ([(name, value)], [(note, no_effect)]);
+ * size_parse(text) -> int or None; framework_bits(name) -> int. */
+PyObject *gpx_alloc_plan(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_size_parse(PyObject *mod, PyObject *arg);
+PyObject *gpx_framework_bits(PyObject *mod, PyObject *arg);
+
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */
 int gpx_opt_u64(PyObject *o, uint64_t *v, int *known, const char *what);
