@@ -65,7 +65,7 @@ def _size(v: Any, what: str) -> Optional[int]:
     return n
 
 
-_MODULES = {1: "torch", 2: "paddle", 4: "jax", 8: "tensorflow"}  # libgpumon's framework bits
+_MODULES = {"torch": "torch", "paddle": "paddle", "jax": "jax", "tf": "tensorflow"}
 
 
 def limit_pool(limit: Any = None, fraction: Optional[float] = None, no_prealloc: bool = False,
@@ -101,7 +101,7 @@ def limit_pool(limit: Any = None, fraction: Optional[float] = None, no_prealloc:
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
             raise ValueError(f"{what} must be a number, got {v!r}")
     total = None
-    if limit_b and fraction is None and bits & 4:  # JAX takes the limit as a share of the GPU
+    if limit_b and fraction is None and bits & _gpumon.framework_bits("jax"):  # JAX: a share of the GPU
         total = _size(gpu_total, "gpu_total") if gpu_total is not None else _nvml_total()
     vars_, notes = _gpumon.alloc_plan(bits, limit_b or 0, float(fraction or 0), bool(no_prealloc), bool(expandable),
                                       split_b or 0, float(gc_threshold or 0), paddle_strategy, total or 0,
@@ -111,8 +111,8 @@ def limit_pool(limit: Any = None, fraction: Optional[float] = None, no_prealloc:
         os.environ[name] = value
         out[name] = value
     said = [n for n, no_effect in notes if no_effect]
-    for bit, mod in sorted(_MODULES.items()):
-        if bits & bit and mod in sys.modules:
+    for fw, mod in sorted(_MODULES.items()):
+        if bits & _gpumon.framework_bits(fw) and mod in sys.modules:
             said.append(f"{mod} is already imported: it read its allocator settings then, so "
                         "limit_pool() comes too late for it; call it before the import")
     for n in said:
