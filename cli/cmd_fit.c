@@ -319,14 +319,13 @@ static int read_run(struct trial *t)
 	int what, dev;
 	gpumon_peak pk;
 	gpumon_model_oom oom;
-	gpumon_model_framework_peak(m, &t->run.allocated_peak_bytes, &t->run.reserved_peak_bytes, &t->steps);
-	if (gpumon_model_peak(m, &what, &dev, &pk, NULL, 0, NULL) == GPUMON_OK && what == GPUMON_PEAK_JOB) {
-		t->run.peak_bytes = pk.bytes;
-		t->nvml = 1;
-	} else {
-		t->run.peak_bytes = t->run.reserved_peak_bytes;
-	}
-	t->run.failed = gpumon_model_oom_get(m, &oom) == GPUMON_OK;
+	gpumon_fit_measure fm = {.size = sizeof fm, .batch = t->run.batch};
+	gpumon_model_framework_peak(m, &fm.allocated_peak_bytes, &fm.reserved_peak_bytes, &t->steps);
+	if (gpumon_model_peak(m, &what, &dev, &pk, NULL, 0, NULL) == GPUMON_OK && what == GPUMON_PEAK_JOB)
+		fm.nvml_peak_bytes = pk.bytes;
+	fm.failed = gpumon_model_oom_get(m, &oom) == GPUMON_OK;
+	gpumon_fit_run_from(&fm, &t->run); /* the run's peak is the library's rule */
+	t->nvml = fm.nvml_peak_bytes && t->run.peak_bytes == fm.nvml_peak_bytes;
 	gpumon_model_destroy(m);
 	gpumon_reader_destroy(r);
 	return EXIT_OK;
@@ -359,7 +358,15 @@ static int room_now(gpumon *g, unsigned dev, uint64_t *room)
 		cli_error("fit: GPU %u: %s", dev, gpumon_errmsg(g));
 		return cli_exit_status(st);
 	}
-	*room = s.memory_free_bytes;
+	/* between runs the job holds nothing: its room is the free memory, by the library's rule */
+	gpumon_job_room_input in = {.size = sizeof in, .free_known = (s.present & GPUMON_F_MEMORY) != 0,
+				    .free_bytes = s.memory_free_bytes};
+	gpumon_job_room jr = {.size = sizeof jr};
+	if (gpumon_job_room_get(&in, &jr) != GPUMON_OK) {
+		cli_error("fit: GPU %u: the driver does not tell its free memory", dev);
+		return EXIT_OTHER;
+	}
+	*room = jr.room_bytes;
 	return EXIT_OK;
 }
 

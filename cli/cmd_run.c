@@ -18,7 +18,6 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "run_alloc.h"
 #include "run_job.h"
 #include "run_socket.h"
 #include "run_state.h"
@@ -48,6 +47,19 @@ static void rec_check(struct run *r, int st)
 }
 
 static void tell_alerts(struct run *r);
+static void act_on_limits(struct run *r);
+
+/* The index in the document's "alerts" of the model's k-th alert: the document leaves LIMIT alerts
+ * out (what gpumon run did about them is in its events). */
+static size_t doc_alert_index(const struct run *r, size_t k)
+{
+	size_t idx = k;
+	gpumon_alert a;
+	for (size_t j = 0; j < k; j++)
+		if (gpumon_model_alerts(r->model, j, &a, 1) && a.kind == GPUMON_ALERT_LIMIT)
+			idx--;
+	return idx;
+}
 
 /* Every record of the run goes through here (run_state.h): written to the recording, then given to
  * the model, with the same t_ns, so that a replay of the recording is the run the model saw. */
@@ -62,6 +74,7 @@ void run_emit(struct run *r, const gpumon_record *recs, size_t n)
 		cli_error("run: %s (the summary misses it; the recording has it)", gpumon_model_errmsg(r->model));
 	}
 	tell_alerts(r);
+	act_on_limits(r);
 }
 
 void run_event(struct run *r, uint64_t t, const char *kind, const char *fmt, ...)
@@ -111,7 +124,7 @@ static void tell_alerts(struct run *r)
 	const json_t *list = json_object_get(doc, "alerts");
 	for (size_t i = 0; i < n; i++) {
 		char words[800];
-		const json_t *entry = json_array_get(list, first + i);
+		const json_t *entry = json_array_get(list, doc_alert_index(r, first + i));
 		if (a[i].kind != GPUMON_ALERT_LEAK || !entry)
 			continue;
 		words_alert(words, sizeof words, entry);
@@ -190,7 +203,7 @@ static long find_proc(const struct run *r, unsigned dev, unsigned pid)
 	return -1;
 }
 
-/* Follows what each process holds, for --limit. */
+/* Keeps the (GPU, pid) pairs listed now, so that a pid new to a GPU is noticed (on_batch). */
 static void track(struct run *r, const gpumon_record *rec)
 {
 	long i = find_proc(r, rec->dev, rec->process->pid);
@@ -199,17 +212,28 @@ static void track(struct run *r, const gpumon_record *rec)
 			r->procs[i] = r->procs[--r->nprocs];
 		return;
 	}
-	if (i < 0) {
-		struct proc_mem *p = realloc(r->procs, (r->nprocs + 1) * sizeof *p);
-		if (!p)
-			return;
-		r->procs = p;
-		i = (long)r->nprocs++;
-		r->procs[i] = (struct proc_mem){.dev = rec->dev, .pid = rec->process->pid};
-	}
-	r->procs[i].used = (rec->process->flags & GPUMON_PROC_USED_KNOWN) ? rec->process->used_bytes : 0;
-	if (job_has(r, rec->process->pid))
-		run_enforce(r, rec->process->pid, rec->t_ns);
+	if (i >= 0)
+		return;
+	struct gpu_pid *p = realloc(r->procs, (r->nprocs + 1) * sizeof *p);
+	if (!p)
+		return;
+	r->procs = p;
+	r->procs[r->nprocs++] = (struct gpu_pid){.dev = rec->dev, .pid = rec->process->pid};
+}
+
+/* The model's new LIMIT alerts (a job process over --limit), acted on as --on-exceed says. */
+static void act_on_limits(struct run *r)
+{
+	size_t first = r->limits_seen, n = r->model ? gpumon_model_alerts(r->model, first, NULL, 0) : 0;
+	gpumon_alert *a = n ? calloc(n, sizeof *a) : NULL;
+	if (!a)
+		return; /* none, or out of memory: tried again after the next record */
+	gpumon_model_alerts(r->model, first, a, n);
+	r->limits_seen = first + n; /* first: what run_enforce emits comes back through run_emit() */
+	for (size_t i = 0; i < n; i++)
+		if (a[i].kind == GPUMON_ALERT_LIMIT)
+			run_enforce(r, &a[i]);
+	free(a);
 }
 
 /* ---- the sampler ----------------------------------------------------------------------------- */
@@ -473,7 +497,7 @@ static int prepare(struct run *r, char *cvd, size_t cvdlen, const char **path, c
 			o->alloc.visible_devices = cvd;
 		}
 	}
-	if (run_alloc_build(&o->alloc, environ, &r->plan))
+	if (gpumon_alloc_plan_build(&o->alloc, environ, &r->plan))
 		return EXIT_OTHER;
 	if (!o->out)
 		run_job_default_name(defpath, deflen, 1);
@@ -494,7 +518,7 @@ static char **job_env(struct run *r, const char *cvd)
 	if (!r->o->no_inside && r->srv && run_inside_prepare(&r->inside, run_server_dir(r->srv), environ, err, sizeof err))
 		cli_error("run: no inside view for the job (%s); sampling goes on", err);
 	size_t n = r->plan.nvars + r->inside.nvars;
-	struct run_env_var *vars = calloc(n ? n : 1, sizeof *vars);
+	gpumon_env_var *vars = calloc(n ? n : 1, sizeof *vars);
 	if (!vars)
 		return NULL;
 	if (r->plan.nvars)
@@ -643,13 +667,12 @@ static void free_run(struct run *r)
 	run_server_close(r->srv);
 	gpumon_model_destroy(r->model);
 	gpumon_destroy(r->g);
-	run_alloc_plan_free(&r->plan);
+	gpumon_alloc_plan_free(&r->plan);
 	run_inside_free(&r->inside);
 	run_tree_free(&r->tree);
 	free(r->sampled);
 	free(r->procs);
 	free(r->job);
-	free(r->warned);
 	free(r->steps);
 }
 

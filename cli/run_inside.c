@@ -157,10 +157,10 @@ int run_inside_prepare(struct run_inside *in, const char *dir, char *const *envp
 		return -1;
 	}
 	/* the names are gpumon's while the view is on: one inherited from an outer run is replaced */
-	in->vars[in->nvars++] = (struct run_env_var){(char *)"PYTHONPATH", path};
-	in->vars[in->nvars++] = (struct run_env_var){(char *)"GPUMON_INSIDE", (char *)"1"};
-	in->vars[in->nvars++] = (struct run_env_var){(char *)"GPUMON_INSIDE_HISTORY", in->history ? (char *)"1" : NULL};
-	in->vars[in->nvars++] = (struct run_env_var){(char *)"GPUMON_INSIDE_PYTHONPATH", pkgdir};
+	in->vars[in->nvars++] = (gpumon_env_var){(char *)"PYTHONPATH", path};
+	in->vars[in->nvars++] = (gpumon_env_var){(char *)"GPUMON_INSIDE", (char *)"1"};
+	in->vars[in->nvars++] = (gpumon_env_var){(char *)"GPUMON_INSIDE_HISTORY", in->history ? (char *)"1" : NULL};
+	in->vars[in->nvars++] = (gpumon_env_var){(char *)"GPUMON_INSIDE_PYTHONPATH", pkgdir};
 	in->on = 1;
 	return 0;
 }

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run_alloc.h"
+#include <gpumon/gpumon.h>
 
 #define RUN_INSIDE_MAX_SNAPSHOTS 8 /* allocator snapshots kept in a run; later ones are counted */
 #define RUN_INSIDE_MAX_REASONS 32  /* distinct reasons the inside view was off, said once each */
@@ -18,7 +18,7 @@
 struct run_inside {
 	int on;                      /* the bootstrap is written and the job gets the variables */
 	int history;                 /* --history */
-	struct run_env_var vars[4];  /* PYTHONPATH, GPUMON_INSIDE, GPUMON_INSIDE_HISTORY and
+	gpumon_env_var vars[4];      /* PYTHONPATH, GPUMON_INSIDE, GPUMON_INSIDE_HISTORY and
 					GPUMON_INSIDE_PYTHONPATH; a NULL value removes the name */
 	size_t nvars;
 	unsigned snapshots;          /* snapshot messages recorded ... */

@@ -97,9 +97,9 @@ unsigned run_job_detect(char **cmd)
 		ssize_t n = read(fd, buf, sizeof buf);
 		close(fd);
 		if (n > 0)
-			bits = run_alloc_detect(buf, (size_t)n);
+			bits = gpumon_framework_detect(buf, (size_t)n);
 	}
-	return bits ? bits : RUN_FW_ALL;
+	return bits ? bits : GPUMON_FW_ALL;
 }
 
 /* --gpu: the device the job gets; auto = the one with the most free memory now. */
@@ -145,7 +145,7 @@ static int named(const char *entry, const char *name)
 	return !strncmp(entry, name, nl) && entry[nl] == '=';
 }
 
-char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nvars, const char *cvd,
+char **run_job_env(char *const *envp, const gpumon_env_var *vars, size_t nvars, const char *cvd,
 		   const char *sock)
 {
 	size_t n = 0, k = 0;

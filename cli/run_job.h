@@ -9,7 +9,6 @@
 
 #include <gpumon/gpumon.h>
 
-#include "run_alloc.h"
 
 /* Whether cmd can be found as a shell would look for it (PATH when it has no '/'). */
 int run_job_command_exists(const char *cmd);
@@ -29,7 +28,7 @@ void run_job_default_name(char *buf, size_t len, unsigned attempt);
 /* The command line, shell-quoted (for the recording); NULL when out of memory; free(). */
 char *run_job_quote(char **cmd);
 
-/* --framework auto: the frameworks the first *.py argument imports, else RUN_FW_ALL. */
+/* --framework auto: the frameworks the first *.py argument imports, else GPUMON_FW_ALL. */
 unsigned run_job_detect(char **cmd);
 
 /*
@@ -37,7 +36,7 @@ unsigned run_job_detect(char **cmd);
  * removes its name), then CUDA_VISIBLE_DEVICES = cvd and GPUMON_RUN_SOCKET = sock when not NULL.
  * Returns a NULL-terminated array, or NULL when out of memory; free with run_job_env_free().
  */
-char **run_job_env(char *const *envp, const struct run_env_var *vars, size_t nvars, const char *cvd,
+char **run_job_env(char *const *envp, const gpumon_env_var *vars, size_t nvars, const char *cvd,
 		   const char *sock);
 void run_job_env_free(char **env);
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "run_alloc.h"
 #include "run_state.h"
 
 static void help(void)
@@ -113,26 +112,26 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
 {
 	int bad = 0;
 	const char *v;
-	struct run_alloc_opts *a = &o->alloc;
+	gpumon_alloc_opts *a = &o->alloc;
 #define OPT(l, s) (v = cli_option_value(argc, argv, i, l, s, &bad)) != NULL
 	if (OPT("--limit", NULL)) {
-		if (run_alloc_parse_size(v, &a->limit_bytes))
+		if (gpumon_size_parse(v, &a->limit_bytes))
 			*rc = bad_value("--limit", v, "expected a size such as 8G or 8192M");
 	} else if (OPT("--initial", NULL)) {
-		if (run_alloc_parse_size(v, &a->initial_bytes))
+		if (gpumon_size_parse(v, &a->initial_bytes))
 			*rc = bad_value("--initial", v, "expected a size such as 2G");
 	} else if (OPT("--max-split", NULL)) {
-		if (run_alloc_parse_size(v, &a->max_split_bytes))
+		if (gpumon_size_parse(v, &a->max_split_bytes))
 			*rc = bad_value("--max-split", v, "expected a size such as 128M");
 	} else if (OPT("--fraction", NULL)) {
-		if (run_alloc_parse_fraction(v, 1, 1, &a->fraction))
+		if (gpumon_fraction_parse(v, 1, 1, &a->fraction))
 			*rc = bad_value("--fraction", v, "expected a number with 0 < F <= 1");
 	} else if (OPT("--gc-threshold", NULL)) {
-		if (run_alloc_parse_fraction(v, 1, 0, &a->gc_threshold))
+		if (gpumon_fraction_parse(v, 1, 0, &a->gc_threshold))
 			*rc = bad_value("--gc-threshold", v, "expected a number with 0 < F < 1");
 	} else if (OPT("--framework", NULL)) {
 		o->framework = v;
-		if (strcmp(v, "auto") && !(a->frameworks = run_alloc_framework_bits(v)))
+		if (strcmp(v, "auto") && !(a->frameworks = gpumon_framework_bits(v)))
 			*rc = bad_value("--framework", v, "expected auto, torch, paddle, jax, tf or all");
 	} else if (OPT("--paddle-strategy", NULL)) {
 		a->paddle_strategy = v;
@@ -166,6 +165,8 @@ static int value_opt(struct opts *o, int argc, char **argv, int *i, int *rc)
 int run_opts_parse(int argc, char **argv, struct opts *o)
 {
 	int i, rc = EXIT_OK;
+	o->alloc.size = sizeof o->alloc;
+	o->alloc.flags = GPUMON_ALLOC_ENFORCED; /* gpumon run watches --limit itself (the model's LIMIT alert) */
 	o->interval_ms = 10;
 	o->term_grace_ns = DEFAULT_TERM_GRACE_NS; /* --steps' grace without --on-exceed term:GRACE */
 	for (i = 1; i < argc; i++) {
@@ -224,7 +225,7 @@ int run_opts_parse(int argc, char **argv, struct opts *o)
 		return EXIT_USAGE;
 	}
 	char err[256];
-	if (run_alloc_check(&o->alloc, err, sizeof err)) {
+	if (gpumon_alloc_check(&o->alloc, err, sizeof err)) {
 		cli_error("run: %s", err);
 		return EXIT_USAGE;
 	}

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* run_state.h — the state of one `gpumon run`, owned by cmd_run.c: the options, the job and its
- * process tree, the recording and the run model that every record is emitted to, what --limit
- * needs to compare a job process's NVML figure with the limit and the steps --steps counts.
- * Nothing here judges the run. */
+ * process tree, the recording and the run model that every record is emitted to (it judges --limit
+ * too), the GPUs' pids seen and the steps --steps counts. Nothing here judges the run. */
 #ifndef GPUMON_RUN_STATE_H
 #define GPUMON_RUN_STATE_H
 
@@ -11,7 +10,6 @@
 
 #include <gpumon/gpumon.h>
 
-#include "run_alloc.h"
 #include "run_inside.h"
 #include "run_tree.h"
 
@@ -26,7 +24,7 @@ enum { EXCEED_WARN, EXCEED_TERM, EXCEED_KILL };
 #define MAX_STEPS 1000000u /* --steps N: 1..this */
 
 struct opts {
-	struct run_alloc_opts alloc;
+	gpumon_alloc_opts alloc;
 	const char *framework, *out, *gpu;
 	unsigned interval_ms;
 	int on_exceed, on_exceed_set, quiet;
@@ -43,9 +41,8 @@ struct opts {
  * the bad option, or -1 after --help. */
 int run_opts_parse(int argc, char **argv, struct opts *o);
 
-struct proc_mem {           /* a process holding memory on a GPU now, as NVML last listed it */
+struct gpu_pid {            /* a process listed on a GPU now */
 	unsigned dev, pid;
-	uint64_t used;          /* 0 when NVML did not say */
 };
 
 struct fw_name {            /* the framework a reporting process named in its hello */
@@ -76,12 +73,11 @@ struct run {
 	pid_t *job;                /* every pid seen in the job's tree, sorted */
 	size_t njob;
 	struct run_tree tree;      /* the latest scan */
-	struct proc_mem *procs;
+	struct gpu_pid *procs;
 	size_t nprocs;
 	struct fw_name fw[MAX_FW];
 	size_t nfw;
-	unsigned *warned;          /* pids already over --limit */
-	size_t nwarned;
+	size_t limits_seen;        /* the model's alerts looked at for LIMIT so far */
 	int acted;                 /* term/kill sent */
 	uint64_t term_ns;          /* when SIGTERM was sent (--on-exceed term), 0 before */
 	int escalated;             /* SIGKILL sent after the grace */
@@ -90,7 +86,7 @@ struct run {
 	int steps_stopped;         /* the job was asked to stop after its --steps */
 	int refusal_told;          /* a socket connection refused: said once */
 	unsigned oom_events;       /* out-of-memory signs emitted (at most MAX_OOM_EVENTS) */
-	struct run_alloc_plan plan;
+	gpumon_alloc_plan plan;
 	char cvd[512];             /* CUDA_VISIBLE_DEVICES as the job got it ... */
 	int cvd_set;               /* ... when it got one */
 	struct run_stderr *err;    /* the job's stderr, passed through and scanned (run_stderr.c) */
@@ -112,9 +108,10 @@ void run_oom_event(struct run *r, uint64_t t, const char *fmt, ...) __attribute_
 /* Scans the job's process tree again; a pid new to it joins the job (a JOB record; cmd_run.c). */
 void run_refresh_tree(struct run *r);
 
-/* --limit's own rule (run_stop.c): what job process pid holds on all GPUs together, as NVML lists
- * it, against the limit; warned about, and acted on as --on-exceed says, once per process. */
-void run_enforce(struct run *r, unsigned pid, uint64_t t);
+/* --limit (run_stop.c): the model's LIMIT alert (a job process held more than the limit on its GPUs
+ * together, told once per process) said and acted on as --on-exceed says; nothing after the job
+ * was already asked to end. */
+void run_enforce(struct run *r, const gpumon_alert *a);
 
 /* After SIGTERM (--on-exceed term, --steps): a job still running when the grace is over gets
  * SIGKILL, once (run_stop.c). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* run_stop.c — how `gpumon run` ends a job before its own end: --limit's rule (a job process over
- * the limit) and --steps (the job reported its N training steps). Both go one way: SIGTERM to the
+/* run_stop.c — how `gpumon run` ends a job before its own end: --limit (the run model's LIMIT alert:
+ * a job process over the limit) and --steps (the job reported its N training steps). Both go one way: SIGTERM to the
  * job's processes, then SIGKILL when the job still runs after the grace of --on-exceed term:GRACE. */
 #include <signal.h>
 #include <stdio.h>
@@ -38,23 +38,13 @@ static void terminate(struct run *r)
 	signal_job(r, SIGTERM);
 }
 
-void run_enforce(struct run *r, unsigned pid, uint64_t t)
+void run_enforce(struct run *r, const gpumon_alert *a)
 {
-	uint64_t total = 0;
-	char a[32], b[32];
-	for (size_t i = 0; i < r->nprocs; i++)
-		if (r->procs[i].pid == pid)
-			total += r->procs[i].used;
-	if (!r->o->alloc.limit_bytes || total <= r->o->alloc.limit_bytes || r->acted)
+	unsigned pid = (unsigned)a->pid;
+	uint64_t t = a->t_ns, total = a->used_bytes;
+	char a1[32], b[32];
+	if (r->acted)
 		return;
-	for (size_t i = 0; i < r->nwarned; i++)
-		if (r->warned[i] == pid)
-			return;
-	unsigned *w = realloc(r->warned, (r->nwarned + 1) * sizeof *w);
-	if (w) {
-		r->warned = w;
-		w[r->nwarned++] = pid;
-	}
 	char act[96], grace[32];
 	format_grace(grace, sizeof grace, r->o->term_grace_ns);
 	if (r->o->on_exceed == EXCEED_TERM)
@@ -62,12 +52,12 @@ void run_enforce(struct run *r, unsigned pid, uint64_t t)
 	else
 		snprintf(act, sizeof act, "%s", r->o->on_exceed == EXCEED_KILL ? "sending SIGKILL to the job"
 										: "warning only (--on-exceed warn)");
-	cli_format_bytes(a, sizeof a, total);
-	cli_format_bytes(b, sizeof b, r->o->alloc.limit_bytes);
-	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a, b, act);
+	cli_format_bytes(a1, sizeof a1, total);
+	cli_format_bytes(b, sizeof b, a->limit_bytes);
+	cli_error("run: job process %u holds %s of GPU memory, over --limit %s: %s", pid, a1, b, act);
 	run_event(r, t, GPUMON_EVENT_ALERT, "pid %u holds %llu bytes, over the limit of %llu: %s", pid, (unsigned long long)total,
-		  (unsigned long long)r->o->alloc.limit_bytes, act);
-	run_oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a, b);
+		  (unsigned long long)a->limit_bytes, act);
+	run_oom_event(r, t, "memory at the limit: job process %u held %s, over --limit %s", pid, a1, b);
 	if (r->o->on_exceed == EXCEED_TERM) {
 		terminate(r);
 	} else if (r->o->on_exceed == EXCEED_KILL) {

@@ -10,13 +10,12 @@
 #include <gpumon/gpumon.h>
 #include <jansson.h>
 
-#include "run_alloc.h"
 
 /* What the summary says besides the document. */
 struct run_facts {
 	const char *path;                  /* the recording; NULL: none (--no-record) */
 	int rec_failed;                    /* it stopped early */
-	const struct run_alloc_plan *plan; /* the settings applied and the notes */
+	const gpumon_alloc_plan *plan; /* the settings applied and the notes */
 	uint64_t dropped;                  /* sampler records lost (queue full) */
 	int have_socket;                   /* GPUMON_RUN_SOCKET was offered ... */
 	uint64_t malformed, unknown;       /* ... and these lines were ignored */

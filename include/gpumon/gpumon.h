@@ -1362,6 +1362,8 @@ typedef struct gpumon_model_config {
 					   at most 8192 (more are taken as 8192) */
 	const char *source;             /* what was read, for the document ("run.gpumon"); NULL none */
 	const char *source_type;        /* "recording", "csv", "live"; NULL = "live" */
+	double oom_within_steps;        /* > 0: after a leak alert, one OOM_PROJECTED alert once the run's
+					   verdict projects out-of-memory within this many steps; 0 = none */
 } gpumon_model_config;
 
 /*
@@ -1495,19 +1497,29 @@ GPUMON_API int gpumon_model_gpu_oom(const gpumon_model *m, unsigned dev, double 
 enum {
 	GPUMON_ALERT_LEAK = 1,     /* a series' leak detector alerted (verdict holds the figures) */
 	GPUMON_ALERT_HEADROOM = 2, /* a GPU's free memory fell below the configured share */
+	GPUMON_ALERT_OOM_PROJECTED = 3, /* after a LEAK alert, the run's verdict (verdict) projects
+					   out-of-memory within config oom_within_steps steps; once a run */
+	GPUMON_ALERT_LIMIT = 4,    /* a process of the job holds more than config limit_bytes on all its
+				      GPUs together (pid, used_bytes, limit_bytes; dev: the GPU whose
+				      figure passed it); once a process */
 };
 
 typedef struct gpumon_alert {
 	int kind;                /* GPUMON_ALERT_* */
 	uint64_t t_ns;
-	gpumon_verdict verdict;  /* LEAK: the series and its figures at that moment */
+	gpumon_verdict verdict;  /* LEAK, OOM_PROJECTED: the series and its figures at that moment */
 	int dev;                 /* HEADROOM: the GPU, its free and total memory */
 	uint64_t free_bytes, total_bytes;
 	int live;                /* 1: an "alert" event at the same moment says it was given live */
+	int64_t pid;             /* LIMIT: the process (-1 for other kinds) ... */
+	uint64_t used_bytes;     /* ... what it held, NVML's figures on its GPUs summed ... */
+	uint64_t limit_bytes;    /* ... and the limit it passed */
 } gpumon_alert;
 
 /* The alerts so far, oldest first, from the from-th on: copies up to cap and returns how many
- * there are from there (a live front end passes the count it has already shown). */
+ * there are from there (a live front end passes the count it has already shown). LIMIT alerts are
+ * not in the document's "alerts": the front end that acts on them records what it did (gpumon run's
+ * "alert" and "oom" events). */
 GPUMON_API size_t gpumon_model_alerts(const gpumon_model *m, size_t from, gpumon_alert *out, size_t cap);
 
 /* Which peak a run's peak is */
@@ -1563,6 +1575,14 @@ typedef struct gpumon_placed {
 /* The process pid on GPU dev placed (its newest framework source there). 0, GPUMON_E_NOT_FOUND
  * (no framework figures with NVML's figure beside them), GPUMON_E_INVAL. */
 GPUMON_API int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumon_placed *out);
+
+/* Places one moment's figures (the rule gpumon_model_placed, the fit's room and Python's
+ * unaccounted figure follow): sets out's nvml_bytes, reserved_bytes and allocated_bytes from the
+ * arguments, cached_bytes = reserved - allocated (0 below), outside_known = nvml >= reserved (NVML's
+ * figure can lag the allocator's: then what is outside is not known) and outside_bytes = nvml -
+ * reserved when known, else 0. Other fields untouched; out NULL: nothing. */
+GPUMON_API void gpumon_placed_split(uint64_t nvml_bytes, uint64_t reserved_bytes, uint64_t allocated_bytes,
+				    gpumon_placed *out);
 
 /* A distributed job's worker on a GPU: one row per GPU and pid whose environment named a rank (in
  * a run, the job's processes only). Its figures are its NVML figure's over the time it was listed. */
@@ -1769,6 +1789,158 @@ GPUMON_API int gpumon_fit_batch(const gpumon_fit_run *runs, size_t n, const gpum
  */
 GPUMON_API uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_config *cfg,
                                     uint64_t first);
+
+/* What one run measured, as a front end has it: the job's NVML figures and its allocator's. 0 is
+ * "unknown" for every byte figure. */
+typedef struct gpumon_fit_measure {
+	unsigned size;                 /* sizeof(gpumon_fit_measure) */
+	double batch;                  /* the run's batch size */
+	int failed;                    /* 1: the run ran out of memory */
+	uint64_t nvml_peak_bytes;      /* the highest NVML figure of the job's processes together during
+	                                  the run (a recording's job peak) */
+	uint64_t nvml_bytes;           /* the process's NVML figure at one moment of the run ... */
+	uint64_t reserved_bytes;       /* ... and its allocator's reserved at that moment: what it holds
+	                                  outside the allocator (CUDA context, libraries) is their difference */
+	uint64_t allocated_peak_bytes; /* the allocator's peak allocated */
+	uint64_t reserved_peak_bytes;  /* the allocator's peak reserved */
+} gpumon_fit_measure;
+
+/*
+ * The run gpumon_fit_batch takes, from what the run measured: its peak is what NVML would have
+ * seen at the allocator's peak, the highest of nvml_peak_bytes, nvml_bytes, and the allocator's
+ * peak (reserved, else allocated) plus what the process holds outside the allocator
+ * (nvml_bytes - reserved_bytes when both are known and positive, else 0). A sampled NVML peak may
+ * miss the allocator's, and the allocator's misses the CUDA context: the larger is the run's.
+ * batch, failed and the allocator's peaks are copied. Returns 0, or GPUMON_E_INVAL for a NULL
+ * argument or an m->size this library does not know (*out untouched).
+ */
+GPUMON_API int gpumon_fit_run_from(const gpumon_fit_measure *m, gpumon_fit_run *out);
+
+/* What a job's process may still take on its GPU, from its figures now. 0 is "unknown" or "none". */
+typedef struct gpumon_job_room_input {
+	unsigned size;                 /* sizeof(gpumon_job_room_input) */
+	int free_known;                /* 0: the GPU's free memory is unknown (nothing can be said) */
+	uint64_t free_bytes;           /* the GPU's free memory now */
+	uint64_t process_bytes;        /* the process's NVML figure now */
+	uint64_t reserved_bytes;       /* its allocator's reserved now (cached blocks are reusable) */
+	uint64_t cap_bytes;            /* its allocator's cap (torch's per-process fraction, JAX's limit) */
+} gpumon_job_room_input;
+
+typedef struct gpumon_job_room {
+	unsigned size;                 /* set by the caller: sizeof(gpumon_job_room) */
+	uint64_t room_bytes;           /* what the process may hold in all, as NVML counts it: the free
+	                                  memory plus what it holds (the larger of its NVML figure and its
+	                                  reserve), no more than the cap plus outside_bytes */
+	uint64_t allocator_bytes;      /* what its allocator may reach: room_bytes - outside_bytes (a
+	                                  framework's peak is compared with this one) */
+	uint64_t outside_bytes;        /* held outside the allocator: NVML figure - reserved, 0 when
+	                                  NVML's figure is not above the reserve */
+} gpumon_job_room;
+
+/*
+ * The room of a job's process on its GPU (the room gpumon fit, gpumon.fit() and
+ * suggest_batch_size() fit to), filled into *out (out->size kept). Returns 0, GPUMON_E_NOT_FOUND
+ * when the free memory is unknown (*out zeroed), GPUMON_E_INVAL for NULL arguments or a size this
+ * library does not know.
+ */
+GPUMON_API int gpumon_job_room_get(const gpumon_job_room_input *in, gpumon_job_room *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Allocator plan: allocator settings (a cap, a fraction, no pre-allocation, PyTorch's keys ...)
+ * turned into the environment variables each framework reads (Paddle FLAGS_*,
+ * PYTORCH_CUDA_ALLOC_CONF, XLA_PYTHON_CLIENT_*, TF_*), with sentences for the settings that have
+ * no effect where. `gpumon run` and Python's limit_pool() ask these. Pure functions, thread-safe.
+ * ------------------------------------------------------------------------------------------- */
+
+/* Frameworks, as bits */
+enum {
+	GPUMON_FW_TORCH = 1u << 0,
+	GPUMON_FW_PADDLE = 1u << 1,
+	GPUMON_FW_JAX = 1u << 2,
+	GPUMON_FW_TF = 1u << 3,
+	GPUMON_FW_ALL = (1u << 4) - 1,
+};
+
+/* Bits of gpumon_alloc_opts.flags */
+enum {
+	GPUMON_ALLOC_ENFORCED = 1u << 0,     /* the caller enforces limit_bytes itself at the NVML level
+						(gpumon run): a framework without a cap variable is then
+						only explained, not warned about */
+	GPUMON_ALLOC_PYTHON_NAMES = 1u << 1, /* notes and errors name settings as Python's limit_pool()
+						keywords (fraction, paddle_strategy='naive_best_fit'), not
+						as gpumon run's options (--fraction, --paddle-strategy ...) */
+};
+
+typedef struct gpumon_alloc_opts {
+	unsigned size;                /* sizeof(gpumon_alloc_opts) */
+	unsigned flags;               /* GPUMON_ALLOC_* */
+	unsigned frameworks;          /* GPUMON_FW_* bits; 0 = all */
+	uint64_t limit_bytes;         /* a cap of the pool; 0 = none */
+	uint64_t initial_bytes;       /* the pool's first size; 0 = none */
+	double fraction;              /* a share of the GPU; 0 = none, else 0 < F <= 1 */
+	int no_prealloc;              /* no pre-allocation */
+	int growth;                   /* grow as needed (gpumon run --growth) */
+	int expandable;               /* PyTorch expandable_segments */
+	uint64_t max_split_bytes;     /* PyTorch max_split_size_mb; 0 = none */
+	double gc_threshold;          /* PyTorch garbage_collection_threshold; 0 = none, else 0 < F < 1 */
+	const char *paddle_strategy;  /* FLAGS_allocator_strategy; NULL = none */
+	int jax_platform_allocator;   /* XLA_PYTHON_CLIENT_ALLOCATOR=platform */
+	uint64_t gpu_total_bytes;     /* memory of the GPU the job gets (for JAX's fraction); 0 unknown */
+	const char *gpu_spec;         /* gpumon run --gpu as given; NULL none */
+	const char *visible_devices;  /* with gpu_spec: the CUDA_VISIBLE_DEVICES the job gets */
+} gpumon_alloc_opts;
+
+typedef struct gpumon_env_var {
+	char *name;
+	char *value;
+} gpumon_env_var;
+
+typedef struct gpumon_alloc_plan {
+	gpumon_env_var *vars;     /* to set in the job's environment, in a stable order */
+	size_t nvars;
+	char **notes;             /* sentences for the user */
+	unsigned char *loud;      /* per note: 1 when a setting given has no effect at all (said
+				     always), 0 when it only explains or acts through another framework */
+	unsigned char *no_effect; /* per note: 1 when it says a setting has no effect on a framework of
+				     the selection (loud notes included) */
+	size_t nnotes;
+} gpumon_alloc_plan;
+
+/*
+ * Parses a size: digits with an optional fraction and unit, K/M/G/T with or without "i" and "B"
+ * (all binary: "8G", "8GB" and "8GiB" are 8 * 2^30, as the frameworks' _mb flags count MiB), or
+ * plain bytes. Returns 0 and sets *out, or GPUMON_E_INVAL (bad text, zero or overflow).
+ */
+GPUMON_API int gpumon_size_parse(const char *s, uint64_t *out);
+
+/* Parses a fraction in (0, hi] (hi_inclusive) or (0, hi). Returns 0 or GPUMON_E_INVAL. */
+GPUMON_API int gpumon_fraction_parse(const char *s, double hi, int hi_inclusive, double *out);
+
+/* "torch" (or "pytorch"), "paddle" (or "paddlepaddle"), "jax", "tf" (or "tensorflow"), "all" ->
+ * GPUMON_FW_* bits; 0 when unknown. */
+GPUMON_API unsigned gpumon_framework_bits(const char *name);
+
+/* Guesses the frameworks a script uses from its text (import lines); 0 when none is named. */
+GPUMON_API unsigned gpumon_framework_detect(const char *text, size_t len);
+
+/* Validates the options (conflicts, ranges). Returns 0, or GPUMON_E_INVAL with a one-line reason in
+ * err (named as flags says). */
+GPUMON_API int gpumon_alloc_check(const gpumon_alloc_opts *o, char *err, size_t errlen);
+
+/*
+ * Builds the variables and notes for the options o, given the current environment envp
+ * (NULL-terminated "NAME=VALUE" strings; NULL = empty): values the user already has are merged
+ * (PYTORCH_CUDA_ALLOC_CONF keys) or reported. Returns 0, GPUMON_E_INVAL for a NULL argument or an
+ * o->size this library does not know, or GPUMON_E_NOMEM (out is then empty). Free with
+ * gpumon_alloc_plan_free().
+ */
+GPUMON_API int gpumon_alloc_plan_build(const gpumon_alloc_opts *o, char *const *envp, gpumon_alloc_plan *out);
+
+/* Frees what gpumon_alloc_plan_build() allocated and empties *p; NULL: nothing. */
+GPUMON_API void gpumon_alloc_plan_free(gpumon_alloc_plan *p);
+
+/* The value of name in envp ("NAME=VALUE" strings, NULL-terminated), or NULL. */
+GPUMON_API const char *gpumon_env_get(char *const *envp, const char *name);
 
 /* ---------------------------------------------------------------------------------------------
  * TensorBoard event files: scalars that TensorBoard (or any TFRecord + protobuf reader) reads,

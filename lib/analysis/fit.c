@@ -390,3 +390,41 @@ uint64_t gpumon_fit_next(const gpumon_fit_run *runs, size_t n, const gpumon_fit_
 		h -= h % c.multiple_of;
 	return (double)h > THIRD_RUN_OVER * v.bmax ? h : 0;
 }
+
+int gpumon_fit_run_from(const gpumon_fit_measure *m, gpumon_fit_run *out)
+{
+	if (!m || !out || m->size != sizeof *m)
+		return GPUMON_E_INVAL;
+	gpumon_placed pl = {0};
+	if (m->nvml_bytes && m->reserved_bytes) /* both known: what is outside the allocator */
+		gpumon_placed_split(m->nvml_bytes, m->reserved_bytes, 0, &pl);
+	uint64_t outside = pl.outside_bytes;
+	uint64_t top = m->reserved_peak_bytes ? m->reserved_peak_bytes : m->allocated_peak_bytes;
+	uint64_t peak = m->nvml_peak_bytes > m->nvml_bytes ? m->nvml_peak_bytes : m->nvml_bytes;
+	if (top && outside + top > peak)
+		peak = outside + top;
+	*out = (gpumon_fit_run){.batch = m->batch, .peak_bytes = peak, .allocated_peak_bytes = m->allocated_peak_bytes,
+				.reserved_peak_bytes = m->reserved_peak_bytes, .failed = !!m->failed};
+	return 0;
+}
+
+int gpumon_job_room_get(const gpumon_job_room_input *in, gpumon_job_room *out)
+{
+	if (!in || !out || in->size != sizeof *in || out->size != sizeof *out)
+		return GPUMON_E_INVAL;
+	memset(out, 0, sizeof *out);
+	out->size = sizeof *out;
+	if (!in->free_known)
+		return GPUMON_E_NOT_FOUND;
+	/* NVML's figure may lag the allocator's: the process holds at least its reserve */
+	uint64_t held = in->process_bytes > in->reserved_bytes ? in->process_bytes : in->reserved_bytes;
+	gpumon_placed pl = {0};
+	if (in->process_bytes && in->reserved_bytes)
+		gpumon_placed_split(in->process_bytes, in->reserved_bytes, 0, &pl);
+	out->outside_bytes = pl.outside_bytes;
+	out->room_bytes = in->free_bytes + held;
+	if (in->cap_bytes && in->cap_bytes + out->outside_bytes < out->room_bytes)
+		out->room_bytes = in->cap_bytes + out->outside_bytes;
+	out->allocator_bytes = out->room_bytes - out->outside_bytes;
+	return 0;
+}

@@ -178,6 +178,7 @@ void gpumon_model_destroy(gpumon_model *m)
 	free(m->job_pids);
 	free(m->segs);
 	free(m->alerts);
+	free(m->limit_told);
 	free(m->cvd);
 	free(m->source);
 	free(m->source_type);
@@ -635,7 +636,7 @@ static void check_headroom(gpumon_model *m, unsigned dev, struct mdev *d, uint64
 	int low = (double)d->free < share * (double)d->total;
 	if (low && !d->headroom_low) {
 		gpumon_alert a = {.kind = GPUMON_ALERT_HEADROOM, .t_ns = t, .dev = (int)dev,
-				  .free_bytes = d->free, .total_bytes = d->total};
+				  .free_bytes = d->free, .total_bytes = d->total, .pid = -1};
 		gpumon__model_push_alert(m, &a);
 	}
 	d->headroom_low = low;
@@ -788,12 +789,7 @@ int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumo
 		out->t_ns = s->placed.t_ns;
 		out->step = s->placed.step;
 		memcpy(out->framework, s->framework, sizeof out->framework);
-		out->nvml_bytes = s->placed.nvml;
-		out->reserved_bytes = s->placed.reserved;
-		out->allocated_bytes = s->placed.allocated;
-		out->cached_bytes = s->placed.reserved > s->placed.allocated ? s->placed.reserved - s->placed.allocated : 0;
-		out->outside_known = s->placed.nvml >= s->placed.reserved;
-		out->outside_bytes = out->outside_known ? s->placed.nvml - s->placed.reserved : 0;
+		gpumon_placed_split(s->placed.nvml, s->placed.reserved, s->placed.allocated, out);
 		return GPUMON_OK;
 	}
 	return GPUMON_E_NOT_FOUND;
@@ -923,6 +919,7 @@ static int on_event(gpumon_model *m, const gpumon_record *r)
 
 static int add_one(gpumon_model *m, const gpumon_record *r)
 {
+	int st;
 	int about_process = r->kind == GPUMON_REC_PROCESS || r->kind == GPUMON_REC_PROCESS_GONE || r->kind == GPUMON_REC_JOB;
 	if (about_process && !r->process) { /* a record of a process that names none: nothing to take */
 		m->refused++;
@@ -941,9 +938,9 @@ static int add_one(gpumon_model *m, const gpumon_record *r)
 	switch (r->kind) {
 	case GPUMON_REC_DEVICE: return on_device(m, r);
 	case GPUMON_REC_PROCESS:
-	case GPUMON_REC_PROCESS_GONE: return on_process(m, r);
+	case GPUMON_REC_PROCESS_GONE: st = on_process(m, r); gpumon__model_check_limit(m, r); return st;
 	case GPUMON_REC_LOST: on_lost(m, r); return GPUMON_OK;
-	case GPUMON_REC_FRAMEWORK: return on_framework(m, r);
+	case GPUMON_REC_FRAMEWORK: st = on_framework(m, r); gpumon__model_check_projection(m, r->t_ns); return st;
 	case GPUMON_REC_EVENT: return on_event(m, r);
 	case GPUMON_REC_JOB: return add_job_pid(m, r->process->pid);
 	}

@@ -139,6 +139,9 @@ struct gpumon_model {
 	size_t nevents, events_dropped;
 	gpumon_alert *alerts;
 	size_t nalerts, alerts_cap;
+	int projected;              /* the OOM_PROJECTED alert was given */
+	unsigned *limit_told;       /* the job's pids a LIMIT alert was given for, sorted */
+	size_t nlimit_told, limit_told_cap;
 	/* the out-of-memory moment */
 	int oom_have, oom_diagnosed;
 	uint64_t oom_last_sign_t;   /* the latest sign: one within 5 s of it is the same episode */
@@ -191,6 +194,10 @@ void gpumon__model_verdict_fill(const gpumon_model *m, int series, int dev, cons
 void gpumon__model_check_alert(gpumon_model *m, int series, int dev, const struct mproc *p, const struct mseg *s,
 			       int *alerted, const gpumon_leak *l, uint64_t t_ns);
 int gpumon__model_push_alert(gpumon_model *m, const gpumon_alert *a);
+/* After a process record: a LIMIT alert when a job process passed config limit_bytes, once a pid. */
+void gpumon__model_check_limit(gpumon_model *m, const gpumon_record *r);
+/* After a framework record: the OOM_PROJECTED alert when config oom_within_steps asks for it. */
+void gpumon__model_check_projection(gpumon_model *m, uint64_t t_ns);
 /* The owner of a rise on dev now: the process whose figure rose most since the reference, and the
  * largest holder; job_only limits the first to the job's processes. */
 void gpumon__model_owners(const gpumon_model *m, unsigned dev, int job_only, int64_t *owner, int64_t *largest);

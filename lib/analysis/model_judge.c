@@ -313,7 +313,7 @@ void gpumon__model_check_alert(gpumon_model *m, int series, int dev, const struc
 	if (m->kind_run && series == GPUMON_SERIES_JOB && job_reports(m))
 		return;
 	*alerted = 1;
-	gpumon_alert a = {.kind = GPUMON_ALERT_LEAK, .t_ns = t_ns, .dev = dev};
+	gpumon_alert a = {.kind = GPUMON_ALERT_LEAK, .t_ns = t_ns, .dev = dev, .pid = -1};
 	gpumon__model_verdict_fill(m, series, dev, p, s, &a.verdict);
 	a.dev = a.verdict.dev;
 	gpumon__model_push_alert(m, &a);
@@ -421,6 +421,18 @@ int gpumon_model_framework_peak(const gpumon_model *m, uint64_t *allocated_bytes
 	return any ? GPUMON_OK : GPUMON_E_NOT_FOUND;
 }
 
+void gpumon_placed_split(uint64_t nvml_bytes, uint64_t reserved_bytes, uint64_t allocated_bytes, gpumon_placed *out)
+{
+	if (!out)
+		return;
+	out->nvml_bytes = nvml_bytes;
+	out->reserved_bytes = reserved_bytes;
+	out->allocated_bytes = allocated_bytes;
+	out->cached_bytes = reserved_bytes > allocated_bytes ? reserved_bytes - allocated_bytes : 0;
+	out->outside_known = nvml_bytes >= reserved_bytes;
+	out->outside_bytes = out->outside_known ? nvml_bytes - reserved_bytes : 0;
+}
+
 void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentation, gpumon_model_figure *unaccounted)
 {
 	gpumon_model_figure none = {.pid = -1, .dev = -1};
@@ -435,4 +447,74 @@ void gpumon_model_memory(const gpumon_model *m, gpumon_model_figure *fragmentati
 		if (unaccounted && s->unacc.known && (!unaccounted->known || s->unacc.bytes > unaccounted->bytes))
 			*unaccounted = s->unacc;
 	}
+}
+
+/* ---- alerts a front end acts on ------------------------------------------------------------------ */
+
+static int pid_cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return (x > y) - (x < y);
+}
+
+/* Whether pid had its LIMIT alert; else, with add, records it (0 when out of memory: told later). */
+static int limit_told(gpumon_model *m, unsigned pid, int add)
+{
+	if (m->nlimit_told && bsearch(&pid, m->limit_told, m->nlimit_told, sizeof pid, pid_cmp))
+		return 1;
+	if (!add)
+		return 0;
+	if (m->nlimit_told == m->limit_told_cap) {
+		size_t cap = m->limit_told_cap ? m->limit_told_cap * 2 : 8;
+		unsigned *n = realloc(m->limit_told, cap * sizeof *n);
+		if (!n)
+			return 0;
+		m->limit_told = n;
+		m->limit_told_cap = cap;
+	}
+	size_t i = m->nlimit_told++; /* kept sorted for bsearch; few pids pass a limit */
+	for (; i > 0 && m->limit_told[i - 1] > pid; i--)
+		m->limit_told[i] = m->limit_told[i - 1];
+	m->limit_told[i] = pid;
+	return 1;
+}
+
+void gpumon__model_check_limit(gpumon_model *m, const gpumon_record *r)
+{
+	if (!m->cfg.limit_bytes || r->kind != GPUMON_REC_PROCESS || !r->process)
+		return;
+	unsigned pid = r->process->pid;
+	if (!gpumon__model_is_job(m, pid) ||
+	    limit_told(m, pid, 0))
+		return;
+	/* the limit is per process: its figures on every GPU that lists it now, together */
+	uint64_t used = 0;
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid && m->procs[i].present && m->procs[i].used_known)
+			used += m->procs[i].used;
+	if (used <= m->cfg.limit_bytes || !limit_told(m, pid, 1))
+		return;
+	gpumon_alert a = {.kind = GPUMON_ALERT_LIMIT, .t_ns = r->t_ns, .dev = (int)r->dev, .pid = pid,
+			  .used_bytes = used, .limit_bytes = m->cfg.limit_bytes};
+	a.verdict.dev = a.verdict.device = -1;
+	a.verdict.pid = -1;
+	gpumon__model_push_alert(m, &a);
+}
+
+void gpumon__model_check_projection(gpumon_model *m, uint64_t t_ns)
+{
+	double within = m->cfg.oom_within_steps;
+	int leak = 0;
+	if (!(within > 0) || m->projected)
+		return;
+	for (size_t i = 0; i < m->nalerts && !leak; i++)
+		leak = m->alerts[i].kind == GPUMON_ALERT_LEAK;
+	gpumon_alert a = {.kind = GPUMON_ALERT_OOM_PROJECTED, .t_ns = t_ns, .pid = -1};
+	/* the run's verdict (its one rule), once it projects out-of-memory within the steps asked */
+	if (!leak || gpumon_model_verdict(m, &a.verdict) != GPUMON_OK || a.verdict.leak.verdict != GPUMON_LEAK_SUSPECTED ||
+	    !a.verdict.leak.alert || a.verdict.steps_to_oom < 0 || a.verdict.steps_to_oom > within)
+		return;
+	m->projected = 1;
+	a.dev = a.verdict.dev;
+	gpumon__model_push_alert(m, &a);
 }

@@ -557,9 +557,12 @@ static json_t *rank_skew_json(const gpumon_model *m)
 
 static json_t *alert_json(const gpumon_model *m, const gpumon_alert *a)
 {
-	json_t *o = a->kind == GPUMON_ALERT_LEAK ? verdict_json(m, &a->verdict) : json_object();
+	int judged = a->kind == GPUMON_ALERT_LEAK || a->kind == GPUMON_ALERT_OOM_PROJECTED;
+	json_t *o = judged ? verdict_json(m, &a->verdict) : json_object();
 	if (!o || put(o, "time", secs(m, a->t_ns)) ||
-	    put(o, "kind", json_string(a->kind == GPUMON_ALERT_LEAK ? "leak" : "headroom")) ||
+	    put(o, "kind", json_string(a->kind == GPUMON_ALERT_LEAK            ? "leak"
+				       : a->kind == GPUMON_ALERT_OOM_PROJECTED ? "oom_projected"
+									       : "headroom")) ||
 	    put(o, "live", json_boolean(a->live)) || put(o, "dev", int_or_null(a->dev >= 0, a->dev))) {
 		json_decref(o);
 		return NULL;
@@ -580,8 +583,8 @@ static int alerts_events_json(const gpumon_model *m, json_t *doc)
 		json_decref(events);
 		return -1;
 	}
-	for (size_t i = 0; i < m->nalerts; i++)
-		if (json_array_append_new(alerts, alert_json(m, &m->alerts[i])))
+	for (size_t i = 0; i < m->nalerts; i++) /* LIMIT: said by the front end that acted on it */
+		if (m->alerts[i].kind != GPUMON_ALERT_LIMIT && json_array_append_new(alerts, alert_json(m, &m->alerts[i])))
 			return -1;
 	for (size_t i = 0; i < m->nevents; i++) {
 		const struct mevent *e = &m->events[i];

@@ -52,7 +52,7 @@ class AlertEvent:
 
 
 def from_alert(a: Dict[str, Any], kind: str, device: Optional[int], rank: Optional[int]) -> AlertEvent:
-    """The event of a model's alert entry (or, for oom_projected, its verdict) told as a, which
+    """The event of a model's alert entry (leak, headroom_low, oom_projected) told as a, which
     holds "message" and "step" besides the model's fields."""
     if kind == "headroom_low":
         return AlertEvent(kind=kind, message=a["message"], step=a.get("step"), device=device, rank=rank,

@@ -34,22 +34,22 @@ def _release() -> None:
 
 
 def _room(mon: Any) -> int:
-    """What the job may take on the GPU now: the free memory plus what this process holds already
-    (its figure is part of each peak), no more than the allocator's cap when one is set."""
+    """What the job may take on the GPU now, by libgpumon's rule (gpumon_job_room_get): the free
+    memory plus what this process holds (its figure is part of each peak), no more than the
+    allocator's cap plus what the process holds outside the allocator."""
     s = mon.sample()
-    if s.device_free is None:
+    room = _gpumon.job_room(s.device_free, s.process, s.reserved, s.cap or None)
+    if room is None:
         raise ValueError("gpumon.fit: the GPU's free memory is unknown (no NVIDIA driver answering): "
                          "the largest batch cannot be told")
-    room = s.device_free + (s.process or 0)
-    if s.cap:
-        room = min(room, s.cap + max(0, (s.process or 0) - (s.reserved or 0)))
-    return room
+    return room["room_bytes"]
 
 
 def _measure(mon: Any, step_fn: Callable[[int], Any], batch: int, steps: int) -> Dict[str, Any]:
-    """One run: step_fn(batch) `steps` times from a reset peak. Its peak as NVML would see it: what
-    the process holds beyond the allocator's reserve (CUDA context, libraries) plus the reserve's
-    peak, or the process's figure if higher."""
+    """One run: step_fn(batch) `steps` times from a reset peak. Its peak as NVML would see it is
+    libgpumon's (gpumon_fit_run_from, as `gpumon fit` makes its runs): what the process holds beyond
+    the allocator's reserve (CUDA context, libraries) plus the reserve's peak, or the process's
+    figure if higher."""
     _release()
     mon.adapter.reset_peak()
     failed = False
@@ -62,11 +62,8 @@ def _measure(mon: Any, step_fn: Callable[[int], Any], batch: int, steps: int) ->
         failed = True
     s = mon.sample()
     _, peak, reserved, max_reserved = mon.adapter.read()
-    process = s.process or 0
-    overhead = max(0, process - (reserved or 0))
-    top = max_reserved or peak or 0
-    return {"batch": batch, "peak_bytes": max(process, overhead + top), "allocated_peak_bytes": peak or None,
-            "reserved_peak_bytes": max_reserved or None, "failed": failed}
+    return _gpumon.fit_run_from(batch, failed, nvml=s.process, reserved=reserved, allocated_peak=peak or None,
+                                reserved_peak=max_reserved or None)
 
 
 def fit(step_fn: Callable[[int], Any], batch_sizes: Optional[Sequence[int]] = None, device: Any = None,

@@ -285,6 +285,27 @@ static PyMethodDef module_methods[] = {
     {"fit_next", (PyCFunction)(void (*)(void))gpx_fit_next, METH_VARARGS | METH_KEYWORDS,
      "fit_next(runs, room_bytes, first, multiple_of=1) -> int: the next batch size worth measuring, 0 "
      "when the runs are enough (gpumon_fit_next)."},
+    {"fit_run_from", (PyCFunction)(void (*)(void))gpx_fit_run_from, METH_VARARGS | METH_KEYWORDS,
+     "fit_run_from(batch, failed=False, nvml_peak=None, nvml=None, reserved=None, allocated_peak=None, "
+     "reserved_peak=None) -> dict: a measured run as fit_batch takes it (batch, peak_bytes, "
+     "allocated_peak_bytes, reserved_peak_bytes, failed), its peak by gpumon_fit_run_from."},
+    {"job_room", (PyCFunction)(void (*)(void))gpx_job_room, METH_VARARGS | METH_KEYWORDS,
+     "job_room(free, process=None, reserved=None, cap=None) -> dict (room_bytes, allocator_bytes, "
+     "outside_bytes): what a process may still take on its GPU (gpumon_job_room_get); None when free is "
+     "None."},
+    {"alloc_plan", (PyCFunction)(void (*)(void))gpx_alloc_plan, METH_VARARGS | METH_KEYWORDS,
+     "alloc_plan(frameworks=0, limit=0, fraction=0.0, no_prealloc=False, expandable=False, max_split=0, "
+     "gc_threshold=0.0, paddle_strategy=None, gpu_total=0, env=None) -> ([(name, value)], [(note, "
+     "no_effect)]): the variables and notes of libgpumon's allocator plan, the one gpumon run uses, "
+     "worded with limit_pool()'s keywords; ValueError with the library's words for a conflict."},
+    {"size_parse", gpx_size_parse, METH_O,
+     "size_parse(text) -> bytes of '8G', '512MiB', '1.5GB' (binary units) or plain digits; None when not a size."},
+    {"framework_bits", gpx_framework_bits, METH_O,
+     "framework_bits(name) -> the library's bits of a framework's name (torch, paddle, jax, tf, all ...); 0 unknown."},
+    {"outside_bytes", gpx_outside_bytes, METH_VARARGS,
+     "outside_bytes(nvml, reserved) -> int: what a process holds outside its allocator (CUDA context, "
+     "libraries), NVML's figure minus the reserve (gpumon_placed_split); None when either is None or "
+     "NVML's figure lags below the reserve."},
     {NULL, NULL, 0, NULL},
 };
 

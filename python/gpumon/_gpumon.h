@@ -60,6 +60,19 @@ PyObject *gpx_oom_message_parse(PyObject *mod, PyObject *arg);
  * -> dict of gpumon_fit's fields; fit_next(runs, room_bytes, first, multiple_of=1) -> int. */
 PyObject *gpx_fit_batch(PyObject *mod, PyObject *args, PyObject *kw);
 PyObject *gpx_fit_next(PyObject *mod, PyObject *args, PyObject *kw);
+/* fit_run_from(batch, failed=False, nvml_peak=None, nvml=None, reserved=None, allocated_peak=None,
+ * reserved_peak=None) -> a run's dict; job_room(free, process=None, reserved=None, cap=None) -> dict
+ * or None (free unknown). */
+PyObject *gpx_fit_run_from(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_job_room(PyObject *mod, PyObject *args, PyObject *kw);
+/* outside_bytes(nvml, reserved) -> int or None (gpumon_placed_split) */
+PyObject *gpx_outside_bytes(PyObject *mod, PyObject *args);
+
+/* The allocator plan (_gpumon_alloc.c): alloc_plan(...) -> ([(name, value)], [(note, no_effect)]);
+ * size_parse(text) -> int or None; framework_bits(name) -> int. */
+PyObject *gpx_alloc_plan(PyObject *mod, PyObject *args, PyObject *kw);
+PyObject *gpx_size_parse(PyObject *mod, PyObject *arg);
+PyObject *gpx_framework_bits(PyObject *mod, PyObject *arg);
 
 /* An optional non-negative integer argument: None -> *known = 0; else *v and *known = 1. Returns
  * 0, or -1 with ValueError naming `what`. */

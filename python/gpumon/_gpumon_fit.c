@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* _gpumon_fit.c — the library's batch-size fit for the package: fit_batch() and fit_next() take the
  * runs as Python gives them and return what gpumon_fit_batch / gpumon_fit_next decided, so that
- * gpumon.fit(), suggest_batch_size() and `gpumon fit` answer the same runs alike. */
+ * gpumon.fit(), suggest_batch_size() and `gpumon fit` answer the same runs alike; the run's peak, the
+ * room and what a process holds outside its allocator are the library's too. */
 #include "_gpumon.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A figure in bytes: an int or a float >= 0 (None: 0, the library's "unknown"). -1 with ValueError
  * naming what and the run. */
@@ -171,4 +173,92 @@ PyObject *gpx_fit_next(PyObject *mod, PyObject *args, PyObject *kw)
 	uint64_t next = gpumon_fit_next(r, n, &c, first);
 	free(r);
 	return PyLong_FromUnsignedLongLong(next);
+}
+
+/* Bytes from an optional argument (None: 0, the library's "unknown"); -1 with ValueError. */
+static int opt_bytes(PyObject *o, uint64_t *v, const char *what)
+{
+	int known;
+	return gpx_opt_u64(o ? o : Py_None, v, &known, what);
+}
+
+/* fit_run_from(batch, failed=False, nvml_peak=None, nvml=None, reserved=None, allocated_peak=None,
+ * reserved_peak=None) -> the run dict fit_batch takes, its peak by gpumon_fit_run_from */
+PyObject *gpx_fit_run_from(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	(void)mod;
+	static char *kwlist[] = {"batch", "failed", "nvml_peak", "nvml", "reserved", "allocated_peak", "reserved_peak",
+				 NULL};
+	PyObject *batch;
+	int failed = 0;
+	PyObject *o[5] = {NULL, NULL, NULL, NULL, NULL};
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pOOOOO:fit_run_from", kwlist, &batch, &failed, &o[0], &o[1], &o[2],
+					 &o[3], &o[4]))
+		return NULL;
+	gpumon_fit_measure m = {.size = sizeof m, .batch = PyFloat_AsDouble(batch), .failed = failed};
+	if (m.batch == -1.0 && PyErr_Occurred())
+		return NULL;
+	if (opt_bytes(o[0], &m.nvml_peak_bytes, "nvml_peak") || opt_bytes(o[1], &m.nvml_bytes, "nvml") ||
+	    opt_bytes(o[2], &m.reserved_bytes, "reserved") ||
+	    opt_bytes(o[3], &m.allocated_peak_bytes, "allocated_peak") ||
+	    opt_bytes(o[4], &m.reserved_peak_bytes, "reserved_peak"))
+		return NULL;
+	gpumon_fit_run r;
+	int st = gpumon_fit_run_from(&m, &r);
+	if (st)
+		return gpx_raise(st, "the run could not be read");
+	/* the allocator's peaks: None where unknown, as the runs' dicts say them */
+	PyObject *ap = r.allocated_peak_bytes ? PyLong_FromUnsignedLongLong(r.allocated_peak_bytes) : Py_NewRef(Py_None);
+	PyObject *rp = r.reserved_peak_bytes ? PyLong_FromUnsignedLongLong(r.reserved_peak_bytes) : Py_NewRef(Py_None);
+	/* the batch as given: the runs keep the caller's numbers */
+	PyObject *res = ap && rp ? Py_BuildValue("{s:O,s:K,s:O,s:O,s:O}", "batch", batch, "peak_bytes", (unsigned long long)r.peak_bytes,
+						 "allocated_peak_bytes", ap, "reserved_peak_bytes", rp, "failed",
+						 r.failed ? Py_True : Py_False)
+				 : NULL;
+	Py_XDECREF(ap);
+	Py_XDECREF(rp);
+	return res;
+}
+
+/* job_room(free, process=None, reserved=None, cap=None) -> dict (room_bytes, allocator_bytes,
+ * outside_bytes) by gpumon_job_room_get, or None when free is None (unknown) */
+PyObject *gpx_job_room(PyObject *mod, PyObject *args, PyObject *kw)
+{
+	(void)mod;
+	static char *kwlist[] = {"free", "process", "reserved", "cap", NULL};
+	PyObject *fr, *p = Py_None, *res = Py_None, *cap = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OOO:job_room", kwlist, &fr, &p, &res, &cap))
+		return NULL;
+	gpumon_job_room_input in = {.size = sizeof in};
+	if (gpx_opt_u64(fr, &in.free_bytes, &in.free_known, "free") || opt_bytes(p, &in.process_bytes, "process") ||
+	    opt_bytes(res, &in.reserved_bytes, "reserved") || opt_bytes(cap, &in.cap_bytes, "cap"))
+		return NULL;
+	gpumon_job_room r = {.size = sizeof r};
+	int st = gpumon_job_room_get(&in, &r);
+	if (st == GPUMON_E_NOT_FOUND)
+		Py_RETURN_NONE;
+	if (st)
+		return gpx_raise(st, "the room could not be told");
+	return Py_BuildValue("{s:K,s:K,s:K}", "room_bytes", (unsigned long long)r.room_bytes, "allocator_bytes",
+			     (unsigned long long)r.allocator_bytes, "outside_bytes", (unsigned long long)r.outside_bytes);
+}
+
+/* outside_bytes(nvml, reserved) -> what a process holds outside its allocator (gpumon_placed_split),
+ * None when either is None or NVML's figure lags below the reserve */
+PyObject *gpx_outside_bytes(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *nv, *res;
+	if (!PyArg_ParseTuple(args, "OO:outside_bytes", &nv, &res))
+		return NULL;
+	uint64_t n, r;
+	int nk, rk;
+	if (gpx_opt_u64(nv, &n, &nk, "nvml") || gpx_opt_u64(res, &r, &rk, "reserved"))
+		return NULL;
+	gpumon_placed p;
+	memset(&p, 0, sizeof p);
+	gpumon_placed_split(n, r, 0, &p);
+	if (!nk || !rk || !p.outside_known)
+		Py_RETURN_NONE;
+	return PyLong_FromUnsignedLongLong(p.outside_bytes);
 }

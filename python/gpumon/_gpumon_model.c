@@ -26,14 +26,14 @@ static int model_init(PyObject *op, PyObject *args, PyObject *kw)
 {
 	ModelObject *self = (ModelObject *)op;
 	static char *kwlist[] = {"kind", "command", "job_pid", "limit", "headroom", "cuda_visible_devices",
-				 "timelines", NULL};
+				 "timelines", "oom_within_steps", NULL};
 	const char *kind = NULL, *command = NULL, *cvd = NULL;
 	unsigned job_pid = 0;
 	unsigned long long limit = 0;
-	double headroom = 0;
+	double headroom = 0, oom_within = 0;
 	int timelines = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzIKdzp:Model", kwlist, &kind, &command, &job_pid, &limit,
-					 &headroom, &cvd, &timelines))
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|zzIKdzpd:Model", kwlist, &kind, &command, &job_pid, &limit,
+					 &headroom, &cvd, &timelines, &oom_within))
 		return -1;
 	if (!(headroom >= 0 && headroom < 1)) {
 		char msg[96];
@@ -51,6 +51,7 @@ static int model_init(PyObject *op, PyObject *args, PyObject *kw)
 	cfg.limit_bytes = limit;
 	cfg.cuda_visible_devices = cvd;
 	cfg.headroom_share = headroom;
+	cfg.oom_within_steps = oom_within;
 	int rc = gpumon_model_create(&cfg, &self->m);
 	if (rc) {
 		gpx_raise(rc, "could not create the run model");
@@ -344,7 +345,7 @@ static PyMethodDef model_methods[] = {
 
 static PyType_Slot model_slots[] = {
     {Py_tp_doc, (void *)"Model(kind=None, command=None, job_pid=0, limit=0, headroom=0.0, "
-			 "cuda_visible_devices=None, timelines=False) -- libgpumon's run model."},
+			 "cuda_visible_devices=None, timelines=False, oom_within_steps=0) -- libgpumon's run model."},
     {Py_tp_init, (void *)model_init},
     {Py_tp_new, (void *)PyType_GenericNew},
     {Py_tp_dealloc, (void *)model_dealloc},

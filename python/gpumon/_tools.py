@@ -3,9 +3,7 @@
 limit_pool(...) before the framework is imported, and suggest_batch_size(points)."""
 from __future__ import annotations
 
-import math
 import os
-import re
 import sys
 import warnings
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
@@ -52,46 +50,33 @@ def get_gpu_info(device_id: int = 0) -> Tuple[int, int, Optional[int]]:
 
 # ---- limit_pool ---------------------------------------------------------------------------------
 
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def _size(v: Any, what: str) -> Optional[int]:
     """Bytes from an int or a text like '8G', '512MiB', '1.5GB' (binary units, as the frameworks'
-    _mb flags count MiB)."""
+    _mb flags count MiB), read as `gpumon run` reads its sizes (libgpumon's gpumon_size_parse)."""
     if v is None:
         return None
-    if isinstance(v, bool):
+    if isinstance(v, bool) or not isinstance(v, (int, str)):
         raise ValueError(f"{what} must be a size in bytes or a text like '8G', got {v!r}")
-    if isinstance(v, int):
-        n = v
-    elif isinstance(v, str):
-        m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", v.lower())
-        if not m:
-            raise ValueError(f"{what}={v!r} is not a size: use bytes or a number with K, M, G or T")
-        n = int(float(m.group(1)) * _UNITS[m.group(2)])
-    else:
-        raise ValueError(f"{what} must be a size in bytes or a text like '8G', got {v!r}")
+    n = v if isinstance(v, int) else _gpumon.size_parse(v.strip())
+    if n is None:
+        raise ValueError(f"{what}={v!r} is not a size: use bytes or a number with K, M, G or T")
     if n <= 0:
         raise ValueError(f"{what} must be more than 0 bytes, got {v!r}")
     return n
 
 
-def _conf_put(conf: str, key: str, value: str) -> str:
-    items = [kv for kv in conf.split(",") if kv.strip() and not kv.strip().startswith(key + ":")]
-    return ",".join(items + [f"{key}:{value}"])
-
-
-_MODULES = {"paddle": "paddle", "torch": "torch", "jax": "jax", "tf": "tensorflow"}
+_MODULES = {"torch": "torch", "paddle": "paddle", "jax": "jax", "tf": "tensorflow"}
 
 
 def limit_pool(limit: Any = None, fraction: Optional[float] = None, no_prealloc: bool = False,
                expandable: bool = False, max_split: Any = None, gc_threshold: Optional[float] = None,
                paddle_strategy: Optional[str] = None, frameworks: Iterable[str] = ("paddle", "torch", "jax", "tf"),
                gpu_total: Any = None) -> Dict[str, str]:
-    """Sets the allocator variables of Paddle, PyTorch, JAX and TensorFlow in os.environ, as
-    `gpumon run --limit/--fraction/...` does, and returns what it set. Call it before the
-    framework is imported: each reads them once at import or first use. Warns (UserWarning) when
-    a framework is already imported (too late) and when a setting has no effect on a framework.
+    """Sets the allocator variables of Paddle, PyTorch, JAX and TensorFlow in os.environ, by
+    libgpumon's plan (the one `gpumon run --limit/--fraction/...` uses), and returns what it set.
+    Call it before the framework is imported: each reads them once at import or first use. Warns
+    (UserWarning) when a framework is already imported (too late) and when a setting has no effect
+    on a framework (the plan's words).
 
       limit        cap of the pool: Paddle FLAGS_gpu_memory_limit_mb; JAX a memory fraction of
                    gpu_total (bytes or '80G'; read from NVML GPU 0 when None)
@@ -102,81 +87,35 @@ def limit_pool(limit: Any = None, fraction: Optional[float] = None, no_prealloc:
       expandable, max_split, gc_threshold   PyTorch PYTORCH_CUDA_ALLOC_CONF keys
       paddle_strategy  FLAGS_allocator_strategy (auto_growth, naive_best_fit, thread_local)
     """
-    fws = set()
+    bits = 0
     for f in ([frameworks] if isinstance(frameworks, str) else frameworks):
-        f = {"pytorch": "torch", "tensorflow": "tf", "paddlepaddle": "paddle"}.get(f.lower(), f.lower())
-        if f not in _MODULES:
+        b = _gpumon.framework_bits(str(f).lower())
+        if not b:
             raise ValueError(f"unknown framework {f!r}: use 'paddle', 'torch', 'jax' or 'tf'")
-        fws.add(f)
+        bits |= b
+    if not bits:  # no framework asked for: nothing to set (the library's 0 would be all of them)
+        return {}
     limit_b = _size(limit, "limit")
     split_b = _size(max_split, "max_split")
-    if fraction is not None and not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    if gc_threshold is not None and not (isinstance(gc_threshold, (int, float)) and 0 < gc_threshold < 1):
-        raise ValueError(f"gc_threshold must be in (0, 1), got {gc_threshold!r}")
-    strategies = ("auto_growth", "naive_best_fit", "thread_local")
-    if paddle_strategy is not None and paddle_strategy not in strategies:
-        raise ValueError(f"paddle_strategy must be one of {', '.join(strategies)}, got {paddle_strategy!r}")
-    if no_prealloc and paddle_strategy == "naive_best_fit":
-        raise ValueError("no_prealloc contradicts paddle_strategy='naive_best_fit' (which pre-allocates)")
+    for v, what in ((fraction, "fraction"), (gc_threshold, "gc_threshold")):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ValueError(f"{what} must be a number, got {v!r}")
+    total = None
+    if limit_b and fraction is None and bits & _gpumon.framework_bits("jax"):  # JAX: a share of the GPU
+        total = _size(gpu_total, "gpu_total") if gpu_total is not None else _nvml_total()
+    vars_, notes = _gpumon.alloc_plan(bits, limit_b or 0, float(fraction or 0), bool(no_prealloc), bool(expandable),
+                                      split_b or 0, float(gc_threshold or 0), paddle_strategy, total or 0,
+                                      [f"{k}={v}" for k, v in os.environ.items()])
     out: Dict[str, str] = {}
-    notes = []
-
-    def put(name: str, value: str) -> None:
+    for name, value in vars_:
         os.environ[name] = value
         out[name] = value
-
-    if "paddle" in fws:
-        strategy = paddle_strategy or ("auto_growth" if no_prealloc else os.environ.get("FLAGS_allocator_strategy") or "auto_growth")
-        if paddle_strategy or no_prealloc:
-            put("FLAGS_allocator_strategy", strategy)
-        if limit_b:
-            put("FLAGS_gpu_memory_limit_mb", str(max(1, limit_b // MIB)))
-        if fraction is not None:
-            put("FLAGS_fraction_of_gpu_memory_to_use", f"{fraction:g}")
-            if strategy != "naive_best_fit":
-                notes.append(f"fraction has no effect on Paddle's {strategy} allocator; add "
-                             "paddle_strategy='naive_best_fit' to make it pre-allocate")
-        if "FLAGS_malloc_trunk_size" in os.environ:
-            notes.append("FLAGS_malloc_trunk_size (set in your environment) does not exist in Paddle and does nothing")
-    if "torch" in fws:
-        for var in ("PYTORCH_CUDA_ALLOC_CONF",) + (("PYTORCH_ALLOC_CONF",) if "PYTORCH_ALLOC_CONF" in os.environ else ()):
-            conf = os.environ.get(var, "")
-            new = conf
-            if expandable:
-                new = _conf_put(new, "expandable_segments", "True")
-            if split_b:
-                new = _conf_put(new, "max_split_size_mb", str(split_b // MIB))
-            if gc_threshold is not None:
-                new = _conf_put(new, "garbage_collection_threshold", f"{gc_threshold:g}")
-            if new != conf:
-                put(var, new)
-        if limit_b or fraction is not None:
-            notes.append("PyTorch has no variable for a memory cap: call "
-                         "torch.cuda.set_per_process_memory_fraction(F) in the code")
-    if "jax" in fws:
-        if no_prealloc:
-            put("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        if fraction is not None:
-            put("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{fraction:.3f}")
-        elif limit_b:
-            total = _size(gpu_total, "gpu_total") if gpu_total is not None else _nvml_total()
-            if total:
-                f = max(0.001, min(1.0, math.floor(limit_b / total * 1000) / 1000))
-                put("XLA_PYTHON_CLIENT_MEM_FRACTION", f"{f:.3f}")
-            else:
-                notes.append("JAX: limit could not become a memory fraction (the GPU's size is unknown)")
-    if "tf" in fws:
-        if no_prealloc:
-            put("TF_FORCE_GPU_ALLOW_GROWTH", "true")
-        if limit_b or fraction is not None:
-            notes.append("TensorFlow has no environment variable for a memory cap: use "
-                         "tf.config.set_logical_device_configuration in the code")
-    for f in sorted(fws):
-        if _MODULES[f] in sys.modules:
-            notes.append(f"{_MODULES[f]} is already imported: it read its allocator settings then, so "
-                         "limit_pool() comes too late for it; call it before the import")
-    for n in notes:
+    said = [n for n, no_effect in notes if no_effect]
+    for fw, mod in sorted(_MODULES.items()):
+        if bits & _gpumon.framework_bits(fw) and mod in sys.modules:
+            said.append(f"{mod} is already imported: it read its allocator settings then, so "
+                        "limit_pool() comes too late for it; call it before the import")
+    for n in said:
         warnings.warn("gpumon.limit_pool: " + n, UserWarning, stacklevel=2)
     return out
 
@@ -233,11 +172,13 @@ def suggest_batch_size(points: Sequence[Tuple[int, int]], limit_bytes: Optional[
     return fit["max_batch"]
 
 
-def reachable_bytes(free: int, reserved: Optional[int], cap: Optional[int] = None) -> int:
-    """What the allocator may still reach: the GPU's free memory plus what it has reserved (its
-    cached blocks are reusable), no more than its cap when one is set."""
-    limit = free + (reserved or 0)
-    return min(limit, cap) if cap else limit
+def allocator_room(free: Optional[int], reserved: Optional[int], cap: Optional[int] = None,
+                   process: Optional[int] = None) -> Optional[int]:
+    """What the allocator may still reach, by libgpumon's rule (gpumon_job_room_get, the room
+    gpumon.fit() and `gpumon fit` take): the GPU's free memory plus its reserve (its cached blocks
+    are reusable), no more than its cap. None when the free memory is unknown."""
+    room = _gpumon.job_room(free, process, reserved, cap or None)
+    return None if room is None else room["allocator_bytes"]
 
 
 def _available(device: Any, framework: str) -> int:
@@ -247,7 +188,7 @@ def _available(device: Any, framework: str) -> int:
         free = nvml.sample(nvml_index(nvml, adapter))[4]
     finally:
         nvml.close()
-    reserved = adapter.read()[2]
-    if free is None:
+    room = allocator_room(free, adapter.read()[2], adapter.cap())
+    if room is None:
         raise ValueError("the GPU's free memory is unknown: pass limit_bytes")
-    return reachable_bytes(free, reserved)
+    return room

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._events import AlertEvent
 from ._sinks import MIB, TB_TAGS
-from ._tools import reachable_bytes, suggest_batch_size
+from ._tools import allocator_room, suggest_batch_size
 from .monitor import GPUMonitor, Sample
 
 # What a callback logs: the TensorBoard sink's tags (MiB) and the GPU's utilisation (%).
@@ -151,7 +151,7 @@ class TrainerMonitor:
         if s is None or s.device_free is None or s.reserved is None:
             self.tell("gpumon: no batch size suggested: the GPU's free memory or the allocator's reserve is not known")
             return None
-        limit = reachable_bytes(s.device_free, s.reserved, s.cap)
+        limit = allocator_room(s.device_free, s.reserved, s.cap, s.process)
         if self.batch_points:
             points, fixed = self.batch_points, None
         elif batch_size is None or s.peak is None or s.allocated is None:

@@ -61,7 +61,8 @@ class Sample:
     torch.cuda.set_per_process_memory_fraction, or JAX's limit); process (this process on the
     GPU, from NVML);
     device_used / device_reserved (by the driver) / device_free / device_total; util_gpu (%);
-    unaccounted = process - reserved (CUDA context, library workspaces, other allocators).
+    unaccounted = process - reserved (CUDA context, library workspaces, other allocators; None when
+    NVML's figure lags below the reserve).
     """
 
     __slots__ = ("step", "time", "t_ns", "framework", "device", "allocated", "peak", "reserved",
@@ -74,9 +75,8 @@ class Sample:
 
     @property
     def unaccounted(self) -> Optional[int]:
-        if self.process is None or self.reserved is None:
-            return None
-        return self.process - self.reserved
+        # the model's placing of the process's bytes (gpumon_placed_split): None when NVML lags
+        return _gpumon.outside_bytes(self.process, self.reserved)
 
     def as_dict(self) -> Dict[str, Any]:
         return {"step": self.step, "time": self.time, "framework": self.framework, "device": self.device,
@@ -389,10 +389,9 @@ class GPUMonitor:
         self._min_headroom = min_headroom
         self._emit = emit
         self._leak_detection = bool(leak_detection)
+        self._oom_within = oom_within_steps
         self._model = self._make_model(info, min_headroom)
         self._nalerts = 0        # the model's alerts seen so far
-        self._oom_within = oom_within_steps
-        self._oom_told = False   # the oom_projected event was given
         self._tell_alert: Optional[Callable[[str], None]] = None  # a trainer's logging instead of warnings
         self._job_told = False   # the JOB record for this process was fed
         self._steps = 0
@@ -428,8 +427,11 @@ class GPUMonitor:
     def _make_model(self, info: Optional[Dict[str, Any]], min_headroom: Optional[float]):
         """The run model of this process: a run whose job is this process, alone on its GPU as far
         as the model is told (the GPU's other processes are in a recording, not here)."""
+        # the projection follows a leak alert, for on_alert: asked of the model only when both are on
+        within = self._oom_within if self._leak_detection and self._on_alert is not None else None
         model = _gpumon.Model(kind="run", command=_own_command(), job_pid=self._pid,
-                              headroom=float(min_headroom or 0.0), cuda_visible_devices=self._device_map())
+                              headroom=float(min_headroom or 0.0), cuda_visible_devices=self._device_map(),
+                              oom_within_steps=float(within or 0))
         if info is not None:
             model.add_device(self.nvml_index, info["name"], info["uuid"], info["memory_total_bytes"])
         return model
@@ -592,8 +594,8 @@ class GPUMonitor:
     # ---- alerts ---------------------------------------------------------------------------------
 
     def _check_alerts(self, s: Sample) -> None:
-        """The alerts the model gave on this sample's records, worded and told; then, once a leak
-        was told and oom_within_steps asks for it, the model's projection of out-of-memory."""
+        """The alerts the model gave on this sample's records, worded and told: its leak and headroom
+        alerts, and its projection of out-of-memory (oom_within_steps) passed on to on_alert."""
         for a in self._model.alerts(self._nalerts):
             self._nalerts += 1
             if a["kind"] == "leak" and self._leak_detection:
@@ -601,19 +603,9 @@ class GPUMonitor:
             elif a["kind"] == "headroom" and self._min_headroom is not None:
                 self._alert(a, "headroom_low", _words.headroom_alert(a, self.device, self._min_headroom, s.step),
                             HeadroomWarning, s)
-        if self._oom_within is not None and not self._oom_told and self._on_alert is not None and \
-                any(a["kind"] == "leak" for a in self.alerts):
-            self._check_projection(s)
-
-    def _check_projection(self, s: Sample) -> None:
-        v = self._model.verdict()
-        if not v or v.get("verdict") != "leak" or not v.get("alert") or v.get("steps_to_oom") is None \
-                or v["steps_to_oom"] > self._oom_within:
-            return
-        self._oom_told = True
-        a = dict(v, kind="oom_projected", message=_words.oom_projected(v, self.device, self._oom_within),
-                 step=s.step)
-        self._on_alert(from_alert(a, "oom_projected", self.device, self.rank))
+            elif a["kind"] == "oom_projected" and self._on_alert is not None:
+                a = dict(a, message=_words.oom_projected(a, self.device, self._oom_within), step=s.step)
+                self._on_alert(from_alert(a, "oom_projected", self.device, self.rank))
 
     def _launcher_tells(self, kind: str) -> bool:
         """Under `gpumon run` the launcher's model judges the same samples and prints its leak

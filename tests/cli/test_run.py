@@ -232,7 +232,7 @@ def test_framework_selection_and_no_options(gpumon, tmp_path):
 def test_paddle_fraction_note(gpumon, tmp_path):
     # (issue 14: an explanation, as --fraction acts on JAX: said with -v)
     r = run(gpumon, tmp_path, ["-v", "--fraction", "0.5", "--", "true"])
-    assert ("--fraction has no effect on Paddle's default auto_growth allocator; add --paddle-strategy "
+    assert ("--fraction has no effect on Paddle's auto_growth allocator; add --paddle-strategy "
             "naive_best_fit to make it pre-allocate") in r.stderr
     r = run(gpumon, tmp_path, out="rec2.gpumon", args=["-v", "--fraction", "0.5", "--paddle-strategy", "naive_best_fit", "--", "env"])
     assert "has no effect on Paddle" not in r.stderr

@@ -114,3 +114,26 @@ def test_fit_batch_takes_dicts_and_tuples_and_says_what_it_refuses():
     with pytest.raises(ValueError, match="multiple_of must be at least 1"):
         _gpumon.fit_batch(runs, 10 * GIB, multiple_of=0)
     assert _gpumon.fit_next([], 10 * GIB, 4) == 4
+
+
+def test_run_and_room_are_the_librarys():
+    """A run's peak and the room come from libgpumon (gpumon_fit_run_from, gpumon_job_room_get), as
+    `gpumon fit` makes them: the reserve's peak plus what the process holds outside the allocator."""
+    run = _gpumon.fit_run_from(8, nvml=3 * GIB, reserved=2 * GIB, allocated_peak=5 * GIB, reserved_peak=6 * GIB)
+    assert run == {"batch": 8, "peak_bytes": 7 * GIB, "allocated_peak_bytes": 5 * GIB,
+                   "reserved_peak_bytes": 6 * GIB, "failed": False}
+    assert _gpumon.fit_run_from(4, True, nvml_peak=9 * GIB, reserved_peak=6 * GIB)["peak_bytes"] == 9 * GIB
+    room = _gpumon.job_room(10 * GIB, 4 * GIB, 3 * GIB, 5 * GIB)
+    assert room == {"room_bytes": 6 * GIB, "allocator_bytes": 5 * GIB, "outside_bytes": GIB}
+    assert _gpumon.job_room(None, 4 * GIB) is None
+    assert gpumon._tools.allocator_room(10 * GIB, 3 * GIB) == 13 * GIB
+
+
+def test_outside_the_allocator_is_the_models():
+    """Sample.unaccounted is the model's placing (gpumon_placed_split): never negative when NVML's
+    figure lags below the allocator's reserve, but not known."""
+    from gpumon.monitor import Sample
+    assert _gpumon.outside_bytes(3 * GIB, 2 * GIB) == GIB
+    assert Sample(process=3 * GIB, reserved=2 * GIB).unaccounted == GIB
+    assert Sample(process=GIB, reserved=2 * GIB).unaccounted is None
+    assert Sample(process=None, reserved=2 * GIB).unaccounted is None

@@ -8,6 +8,7 @@
 #include "tap.h"
 
 #include <math.h>
+#include <string.h>
 
 #define MIB 1048576.0
 #define GIB 1073741824.0
@@ -363,8 +364,77 @@ static void test_next(void)
 	ok(x == 0 || x < 30, "never at or above a failed batch (%llu)", (unsigned long long)x);
 }
 
+/* A run's peak from what it measured: the larger of NVML's and the allocator's peak plus what the
+ * process holds outside the allocator. */
+static void test_run_from(void)
+{
+	gpumon_fit_measure m = {.size = sizeof m, .batch = 8, .nvml_bytes = 3 * GIB, .reserved_bytes = 2 * GIB,
+				.allocated_peak_bytes = 5 * GIB, .reserved_peak_bytes = 6 * GIB};
+	gpumon_fit_run r = {0};
+	ok(gpumon_fit_run_from(&m, &r) == 0 && r.peak_bytes == 7 * GIB && r.batch == 8 && !r.failed &&
+		   r.allocated_peak_bytes == 5 * GIB && r.reserved_peak_bytes == 6 * GIB,
+	   "the reserve's peak plus the 1 GiB outside it (%llu)", (unsigned long long)r.peak_bytes);
+	m.reserved_peak_bytes = 0;
+	ok(gpumon_fit_run_from(&m, &r) == 0 && r.peak_bytes == 6 * GIB, "no reserved peak: the allocated one");
+	m.nvml_peak_bytes = 9 * GIB;
+	m.failed = 1;
+	ok(gpumon_fit_run_from(&m, &r) == 0 && r.peak_bytes == 9 * GIB && r.failed, "a higher NVML peak is the run's");
+	gpumon_fit_measure only = {.size = sizeof only, .batch = 4, .reserved_peak_bytes = 5 * GIB};
+	ok(gpumon_fit_run_from(&only, &r) == 0 && r.peak_bytes == 5 * GIB, "no NVML figure: the reserve's peak");
+	gpumon_fit_measure lag = {.size = sizeof lag, .batch = 4, .nvml_bytes = GIB, .reserved_bytes = 2 * GIB,
+				  .reserved_peak_bytes = 3 * GIB};
+	ok(gpumon_fit_run_from(&lag, &r) == 0 && r.peak_bytes == 3 * GIB, "NVML below the reserve: nothing outside");
+	lag.size = 4;
+	ok(gpumon_fit_run_from(&lag, &r) == GPUMON_E_INVAL && gpumon_fit_run_from(NULL, &r) == GPUMON_E_INVAL,
+	   "a size it does not know, NULL: refused");
+}
+
+/* The room of a job's process: free memory plus what it holds, under its cap plus what it holds
+ * outside the allocator. */
+static void test_job_room(void)
+{
+	gpumon_job_room_input in = {.size = sizeof in, .free_known = 1, .free_bytes = 10 * GIB,
+				    .process_bytes = 4 * GIB, .reserved_bytes = 3 * GIB};
+	gpumon_job_room r = {.size = sizeof r};
+	ok(gpumon_job_room_get(&in, &r) == 0 && r.room_bytes == 14 * GIB && r.outside_bytes == GIB &&
+		   r.allocator_bytes == 13 * GIB, "free + held; the allocator's is free + reserved");
+	in.cap_bytes = 5 * GIB;
+	ok(gpumon_job_room_get(&in, &r) == 0 && r.room_bytes == 6 * GIB && r.allocator_bytes == 5 * GIB,
+	   "a cap bounds the allocator; NVML's room is the cap plus what is outside it");
+	in.cap_bytes = 0;
+	in.process_bytes = 2 * GIB; /* NVML lags the allocator */
+	ok(gpumon_job_room_get(&in, &r) == 0 && r.room_bytes == 13 * GIB && r.outside_bytes == 0 &&
+		   r.allocator_bytes == 13 * GIB, "NVML below the reserve: the reserve is held");
+	in.process_bytes = 0;
+	ok(gpumon_job_room_get(&in, &r) == 0 && r.room_bytes == 13 * GIB, "no NVML figure: free + reserved");
+	in.free_known = 0;
+	ok(gpumon_job_room_get(&in, &r) == GPUMON_E_NOT_FOUND && r.room_bytes == 0 && r.size == sizeof r,
+	   "free memory unknown: not found");
+	r.size = 3;
+	ok(gpumon_job_room_get(&in, &r) == GPUMON_E_INVAL && gpumon_job_room_get(NULL, &r) == GPUMON_E_INVAL,
+	   "bad sizes, NULL: refused");
+}
+
+/* One moment's figures placed: cached in the allocator, outside it, or not known when NVML lags. */
+static void test_placed_split(void)
+{
+	gpumon_placed p;
+	memset(&p, 0xff, sizeof p);
+	gpumon_placed_split((uint64_t)(5 * GIB), (uint64_t)(3 * GIB), (uint64_t)(2 * GIB), &p);
+	ok(p.nvml_bytes == 5 * GIB && p.reserved_bytes == 3 * GIB && p.allocated_bytes == 2 * GIB && p.cached_bytes == GIB &&
+		   p.outside_known == 1 && p.outside_bytes == 2 * GIB,
+	   "NVML = reserved (allocated + cached) + outside");
+	gpumon_placed_split((uint64_t)(2 * GIB), (uint64_t)(3 * GIB), (uint64_t)(4 * GIB), &p);
+	ok(p.outside_known == 0 && p.outside_bytes == 0 && p.cached_bytes == 0,
+	   "NVML below the reserve: outside not known (never a negative figure); allocated above reserved: no cache");
+	gpumon_placed_split(1, 1, 1, NULL); /* nothing to fill: no crash */
+}
+
 int main(void)
 {
+	test_placed_split();
+	test_run_from();
+	test_job_room();
 	test_line();
 	test_quadratic();
 	test_ignored_batch();

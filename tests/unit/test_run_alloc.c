@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_run_alloc.c — `gpumon run`'s pure parts: allocator options to framework variables and
- * notes (run_alloc.c), the job's process tree on a tree of our own (run_tree.c over the library's
+ * notes (the library's allocator plan, lib/alloc_plan.c, as gpumon run and limit_pool() ask),
+ * the job's process tree on a tree of our own (run_tree.c over the library's
  * gpumon_host_process_tree; its stat parsing is tested in test_host_process.c), and the
  * socket protocol's line parser (run_socket.c). */
 #include <signal.h>
@@ -10,11 +11,10 @@
 #define FAKE_NVML_LIB ""
 #define FAKE_NVML_V1_LIB ""
 #include "tap.h"
-#include "run_alloc.h"
 #include "run_socket.h"
 #include "run_tree.h"
 
-static const char *var(const struct run_alloc_plan *p, const char *name)
+static const char *var(const gpumon_alloc_plan *p, const char *name)
 {
 	for (size_t i = 0; i < p->nvars; i++)
 		if (!strcmp(p->vars[i].name, name))
@@ -22,7 +22,7 @@ static const char *var(const struct run_alloc_plan *p, const char *name)
 	return NULL;
 }
 
-static int has_note(const struct run_alloc_plan *p, const char *part)
+static int has_note(const gpumon_alloc_plan *p, const char *part)
 {
 	for (size_t i = 0; i < p->nnotes; i++)
 		if (strstr(p->notes[i], part))
@@ -33,86 +33,94 @@ static int has_note(const struct run_alloc_plan *p, const char *part)
 static void test_sizes(void)
 {
 	uint64_t v = 0;
-	ok(run_alloc_parse_size("8G", &v) == 0 && v == 8ull << 30, "8G");
-	ok(run_alloc_parse_size("8GiB", &v) == 0 && v == 8ull << 30, "8GiB");
-	ok(run_alloc_parse_size("8gb", &v) == 0 && v == 8ull << 30, "8gb is binary too");
-	ok(run_alloc_parse_size("1.5M", &v) == 0 && v == 3ull << 19, "1.5M");
-	ok(run_alloc_parse_size("4096", &v) == 0 && v == 4096, "plain bytes");
-	ok(run_alloc_parse_size("", &v) < 0 && run_alloc_parse_size("G", &v) < 0 &&
-	   run_alloc_parse_size("-1G", &v) < 0 && run_alloc_parse_size("0", &v) < 0 &&
-	   run_alloc_parse_size("8X", &v) < 0 && run_alloc_parse_size("8GiBs", &v) < 0 &&
-	   run_alloc_parse_size("99999999T", &v) < 0 && run_alloc_parse_size("nan", &v) < 0,
+	ok(gpumon_size_parse("8G", &v) == 0 && v == 8ull << 30, "8G");
+	ok(gpumon_size_parse("8GiB", &v) == 0 && v == 8ull << 30, "8GiB");
+	ok(gpumon_size_parse("8gb", &v) == 0 && v == 8ull << 30, "8gb is binary too");
+	ok(gpumon_size_parse("1.5M", &v) == 0 && v == 3ull << 19, "1.5M");
+	ok(gpumon_size_parse("4096", &v) == 0 && v == 4096, "plain bytes");
+	ok(gpumon_size_parse("", &v) < 0 && gpumon_size_parse("G", &v) < 0 &&
+	   gpumon_size_parse("-1G", &v) < 0 && gpumon_size_parse("0", &v) < 0 &&
+	   gpumon_size_parse("8X", &v) < 0 && gpumon_size_parse("8GiBs", &v) < 0 &&
+	   gpumon_size_parse("99999999T", &v) < 0 && gpumon_size_parse("nan", &v) < 0,
 	   "bad sizes refused");
 	double f;
-	ok(run_alloc_parse_fraction("1", 1, 1, &f) == 0 && f == 1, "fraction 1 allowed");
-	ok(run_alloc_parse_fraction("1", 1, 0, &f) < 0, "gc threshold 1 refused");
-	ok(run_alloc_parse_fraction("0", 1, 1, &f) < 0 && run_alloc_parse_fraction("1.01", 1, 1, &f) < 0 &&
-	   run_alloc_parse_fraction("0.5x", 1, 1, &f) < 0 && run_alloc_parse_fraction("inf", 1, 1, &f) < 0,
+	ok(gpumon_fraction_parse("1", 1, 1, &f) == 0 && f == 1, "fraction 1 allowed");
+	ok(gpumon_fraction_parse("1", 1, 0, &f) < 0, "gc threshold 1 refused");
+	ok(gpumon_fraction_parse("0", 1, 1, &f) < 0 && gpumon_fraction_parse("1.01", 1, 1, &f) < 0 &&
+	   gpumon_fraction_parse("0.5x", 1, 1, &f) < 0 && gpumon_fraction_parse("inf", 1, 1, &f) < 0,
 	   "bad fractions refused");
-	is_int(run_alloc_framework_bits("tf"), RUN_FW_TF, "tf");
-	is_int(run_alloc_framework_bits("all"), RUN_FW_ALL, "all");
-	is_int(run_alloc_framework_bits("mxnet"), 0, "unknown framework");
+	is_int(gpumon_framework_bits("tf"), GPUMON_FW_TF, "tf");
+	is_int(gpumon_framework_bits("all"), GPUMON_FW_ALL, "all");
+	is_int(gpumon_framework_bits("mxnet"), 0, "unknown framework");
 	const char *py = "import os\nimport torch.nn as nn\nfrom jax import numpy\nimport paddlex\n";
-	is_int(run_alloc_detect(py, strlen(py)), RUN_FW_TORCH | RUN_FW_JAX, "detect: torch and jax, not paddlex");
-	is_int(run_alloc_detect("x = 1", 5), 0, "detect: none");
+	is_int(gpumon_framework_detect(py, strlen(py)), GPUMON_FW_TORCH | GPUMON_FW_JAX, "detect: torch and jax, not paddlex");
+	is_int(gpumon_framework_detect("x = 1", 5), 0, "detect: none");
 }
 
 static void test_check(void)
 {
 	char err[256];
-	struct run_alloc_opts o = {0};
+	gpumon_alloc_opts o = {.size = sizeof o, .flags = GPUMON_ALLOC_ENFORCED};
 	o.no_prealloc = 1;
 	o.paddle_strategy = "naive_best_fit";
-	ok(run_alloc_check(&o, err, sizeof err) < 0 && strstr(err, "contradicts"), "no-prealloc vs naive_best_fit");
+	ok(gpumon_alloc_check(&o, err, sizeof err) < 0 && strstr(err, "contradicts"), "no-prealloc vs naive_best_fit");
 	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
 	o.paddle_strategy = "best";
-	ok(run_alloc_check(&o, err, sizeof err) < 0, "unknown strategy");
+	ok(gpumon_alloc_check(&o, err, sizeof err) < 0, "unknown strategy");
 	memset(&o, 0, sizeof o);
+	o.size = sizeof o;
 	o.max_split_bytes = 20ull << 20;
-	ok(run_alloc_check(&o, err, sizeof err) < 0 && strstr(err, "20 MiB"), "max split must be > 20 MiB");
+	ok(gpumon_alloc_check(&o, err, sizeof err) < 0 && strstr(err, "20 MiB"), "max split must be > 20 MiB");
 	o.max_split_bytes = 21ull << 20;
-	ok(run_alloc_check(&o, err, sizeof err) == 0, "21 MiB is fine");
+	ok(gpumon_alloc_check(&o, err, sizeof err) == 0, "21 MiB is fine");
 }
 
 static void test_paddle(void)
 {
-	struct run_alloc_plan p;
-	struct run_alloc_opts o = {.frameworks = RUN_FW_PADDLE, .limit_bytes = 8ull << 30, .initial_bytes = 1ull << 30,
+	gpumon_alloc_plan p;
+	gpumon_alloc_opts o = {.size = sizeof o,
+				.flags = GPUMON_ALLOC_ENFORCED,
+				.frameworks = GPUMON_FW_PADDLE, .limit_bytes = 8ull << 30, .initial_bytes = 1ull << 30,
 				   .fraction = 0.5};
 	char *env[] = {"FLAGS_malloc_trunk_size=268435456", NULL};
-	ok(run_alloc_build(&o, env, &p) == 0, "paddle plan");
+	ok(gpumon_alloc_plan_build(&o, env, &p) == 0, "paddle plan");
 	is_str(var(&p, "FLAGS_gpu_memory_limit_mb"), "8192", "limit in MiB");
 	is_str(var(&p, "FLAGS_initial_gpu_memory_in_mb"), "1024", "initial in MiB");
 	is_str(var(&p, "FLAGS_fraction_of_gpu_memory_to_use"), "0.5", "fraction");
 	ok(var(&p, "FLAGS_allocator_strategy") == NULL, "strategy left alone");
-	ok(has_note(&p, "--fraction has no effect on Paddle's default auto_growth allocator; add "
+	ok(has_note(&p, "--fraction has no effect on Paddle's auto_growth allocator; add "
 			"--paddle-strategy naive_best_fit to make it pre-allocate"), "fraction note");
 	ok(has_note(&p, "--initial has no effect on Paddle"), "initial note");
 	ok(has_note(&p, "FLAGS_malloc_trunk_size (set in your environment) does not exist"), "malloc_trunk_size note");
 	ok(var(&p, "PYTORCH_CUDA_ALLOC_CONF") == NULL && var(&p, "XLA_PYTHON_CLIENT_MEM_FRACTION") == NULL,
 	   "only paddle's variables");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
 
 	o.paddle_strategy = "naive_best_fit";
-	ok(run_alloc_build(&o, NULL, &p) == 0, "paddle naive_best_fit plan");
+	ok(gpumon_alloc_plan_build(&o, NULL, &p) == 0, "paddle naive_best_fit plan");
 	is_str(var(&p, "FLAGS_allocator_strategy"), "naive_best_fit", "strategy set");
 	ok(!has_note(&p, "has no effect"), "no 'no effect' note under naive_best_fit");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
 
-	struct run_alloc_opts o2 = {.frameworks = RUN_FW_PADDLE, .fraction = 0.3};
+	gpumon_alloc_opts o2 = {.size = sizeof o2,
+				 .flags = GPUMON_ALLOC_ENFORCED,
+				 .frameworks = GPUMON_FW_PADDLE, .fraction = 0.3};
 	char *env2[] = {"FLAGS_allocator_strategy=naive_best_fit", NULL};
-	ok(run_alloc_build(&o2, env2, &p) == 0 && !has_note(&p, "has no effect"),
+	ok(gpumon_alloc_plan_build(&o2, env2, &p) == 0 && !has_note(&p, "has no effect"),
 	   "the user's own FLAGS_allocator_strategy counts");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
 }
 
 static void test_torch(void)
 {
-	struct run_alloc_plan p;
-	struct run_alloc_opts o = {.frameworks = RUN_FW_TORCH, .expandable = 1, .max_split_bytes = 128ull << 20,
+	gpumon_alloc_plan p;
+	gpumon_alloc_opts o = {.size = sizeof o,
+				.flags = GPUMON_ALLOC_ENFORCED,
+				.frameworks = GPUMON_FW_TORCH, .expandable = 1, .max_split_bytes = 128ull << 20,
 				   .gc_threshold = 0.6, .limit_bytes = 4ull << 30};
 	char *env[] = {"PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:64,backend:native", NULL};
-	ok(run_alloc_build(&o, env, &p) == 0, "torch plan");
+	ok(gpumon_alloc_plan_build(&o, env, &p) == 0, "torch plan");
 	is_str(var(&p, "PYTORCH_CUDA_ALLOC_CONF"),
 	       "backend:native,expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.6",
 	       "merged, ours win");
@@ -120,38 +128,76 @@ static void test_torch(void)
 	ok(has_note(&p, "no variable for a hard limit") && has_note(&p, "set_per_process_memory_fraction"),
 	   "limit note names the code change");
 	ok(var(&p, "PYTORCH_ALLOC_CONF") == NULL, "newer variable not invented");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
 	char *env2[] = {"PYTORCH_ALLOC_CONF=expandable_segments:False", NULL};
-	ok(run_alloc_build(&o, env2, &p) == 0, "torch plan with the newer variable");
+	ok(gpumon_alloc_plan_build(&o, env2, &p) == 0, "torch plan with the newer variable");
 	is_str(var(&p, "PYTORCH_ALLOC_CONF"), "expandable_segments:True,max_split_size_mb:128,garbage_collection_threshold:0.6",
 	       "the newer variable merged too");
-	run_alloc_plan_free(&p);
-	struct run_alloc_opts none = {.frameworks = RUN_FW_ALL};
-	ok(run_alloc_build(&none, env, &p) == 0 && p.nvars == 0 && p.nnotes == 0, "no options: nothing set, nothing said");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
+	gpumon_alloc_opts none = {.size = sizeof none,
+				   .flags = GPUMON_ALLOC_ENFORCED,
+				   .frameworks = GPUMON_FW_ALL};
+	ok(gpumon_alloc_plan_build(&none, env, &p) == 0 && p.nvars == 0 && p.nnotes == 0, "no options: nothing set, nothing said");
+	gpumon_alloc_plan_free(&p);
 }
 
 static void test_jax_tf(void)
 {
-	struct run_alloc_plan p;
-	struct run_alloc_opts o = {.frameworks = RUN_FW_JAX | RUN_FW_TF, .limit_bytes = 20ull << 30,
+	gpumon_alloc_plan p;
+	gpumon_alloc_opts o = {.size = sizeof o,
+				.flags = GPUMON_ALLOC_ENFORCED,
+				.frameworks = GPUMON_FW_JAX | GPUMON_FW_TF, .limit_bytes = 20ull << 30,
 				   .gpu_total_bytes = 80ull << 30, .no_prealloc = 1, .jax_platform_allocator = 1};
-	ok(run_alloc_build(&o, NULL, &p) == 0, "jax+tf plan");
+	ok(gpumon_alloc_plan_build(&o, NULL, &p) == 0, "jax+tf plan");
 	is_str(var(&p, "XLA_PYTHON_CLIENT_MEM_FRACTION"), "0.250", "fraction from the limit");
 	is_str(var(&p, "XLA_PYTHON_CLIENT_PREALLOCATE"), "false", "no preallocation");
 	is_str(var(&p, "XLA_PYTHON_CLIENT_ALLOCATOR"), "platform", "platform allocator when asked");
 	is_str(var(&p, "TF_FORCE_GPU_ALLOW_GROWTH"), "true", "tf growth");
 	ok(has_note(&p, "TensorFlow has no environment variable for a memory cap"), "tf limit note");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
 	o.fraction = 0.9;
-	ok(run_alloc_build(&o, NULL, &p) == 0, "jax with explicit fraction");
+	ok(gpumon_alloc_plan_build(&o, NULL, &p) == 0, "jax with explicit fraction");
 	is_str(var(&p, "XLA_PYTHON_CLIENT_MEM_FRACTION"), "0.900", "--fraction wins over --limit");
-	run_alloc_plan_free(&p);
-	struct run_alloc_opts g = {.frameworks = RUN_FW_ALL, .growth = 1};
-	ok(run_alloc_build(&g, NULL, &p) == 0, "growth plan");
+	gpumon_alloc_plan_free(&p);
+	gpumon_alloc_opts g = {.size = sizeof g,
+				.flags = GPUMON_ALLOC_ENFORCED,
+				.frameworks = GPUMON_FW_ALL, .growth = 1};
+	ok(gpumon_alloc_plan_build(&g, NULL, &p) == 0, "growth plan");
 	is_str(var(&p, "FLAGS_allocator_strategy"), "auto_growth", "paddle grows");
 	ok(var(&p, "XLA_PYTHON_CLIENT_ALLOCATOR") == NULL, "no platform allocator unless asked");
-	run_alloc_plan_free(&p);
+	gpumon_alloc_plan_free(&p);
+}
+
+/* limit_pool()'s plan: Python's names, and a limit nothing enforces warned about where it does
+ * nothing; the strategy in effect named. */
+static void test_python(void)
+{
+	gpumon_alloc_plan p;
+	gpumon_alloc_opts o = {.size = sizeof o, .flags = GPUMON_ALLOC_PYTHON_NAMES, .limit_bytes = 8ull << 30,
+			       .fraction = 0.5, .frameworks = GPUMON_FW_PADDLE | GPUMON_FW_TORCH | GPUMON_FW_TF};
+	char *env[] = {"FLAGS_allocator_strategy=thread_local", NULL};
+	ok(gpumon_alloc_plan_build(&o, env, &p) == 0, "python plan");
+	size_t i = 0;
+	while (i < p.nnotes && !strstr(p.notes[i], "PyTorch has no variable for a memory cap"))
+		i++;
+	ok(i < p.nnotes && p.no_effect[i] && !strstr(p.notes[i], "gpumon enforces"),
+	   "not enforced: PyTorch's missing cap is a setting without effect, and nothing claims to enforce it");
+	ok(has_note(&p, "fraction has no effect on Paddle's thread_local allocator; add "
+			"paddle_strategy='naive_best_fit' to make it pre-allocate") && !has_note(&p, "--"),
+	   "Python's keywords, the user's strategy named");
+	ok(has_note(&p, "TensorFlow has no environment variable for a memory cap (limit, fraction): inside the code"),
+	   "TensorFlow: no claim of enforcement");
+	gpumon_alloc_plan_free(&p);
+	char err[200];
+	gpumon_alloc_opts bad = {.size = sizeof bad, .flags = GPUMON_ALLOC_PYTHON_NAMES, .no_prealloc = 1,
+				 .paddle_strategy = "naive_best_fit"};
+	ok(gpumon_alloc_check(&bad, err, sizeof err) == GPUMON_E_INVAL &&
+		   !strcmp(err, "no_prealloc=True contradicts paddle_strategy='naive_best_fit', which pre-allocates"),
+	   "a conflict in Python's words: %s", err);
+	bad.size = 8;
+	ok(gpumon_alloc_plan_build(&bad, NULL, &p) == GPUMON_E_INVAL && gpumon_alloc_check(&bad, err, sizeof err),
+	   "a size it does not know: refused");
+	gpumon_alloc_plan_free(NULL);
 }
 
 /* Forks a child that forks a grandchild; both sleep until killed. */
@@ -229,6 +275,7 @@ int main(void)
 	test_paddle();
 	test_torch();
 	test_jax_tf();
+	test_python();
 	test_tree();
 	test_msg();
 	return tap_done();
