@@ -463,20 +463,31 @@ static int terminal_gone(const struct pollfd *pfd, int ready, int keys, int read
 	return 0;
 }
 
-/* The loop: feed, snapshot (unless paused), draw when something changed every interval; keys in
- * between. It ends on q, a stop signal (SIGINT, SIGTERM, SIGHUP) or when the terminal goes away,
- * with EXIT_OK; on a failure with EXIT_OTHER and src->err. */
+/* Milliseconds to the next second of the wall clock (the title's clock turns then). */
+static int ms_to_next_second(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	return 1000 - (int)(t.tv_nsec / 1000000);
+}
+
+/* The loop: feed, snapshot (unless paused), draw when something changed, at most once an interval;
+ * keys in between. Live, the screen does not wake every interval to find nothing new: once an
+ * interval has passed it waits for the sampler's next record (rows come on a change, and a heartbeat
+ * a second), the clock's next second or a key, so a 100 ms refresh of an idle GPU wakes it a few
+ * times a second, not ten. It ends on q, a stop signal (SIGINT, SIGTERM, SIGHUP) or when the
+ * terminal goes away, with EXIT_OK; on a failure with EXIT_OTHER and src->err. */
 static int loop(struct source *src, watch_view *v)
 {
 	watch_snap snap, drawn;
 	memset(&snap, 0, sizeof snap);
 	memset(&drawn, 0, sizeof drawn);
 	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u, next = cli_now_ns();
-	int rc = EXIT_OK, dirty = 1, first = 1, unread = 0;
+	int rc = EXIT_OK, dirty = 1, first = 1, unread = 0, due = 1;
 	char title[sizeof v->title], position[sizeof v->position];
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
-		if (now >= next) {
+		if (due && now >= next) {
 			if (refresh_snapshot(src, v, &snap, 0) < 0) {
 				rc = EXIT_OTHER;
 				break;
@@ -492,18 +503,27 @@ static int loop(struct source *src, watch_view *v)
 			memcpy(position, v->position, sizeof position);
 			set_title(v, src);
 			dirty |= changed(&snap, &drawn, v, title, position);
+			due = first; /* live: the next refresh waits for something new (below) */
 		}
 		if (dirty) {
 			set_title(v, src);
 			watch_draw(&snap, v);
 			dirty = 0;
 		}
-		struct pollfd pfd = {.fd = STDIN_FILENO, .events = POLLIN};
+		/* a replay, a paused screen (it feeds, and the clock runs), or no descriptor: every interval */
+		int records_fd = !src->r && !v->paused ? gpumon_sampler_fd(src->s) : -1;
+		if (records_fd < 0)
+			due = 1;
+		struct pollfd pfd[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = records_fd, .events = POLLIN}};
 		now = cli_now_ns();
 		int wait_ms = next > now ? (int)((next - now + 999999) / 1000000) : 0;
-		int ready = poll(&pfd, 1, wait_ms);
+		if (!due)
+			wait_ms = ms_to_next_second();
+		int ready = poll(pfd, due ? 1 : 2, wait_ms);
 		if (ready < 0 && errno != EINTR)
 			break;
+		if (!due && ready >= 0 && ((pfd[1].revents & POLLIN) || ready == 0))
+			due = 1; /* a record, or the clock's second: refreshed once the interval is over */
 		int ch = 0, k = K_NONE, keys = 0;
 		errno = 0;
 		while (k != K_QUIT && k != K_FAIL && (ch = getch()) != ERR) {
@@ -519,7 +539,7 @@ static int loop(struct source *src, watch_view *v)
 			rc = EXIT_OTHER;
 		if (k == K_QUIT || k == K_FAIL)
 			break;
-		if (terminal_gone(&pfd, ready, keys, ch == ERR && errno == EIO, &unread))
+		if (terminal_gone(&pfd[0], ready, keys, ch == ERR && errno == EIO, &unread))
 			break;
 	}
 	watch_snap_free(&snap);

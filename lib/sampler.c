@@ -7,6 +7,8 @@
  * late sample. A process record's process is a copy of its own, made by the sampling thread and
  * freed by the poll after the one that handed it out. */
 #include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +79,7 @@ struct gpumon_sampler {
 	pthread_cond_t idle;   /* a thread ended, or a poll returned, while stopping */
 	gpumon_record *q;
 	size_t qcap, qhead, qlen;
+	int evfd;                 /* gpumon_sampler_fd's eventfd, -1 until asked for: readable while qlen > 0 */
 	/* processes of the records the last poll handed out: theirs until the next poll (at most qcap) */
 	gpumon_process **handed;
 	size_t nhanded;
@@ -104,7 +107,11 @@ static int push_locked(gpumon_sampler *s, const gpumon_record *r)
 		return 0;
 	}
 	s->q[(s->qhead + s->qlen) % s->qcap] = *r;
-	s->qlen++;
+	if (s->qlen++ == 0 && s->evfd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(s->evfd, &one, sizeof one); /* fails only when it is readable already */
+		(void)w;
+	}
 	s->st.records++;
 	pthread_cond_signal(&s->queued);
 	return 1;
@@ -480,6 +487,8 @@ static void free_sampler(gpumon_sampler *s)
 		free(s->handed[k]);
 	free(s->handed);
 	free(s->q);
+	if (s->evfd >= 0)
+		close(s->evfd);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->queued);
 	pthread_cond_destroy(&s->wake);
@@ -610,6 +619,7 @@ static gpumon_sampler *sampler_new(gpumon *g, const gpumon_sampler_config *c)
 	pthread_cond_init(&s->idle, &ca);
 	pthread_condattr_destroy(&ca);
 	s->g = g;
+	s->evfd = -1;
 	s->cfg = *c;
 	s->cfg.devices = NULL; /* not kept: the caller's array may go away */
 	s->refs = 1;
@@ -704,6 +714,11 @@ int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_
 		s->qhead = (s->qhead + 1) % s->qcap;
 		s->qlen--;
 	}
+	if (s->qlen == 0 && s->evfd >= 0) {
+		uint64_t count;
+		ssize_t rd = read(s->evfd, &count, sizeof count); /* not readable until the next record */
+		(void)rd;
+	}
 	/* a destroy in another thread waits for this: the lock must outlive the wait */
 	if (--s->pollers == 0 && s->stopping)
 		pthread_cond_broadcast(&s->idle);
@@ -759,6 +774,24 @@ const char *gpumon_sampler_errmsg(const gpumon_sampler *s)
 {
 	/* the sampling threads report by counters and events; create's failures are on g */
 	return s ? s->msg : "";
+}
+
+int gpumon_sampler_fd(gpumon_sampler *s)
+{
+	if (!s)
+		return -1;
+	pthread_mutex_lock(&s->lock);
+	if (s->evfd < 0) {
+		s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (s->evfd >= 0 && s->qlen > 0) {
+			uint64_t one = 1;
+			ssize_t w = write(s->evfd, &one, sizeof one);
+			(void)w;
+		}
+	}
+	int fd = s->evfd;
+	pthread_mutex_unlock(&s->lock);
+	return fd;
 }
 
 void gpumon_sampler_destroy(gpumon_sampler *s)

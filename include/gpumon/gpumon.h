@@ -749,6 +749,15 @@ GPUMON_API int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg
  */
 GPUMON_API int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_t *n, int timeout_ms);
 
+/*
+ * A file descriptor that is readable while records are queued, for a consumer that waits on other
+ * descriptors too (a terminal's keys): poll() it with them, then gpumon_sampler_poll(..., 0) until
+ * that gives none. Made by the first call (one per sampler, the same each time), owned and closed by
+ * the sampler (gpumon_sampler_destroy): never read or close it. Returns it, or -1 (errno says why:
+ * no descriptor to spare).
+ */
+GPUMON_API int gpumon_sampler_fd(gpumon_sampler *s);
+
 /* Copies the counters (safe while sampling). */
 GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats *out);
 

@@ -300,7 +300,7 @@ static const struct {
 
 static void torch_line(struct reading *r, const char *s, const char *end)
 {
-	uint64_t v, v2, pid;
+	uint64_t v = 0, v2 = 0, pid = 0;
 	const char *p = after(s, end, "Tried to allocate ");
 	if (!p)
 		return;

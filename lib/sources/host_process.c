@@ -149,7 +149,7 @@ static const struct {
 /* A rank or size: decimal digits only, at most INT_MAX; -1 otherwise. */
 static int parse_count(const char *s, size_t len)
 {
-	uint64_t v;
+	uint64_t v = 0;
 	const char *end = parse_u64(s, s + len, &v);
 	return end == s + len && v <= INT_MAX ? (int)v : -1;
 }
