@@ -1567,6 +1567,126 @@ typedef struct gpumon_model_oom {
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */
 GPUMON_API int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out);
 
+/* ---- typed answers: what the document says, asked one piece at a time ---------------------------
+ * The front ends (gpumon run's summary and alerts, gpumon report, the Python package) ask these,
+ * and the document (gpumon_model_document) is made from them, so that both say one thing. Each
+ * struct starts with `size`, set by the caller to sizeof the struct it was built with (an older,
+ * smaller struct gets the fields it has); a size below the first version's or above this header's
+ * is GPUMON_E_INVAL. Strings given as pointers are the model's: valid until it is destroyed. */
+
+/* What the model read (the document's "source"). */
+typedef struct gpumon_model_source {
+	unsigned size;               /* sizeof(gpumon_model_source): set by the caller */
+	const char *path;            /* what was read ("run.gpumon", "a.gpumon + b.gpumon"); NULL none */
+	const char *type;            /* "recording", "recordings", "csv", "live", ... never NULL */
+	const char *kind;            /* the metadata's kind ("run", "record"); NULL unknown */
+	const char *command;         /* the job's command line; NULL none */
+	const char *host;            /* NULL unknown */
+	char start_utc[24];          /* the start on the wall clock, "2026-01-02T03:04:05Z"; "" unknown */
+	int duration_known;          /* 0: no record was read */
+	double duration_s;           /* from the start to the end (gpumon_model_seconds) */
+	int exit_status;             /* the job's; -1 unknown */
+	uint64_t records;            /* records taken */
+	int names_processes;         /* 0: a CSV, whose one process carries a stand-in pid (0) that names
+					nothing: front ends say "the process" for every pid of it */
+	uint64_t events_dropped;     /* events beyond the model's bound (gpumon_model_event_get lists the rest) */
+} gpumon_model_source;
+
+/* 0, or GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_source_get(const gpumon_model *m, gpumon_model_source *out);
+
+/* What could not be read (the document's source.damage): what the model was told was lost
+ * (gpumon_model_damage) and the records it left out itself for a figure above GPUMON_MAX_BYTES.
+ * Sets *text to a string freed with gpumon_free(), or NULL when nothing was lost. 0,
+ * GPUMON_E_NOMEM, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_damage_get(const gpumon_model *m, char **text);
+
+/* A GPU of the model and what the run did on it (the document's devices[]). */
+typedef struct gpumon_model_gpu {
+	unsigned size;               /* sizeof(gpumon_model_gpu): set by the caller */
+	unsigned dev;                /* its position in the model */
+	char name[96], uuid[96], pci_bus_id[32]; /* "" unknown */
+	uint64_t total_bytes;        /* 0 unknown */
+	int lost;                    /* it fell off the bus ... */
+	uint64_t lost_t_ns;          /* ... then; 0 unknown */
+	unsigned host;               /* its host (gpumon_model_hosts) */
+	int peak_known;              /* peak: its used memory at most (owner: whose rise made it) */
+	gpumon_peak peak;
+	int job_known;               /* a process of the job held memory here; others_at_job_peak_bytes
+					and job_peak_known are about that */
+	int job_peak_known;          /* job_peak: the job's processes together at most */
+	gpumon_peak job_peak;
+	uint64_t others_at_job_peak_bytes; /* every other process together at the job's peak */
+	uint64_t others_peak_bytes;  /* every other process together at most */
+	int job_mean_known;          /* job_mean_bytes: the job's figure averaged to the end */
+	uint64_t job_mean_bytes;
+} gpumon_model_gpu;
+
+/* The i-th GPU the model saw (in position order): 0, GPUMON_E_NOT_FOUND past the last,
+ * GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_gpu_get(const gpumon_model *m, size_t i, gpumon_model_gpu *out);
+
+/* A process as the model knows it, to name it: its user, command line, owner and rank. */
+typedef struct gpumon_model_who {
+	unsigned size;               /* sizeof(gpumon_model_who): set by the caller */
+	unsigned pid;
+	char user[64];               /* "" unknown */
+	char command[512];           /* command line, else the name; "" unknown */
+	char owner[512];             /* gpumon_owner_describe's phrase; "" when no owner is known */
+	int owner_known;             /* owner_parts holds its container, pod, Slurm job or unit */
+	gpumon_owner owner_parts;
+	int rank;                    /* its global rank in a distributed job; -1 none or unknown */
+} gpumon_model_who;
+
+/* The process pid on GPU dev (dev < 0: on any GPU; the listing with a command line wins, the owner
+ * is the first one known). 0; GPUMON_E_NOT_FOUND when the model knows no such process (out then
+ * holds the pid alone, rank -1); GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_who_get(const gpumon_model *m, int dev, unsigned pid, gpumon_model_who *out);
+
+/* Why the memory a framework source's process holds outside its allocator is not known */
+enum {
+	GPUMON_UNACCOUNTED_KNOWN = 0,
+	GPUMON_UNACCOUNTED_DEVICE_UNKNOWN = 1, /* the framework did not say its device and the process is
+						  on several GPUs */
+	GPUMON_UNACCOUNTED_NOT_VISIBLE = 2,    /* the device index is not in CUDA_VISIBLE_DEVICES */
+	GPUMON_UNACCOUNTED_MIG = 3,            /* the device is a MIG instance */
+	GPUMON_UNACCOUNTED_NO_GPU = 4,         /* CUDA_VISIBLE_DEVICES names no GPU of the recording */
+	GPUMON_UNACCOUNTED_NO_NVML_FIGURE = 5, /* mapped, but NVML lists no memory of the process there */
+	GPUMON_UNACCOUNTED_NOT_SAID = 6,       /* the framework gave no reserved figure, or nothing to map */
+};
+
+/* A framework source (one segment per restart of its step counter; the document's frameworks[]). */
+typedef struct gpumon_model_framework {
+	unsigned size;               /* sizeof(gpumon_model_framework): set by the caller */
+	unsigned pid;
+	int device;                  /* the framework's device index; -1 unknown */
+	char framework[16];          /* "torch", ... */
+	unsigned segment;
+	int dev;                     /* the GPU of the model it maps to; -1 none */
+	uint64_t points;
+	uint64_t allocated_peak_bytes, reserved_peak_bytes; /* 0 unknown */
+	gpumon_model_figure fragmentation, unaccounted;     /* its own (gpumon_model_memory's are the largest) */
+	int unaccounted_why;         /* GPUMON_UNACCOUNTED_*: why unaccounted is not known */
+	int placed_known;            /* placed: every byte of its process at its latest sample */
+	gpumon_placed placed;
+} gpumon_model_framework;
+
+/* The i-th framework source: 0, GPUMON_E_NOT_FOUND past the last, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_framework_get(const gpumon_model *m, size_t i, gpumon_model_framework *out);
+
+/* An event the model kept (a note, an alert given live, an out-of-memory sign, a GPU's stale or
+ * answering driver, an Xid ...; the document's events[]). */
+typedef struct gpumon_model_event {
+	unsigned size;               /* sizeof(gpumon_model_event): set by the caller */
+	uint64_t t_ns;
+	const char *kind;            /* "note", "alert", "oom", GPUMON_EVENT_STALE, ... */
+	const char *text;
+	int dev;                     /* the GPU it names; -1 none or unknown */
+} gpumon_model_event;
+
+/* The i-th event, oldest first: 0, GPUMON_E_NOT_FOUND past the last, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_event_get(const gpumon_model *m, size_t i, gpumon_model_event *out);
+
 /* Bits of gpumon_model_document's flags */
 enum {
 	GPUMON_DOC_TIMELINE = 1u << 0, /* add the reduced timelines (needs GPUMON_MODEL_TIMELINES) */

@@ -784,16 +784,7 @@ int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumo
 		const struct mseg *s = &m->segs[i];
 		if (s->pid != pid || !s->placed.known || s->placed.dev != dev)
 			continue;
-		memset(out, 0, sizeof *out);
-		out->t_ns = s->placed.t_ns;
-		out->step = s->placed.step;
-		memcpy(out->framework, s->framework, sizeof out->framework);
-		out->nvml_bytes = s->placed.nvml;
-		out->reserved_bytes = s->placed.reserved;
-		out->allocated_bytes = s->placed.allocated;
-		out->cached_bytes = s->placed.reserved > s->placed.allocated ? s->placed.reserved - s->placed.allocated : 0;
-		out->outside_known = s->placed.nvml >= s->placed.reserved;
-		out->outside_bytes = out->outside_known ? s->placed.nvml - s->placed.reserved : 0;
+		gpumon__model_placed_fill(s, out);
 		return GPUMON_OK;
 	}
 	return GPUMON_E_NOT_FOUND;
