@@ -2,8 +2,8 @@
 /* cmd_report.c — `gpumon report FILE... [--json] [--html OUT] [--period S]`: feeds a recording (the
  * library's reader) or a text file of samples (gpumon's CSV, gpumon export, the Python monitor,
  * nvidia-smi logs) to the library's run model in one streaming pass — or the recordings of one
- * distributed job made on several nodes, merged by the library — and prints the model's document:
- * as it is (--json), in words, or as an HTML page with timelines. */
+ * distributed job made on several nodes, merged by the library — and prints the model's answers:
+ * its document as it is (--json), in words, or as an HTML page with timelines. */
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -181,27 +181,25 @@ static int read_text(const char *path, unsigned flags, double period_s, gpumon_m
 	return rc;
 }
 
-/* The model's document, parsed; NULL (message printed) when out of memory. */
-static json_t *document(const gpumon_model *m, unsigned flags, char **text)
+/* The model's document with its timelines, parsed for the HTML page, which embeds it for its charts
+ * and words it; NULL (message printed) when out of memory. */
+static json_t *document(const gpumon_model *m)
 {
 	char *s = NULL;
 	json_error_t jerr;
 	json_t *doc = NULL;
-	if (gpumon_model_document(m, flags, &s) == GPUMON_OK)
+	if (gpumon_model_document(m, GPUMON_DOC_TIMELINE, &s) == GPUMON_OK)
 		doc = json_loads(s, 0, &jerr);
 	if (!doc)
 		cli_error("report: out of memory");
-	if (text && doc)
-		*text = s;
-	else
-		gpumon_free(s);
+	gpumon_free(s);
 	return doc;
 }
 
 static int write_html(const gpumon_model *m, const char *out)
 {
 	char err[512] = "";
-	json_t *doc = document(m, GPUMON_DOC_TIMELINE, NULL);
+	json_t *doc = document(m);
 	if (!doc)
 		return EXIT_OTHER;
 	FILE *f = fopen(out, "w");
@@ -273,18 +271,20 @@ int cmd_report(int argc, char **argv)
 		gpumon_model_destroy(m);
 		return rc;
 	}
-	/* the text and JSON are the same with --html or without: the document without its timeline */
+	/* the text and JSON are the same with --html or without: the text is the model's answers in
+	   the library's words, the JSON its document without the timeline */
 	char *text = NULL;
-	json_t *doc = document(m, 0, &text);
-	gpumon_model_destroy(m);
-	if (!doc)
+	if (o.json && gpumon_model_document(m, 0, &text) != GPUMON_OK) {
+		cli_error("report: out of memory");
+		gpumon_model_destroy(m);
 		return EXIT_OTHER;
+	}
 	if (o.json) /* the library's document as it is: gpumon.report() in Python returns the same */
 		printf("%s\n", text);
 	else
-		report_print_text(stdout, doc);
+		report_print_text(stdout, m);
 	gpumon_free(text);
-	json_decref(doc);
+	gpumon_model_destroy(m);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		cli_error("report: cannot write the output: %s", strerror(errno));
 		return EXIT_OTHER;

@@ -15,8 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "run_job.h"
 #include "run_socket.h"
@@ -24,7 +22,6 @@
 #include "run_stderr.h"
 #include "run_summary.h"
 #include "run_tree.h"
-#include "words.h"
 
 extern char **environ;
 
@@ -48,18 +45,6 @@ static void rec_check(struct run *r, int st)
 
 static void tell_alerts(struct run *r);
 static void act_on_limits(struct run *r);
-
-/* The index in the document's "alerts" of the model's k-th alert: the document leaves LIMIT alerts
- * out (what gpumon run did about them is in its events). */
-static size_t doc_alert_index(const struct run *r, size_t k)
-{
-	size_t idx = k;
-	gpumon_alert a;
-	for (size_t j = 0; j < k; j++)
-		if (gpumon_model_alerts(r->model, j, &a, 1) && a.kind == GPUMON_ALERT_LIMIT)
-			idx--;
-	return idx;
-}
 
 /* Every record of the run goes through here (run_state.h): written to the recording, then given to
  * the model, with the same t_ns, so that a replay of the recording is the run the model saw. */
@@ -103,36 +88,28 @@ void run_oom_event(struct run *r, uint64_t t, const char *fmt, ...)
 	run_emit(r, &e, 1);
 }
 
-/* The model's new alerts: one line each on stderr, worded from the document's entry (as every
- * front end words it), and an `alert` event at the alert's own moment, which marks it as told
- * live in a replay of the recording. */
+/* The model's new alerts: one line each on stderr, in the library's words (as every front end words
+ * it), and an `alert` event at the alert's own moment, which marks it as told live in a replay of
+ * the recording. */
 static void tell_alerts(struct run *r)
 {
 	size_t first = r->alerts_told, n = r->model ? gpumon_model_alerts(r->model, first, NULL, 0) : 0;
 	if (!n)
 		return;
 	gpumon_alert *a = calloc(n, sizeof *a);
-	char *text = NULL;
-	if (!a || gpumon_model_document(r->model, 0, &text) != GPUMON_OK) {
-		free(a);
+	if (!a)
 		return; /* out of memory: tried again after the next record */
-	}
 	gpumon_model_alerts(r->model, first, a, n);
 	r->alerts_told = first + n; /* first: the events below come back through run_emit() */
-	json_t *doc = json_loads(text, 0, NULL);
-	gpumon_free(text);
-	const json_t *list = json_object_get(doc, "alerts");
 	for (size_t i = 0; i < n; i++) {
 		char words[800];
-		const json_t *entry = json_array_get(list, doc_alert_index(r, first + i));
-		if (a[i].kind != GPUMON_ALERT_LEAK || !entry)
+		if (a[i].kind != GPUMON_ALERT_LEAK)
 			continue;
-		words_alert(words, sizeof words, entry);
+		gpumon_words_alert(r->model, &a[i], words, sizeof words);
 		if (!r->o->quiet)
 			fprintf(stderr, "%s: leak suspected: %s\n", cli_progname, words);
 		run_event(r, a[i].t_ns, GPUMON_EVENT_ALERT, "leak suspected: %s", words);
 	}
-	json_decref(doc);
 	free(a);
 }
 

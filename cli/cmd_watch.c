@@ -15,7 +15,6 @@
 
 #include "cli.h"
 #include "watch_draw.h"
-#include "words.h"
 
 #define BATCH 256
 #define FIRST_REFRESH_NS 150000000ull
@@ -200,7 +199,7 @@ struct source {
 #define HEALTH_PERIOD_NS 30000000000ull
 
 /* Reads each GPU's memory health when it is due (live only) and puts it into the snapshot; the
- * library judges it (gpumon_health_problems), words.c words it. */
+ * library judges it (gpumon_health_problems) and words it (gpumon_words_health). */
 static void health_into(struct source *src, watch_snap *snap)
 {
 	if (!src->g || !src->health)
@@ -212,7 +211,7 @@ static void health_into(struct source *src, watch_snap *snap)
 			gpumon_device_props p = {.size = sizeof p};
 			src->health[i] = gpumon_device_props_read(src->g, i, GPUMON_P_HEALTH, &p) == GPUMON_OK
 						 ? gpumon_health_problems(&p) : 0;
-			words_health(src->health_text[i], sizeof src->health_text[i], src->health[i], &p);
+			gpumon_words_health(src->health[i], &p, src->health_text[i], sizeof src->health_text[i]);
 		}
 	}
 	for (unsigned i = 0; i < snap->ngpu && i < src->ngpu; i++) {

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* report.h — `gpumon report`: a recording (through the library's reader) or a text file of samples
  * (read here into records) feeds the library's run model, whose document (docs/report.md) is printed as
- * it is (--json), in words (text), or as an HTML page. */
+ * it is (--json), whose answers in the library's words (text), or both as an HTML page. */
 #ifndef GPUMON_REPORT_H
 #define GPUMON_REPORT_H
 
 #include <stdio.h>
 
 #include <gpumon/gpumon.h>
-#include <jansson.h>
 
 /* The pid that stands for a CSV's one process in its records: a CSV names no process, and no
- * process has pid 0. Its document says 0; every rendering says "the process" (words_document). */
+ * process has pid 0. Its document says 0; every rendering says "the process"
+ * (gpumon_model_source.names_processes). */
 #define REPORT_CSV_PID 0u
 
 /* The CSV's clock: a CSV time of t seconds is REPORT_CSV_T0_NS + t * 1e9 on the model's clock, the
@@ -50,7 +50,7 @@ enum { REPORT_FILE_RECORDING = 1, REPORT_FILE_TEXT = 2 };
  * be opened or read is left to the reader of text (*kind TEXT, EXIT_OK), which names why. */
 int report_file_kind(const char *path, int *kind, char *err, size_t errlen);
 
-/* Prints the document (docs/report.md) as the plain-text summary. */
-void report_print_text(FILE *f, const json_t *doc);
+/* Prints the finished model's answers as the plain-text summary (the library's words). */
+void report_print_text(FILE *f, const gpumon_model *m);
 
 #endif

@@ -1,381 +1,375 @@
 /* SPDX-License-Identifier: MIT */
-/* report_text.c — the plain-text summary of `gpumon report`, worded (words.c) from the run model's
- * document, so that the text, the JSON and the HTML page say one answer. Nothing here decides.
+/* report_text.c — the plain-text summary of `gpumon report`, worded by the library (gpumon_words_*)
+ * from the run model's typed answers, the same the JSON document is made of, so that the text, the
+ * JSON and the HTML page say one answer. Nothing here decides.
  * Every string of the file (commands, users, names, messages) is printed escaped (cli_safe_text). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "report.h"
-#include "words.h"
 
 /* Escaped text of a file: room for 600 bytes each written as an escape. */
 #define SAFE_MAX 2400
 
-/* o's string at key, escaped and cut to max bytes (at most SAFE_MAX - 1), or NULL. */
-static const char *safe_str(char *buf, size_t max, const json_t *o, const char *key)
+/* s escaped and cut to max bytes (at most SAFE_MAX - 1). */
+static const char *safe_str(char *buf, size_t max, const char *s)
 {
-	const char *s = doc_str(o, key);
-	return s ? cli_safe_text(buf, max + 1 < SAFE_MAX ? max + 1 : SAFE_MAX, s) : NULL;
+	return cli_safe_text(buf, max + 1 < SAFE_MAX ? max + 1 : SAFE_MAX, s);
 }
 
-static const char *bytes(char *buf, size_t len, const json_t *o, const char *key)
+static const char *bytes_if(char *buf, size_t len, int known, uint64_t v)
 {
-	return words_bytes(buf, len, json_object_get(o, key));
+	if (!known) {
+		snprintf(buf, len, "n/a");
+		return buf;
+	}
+	return gpumon_words_bytes(v, buf, len);
 }
 
-static void print_source(FILE *f, const json_t *s)
+static double secs(const gpumon_model *m, uint64_t t_ns)
+{
+	return gpumon_model_seconds(m, t_ns);
+}
+
+static void print_source(FILE *f, const gpumon_model_source *s)
 {
 	char a[SAFE_MAX], b[SAFE_MAX], c[SAFE_MAX];
-	const char *type = safe_str(a, 40, s, "type"), *kind = safe_str(b, 40, s, "kind");
-	int csv = type && !strcmp(type, "csv");
-	fprintf(f, "Report of %s (%s", doc_str(s, "path") ? safe_str(c, SAFE_MAX, s, "path") : "n/a",
-		csv ? "CSV" : type ? type : "n/a");
-	if (kind && (!type || !strcmp(type, "recording") || !strcmp(type, "live"))) /* not a tool's file */
+	const char *type = safe_str(a, 40, s->type), *kind = s->kind ? safe_str(b, 40, s->kind) : NULL;
+	int csv = !strcmp(type, "csv");
+	fprintf(f, "Report of %s (%s", s->path ? safe_str(c, SAFE_MAX, s->path) : "n/a", csv ? "CSV" : type);
+	if (kind && (!strcmp(type, "recording") || !strcmp(type, "live"))) /* not a tool's file */
 		fprintf(f, " of gpumon %s", kind);
 	fprintf(f, ")\n");
-	if (doc_str(s, "command"))
-		fprintf(f, "Command:        %s\n", safe_str(a, SAFE_MAX, s, "command"));
-	if (doc_str(s, "host"))
-		fprintf(f, "Host:           %s\n", safe_str(a, 255, s, "host"));
-	if (doc_str(s, "start_utc"))
-		fprintf(f, "Started:        %s\n", safe_str(a, 40, s, "start_utc"));
-	if (doc_has_num(s, "duration_s"))
-		fprintf(f, "Duration:       %.1f s\n", doc_num(s, "duration_s"));
-	if (doc_has_num(s, "exit_status"))
-		fprintf(f, "Exit status:    %lld\n", (long long)doc_num(s, "exit_status"));
+	if (s->command)
+		fprintf(f, "Command:        %s\n", safe_str(a, SAFE_MAX, s->command));
+	if (s->host)
+		fprintf(f, "Host:           %s\n", safe_str(a, 255, s->host));
+	if (s->start_utc[0])
+		fprintf(f, "Started:        %s\n", safe_str(a, 40, s->start_utc));
+	if (s->duration_known)
+		fprintf(f, "Duration:       %.1f s\n", s->duration_s);
+	if (s->exit_status >= 0)
+		fprintf(f, "Exit status:    %d\n", s->exit_status);
 }
 
 /* Recordings of one job's nodes read together: each host with its GPUs, and how its clock was put
  * beside the first's. */
-static void print_hosts(FILE *f, const json_t *hosts)
+static void print_hosts(FILE *f, const gpumon_model *m)
 {
 	char w[512];
-	if (json_array_size(hosts) < 2)
-		return;
-	for (size_t i = 0; i < json_array_size(hosts); i++)
-		fprintf(f, "%s%s\n", i ? "                " : "Hosts:          ", words_host(w, sizeof w, hosts, i));
+	size_t n = gpumon_model_hosts(m, NULL, 0);
+	for (size_t i = 0; n > 1 && i < n; i++)
+		fprintf(f, "%s%s\n", i ? "                " : "Hosts:          ", gpumon_words_host(m, i, w, sizeof w));
 }
 
-/* The events that name GPU dev (a driver call on it that hung, its return, an Xid: the document's
- * events with that dev), one a line under it; dev -1: the stale and answering events that name no
- * GPU (a recording made before events kept theirs), under "GPU n/a". */
-static void print_gpu_events(FILE *f, const json_t *events, long long dev)
+/* Whether e is a stale or answering event that names no GPU. */
+static int unnamed_gpu_event(const gpumon_model_event *e)
 {
-	const json_t *e;
-	size_t i;
+	return e->dev < 0 && e->kind && (!strcmp(e->kind, GPUMON_EVENT_STALE) || !strcmp(e->kind, GPUMON_EVENT_ANSWERING));
+}
+
+/* The events that name GPU dev (a driver call on it that hung, its return, an Xid), one a line
+ * under it; dev -1: the stale and answering events that name no GPU (a recording made before
+ * events kept theirs), under "GPU n/a". */
+static void print_gpu_events(FILE *f, const gpumon_model *m, int dev)
+{
+	gpumon_model_event e = {.size = sizeof e};
 	char t[SAFE_MAX];
-	json_array_foreach(events, i, e)
-	{
-		const json_t *d = json_object_get(e, "dev");
-		const char *kind = doc_str(e, "kind");
-		int here = dev >= 0 ? json_is_integer(d) && json_integer_value(d) == dev
-				    : !json_is_integer(d) && kind &&
-					  (!strcmp(kind, GPUMON_EVENT_STALE) || !strcmp(kind, GPUMON_EVENT_ANSWERING));
-		if (here)
-			fprintf(f, "  %.1f s: %s\n", doc_num(e, "time"),
-				doc_str(e, "text") ? safe_str(t, 300, e, "text") : safe_str(t, 40, e, "kind"));
-	}
+	for (size_t i = 0; gpumon_model_event_get(m, i, &e) == GPUMON_OK; i++)
+		if (dev >= 0 ? e.dev == dev : unnamed_gpu_event(&e))
+			fprintf(f, "  %.1f s: %s\n", secs(m, e.t_ns), e.text ? safe_str(t, 300, e.text) : safe_str(t, 40, e.kind));
 }
 
-/* A GPU: its name and total, then what the run did on it, where the document has it. */
-static void print_device(FILE *f, const json_t *d, const json_t *events)
+/* ", the rise of <who>" when the peak names whose rise made it. */
+static void print_rise(FILE *f, const gpumon_model *m, const gpumon_peak *p)
 {
-	char a[32], b[32], c[32], w[640], name[SAFE_MAX];
-	long long dev = (long long)doc_num(d, "dev");
-	int lost = json_is_true(json_object_get(d, "lost"));
-	fprintf(f, "GPU %lld:          %s%s%s%s\n", dev, doc_str(d, "name") ? safe_str(name, 95, d, "name") : "",
-		doc_str(d, "name") ? ", " : "", bytes(a, sizeof a, d, "total_bytes"), lost ? ", LOST" : "");
-	if (lost && doc_has_num(d, "lost_time"))
+	char w[640];
+	if (p->owner_pid >= 0)
+		fprintf(f, ", the rise of %s", gpumon_words_who(m, -1, p->owner_pid, w, sizeof w));
+}
+
+/* A GPU: its name and total, then what the run did on it. */
+static void print_device(FILE *f, const gpumon_model *m, const gpumon_model_gpu *d)
+{
+	char a[32], b[32], c[32], name[SAFE_MAX];
+	fprintf(f, "GPU %u:          %s%s%s%s\n", d->dev, d->name[0] ? safe_str(name, 95, d->name) : "",
+		d->name[0] ? ", " : "", bytes_if(a, sizeof a, d->total_bytes > 0, d->total_bytes), d->lost ? ", LOST" : "");
+	if (d->lost && d->lost_t_ns)
 		fprintf(f, "  lost at %.1f s: it fell off the bus or needs a reset; nothing of it was read after that\n",
-			doc_num(d, "lost_time"));
-	else if (lost)
+			secs(m, d->lost_t_ns));
+	else if (d->lost)
 		fprintf(f, "  lost: it fell off the bus or needs a reset; nothing of it was read after that\n");
-	const json_t *peak = json_object_get(d, "peak"), *job = json_object_get(d, "job_peak");
-	if (json_is_object(peak)) {
-		fprintf(f, "  used at most %s at %.1f s", bytes(a, sizeof a, peak, "bytes"), doc_num(peak, "time"));
-		if (json_is_object(json_object_get(peak, "owner")))
-			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(peak, "owner")));
+	if (d->peak_known) {
+		fprintf(f, "  used at most %s at %.1f s", gpumon_words_bytes(d->peak.bytes, a, sizeof a), secs(m, d->peak.t_ns));
+		print_rise(f, m, &d->peak);
 		fprintf(f, "\n");
 	}
-	if (json_is_object(job))
-		fprintf(f, "  the job at most %s at %.1f s, %s on average\n", bytes(a, sizeof a, job, "bytes"), doc_num(job, "time"),
-			bytes(b, sizeof b, d, "job_mean_bytes"));
-	if (json_is_object(job) && doc_has_num(d, "others_peak_bytes") && doc_num(d, "others_peak_bytes") > 0)
+	if (d->job_peak_known)
+		fprintf(f, "  the job at most %s at %.1f s, %s on average\n", gpumon_words_bytes(d->job_peak.bytes, a, sizeof a),
+			secs(m, d->job_peak.t_ns), bytes_if(b, sizeof b, d->job_mean_known, d->job_mean_bytes));
+	if (d->job_peak_known && d->others_peak_bytes > 0)
 		fprintf(f, "  the other processes %s at the job's peak, at most %s together\n",
-			bytes(c, sizeof c, d, "others_at_job_peak_bytes"), bytes(a, sizeof a, d, "others_peak_bytes"));
-	print_gpu_events(f, events, dev);
+			bytes_if(c, sizeof c, d->job_known, d->others_at_job_peak_bytes),
+			gpumon_words_bytes(d->others_peak_bytes, a, sizeof a));
+	print_gpu_events(f, m, (int)d->dev);
 }
 
 /* Whether any stale or answering event names no GPU. */
-static int gpu_events_unnamed(const json_t *events)
+static int gpu_events_unnamed(const gpumon_model *m)
 {
-	const json_t *e;
-	size_t i;
-	json_array_foreach(events, i, e)
-	{
-		const char *kind = doc_str(e, "kind");
-		if (!json_is_integer(json_object_get(e, "dev")) && kind &&
-		    (!strcmp(kind, GPUMON_EVENT_STALE) || !strcmp(kind, GPUMON_EVENT_ANSWERING)))
+	gpumon_model_event e = {.size = sizeof e};
+	for (size_t i = 0; gpumon_model_event_get(m, i, &e) == GPUMON_OK; i++)
+		if (unnamed_gpu_event(&e))
 			return 1;
-	}
 	return 0;
 }
 
 /* The run's verdict, and every series judged when there are several (a restarted step counter's
  * segments each among them). */
-static void print_leak(FILE *f, const json_t *doc)
+static void print_leak(FILE *f, const gpumon_model *m)
 {
 	char w[1024];
-	const json_t *leak = json_object_get(doc, "leak"), *all = json_object_get(doc, "series"), *v;
-	if (json_is_object(leak))
-		fprintf(f, "Leak:           %s\n", words_verdict(w, sizeof w, leak, -1));
+	gpumon_verdict v;
+	if (gpumon_model_verdict(m, &v) == GPUMON_OK)
+		fprintf(f, "Leak:           %s\n", gpumon_words_verdict(m, &v, -1, w, sizeof w));
 	else
 		fprintf(f, "Leak:           n/a (no memory series)\n");
-	size_t i;
-	if (json_array_size(all) < 2)
+	size_t n = gpumon_model_verdicts(m, NULL, 0);
+	gpumon_verdict *all = n > 1 ? calloc(n, sizeof *all) : NULL;
+	if (!all)
 		return;
+	n = gpumon_model_verdicts(m, all, n);
 	fprintf(f, "Series judged:\n");
-	json_array_foreach(all, i, v) fprintf(f, "  %s\n", words_verdict(w, sizeof w, v, -1));
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "  %s\n", gpumon_words_verdict(m, &all[i], -1, w, sizeof w));
+	free(all);
 }
 
-static void print_peak(FILE *f, const json_t *p)
+static void print_peak(FILE *f, const gpumon_model *m, int what, int dev, const gpumon_peak *p)
 {
-	char a[32], w[640], what[96];
+	char a[32], w[640], kind[96];
 	fprintf(f, "Peak:           ");
-	if (!doc_has_num(p, "bytes")) {
+	if (!p) {
 		fprintf(f, "n/a (no memory figures)\n");
 		return;
 	}
-	fprintf(f, "%s of %s at %.1f s", bytes(a, sizeof a, p, "bytes"), words_peak_what(what, sizeof what, p),
-		doc_num(p, "time"));
-	if (json_is_object(json_object_get(p, "owner")))
-		fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(p, "owner")));
-	if (json_is_object(json_object_get(p, "largest")))
-		fprintf(f, "; the largest holder then %s", words_who(w, sizeof w, json_object_get(p, "largest")));
+	fprintf(f, "%s of %s at %.1f s", gpumon_words_bytes(p->bytes, a, sizeof a),
+		gpumon_words_peak_what(what, dev, kind, sizeof kind), secs(m, p->t_ns));
+	print_rise(f, m, p);
+	if (p->largest_pid >= 0 && p->largest_pid != p->owner_pid)
+		fprintf(f, "; the largest holder then %s", gpumon_words_who(m, -1, p->largest_pid, w, sizeof w));
 	fprintf(f, "\n");
 }
 
 /* ", pid N", ", the process" (a CSV's), or "" when the figure names no process. */
-static const char *whose(char *buf, size_t len, const json_t *o, int csv)
+static const char *whose(char *buf, size_t len, const gpumon_model_figure *x, int named)
 {
 	buf[0] = 0;
-	if (doc_has_num(o, "pid"))
-		snprintf(buf, len, ", pid %lld", (long long)doc_num(o, "pid"));
-	else if (csv)
+	if (x->pid >= 0 && named)
+		snprintf(buf, len, ", pid %lld", (long long)x->pid);
+	else if (!named)
 		snprintf(buf, len, ", the process");
 	return buf;
 }
 
-/* Why no framework source's memory outside its allocator is known, as the document says it. */
-static const char *why_unaccounted(const json_t *doc)
-{
-	size_t i;
-	const json_t *x;
-	json_array_foreach(json_object_get(doc, "frameworks"), i, x)
-	{
-		const char *w = words_unaccounted_why(doc_str(x, "unaccounted_why"));
-		if (w)
-			return w;
-	}
-	return "needs the framework's reserved figure and the process's NVML figure";
-}
-
-static void print_memory(FILE *f, const json_t *doc, int csv)
+static void print_memory(FILE *f, const gpumon_model *m, int named)
 {
 	char a[32], b[48];
-	const json_t *fr = json_object_get(doc, "fragmentation"), *un = json_object_get(doc, "unaccounted");
-	if (json_is_object(fr))
-		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n", bytes(a, sizeof a, fr, "bytes"),
-			doc_num(fr, "time"), whose(b, sizeof b, fr, csv));
+	gpumon_model_figure fr, un;
+	gpumon_model_memory(m, &fr, &un);
+	if (fr.known)
+		fprintf(f, "Fragmentation:  at most %s reserved but not allocated (at %.1f s%s)\n",
+			gpumon_words_bytes(fr.bytes, a, sizeof a), secs(m, fr.t_ns), whose(b, sizeof b, &fr, named));
 	else
 		fprintf(f, "Fragmentation:  n/a (needs the framework's allocated and reserved figures)\n");
-	size_t i;
-	const json_t *fw;
-	json_array_foreach(json_object_get(doc, "frameworks"), i, fw)
-	{
+	gpumon_model_framework fw = {.size = sizeof fw};
+	const char *why = NULL;
+	for (size_t i = 0; gpumon_model_framework_get(m, i, &fw) == GPUMON_OK; i++) {
 		char w[400], name[24];
-		const json_t *placed = json_object_get(fw, "placed");
-		if (!json_is_object(placed))
+		if (!why)
+			why = gpumon_words_unaccounted_why(fw.unaccounted_why);
+		if (!fw.placed_known)
 			continue;
 		char who[48] = "the process"; /* a CSV names none */
-		if (doc_has_num(fw, "pid"))
-			snprintf(who, sizeof who, "pid %lld", (long long)doc_num(fw, "pid"));
-		fprintf(f, "Placed:         %s (%s) at %.1f s", who,
-			doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "n/a",
-			doc_num(placed, "time"));
-		if (doc_has_num(placed, "step"))
-			fprintf(f, ", step %lld", (long long)doc_num(placed, "step"));
-		fprintf(f, ": %s\n", words_placed(w, sizeof w, placed));
+		if (named)
+			snprintf(who, sizeof who, "pid %u", fw.pid);
+		fprintf(f, "Placed:         %s (%s) at %.1f s", who, fw.framework[0] ? cli_safe_text(name, sizeof name, fw.framework) : "n/a",
+			secs(m, fw.placed.t_ns));
+		if (fw.placed.step >= 0)
+			fprintf(f, ", step %lld", (long long)fw.placed.step);
+		fprintf(f, ": %s\n", gpumon_words_placed(&fw.placed, w, sizeof w));
 	}
-	if (json_is_object(un))
+	if (un.known)
 		fprintf(f, "Unaccounted:    at most %s held outside the allocator (NVML - reserved; at %.1f s%s)\n",
-			bytes(a, sizeof a, un, "bytes"), doc_num(un, "time"), whose(b, sizeof b, un, csv));
+			gpumon_words_bytes(un.bytes, a, sizeof a), secs(m, un.t_ns), whose(b, sizeof b, &un, named));
 	else
-		fprintf(f, "Unaccounted:    n/a (%s)\n", why_unaccounted(doc));
+		fprintf(f, "Unaccounted:    n/a (%s)\n",
+			why ? why : "needs the framework's reserved figure and the process's NVML figure");
 }
 
-static void print_windows(FILE *f, const json_t *doc)
+static void print_windows(FILE *f, const gpumon_model *m, const gpumon_peak *win, size_t n)
 {
-	char a[32], w[640];
-	size_t i;
-	const json_t *x;
-	json_array_foreach(json_object_get(doc, "windows"), i, x)
-	{
+	char a[32];
+	for (size_t i = 0; i < n; i++) {
 		if (i == 0)
 			fprintf(f, "Peaks by window:\n");
-		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", doc_num(x, "start"), doc_num(x, "end"), bytes(a, sizeof a, x, "bytes"),
-			doc_num(x, "time"));
-		if (json_is_object(json_object_get(x, "owner")))
-			fprintf(f, ", the rise of %s", words_who(w, sizeof w, json_object_get(x, "owner")));
+		fprintf(f, "  %8.1f-%-8.1f s %10s at %.1f s", secs(m, win[i].start_t_ns), secs(m, win[i].end_t_ns),
+			gpumon_words_bytes(win[i].bytes, a, sizeof a), secs(m, win[i].t_ns));
+		print_rise(f, m, &win[i]);
 		fprintf(f, "\n");
 	}
 }
 
-static void print_oom(FILE *f, const json_t *o)
+/* What held the memory, from the allocator's snapshot: its figures and every allocation site. */
+static void print_snapshot(FILE *f, const gpumon_alloc_snapshot *snap)
+{
+	char a[32], w[2048];
+	fprintf(f, "  what held the memory: %s\n", gpumon_words_snapshot(snap, w, sizeof w));
+	for (unsigned k = 0; k < snap->nsites && k < GPUMON_SNAPSHOT_SITES; k++) {
+		if (k == 0)
+			fprintf(f, "  live memory by allocation site:\n");
+		fprintf(f, "    %s\n", gpumon_words_site(&snap->sites[k], w, sizeof w));
+	}
+	if (!(snap->known & GPUMON_SNAP_STACKS))
+		fprintf(f, "  (no allocation sites: the allocator kept no stacks; gpumon run --history keeps them)\n");
+	else if (snap->unsited_bytes > 0)
+		fprintf(f, "    and %s allocated before the stacks were kept\n", gpumon_words_bytes(snap->unsited_bytes, a, sizeof a));
+}
+
+static void print_oom(FILE *f, const gpumon_model *m, const gpumon_model_oom *o, int named)
 {
 	char a[32], w[2048], u[SAFE_MAX], c[SAFE_MAX];
-	fprintf(f, "Out of memory:  at %.1f s", doc_num(o, "time"));
-	if (doc_has_num(o, "dev"))
-		fprintf(f, " on GPU %lld", (long long)doc_num(o, "dev"));
-	if (doc_has_num(o, "rank")) /* a distributed job: which rank ran out first */
-		fprintf(f, " (rank %lld)", (long long)doc_num(o, "rank"));
+	fprintf(f, "Out of memory:  at %.1f s", secs(m, o->t_ns));
+	if (o->dev >= 0)
+		fprintf(f, " on GPU %d", o->dev);
+	if (o->rank >= 0) /* a distributed job: which rank ran out first */
+		fprintf(f, " (rank %d)", o->rank);
 	char causes[160];
-	fprintf(f, ": %s\n  %s\n", words_causes(causes, sizeof causes, o), words_oom(w, sizeof w, o));
-	if (words_said(w, sizeof w, o)[0])
+	fprintf(f, ": %s\n  %s\n", gpumon_words_causes(o, causes, sizeof causes), gpumon_words_oom(m, o, w, sizeof w));
+	if (gpumon_words_said(m, o, w, sizeof w)[0])
 		fprintf(f, "  the framework said: %s\n", w);
-	const json_t *snap = json_object_get(o, "snapshot"), *site;
-	size_t k;
-	if (json_is_object(snap)) {
-		fprintf(f, "  what held the memory: %s\n", words_snapshot(w, sizeof w, snap));
-		json_array_foreach(json_object_get(snap, "sites"), k, site)
-		{
-			if (k == 0)
-				fprintf(f, "  live memory by allocation site:\n");
-			fprintf(f, "    %s\n", words_site(w, sizeof w, site));
-		}
-		if (!json_is_true(json_object_get(snap, "stacks")))
-			fprintf(f, "  (no allocation sites: the allocator kept no stacks; gpumon run --history keeps them)\n");
-		else if (doc_num(snap, "unsited_bytes") > 0)
-			fprintf(f, "    and %s allocated before the stacks were kept\n",
-				bytes(a, sizeof a, snap, "unsited_bytes"));
-	}
-	if (doc_str(o, "message"))
-		fprintf(f, "  message: %s\n", safe_str(c, 300, o, "message"));
+	if (o->input.known & GPUMON_OOM_F_SNAPSHOT)
+		print_snapshot(f, &o->input.snapshot);
+	if (o->message[0])
+		fprintf(f, "  message: %s\n", safe_str(c, 300, o->message));
 	else /* the model's rule: a job that failed with its GPU full ran out of memory then */
 		fprintf(f, "  (no message was seen: the job failed with its GPU 99 %% full or more)\n");
-	size_t i;
-	const json_t *h;
-	json_array_foreach(json_object_get(o, "holders"), i, h)
-	{
+	for (size_t i = 0; i < o->nholders && i < 16; i++) {
+		const gpumon_holder *h = &o->holders[i];
 		if (i == 0)
 			fprintf(f, "  who held what:\n");
-		if (doc_has_num(h, "pid"))
-			fprintf(f, "    %-11lld", (long long)doc_num(h, "pid"));
+		if (named)
+			fprintf(f, "    %-11u", h->pid);
 		else
 			fprintf(f, "    %-11s", "the process");
-		char owner[200];
-		words_owner(owner, sizeof owner, h);
-		char job[32];
-		fprintf(f, " %-10s %10s %-4s %s%s%s\n", doc_str(h, "user") ? safe_str(u, 10, h, "user") : "n/a",
-			bytes(a, sizeof a, h, "bytes"), words_holder_job(job, sizeof job, h, "job", ""),
-			doc_str(h, "command") ? safe_str(c, 60, h, "command") : "", owner[0] ? "  " : "", owner);
+		gpumon_model_who who = {.size = sizeof who};
+		gpumon_model_who_get(m, o->dev, h->pid, &who);
+		char owner[200], job[32];
+		gpumon_words_owner(who.owner, owner, sizeof owner);
+		fprintf(f, " %-10s %10s %-4s %s%s%s\n", h->user[0] ? safe_str(u, 10, h->user) : "n/a",
+			bytes_if(a, sizeof a, h->used_known, h->used_bytes), gpumon_words_holder_job(h, "job", "", job, sizeof job),
+			h->command[0] ? safe_str(c, 60, h->command) : "", owner[0] ? "  " : "", owner);
 	}
-	json_array_foreach(json_object_get(o, "last_seconds"), i, h)
-	{
+	for (size_t i = 0; i < o->nlast && i < 16; i++) {
 		if (i == 0)
 			fprintf(f, "  the last seconds (used):");
-		fprintf(f, " %.1fs %s", doc_num(h, "time"), bytes(a, sizeof a, h, "used_bytes"));
+		fprintf(f, " %.1fs %s", secs(m, o->last[i].t_ns), gpumon_words_bytes(o->last[i].used_bytes, a, sizeof a));
 	}
-	if (json_array_size(json_object_get(o, "last_seconds")))
+	if (o->nlast)
 		fprintf(f, "\n");
 }
 
-static void print_alerts(FILE *f, const json_t *doc)
+static void print_alerts(FILE *f, const gpumon_model *m)
 {
-	json_t *list = words_alert_list(doc), *x;
+	size_t n = gpumon_words_told(m, NULL, 0);
+	gpumon_told *list = n ? calloc(n, sizeof *list) : NULL;
 	char t[SAFE_MAX];
-	size_t i;
-	if (!list) {
+	if (n && !list) {
 		fprintf(f, "Alerts:         n/a (out of memory)\n");
 		return;
 	}
-	json_array_foreach(list, i, x)
-	{
-		const char *kind = doc_str(x, "kind");
+	n = gpumon_words_told(m, list, n);
+	for (size_t i = 0; i < n; i++) {
+		const gpumon_told *x = &list[i];
 		if (i == 0)
 			fprintf(f, "Alerts:\n");
-		fprintf(f, "  %.1f s: ", doc_num(x, "time"));
+		fprintf(f, "  %.1f s: ", x->time_s);
 		/* the texts of "oom" and "alert" events are the file's: a job's message, escaped */
-		if (!strcmp(kind, "leak"))
-			fprintf(f, "leak: %s%s\n", safe_str(t, SAFE_MAX, x, "text"),
-				json_is_true(json_object_get(x, "live")) ? " (given live)" : "");
-		else if (!strcmp(kind, "oom"))
-			fprintf(f, "out of memory: %s\n", safe_str(t, 300, x, "text"));
-		else if (!strcmp(kind, "headroom"))
-			fprintf(f, "%s\n", safe_str(t, SAFE_MAX, x, "text"));
+		if (x->kind == GPUMON_TOLD_LEAK)
+			fprintf(f, "leak: %s%s\n", safe_str(t, SAFE_MAX, x->text), x->live ? " (given live)" : "");
+		else if (x->kind == GPUMON_TOLD_OOM)
+			fprintf(f, "out of memory: %s\n", safe_str(t, 300, x->text));
+		else if (x->kind == GPUMON_TOLD_HEADROOM)
+			fprintf(f, "%s\n", safe_str(t, SAFE_MAX, x->text));
 		else
-			fprintf(f, "%s (given live)\n", safe_str(t, 300, x, "text"));
+			fprintf(f, "%s (given live)\n", safe_str(t, 300, x->text));
 	}
-	json_decref(list);
+	free(list);
 }
 
 /* The notes of the input (how a log's GPUs were told apart, a period assumed, what gpumon run did
  * to the job), one a line with its time: the texts are the file's, escaped. */
-static void print_notes(FILE *f, const json_t *doc)
+static void print_notes(FILE *f, const gpumon_model *m)
 {
-	const json_t *e;
-	size_t i, k = 0;
+	gpumon_model_event e = {.size = sizeof e};
+	size_t k = 0;
 	char t[SAFE_MAX];
-	json_array_foreach(json_object_get(doc, "events"), i, e)
-	{
-		const char *kind = doc_str(e, "kind");
-		if (!kind || strcmp(kind, "note"))
+	for (size_t i = 0; gpumon_model_event_get(m, i, &e) == GPUMON_OK; i++) {
+		if (!e.kind || strcmp(e.kind, "note"))
 			continue;
 		if (k++ == 0)
 			fprintf(f, "Notes:\n");
-		fprintf(f, "  %.1f s: %s\n", doc_num(e, "time"), safe_str(t, SAFE_MAX, e, "text"));
+		fprintf(f, "  %.1f s: %s\n", secs(m, e.t_ns), safe_str(t, SAFE_MAX, e.text));
 	}
 }
 
-static void put_line(void *f, const char *text)
+/* The lines of text (each ended by '\n') under indent. */
+static void put_lines(FILE *f, const char *text)
 {
-	fprintf(f, "%s\n", text);
+	if (text)
+		fputs(text, f);
 }
 
-void report_print_text(FILE *f, const json_t *document)
+void report_print_text(FILE *f, const gpumon_model *m)
 {
-	/* a CSV's stand-in pid is taken out: its process is "the process" */
-	json_t *doc = words_document(document);
-	if (!doc) {
+	gpumon_model_source s = {.size = sizeof s};
+	if (gpumon_model_source_get(m, &s) != GPUMON_OK) {
 		fprintf(f, "(out of memory)\n");
 		return;
 	}
-	const json_t *s = json_object_get(doc, "source"), *d;
-	const char *type = doc_str(s, "type");
-	int csv = type && !strcmp(type, "csv");
-	size_t i;
-	print_source(f, s);
-	print_hosts(f, json_object_get(doc, "hosts"));
-	const json_t *events = json_object_get(doc, "events");
-	json_array_foreach(json_object_get(doc, "devices"), i, d) print_device(f, d, events);
-	if (gpu_events_unnamed(events)) {
+	print_source(f, &s);
+	print_hosts(f, m);
+	gpumon_model_gpu d = {.size = sizeof d};
+	for (size_t i = 0; gpumon_model_gpu_get(m, i, &d) == GPUMON_OK; i++)
+		print_device(f, m, &d);
+	if (gpu_events_unnamed(m)) {
 		fprintf(f, "GPU n/a:        the recording did not keep which GPU these were about\n");
-		print_gpu_events(f, events, -1);
+		print_gpu_events(f, m, -1);
 	}
-	print_leak(f, doc);
-	print_peak(f, json_object_get(doc, "peak"));
-	print_memory(f, doc, csv);
-	print_windows(f, doc);
-	words_ranks(doc, 64, put_line, f);
-	if (json_is_object(json_object_get(doc, "oom")))
-		print_oom(f, json_object_get(doc, "oom"));
-	print_alerts(f, doc);
-	print_notes(f, doc);
-	if (doc_str(s, "damage")) { /* it quotes what could not be read */
-		char *t = cli_safe_text_dup(doc_str(s, "damage"));
+	print_leak(f, m);
+	gpumon_peak p, win[64];
+	int what, dev;
+	size_t nwin = 0;
+	int have = gpumon_model_peak(m, &what, &dev, &p, win, 64, &nwin) == GPUMON_OK;
+	print_peak(f, m, what, dev, have ? &p : NULL);
+	print_memory(f, m, s.names_processes);
+	print_windows(f, m, win, have ? (nwin < 64 ? nwin : 64) : 0);
+	char *ranks = NULL;
+	gpumon_words_ranks(m, 64, &ranks);
+	put_lines(f, ranks);
+	gpumon_free(ranks);
+	gpumon_model_oom o;
+	if (gpumon_model_oom_get(m, &o) == GPUMON_OK)
+		print_oom(f, m, &o, s.names_processes);
+	print_alerts(f, m);
+	print_notes(f, m);
+	char *damage = NULL;
+	gpumon_model_damage_get(m, &damage);
+	if (damage) { /* it quotes what could not be read */
+		char *t = cli_safe_text_dup(damage);
 		fprintf(f, "Not read:       %s\n", t ? t : "(out of memory)");
 		free(t);
 	}
-	json_decref(doc);
+	gpumon_free(damage);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* run_summary.c — the end summary of `gpumon run`, rendered from the run model's document (per GPU
- * the job's peak, its owner and mean against the other processes, the verdicts, the memory the
+/* run_summary.c — the end summary of `gpumon run`, rendered from the run model's typed answers (per
+ * GPU the job's peak, its owner and mean against the other processes, the verdicts, the memory the
  * allocator caches or does not account for, the out-of-memory moment and its diagnosis) and from
- * the launcher's own facts. It only words what the document says (words.h); it decides nothing. */
+ * the launcher's own facts. The library words them (gpumon_words_*); nothing here decides. */
 #include "run_summary.h"
 
 #include <math.h>
@@ -15,7 +15,6 @@
 #include "cli.h"
 #include "run_socket.h"
 #include "run_state.h"
-#include "words.h"
 
 #define MIN_WIDTH 20 /* narrower terminals get lines of 20 columns all the same */
 
@@ -103,268 +102,272 @@ static const char *short_command(const char *cmd, char *buf, size_t len)
 	return buf;
 }
 
-/* "pid 2 (python3 train.py)" of a {pid, user, command} object; "" when null. */
-static const char *who(char *buf, size_t len, const json_t *w)
+/* "pid 2 (python3 train.py)" of a process the model knows; "" for pid < 0. */
+static const char *who(char *buf, size_t len, const gpumon_model *m, int64_t pid)
 {
 	char cmd[72];
-	if (!json_is_object(w)) {
+	if (pid < 0) {
 		buf[0] = 0;
 		return buf;
 	}
-	const char *c = doc_str(w, "command");
-	if (c)
-		snprintf(buf, len, "pid %lld (%s)", (long long)doc_num(w, "pid"), short_command(c, cmd, sizeof cmd));
+	gpumon_model_who w = {.size = sizeof w};
+	gpumon_model_who_get(m, -1, (unsigned)pid, &w);
+	if (w.command[0])
+		snprintf(buf, len, "pid %lld (%s)", (long long)pid, short_command(w.command, cmd, sizeof cmd));
 	else
-		snprintf(buf, len, "pid %lld", (long long)doc_num(w, "pid"));
+		snprintf(buf, len, "pid %lld", (long long)pid);
 	return buf;
+}
+
+static const char *bytes_if(char *buf, size_t len, int known, uint64_t v)
+{
+	if (!known) {
+		snprintf(buf, len, "n/a");
+		return buf;
+	}
+	return gpumon_words_bytes(v, buf, len);
 }
 
 /* ---- per GPU ------------------------------------------------------------------------------------ */
 
 /* "      made by the rise of pid 2 (python3 train.py)", when the peak names its owner. */
-static void print_owner(FILE *out, const json_t *peak)
+static void print_owner(FILE *out, const gpumon_model *m, const gpumon_peak *p)
 {
 	char w[128];
-	if (who(w, sizeof w, json_object_get(peak, "owner"))[0])
+	if (who(w, sizeof w, m, p->owner_pid)[0])
 		say(out, "        ", "      made by the rise of %s", w);
-	if (who(w, sizeof w, json_object_get(peak, "largest"))[0])
+	if (p->largest_pid != p->owner_pid && who(w, sizeof w, m, p->largest_pid)[0])
 		say(out, "        ", "      the largest holder then: %s", w);
 }
 
-static void print_gpu(FILE *out, const json_t *d)
+static void print_gpu(FILE *out, const gpumon_model *m, const gpumon_model_gpu *d)
 {
 	char a[32], b[32];
-	const json_t *peak = json_object_get(d, "peak"), *jp = json_object_get(d, "job_peak");
-	if (!json_is_object(peak) && !json_is_object(jp))
+	if (!d->peak_known && !d->job_peak_known)
 		return; /* not sampled */
-	const char *name = doc_str(d, "name");
-	say(out, "    ", "  GPU %lld %s%s%s%s:", (long long)doc_num(d, "dev"), doc_str(d, "uuid") ? doc_str(d, "uuid") : "",
-		name ? " (" : "", name ? name : "", name ? ")" : "");
-	if (json_is_object(jp)) {
+	const char *name = d->name[0] ? d->name : NULL;
+	say(out, "    ", "  GPU %u %s%s%s%s:", d->dev, d->uuid, name ? " (" : "", name ? name : "", name ? ")" : "");
+	if (d->job_peak_known) {
 		say(out, "      ", "    job peak %s at %.2f s (other processes held %s then)",
-			words_bytes(a, sizeof a, json_object_get(jp, "bytes")), doc_num(jp, "time"),
-			words_bytes(b, sizeof b, json_object_get(d, "others_at_job_peak_bytes")));
-		print_owner(out, jp);
+		    gpumon_words_bytes(d->job_peak.bytes, a, sizeof a), gpumon_model_seconds(m, d->job_peak.t_ns),
+		    bytes_if(b, sizeof b, d->job_known, d->others_at_job_peak_bytes));
+		print_owner(out, m, &d->job_peak);
 		say(out, "      ", "    job mean %s, other processes peak %s",
-			words_bytes(a, sizeof a, json_object_get(d, "job_mean_bytes")),
-			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
+		    bytes_if(a, sizeof a, d->job_mean_known, d->job_mean_bytes),
+		    gpumon_words_bytes(d->others_peak_bytes, b, sizeof b));
 	} else {
 		/* not "0 B": the driver never listed a process of the job with memory here */
 		say(out, "      ", "    no process of the job held memory here; other processes peak %s",
-			words_bytes(b, sizeof b, json_object_get(d, "others_peak_bytes")));
+		    gpumon_words_bytes(d->others_peak_bytes, b, sizeof b));
 	}
-	if (json_is_object(peak)) {
-		say(out, "      ", "    GPU used peak %s at %.2f s", words_bytes(a, sizeof a, json_object_get(peak, "bytes")),
-			doc_num(peak, "time"));
-		print_owner(out, peak);
+	if (d->peak_known) {
+		say(out, "      ", "    GPU used peak %s at %.2f s", gpumon_words_bytes(d->peak.bytes, a, sizeof a),
+		    gpumon_model_seconds(m, d->peak.t_ns));
+		print_owner(out, m, &d->peak);
 	}
 }
 
 /* ---- verdicts and memory figures ---------------------------------------------------------------- */
 
-/* The run's verdict and every other series of its kind, in the document's order: each framework
+/* The run's verdict and every other series of its kind, in the model's order: each framework
  * series (a restarted loop is a series of its own), or the job on each of its GPUs, ... */
-static void print_verdicts(FILE *out, const json_t *doc, double now_s)
+static void print_verdicts(FILE *out, const gpumon_model *m, double now_s)
 {
 	char text[1200];
-	size_t i;
-	const json_t *v;
-	const char *kind = doc_str(json_object_get(json_object_get(doc, "leak"), "series"), "kind");
-	json_array_foreach(json_object_get(doc, "series"), i, v) {
-		const char *k = doc_str(json_object_get(v, "series"), "kind");
-		if (kind && k && !strcmp(k, kind))
-			wrap(out, "  leak: ", "    ", words_verdict(text, sizeof text, v, now_s));
+	gpumon_verdict run;
+	size_t n = gpumon_model_verdicts(m, NULL, 0);
+	gpumon_verdict *all = n ? calloc(n, sizeof *all) : NULL;
+	if (all && gpumon_model_verdict(m, &run) == GPUMON_OK) {
+		n = gpumon_model_verdicts(m, all, n);
+		for (size_t i = 0; i < n; i++)
+			if (all[i].series == run.series)
+				wrap(out, "  leak: ", "    ", gpumon_words_verdict(m, &all[i], now_s, text, sizeof text));
 	}
-	const json_t *peak = json_object_get(doc, "peak");
-	if (json_is_object(peak) && doc_str(peak, "what") && !strcmp(doc_str(peak, "what"), "framework")) {
+	free(all);
+	gpumon_peak p;
+	int what, dev;
+	size_t nwin;
+	if (gpumon_model_peak(m, &what, &dev, &p, NULL, 0, &nwin) == GPUMON_OK && what == GPUMON_PEAK_FRAMEWORK) {
 		char a[32], w[128];
-		who(w, sizeof w, json_object_get(peak, "owner"));
-		say(out, "    ", "  framework peak (allocated): %s at %.2f s%s%s",
-		    words_bytes(a, sizeof a, json_object_get(peak, "bytes")), doc_num(peak, "time"), w[0] ? ", " : "", w);
+		who(w, sizeof w, m, p.owner_pid);
+		say(out, "    ", "  framework peak (allocated): %s at %.2f s%s%s", gpumon_words_bytes(p.bytes, a, sizeof a),
+		    gpumon_model_seconds(m, p.t_ns), w[0] ? ", " : "", w);
 	}
 }
 
-/* "fragmentation" and "unaccounted", each when known. */
-static void print_memory(FILE *out, const json_t *doc)
+/* The allocator's cache and the memory outside it at most, each when known, and every framework
+ * source's process placed. */
+static void print_memory(FILE *out, const gpumon_model *m)
 {
 	char a[32], line[400];
-	const json_t *f = json_object_get(doc, "fragmentation"), *u = json_object_get(doc, "unaccounted");
-	if (json_is_object(f)) {
+	gpumon_model_figure f, u;
+	gpumon_model_memory(m, &f, &u);
+	if (f.known) {
 		snprintf(line, sizeof line, "%s at %.2f s (pid %lld): memory the allocator reserved that no tensor used",
-			 words_bytes(a, sizeof a, json_object_get(f, "bytes")), doc_num(f, "time"), (long long)doc_num(f, "pid"));
+			 gpumon_words_bytes(f.bytes, a, sizeof a), gpumon_model_seconds(m, f.t_ns),
+			 f.pid >= 0 ? (long long)f.pid : 0ll);
 		wrap(out, "  allocator cache, at most: ", "    ", line);
 	}
-	size_t i;
-	const json_t *fw;
-	json_array_foreach(json_object_get(doc, "frameworks"), i, fw)
-	{
-		const json_t *placed = json_object_get(fw, "placed");
-		if (!json_is_object(placed))
+	gpumon_model_framework fw = {.size = sizeof fw};
+	for (size_t i = 0; gpumon_model_framework_get(m, i, &fw) == GPUMON_OK; i++) {
+		if (!fw.placed_known)
 			continue;
 		char first[128], w[400], name[24], step[40] = "";
-		if (doc_has_num(placed, "step"))
-			snprintf(step, sizeof step, ", step %lld", (long long)doc_num(placed, "step"));
-		snprintf(first, sizeof first, "  memory of pid %lld (%s) at %.2f s%s: ", (long long)doc_num(fw, "pid"),
-			 doc_str(fw, "framework") ? cli_safe_text(name, sizeof name, doc_str(fw, "framework")) : "n/a",
-			 doc_num(placed, "time"), step);
-		wrap(out, first, "    ", words_placed(w, sizeof w, placed));
+		if (fw.placed.step >= 0)
+			snprintf(step, sizeof step, ", step %lld", (long long)fw.placed.step);
+		snprintf(first, sizeof first, "  memory of pid %u (%s) at %.2f s%s: ", fw.pid,
+			 fw.framework[0] ? cli_safe_text(name, sizeof name, fw.framework) : "n/a",
+			 gpumon_model_seconds(m, fw.placed.t_ns), step);
+		wrap(out, first, "    ", gpumon_words_placed(&fw.placed, w, sizeof w));
 	}
-	if (json_is_object(u)) {
+	if (u.known) {
 		char gpu[32] = "";
-		if (doc_has_num(u, "dev"))
-			snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(u, "dev"));
+		if (u.dev >= 0)
+			snprintf(gpu, sizeof gpu, " on GPU %d", u.dev);
 		snprintf(line, sizeof line,
 			 "%s%s (pid %lld at %.2f s): NVML's figure beyond the allocator's reserved: the CUDA context, "
 			 "libraries' workspaces, other allocators",
-			 words_bytes(a, sizeof a, json_object_get(u, "bytes")), gpu, (long long)doc_num(u, "pid"), doc_num(u, "time"));
+			 gpumon_words_bytes(u.bytes, a, sizeof a), gpu, u.pid >= 0 ? (long long)u.pid : 0ll,
+			 gpumon_model_seconds(m, u.t_ns));
 		wrap(out, "  unaccounted, at most: ", "    ", line);
 	}
 }
 
 /* ---- out of memory ------------------------------------------------------------------------------ */
 
-static void print_holders(FILE *out, const json_t *oom)
+static void print_holders(FILE *out, const gpumon_model *m, const gpumon_model_oom *o)
 {
 	char a[32], cmd[72], user[16];
-	size_t i;
-	const json_t *h, *holders = json_object_get(oom, "holders");
-	if (!json_array_size(holders)) {
+	if (!o->nholders) {
 		say(out, "      ", "    no process was listed on the GPU then");
 		return;
 	}
 	say(out, "      ", "    %8s  %-12s %9s  %-3s  %s", "pid", "user", "GiB", "job", "command");
-	json_array_foreach(holders, i, h) {
-		if (doc_has_num(h, "bytes"))
-			snprintf(a, sizeof a, "%.2f", doc_num(h, "bytes") / (1024.0 * 1024 * 1024));
+	for (size_t i = 0; i < o->nholders && i < 16; i++) {
+		const gpumon_holder *h = &o->holders[i];
+		if (h->used_known)
+			snprintf(a, sizeof a, "%.2f", (double)h->used_bytes / (1024.0 * 1024 * 1024));
 		else
 			snprintf(a, sizeof a, "n/a");
-		char owner[200];
-		words_owner(owner, sizeof owner, h);
-		char job[32];
-		words_holder_job(job, sizeof job, h, "yes", "no");
-		say(out, "      ", "    %8lld  %-12s %9s  %-3s  %s%s%s", (long long)doc_num(h, "pid"),
-			doc_str(h, "user") ? cli_safe_text(user, 13, doc_str(h, "user")) : "n/a",
-			a, job,
-			doc_str(h, "command") ? short_command(doc_str(h, "command"), cmd, sizeof cmd) : "n/a",
-			owner[0] ? "  " : "", owner);
+		gpumon_model_who w = {.size = sizeof w};
+		gpumon_model_who_get(m, o->dev, h->pid, &w);
+		char owner[200], job[32];
+		gpumon_words_owner(w.owner, owner, sizeof owner);
+		gpumon_words_holder_job(h, "yes", "no", job, sizeof job);
+		say(out, "      ", "    %8u  %-12s %9s  %-3s  %s%s%s", h->pid,
+		    h->user[0] ? cli_safe_text(user, 13, h->user) : "n/a", a, job,
+		    h->command[0] ? short_command(h->command, cmd, sizeof cmd) : "n/a", owner[0] ? "  " : "", owner);
 	}
 }
 
 /* The GPU's used memory about one point a second up to the moment, each said as seconds before it
  * ("2 s before: 60.0 GiB", not "-2 s", which reads as a duration unknown). */
-static void print_last_seconds(FILE *out, const json_t *oom)
+static void print_last_seconds(FILE *out, const gpumon_model *m, const gpumon_model_oom *o)
 {
 	char line[1024], a[32];
-	size_t at = 0, i;
-	const json_t *p, *last = json_object_get(oom, "last_seconds");
-	if (!json_array_size(last))
+	size_t at = 0;
+	if (!o->nlast)
 		return;
 	line[0] = 0;
-	json_array_foreach(last, i, p) {
-		long s = lround(doc_num(p, "time") - doc_num(oom, "time"));
+	double moment = gpumon_model_seconds(m, o->t_ns);
+	for (size_t i = 0; i < o->nlast && i < 16; i++) {
+		long s = lround(gpumon_model_seconds(m, o->last[i].t_ns) - moment);
 		char when[32];
 		if (s)
 			snprintf(when, sizeof when, "%ld s %s", labs(s), s < 0 ? "before" : "after");
 		else
 			snprintf(when, sizeof when, "then");
 		int n = snprintf(line + at, sizeof line - at, "%s%s: %s", i ? ", " : "", when,
-				 words_bytes(a, sizeof a, json_object_get(p, "used_bytes")));
+				 gpumon_words_bytes(o->last[i].used_bytes, a, sizeof a));
 		if (n < 0 || (size_t)n >= sizeof line - at)
 			break;
 		at += (size_t)n;
 	}
 	char first[64];
-	snprintf(first, sizeof first, "    GPU %lld used, about one point a second up to then: ", (long long)doc_num(oom, "dev"));
+	snprintf(first, sizeof first, "    GPU %d used, about one point a second up to then: ", o->dev >= 0 ? o->dev : 0);
 	wrap(out, first, "      ", line);
 }
 
 /* What held the memory, from the allocator's snapshot: its figures and the allocation sites that
  * held the most (five at most here; the report lists them all). */
-static void print_snapshot(FILE *out, const json_t *oom)
+static void print_snapshot(FILE *out, const gpumon_model_oom *o)
 {
 	char text[1200];
-	const json_t *snap = json_object_get(oom, "snapshot"), *site;
-	size_t i;
-	if (!json_is_object(snap))
+	const gpumon_alloc_snapshot *snap = &o->input.snapshot;
+	if (!(o->input.known & GPUMON_OOM_F_SNAPSHOT))
 		return;
-	wrap(out, "    what held the memory: ", "      ", words_snapshot(text, sizeof text, snap));
-	json_array_foreach(json_object_get(snap, "sites"), i, site)
-	{
+	wrap(out, "    what held the memory: ", "      ", gpumon_words_snapshot(snap, text, sizeof text));
+	for (unsigned i = 0; i < snap->nsites && i < GPUMON_SNAPSHOT_SITES; i++) {
 		if (i == 5) {
-			say(out, "        ", "      ... %zu sites in all (gpumon report lists them)",
-			    json_array_size(json_object_get(snap, "sites")));
+			say(out, "        ", "      ... %u sites in all (gpumon report lists them)", snap->nsites);
 			break;
 		}
-		say(out, "        ", "      %s", words_site(text, sizeof text, site));
+		say(out, "        ", "      %s", gpumon_words_site(&snap->sites[i], text, sizeof text));
 	}
-	if (!json_is_true(json_object_get(snap, "stacks")))
+	if (!(snap->known & GPUMON_SNAP_STACKS))
 		say(out, "      ", "      no allocation sites: the allocator kept no stacks (gpumon run --history "
 				  "keeps them)");
-	else if (doc_num(snap, "unsited_bytes") > 0)
+	else if (snap->unsited_bytes > 0)
 		say(out, "      ", "      and %s allocated before the stacks were kept",
-		    words_bytes(text, sizeof text, json_object_get(snap, "unsited_bytes")));
+		    gpumon_words_bytes(snap->unsited_bytes, text, sizeof text));
 }
 
-static void print_oom(FILE *out, const json_t *doc)
+static void print_oom(FILE *out, const gpumon_model *m, const gpumon_model_source *src)
 {
-	const json_t *oom = json_object_get(doc, "oom");
+	gpumon_model_oom o;
 	char text[2000], gpu[32] = "", label[64];
-	if (!json_is_object(oom))
+	if (gpumon_model_oom_get(m, &o) != GPUMON_OK)
 		return;
-	if (doc_has_num(oom, "dev"))
-		snprintf(gpu, sizeof gpu, " on GPU %lld", (long long)doc_num(oom, "dev"));
-	if (doc_has_num(oom, "rank")) /* a distributed job: which rank ran out first */
-		snprintf(gpu + strlen(gpu), sizeof gpu - strlen(gpu), " (rank %lld)", (long long)doc_num(oom, "rank"));
-	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", doc_num(oom, "time"), gpu);
-	if (doc_str(oom, "message")) /* the job's own line, escapes and all: shown escaped */
-		wrap(out, label, "    ", cli_safe_text(text, sizeof text, doc_str(oom, "message")));
+	double moment = gpumon_model_seconds(m, o.t_ns);
+	if (o.dev >= 0)
+		snprintf(gpu, sizeof gpu, " on GPU %d", o.dev);
+	if (o.rank >= 0) /* a distributed job: which rank ran out first */
+		snprintf(gpu + strlen(gpu), sizeof gpu - strlen(gpu), " (rank %d)", o.rank);
+	snprintf(label, sizeof label, "  out of memory at %.2f s%s: ", moment, gpu);
+	if (o.message[0]) /* the job's own line, escapes and all: shown escaped */
+		wrap(out, label, "    ", cli_safe_text(text, sizeof text, o.message));
 	else
 		wrap(out, label, "    ", "no message; the GPU was full when the job failed");
-	if (doc_num(oom, "signs") > 1)
-		say(out, "      ", "    (%lld out-of-memory signs in all)", (long long)doc_num(oom, "signs"));
-	const json_t *status = json_object_get(json_object_get(doc, "source"), "exit_status");
-	if (json_is_integer(status) && json_integer_value(status) == 0)
+	if (o.signs > 1)
+		say(out, "      ", "    (%u out-of-memory signs in all)", o.signs);
+	if (src->exit_status == 0)
 		say(out, "      ", "    the job went on and exited with status 0: it recovered");
 	char causes[160];
-	snprintf(label, sizeof label, "  diagnosis: %.40s: ", words_causes(causes, sizeof causes, oom));
-	wrap(out, label, "    ", words_oom(text, sizeof text, oom));
-	if (words_said(text, sizeof text, oom)[0])
+	snprintf(label, sizeof label, "  diagnosis: %.40s: ", gpumon_words_causes(&o, causes, sizeof causes));
+	wrap(out, label, "    ", gpumon_words_oom(m, &o, text, sizeof text));
+	if (gpumon_words_said(m, &o, text, sizeof text)[0])
 		wrap(out, "    the framework said: ", "      ", text);
-	print_snapshot(out, oom);
-	const json_t *d;
-	size_t i;
-	const char *uuid = NULL;
-	json_array_foreach(json_object_get(doc, "devices"), i, d)
-		if (doc_has_num(oom, "dev") && doc_num(d, "dev") == doc_num(oom, "dev"))
-			uuid = doc_str(d, "uuid");
-	if (doc_has_num(oom, "dev"))
-		say(out, "      ", "    who held GPU %lld%s%s at %.2f s:", (long long)doc_num(oom, "dev"), uuid ? " " : "",
-			uuid ? uuid : "", doc_num(oom, "time"));
+	print_snapshot(out, &o);
+	char uuid[96] = "";
+	gpumon_model_gpu d = {.size = sizeof d};
+	for (size_t i = 0; o.dev >= 0 && gpumon_model_gpu_get(m, i, &d) == GPUMON_OK; i++)
+		if (d.dev == (unsigned)o.dev)
+			snprintf(uuid, sizeof uuid, "%s", d.uuid);
+	if (o.dev >= 0)
+		say(out, "      ", "    who held GPU %d%s%s at %.2f s:", o.dev, uuid[0] ? " " : "", uuid, moment);
 	else
-		say(out, "      ", "    who held the GPU at %.2f s:", doc_num(oom, "time"));
-	print_holders(out, oom);
-	print_last_seconds(out, oom);
+		say(out, "      ", "    who held the GPU at %.2f s:", moment);
+	print_holders(out, m, &o);
+	print_last_seconds(out, m, &o);
 }
 
 /* ---- the rest ----------------------------------------------------------------------------------- */
 
-static void print_alerts(FILE *out, const json_t *doc)
+static void print_alerts(FILE *out, const gpumon_model *m)
 {
 	char s[200], text[800];
-	size_t i;
-	const json_t *a;
-	json_array_foreach(json_object_get(doc, "alerts"), i, a) {
-		const char *kind = doc_str(a, "kind");
-		if (kind && !strcmp(kind, "leak"))
-			say(out, "    ", "  alert at %.2f s%s: leak suspected on %s", doc_num(a, "time"),
-				json_is_true(json_object_get(a, "live")) ? " (told live)" : "",
-				words_series(s, sizeof s, json_object_get(a, "series")));
+	gpumon_alert a;
+	for (size_t i = 0; gpumon_model_alerts(m, i, &a, 1) > 0; i++) {
+		if (a.kind == GPUMON_ALERT_LEAK)
+			say(out, "    ", "  alert at %.2f s%s: leak suspected on %s", gpumon_model_seconds(m, a.t_ns),
+			    a.live ? " (told live)" : "", gpumon_words_series(m, &a.verdict, s, sizeof s));
 		else
-			say(out, "    ", "  alert at %.2f s: %s", doc_num(a, "time"), words_alert(text, sizeof text, a));
+			say(out, "    ", "  alert at %.2f s: %s", gpumon_model_seconds(m, a.t_ns),
+			    gpumon_words_alert(m, &a, text, sizeof text));
 	}
 }
 
-static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
+static void print_facts(FILE *out, const gpumon_model *m, const struct run_facts *f)
 {
 	for (size_t i = 0; f->plan && i < f->plan->nvars; i++)
 		say(out, "    ", "  set %s=%s", f->plan->vars[i].name, f->plan->vars[i].value);
@@ -372,10 +375,12 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 	for (size_t i = 0; f->plan && i < f->plan->nnotes; i++)
 		if (f->verbose || f->plan->loud[i])
 			wrap(out, "  note: ", "    ", f->plan->notes[i]);
-	const char *damage = doc_str(json_object_get(doc, "source"), "damage");
+	char *damage = NULL;
+	gpumon_model_damage_get(m, &damage);
 	char safe[2048];
 	if (damage && damage[0])
 		wrap(out, "  note: ", "    ", cli_safe_text(safe, sizeof safe, damage));
+	gpumon_free(damage);
 	if (f->dropped)
 		say(out, "    ", "  dropped records: %llu (the %s misses some samples)", (unsigned long long)f->dropped,
 		    f->path ? "recording" : "summary");
@@ -395,16 +400,23 @@ static void print_facts(FILE *out, const json_t *doc, const struct run_facts *f)
 		    f->path ? "recording" : "summary");
 }
 
-/* A line of the rank table, wrapped like every other line of the summary. */
-static void rank_line(void *out, const char *text)
+/* The rank table's lines (each ended by '\n'), wrapped like every other line of the summary. */
+static void print_ranks(FILE *out, const gpumon_model *m)
 {
-	say(out, "        ", "  %s", text);
+	char *text = NULL;
+	gpumon_words_ranks(m, 32, &text);
+	for (char *l = text, *nl; l && (nl = strchr(l, '\n')); l = nl + 1) {
+		*nl = 0;
+		say(out, "        ", "  %s", l);
+	}
+	gpumon_free(text);
 }
 
-void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
+void run_summary_print(FILE *out, const gpumon_model *m, const struct run_facts *f)
 {
-	const json_t *src = json_object_get(doc, "source");
-	double now_s = doc_has_num(src, "duration_s") ? doc_num(src, "duration_s") : -1;
+	gpumon_model_source src = {.size = sizeof src};
+	gpumon_model_source_get(m, &src);
+	double now_s = src.duration_known ? src.duration_s : -1;
 	char after[48] = "";
 	width = f->width >= MIN_WIDTH ? (size_t)f->width : f->width > 0 ? MIN_WIDTH : 80;
 	fprintf(out, "\ngpumon run summary\n");
@@ -416,22 +428,21 @@ void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f)
 		snprintf(after, sizeof after, " after %.1f s", now_s);
 	if (f->signal > 0 && sigabbrev_np(f->signal)) /* 137 could be exit(137): the signal says killed */
 		say(out, "    ", "  job killed by SIG%s (status %d)%s", sigabbrev_np(f->signal), 128 + f->signal, after);
-	else if (doc_has_num(src, "exit_status"))
-		say(out, "    ", "  job exited with status %lld%s", (long long)doc_num(src, "exit_status"), after);
+	else if (src.exit_status >= 0)
+		say(out, "    ", "  job exited with status %d%s", src.exit_status, after);
 	else
 		say(out, "    ", "  job's exit status unknown%s", after);
 	if (f->steps)
 		say(out, "    ", "  %s", f->steps);
-	size_t i;
-	const json_t *d;
-	json_array_foreach(json_object_get(doc, "devices"), i, d)
-		print_gpu(out, d);
-	print_verdicts(out, doc, now_s);
-	words_ranks(doc, 32, rank_line, out);
-	print_memory(out, doc);
-	print_alerts(out, doc);
-	print_oom(out, doc);
-	print_facts(out, doc, f);
+	gpumon_model_gpu d = {.size = sizeof d};
+	for (size_t i = 0; gpumon_model_gpu_get(m, i, &d) == GPUMON_OK; i++)
+		print_gpu(out, m, &d);
+	print_verdicts(out, m, now_s);
+	print_ranks(out, m);
+	print_memory(out, m);
+	print_alerts(out, m);
+	print_oom(out, m, &src);
+	print_facts(out, m, f);
 }
 
 /* --steps in words: stopped, or why not. */
@@ -450,20 +461,13 @@ static const char *steps_words(char *buf, size_t len, const struct run *r)
 	return buf;
 }
 
-/* The end: the model finishes at the end the recording stores, and its document is the summary. */
+/* The end: the model finishes at the end the recording stores, and its answers are the summary. */
 void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss)
 {
-	char *text = NULL, why[96] = "", steps[96];
+	char why[96] = "", steps[96];
 	gpumon_model_finish(r->model, end_ns, r->status);
 	if (r->o->quiet)
 		return;
-	json_t *doc = gpumon_model_document(r->model, 0, &text) == GPUMON_OK ? json_loads(text, 0, NULL) : NULL;
-	gpumon_free(text);
-	if (!doc) {
-		cli_error("run: out of memory: no summary%s%s%s", path ? " (the recording " : "", path ? path : "",
-			  path ? " has the run)" : "");
-		return;
-	}
 	struct run_facts f = {.signal = r->signal, .path = path, .rec_failed = r->rec_failed, .plan = &r->plan, .dropped = ss->dropped,
 			      .have_socket = r->srv != NULL, .verbose = r->o->verbose, .width = run_summary_width(),
 			      .refused_why = why, .steps = steps_words(steps, sizeof steps, r)};
@@ -477,6 +481,5 @@ void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpu
 		if (st.refused)
 			run_server_refusal_reason(why, sizeof why, st.refused_errno, 1);
 	}
-	run_summary_print(stderr, doc, &f);
-	json_decref(doc);
+	run_summary_print(stderr, r->model, &f);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* run_summary.h — the end summary of `gpumon run`: the run model's document in plain words
- * (words.h), with the few facts about the run that only the launcher knows. */
+/* run_summary.h — the end summary of `gpumon run`: the run model's answers in plain words (the
+ * library's gpumon_words_*), with the few facts about the run that only the launcher knows. */
 #ifndef GPUMON_RUN_SUMMARY_H
 #define GPUMON_RUN_SUMMARY_H
 
@@ -8,10 +8,9 @@
 #include <stdio.h>
 
 #include <gpumon/gpumon.h>
-#include <jansson.h>
 
 
-/* What the summary says besides the document. */
+/* What the summary says besides the model. */
 struct run_facts {
 	const char *path;                  /* the recording; NULL: none (--no-record) */
 	int rec_failed;                    /* it stopped early */
@@ -31,13 +30,13 @@ struct run_facts {
 /* The terminal's width: stderr's (the summary's stream), else stdout's, else $COLUMNS, else 80. */
 int run_summary_width(void);
 
-/* Prints the summary of doc (gpumon_model_document, parsed) and f to out, every line wrapped to
- * f->width columns (at least 20). */
-void run_summary_print(FILE *out, const json_t *doc, const struct run_facts *f);
+/* Prints the summary of the finished model m and f to out, every line wrapped to f->width columns
+ * (at least 20). */
+void run_summary_print(FILE *out, const gpumon_model *m, const struct run_facts *f);
 
 struct run;
 /* The end of a run: finishes r's model at end_ns (the end the recording stores) and, unless -q,
- * prints its document as the summary on stderr with the launcher's facts (ss: the sampler's
+ * prints its answers as the summary on stderr with the launcher's facts (ss: the sampler's
  * losses). path: the recording, NULL with --no-record. */
 void run_summary_end(struct run *r, const char *path, uint64_t end_ns, const gpumon_sampler_stats *ss);
 

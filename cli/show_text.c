@@ -7,7 +7,6 @@
 #include <wchar.h>
 
 #include "show.h"
-#include "words.h"
 
 #define BAR_MAX 40   /* the bar's width when there is room */
 #define BAR_MIN 10   /* below this the bar says too little: the figures keep the room */
@@ -293,7 +292,7 @@ static void health_line(const show_style *st, const show_gpu *gpu)
 	char words[512], msg[560];
 	if (!gpu->health_problems)
 		return;
-	words_health(words, sizeof words, gpu->health_problems, &gpu->health);
+	gpumon_words_health(gpu->health_problems, &gpu->health, words, sizeof words);
 	/* one problem a line, so that a narrow terminal cuts none of them short */
 	for (char *part = words, *next; part && *part; part = next) {
 		next = strstr(part, "; ");

@@ -122,18 +122,7 @@ uint64_t cli_now_ns(void)
 
 const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	double v = (double)bytes;
-	size_t u = 0;
-	while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
-	return buf;
+	return gpumon_words_bytes(bytes, buf, len);
 }
 
 const char *cli_option_value(int argc, char **argv, int *i, const char *long_name,
@@ -191,64 +180,9 @@ int cli_record_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const
 	return gpumon_recording_write(r, &rec, 1);
 }
 
-/* Bytes of the UTF-8 character at s (1 to 4), or 0 when s does not start a valid, shortest-form
- * one (a stray continuation byte, an overlong form, a surrogate, a cut-off sequence). *cp gets its
- * code point. */
-static size_t utf8_char(const unsigned char *s, unsigned *cp)
-{
-	size_t n = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-	static const unsigned lead_mask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07}, least[5] = {0, 0, 0x80, 0x800, 0x10000};
-	if (!n)
-		return 0;
-	unsigned c = s[0] & lead_mask[n];
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3F);
-	}
-	if (c < least[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
-		return 0;
-	*cp = c;
-	return n;
-}
-
-/* Whether a terminal could take code point c for something other than a character to show: C0,
- * DEL, C1 (0x9B is CSI to a terminal that reads 8-bit controls), and the bidirectional overrides
- * and isolates that make text read differently from the bytes it holds. */
-static int is_control(unsigned c)
-{
-	return c < 0x20 || (c >= 0x7F && c <= 0x9F) || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
-}
-
 const char *cli_safe_text(char *buf, size_t len, const char *s)
 {
-	size_t w = 0;
-	if (!len)
-		return buf;
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
-		char esc[12];
-		unsigned c = 0;
-		size_t n = utf8_char(p, &c), out;
-		if (n && !is_control(c)) {
-			out = n;
-			memcpy(esc, p, n);
-		} else if (n == 1 && (c == '\n' || c == '\r' || c == '\t')) {
-			out = 2;
-			esc[0] = '\\', esc[1] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-		} else if (n <= 1) { /* an ASCII control, or a byte that is not UTF-8: its value */
-			n = 1;
-			out = (size_t)snprintf(esc, sizeof esc, "\\x%02x", p[0]);
-		} else {
-			out = (size_t)snprintf(esc, sizeof esc, "\\u%04x", c);
-		}
-		if (w + out >= len)
-			break; /* whole characters and escapes only */
-		memcpy(buf + w, esc, out);
-		w += out;
-		p += n;
-	}
-	buf[w] = 0;
-	return buf;
+	return gpumon_words_safe(s, buf, len);
 }
 
 char *cli_safe_text_dup(const char *s)

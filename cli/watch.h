@@ -51,7 +51,7 @@ typedef struct watch_gpu {
 					      one the snapshot's second; WATCH_NONE: no data */
 	unsigned hist_known;       /* seconds of history since the first sample (<= WATCH_HIST_SECONDS) */
 	unsigned health;           /* gpumon_health_problems() of the card's memory (live only), 0 none */
-	char health_text[256];     /* words_health()'s problems, "" when none */
+	char health_text[256];     /* gpumon_words_health()'s problems, "" when none */
 } watch_gpu;
 
 typedef struct watch_proc {

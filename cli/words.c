@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* words.c — the run model's answers in plain words (words.h): verdicts, alerts, the bound of a
- * time to out-of-memory, and the out-of-memory diagnosis with what to try. Nothing here decides:
- * every figure and code comes from the model's document. */
+/* words.c — the run model's document in plain words for the HTML page (words.h), which renders
+ * the document alone (tests render hand-made ones): verdicts, alerts, the bound of a time to
+ * out-of-memory, and the out-of-memory diagnosis with what to try. Nothing here decides. */
 #include "words.h"
 
 #include <stdarg.h>
@@ -51,27 +51,7 @@ const char *words_bytes(char *buf, size_t len, const json_t *v)
 
 const char *words_duration(char *buf, size_t len, double s)
 {
-	long long t = s > 0 ? (long long)(s + 0.5) : 0;
-	if (t < 60)
-		snprintf(buf, len, "%lld s", t);
-	else if (t < 3600)
-		snprintf(buf, len, "%lld min %02lld s", t / 60, t % 60);
-	else if (t < 2 * 86400)
-		snprintf(buf, len, "%lld h %02lld min", t / 3600, t / 60 % 60);
-	else
-		snprintf(buf, len, "%lld days", t / 86400);
-	return buf;
-}
-
-/* "4:37" or "1:02:05" from the start. */
-static const char *clock_text(char *buf, size_t len, double s)
-{
-	long long t = (long long)(s + 0.5);
-	if (t >= 3600)
-		snprintf(buf, len, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
-	else
-		snprintf(buf, len, "%lld:%02lld", t / 60, t % 60);
-	return buf;
+	return gpumon_words_duration(s, buf, len);
 }
 
 const char *words_series(char *buf, size_t len, const json_t *s)
@@ -166,7 +146,7 @@ static void to_oom(char *buf, size_t len, size_t *at, const json_t *v, double no
 		add(buf, len, at, "%s", words_duration(d, sizeof d, doc_num(v, "seconds_to_oom")));
 		if (now_s >= 0)
 			add(buf, len, at, ", around %s from the start",
-			    clock_text(c, sizeof c, now_s + doc_num(v, "seconds_to_oom")));
+			    gpumon_words_clock(now_s + doc_num(v, "seconds_to_oom"), c, sizeof c));
 		if (steps)
 			add(buf, len, at, ")");
 	}
@@ -505,17 +485,6 @@ const char *words_snapshot(char *buf, size_t len, const json_t *snap)
 	return buf;
 }
 
-const char *words_site(char *buf, size_t len, const json_t *site)
-{
-	char a[32], f[200], fn[72];
-	const char *file = doc_str(site, "file"), *func = doc_str(site, "function");
-	snprintf(buf, len, "%s:%lld%s%s%s  %s in %lld block%s", file ? cli_safe_text(f, sizeof f, file) : "?",
-		 (long long)doc_num(site, "line"), func ? " (" : "", func ? cli_safe_text(fn, sizeof fn, func) : "",
-		 func ? ")" : "", words_bytes(a, sizeof a, json_object_get(site, "bytes")), (long long)doc_num(site, "blocks"),
-		 doc_num(site, "blocks") == 1 ? "" : "s");
-	return buf;
-}
-
 const char *words_placed(char *buf, size_t len, const json_t *placed)
 {
 	char a[32], b[32], c[32], d[32];
@@ -538,36 +507,7 @@ const char *words_placed(char *buf, size_t len, const json_t *placed)
 
 const char *words_owner(char *buf, size_t len, const json_t *who)
 {
-	const char *owner = doc_str(who, "owner");
-	char safe[161]; /* a pod's name comes from the node's directories: escaped, cut to 160 bytes */
-	buf[0] = 0;
-	if (!owner || !owner[0])
-		return buf;
-	/* the library's phrase for a pid it could not resolve reads as a place, not a holder */
-	int placed = !strcmp(owner, "another PID namespace");
-	snprintf(buf, len, "%s %s", placed ? "in" : "held by", cli_safe_text(safe, sizeof safe, owner));
-	return buf;
-}
-
-const char *words_who(char *buf, size_t len, const json_t *who)
-{
-	size_t at = 0;
-	buf[0] = 0;
-	if (!doc_has_num(who, "pid")) {
-		add(buf, len, &at, "the process");
-		return buf;
-	}
-	const char *user = doc_str(who, "user"), *cmd = doc_str(who, "command");
-	char u[101], c[101]; /* another user's text, escaped and cut to 100 bytes */
-	add(buf, len, &at, "pid %lld", (long long)doc_num(who, "pid"));
-	if (user && cmd)
-		add(buf, len, &at, " (%s: %s)", cli_safe_text(u, sizeof u, user), cli_safe_text(c, sizeof c, cmd));
-	else if (user || cmd)
-		add(buf, len, &at, " (%s)", cli_safe_text(c, sizeof c, user ? user : cmd));
-	char owner[200];
-	if (words_owner(owner, sizeof owner, who)[0])
-		add(buf, len, &at, " %s", owner);
-	return buf;
+	return gpumon_words_owner(doc_str(who, "owner"), buf, len);
 }
 
 const char *words_peak_what(char *buf, size_t len, const json_t *peak)
@@ -589,18 +529,12 @@ const char *words_peak_what(char *buf, size_t len, const json_t *peak)
 
 const char *words_unaccounted_why(const char *why)
 {
-	static const struct {
-		const char *code, *words;
-	} w[] = {
-	    {"device_unknown", "the framework did not say its device and its process is on several GPUs"},
-	    {"not_visible", "the framework's device index is not in the job's CUDA_VISIBLE_DEVICES"},
-	    {"mig", "the framework's device is a MIG instance, whose memory NVML does not list per process"},
-	    {"no_gpu", "the job's CUDA_VISIBLE_DEVICES names no GPU of the recording for the framework's device"},
-	    {"no_nvml_figure", "NVML lists no memory of the process on its GPU"},
-	};
-	for (size_t i = 0; why && i < sizeof w / sizeof w[0]; i++)
-		if (!strcmp(why, w[i].code))
-			return w[i].words;
+	static const char *const code[] = {"device_unknown", "not_visible", "mig", "no_gpu", "no_nvml_figure"};
+	static const int value[] = {GPUMON_UNACCOUNTED_DEVICE_UNKNOWN, GPUMON_UNACCOUNTED_NOT_VISIBLE, GPUMON_UNACCOUNTED_MIG,
+				    GPUMON_UNACCOUNTED_NO_GPU, GPUMON_UNACCOUNTED_NO_NVML_FIGURE};
+	for (size_t i = 0; why && i < sizeof code / sizeof code[0]; i++)
+		if (!strcmp(why, code[i]))
+			return gpumon_words_unaccounted_why(value[i]);
 	return NULL;
 }
 
@@ -703,46 +637,6 @@ json_t *words_alert_list(const json_t *doc)
 	return list;
 }
 
-/* ---- memory health ----------------------------------------------------------------------------- */
-
-/* Appends a part to buf, after "; " when buf holds one already (kept NUL-terminated, cut at len). */
-static void add_part(char *buf, size_t len, const char *part)
-{
-	size_t n = strlen(buf);
-	if (n + 1 < len)
-		snprintf(buf + n, len - n, "%s%s", n ? "; " : "", part);
-}
-
-const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_device_props *p)
-{
-	char part[128];
-	if (!len)
-		return buf;
-	buf[0] = 0;
-	if (problems & GPUMON_HEALTH_ECC_UNCORRECTED) {
-		unsigned long long n = (unsigned long long)p->ecc_total[GPUMON_ECC_UNCORRECTED][GPUMON_ECC_VOLATILE];
-		snprintf(part, sizeof part, "%llu uncorrectable ECC error%s since the driver loaded", n, n == 1 ? "" : "s");
-		add_part(buf, len, part);
-	}
-	if (problems & GPUMON_HEALTH_REMAP_FAILURE)
-		add_part(buf, len, "a row remapping failed: the board needs service");
-	if (problems & GPUMON_HEALTH_REMAP_PENDING)
-		add_part(buf, len, "a row remapping waits for a GPU reset");
-	if (problems & GPUMON_HEALTH_REMAP_UNCORRECTABLE) {
-		snprintf(part, sizeof part, "%u row%s remapped for uncorrectable errors", p->remapped_uncorrectable,
-			 p->remapped_uncorrectable == 1 ? "" : "s");
-		add_part(buf, len, part);
-	}
-	if (problems & GPUMON_HEALTH_RETIRED_PENDING)
-		add_part(buf, len, "pages wait to be retired at the next reboot");
-	if (problems & GPUMON_HEALTH_RETIRED_DBE) {
-		snprintf(part, sizeof part, "%u page%s retired for double-bit errors", p->retired_dbe,
-			 p->retired_dbe == 1 ? "" : "s");
-		add_part(buf, len, part);
-	}
-	return buf;
-}
-
 const char *words_rank_verdict(char *buf, size_t len, const json_t *leak)
 {
 	const char *v = doc_str(leak, "verdict");
@@ -803,88 +697,5 @@ const char *words_host(char *buf, size_t len, const json_t *hosts, size_t i)
 		    first ? cli_safe_text(b, sizeof b, first) : "an unnamed host");
 	else
 		add(buf, len, &at, " (not checked: no steps reported on both)");
-	return buf;
-}
-
-void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx)
-{
-	char t[400];
-	const json_t *ranks = json_object_get(doc, "ranks"), *r;
-	size_t n = json_array_size(ranks), i;
-	if (!n)
-		return;
-	char job[128], safe[72];
-	snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", words_rank_job(job, sizeof job, doc), n, n == 1 ? "" : "s");
-	line(ctx, t);
-	/* several hosts (recordings of one job's nodes read together): each row says its host */
-	const json_t *hosts = json_object_get(doc, "hosts");
-	int many = json_array_size(hosts) > 1;
-	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s%s", "RANK", "GPU", "PID", "PEAK", "MEAN", "FLOOR", "VERDICT",
-		 many ? " (HOST)" : "");
-	line(ctx, t);
-	json_array_foreach(ranks, i, r)
-	{
-		if (i == max_rows) {
-			snprintf(t, sizeof t, "  ... and %zu more (gpumon report --json lists them all)", n - max_rows);
-			line(ctx, t);
-			break;
-		}
-		char a[32], b[32], c[32], v[48];
-		snprintf(t, sizeof t, "  %4lld %3lld %8lld %9s %9s %9s  %s%s", (long long)doc_num(r, "rank"),
-			(long long)doc_num(r, "dev"), (long long)doc_num(r, "pid"),
-			words_bytes(a, sizeof a, json_object_get(r, "peak_bytes")),
-			words_bytes(b, sizeof b, json_object_get(r, "mean_bytes")),
-			words_bytes(c, sizeof c, json_object_get(r, "floor_bytes")),
-			words_rank_verdict(v, sizeof v, json_object_get(r, "leak")),
-			json_is_true(json_object_get(r, "oom")) ? " + OOM" : "");
-		const char *host = many ? doc_str(json_array_get(hosts, (size_t)doc_num(r, "host")), "name") : NULL;
-		if (host) {
-			size_t end = strlen(t);
-			add(t, sizeof t, &end, " (%s)", cli_safe_text(safe, 40, host));
-		}
-		line(ctx, t);
-	}
-	/* what each rank held when one ran out: the others' share of the moment */
-	size_t shown = 0, at;
-	const json_t *oom = json_object_get(doc, "oom");
-	if (json_is_object(oom)) {
-		at = (size_t)snprintf(t, sizeof t, "  at the out-of-memory (%.2f s):", doc_num(oom, "time"));
-		json_array_foreach(ranks, i, r)
-		{
-			char a[32];
-			if (!doc_has_num(r, "at_oom_bytes") || shown == 16)
-				continue;
-			add(t, sizeof t, &at, "%s rank %lld %s%s", shown ? "," : "", (long long)doc_num(r, "rank"),
-			    words_bytes(a, sizeof a, json_object_get(r, "at_oom_bytes")),
-			    json_is_true(json_object_get(r, "oom")) ? " (ran out)" : "");
-			shown++;
-		}
-		if (shown == 16 && n > 16)
-			add(t, sizeof t, &at, ", ...");
-		if (shown)
-			line(ctx, t);
-	}
-	const json_t *k = json_object_get(doc, "rank_skew");
-	if (!json_is_object(k))
-		return;
-	char lo[32], hi[32], d[32], mlo[32], mhi[32], md[32];
-	snprintf(t, sizeof t, "  skew over %lld ranks: peaks %s (rank %lld) to %s (rank %lld), %s apart; means %s (rank %lld) to "
-		 "%s (rank %lld), %s apart",
-		(long long)doc_num(k, "ranks"), words_bytes(lo, sizeof lo, json_object_get(k, "peak_min_bytes")),
-		(long long)doc_num(k, "peak_min_rank"), words_bytes(hi, sizeof hi, json_object_get(k, "peak_max_bytes")),
-		(long long)doc_num(k, "peak_max_rank"), words_bytes(d, sizeof d, json_object_get(k, "peak_skew_bytes")),
-		words_bytes(mlo, sizeof mlo, json_object_get(k, "mean_min_bytes")), (long long)doc_num(k, "mean_min_rank"),
-		words_bytes(mhi, sizeof mhi, json_object_get(k, "mean_max_bytes")), (long long)doc_num(k, "mean_max_rank"),
-		words_bytes(md, sizeof md, json_object_get(k, "mean_skew_bytes")));
-	line(ctx, t);
-}
-
-const char *words_holder_job(char *buf, size_t len, const json_t *h, const char *yes, const char *no)
-{
-	const char *job = json_is_true(json_object_get(h, "job")) ? yes : no;
-	if (doc_has_num(h, "rank"))
-		snprintf(buf, len, "%s%srank %lld", job, job[0] ? ", " : "", (long long)doc_num(h, "rank"));
-	else
-		snprintf(buf, len, "%s", job);
 	return buf;
 }

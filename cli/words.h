@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* words.h — the run model's codes and figures in plain words, for every text the program prints
- * (`gpumon report`'s text and HTML, `gpumon run`'s alerts and summary, `gpumon watch`). The words
- * are made from the model's JSON document (docs/report.md), so two commands cannot word one answer
- * two ways. Every function writes a NUL-terminated sentence (truncated to len) and returns buf. */
+/* words.h — the run model's document (docs/report.md) in plain words, for the HTML page of `gpumon
+ * report`, which renders a document alone. Every other text the program prints words the model's
+ * typed answers with the library's gpumon_words_*. Every function writes a NUL-terminated sentence
+ * (truncated to len) and returns buf. */
 #ifndef GPUMON_WORDS_H
 #define GPUMON_WORDS_H
 
@@ -61,9 +61,6 @@ const char *words_said(char *buf, size_t len, const json_t *oom);
  * and free, the largest free piece and how much was too small for the request; "" when none. */
 const char *words_snapshot(char *buf, size_t len, const json_t *snapshot);
 
-/* One allocation site of a snapshot: "/srv/job/train.py:71 (step)  24.00 GiB in 120 blocks". */
-const char *words_site(char *buf, size_t len, const json_t *site);
-
 /* Every byte of a framework source's process placed (frameworks[].placed): "NVML 20.50 GiB = the
  * allocator's 13.90 GiB (12.00 GiB allocated + 1.90 GiB cached) + 6.60 GiB outside it (...)". */
 const char *words_placed(char *buf, size_t len, const json_t *placed);
@@ -72,11 +69,6 @@ const char *words_placed(char *buf, size_t len, const json_t *placed);
  * pod ml-team/trainer-0", "held by slurm job 4242.0", "in another PID namespace"; "" when the
  * document names no owner. Escaped for a terminal. */
 const char *words_owner(char *buf, size_t len, const json_t *who);
-
-/* A process as the document names it ({pid, user, command, owner}): "pid 4242 (alice: python
- * train.py) held by pod ml-team/trainer-0", its parts left out when unknown; "the process" when the
- * pid is null (a CSV names none). */
-const char *words_who(char *buf, size_t len, const json_t *who);
 
 /* What a peak (the document's "peak") is of: "the job's processes on GPU 0", "GPU 1's used memory",
  * "the framework's highest allocated". */
@@ -100,18 +92,6 @@ const char *words_unaccounted_why(const char *why);
  * when out of memory. */
 json_t *words_document(const json_t *doc);
 
-/* Whether a holder of the out-of-memory moment (the document's oom.holders[]) is the job's, as
- * `yes` or `no` says it, and its rank when it is a distributed worker: "yes, rank 5". */
-const char *words_holder_job(char *buf, size_t len, const json_t *holder, const char *yes, const char *no);
-
-/* A distributed job's ranks (the document's ranks[] and rank_skew) as a table, each line handed to
- * line(ctx, text) without its newline: a heading naming the job, one row a worker (rank, GPU, pid,
- * its NVML figure's peak, mean and floor, its verdict, "+ OOM" for the one that ran out of memory,
- * its host when there are several), at most max_rows rows (the rest counted), what each rank held
- * at the out-of-memory, and the skew between the ranks' peaks and means. Nothing when the document
- * has no ranks. */
-void words_ranks(const json_t *doc, size_t max_rows, void (*line)(void *ctx, const char *text), void *ctx);
-
 /* A worker's verdict (ranks[].leak) in a few words: "LEAK +630 MiB/s", "no leak", "too short to
  * tell", "n/a". */
 const char *words_rank_verdict(char *buf, size_t len, const json_t *leak);
@@ -124,10 +104,5 @@ const char *words_rank_job(char *buf, size_t len, const json_t *doc);
  * GPUs 2-3; its times moved by +0.012 s by the wall clocks of both hosts; checked by 19 steps both
  * reached: +0.004 s from node-a's moments (median)". */
 const char *words_host(char *buf, size_t len, const json_t *hosts, size_t i);
-
-/* The memory health problems (gpumon_health_problems() bits) of p in words, parts joined by "; "
- * ("2 uncorrectable ECC errors since the driver loaded; a row remapping waits for a GPU reset");
- * "" when problems is 0. */
-const char *words_health(char *buf, size_t len, unsigned problems, const gpumon_device_props *p);
 
 #endif

@@ -1674,6 +1674,126 @@ typedef struct gpumon_model_oom {
 /* The out-of-memory moment and its diagnosis: 0, or GPUMON_E_NOT_FOUND (none seen). */
 GPUMON_API int gpumon_model_oom_get(const gpumon_model *m, gpumon_model_oom *out);
 
+/* ---- typed answers: what the document says, asked one piece at a time ---------------------------
+ * The front ends (gpumon run's summary and alerts, gpumon report, the Python package) ask these,
+ * and the document (gpumon_model_document) is made from them, so that both say one thing. Each
+ * struct starts with `size`, set by the caller to sizeof the struct it was built with (an older,
+ * smaller struct gets the fields it has); a size below the first version's or above this header's
+ * is GPUMON_E_INVAL. Strings given as pointers are the model's: valid until it is destroyed. */
+
+/* What the model read (the document's "source"). */
+typedef struct gpumon_model_source {
+	unsigned size;               /* sizeof(gpumon_model_source): set by the caller */
+	const char *path;            /* what was read ("run.gpumon", "a.gpumon + b.gpumon"); NULL none */
+	const char *type;            /* "recording", "recordings", "csv", "live", ... never NULL */
+	const char *kind;            /* the metadata's kind ("run", "record"); NULL unknown */
+	const char *command;         /* the job's command line; NULL none */
+	const char *host;            /* NULL unknown */
+	char start_utc[24];          /* the start on the wall clock, "2026-01-02T03:04:05Z"; "" unknown */
+	int duration_known;          /* 0: no record was read */
+	double duration_s;           /* from the start to the end (gpumon_model_seconds) */
+	int exit_status;             /* the job's; -1 unknown */
+	uint64_t records;            /* records taken */
+	int names_processes;         /* 0: a CSV, whose one process carries a stand-in pid (0) that names
+					nothing: front ends say "the process" for every pid of it */
+	uint64_t events_dropped;     /* events beyond the model's bound (gpumon_model_event_get lists the rest) */
+} gpumon_model_source;
+
+/* 0, or GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_source_get(const gpumon_model *m, gpumon_model_source *out);
+
+/* What could not be read (the document's source.damage): what the model was told was lost
+ * (gpumon_model_damage) and the records it left out itself for a figure above GPUMON_MAX_BYTES.
+ * Sets *text to a string freed with gpumon_free(), or NULL when nothing was lost. 0,
+ * GPUMON_E_NOMEM, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_damage_get(const gpumon_model *m, char **text);
+
+/* A GPU of the model and what the run did on it (the document's devices[]). */
+typedef struct gpumon_model_gpu {
+	unsigned size;               /* sizeof(gpumon_model_gpu): set by the caller */
+	unsigned dev;                /* its position in the model */
+	char name[96], uuid[96], pci_bus_id[32]; /* "" unknown */
+	uint64_t total_bytes;        /* 0 unknown */
+	int lost;                    /* it fell off the bus ... */
+	uint64_t lost_t_ns;          /* ... then; 0 unknown */
+	unsigned host;               /* its host (gpumon_model_hosts) */
+	int peak_known;              /* peak: its used memory at most (owner: whose rise made it) */
+	gpumon_peak peak;
+	int job_known;               /* a process of the job held memory here; others_at_job_peak_bytes
+					and job_peak_known are about that */
+	int job_peak_known;          /* job_peak: the job's processes together at most */
+	gpumon_peak job_peak;
+	uint64_t others_at_job_peak_bytes; /* every other process together at the job's peak */
+	uint64_t others_peak_bytes;  /* every other process together at most */
+	int job_mean_known;          /* job_mean_bytes: the job's figure averaged to the end */
+	uint64_t job_mean_bytes;
+} gpumon_model_gpu;
+
+/* The i-th GPU the model saw (in position order): 0, GPUMON_E_NOT_FOUND past the last,
+ * GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_gpu_get(const gpumon_model *m, size_t i, gpumon_model_gpu *out);
+
+/* A process as the model knows it, to name it: its user, command line, owner and rank. */
+typedef struct gpumon_model_who {
+	unsigned size;               /* sizeof(gpumon_model_who): set by the caller */
+	unsigned pid;
+	char user[64];               /* "" unknown */
+	char command[512];           /* command line, else the name; "" unknown */
+	char owner[512];             /* gpumon_owner_describe's phrase; "" when no owner is known */
+	int owner_known;             /* owner_parts holds its container, pod, Slurm job or unit */
+	gpumon_owner owner_parts;
+	int rank;                    /* its global rank in a distributed job; -1 none or unknown */
+} gpumon_model_who;
+
+/* The process pid on GPU dev (dev < 0: on any GPU; the listing with a command line wins, the owner
+ * is the first one known). 0; GPUMON_E_NOT_FOUND when the model knows no such process (out then
+ * holds the pid alone, rank -1); GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_who_get(const gpumon_model *m, int dev, unsigned pid, gpumon_model_who *out);
+
+/* Why the memory a framework source's process holds outside its allocator is not known */
+enum {
+	GPUMON_UNACCOUNTED_KNOWN = 0,
+	GPUMON_UNACCOUNTED_DEVICE_UNKNOWN = 1, /* the framework did not say its device and the process is
+						  on several GPUs */
+	GPUMON_UNACCOUNTED_NOT_VISIBLE = 2,    /* the device index is not in CUDA_VISIBLE_DEVICES */
+	GPUMON_UNACCOUNTED_MIG = 3,            /* the device is a MIG instance */
+	GPUMON_UNACCOUNTED_NO_GPU = 4,         /* CUDA_VISIBLE_DEVICES names no GPU of the recording */
+	GPUMON_UNACCOUNTED_NO_NVML_FIGURE = 5, /* mapped, but NVML lists no memory of the process there */
+	GPUMON_UNACCOUNTED_NOT_SAID = 6,       /* the framework gave no reserved figure, or nothing to map */
+};
+
+/* A framework source (one segment per restart of its step counter; the document's frameworks[]). */
+typedef struct gpumon_model_framework {
+	unsigned size;               /* sizeof(gpumon_model_framework): set by the caller */
+	unsigned pid;
+	int device;                  /* the framework's device index; -1 unknown */
+	char framework[16];          /* "torch", ... */
+	unsigned segment;
+	int dev;                     /* the GPU of the model it maps to; -1 none */
+	uint64_t points;
+	uint64_t allocated_peak_bytes, reserved_peak_bytes; /* 0 unknown */
+	gpumon_model_figure fragmentation, unaccounted;     /* its own (gpumon_model_memory's are the largest) */
+	int unaccounted_why;         /* GPUMON_UNACCOUNTED_*: why unaccounted is not known */
+	int placed_known;            /* placed: every byte of its process at its latest sample */
+	gpumon_placed placed;
+} gpumon_model_framework;
+
+/* The i-th framework source: 0, GPUMON_E_NOT_FOUND past the last, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_framework_get(const gpumon_model *m, size_t i, gpumon_model_framework *out);
+
+/* An event the model kept (a note, an alert given live, an out-of-memory sign, a GPU's stale or
+ * answering driver, an Xid ...; the document's events[]). */
+typedef struct gpumon_model_event {
+	unsigned size;               /* sizeof(gpumon_model_event): set by the caller */
+	uint64_t t_ns;
+	const char *kind;            /* "note", "alert", "oom", GPUMON_EVENT_STALE, ... */
+	const char *text;
+	int dev;                     /* the GPU it names; -1 none or unknown */
+} gpumon_model_event;
+
+/* The i-th event, oldest first: 0, GPUMON_E_NOT_FOUND past the last, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_event_get(const gpumon_model *m, size_t i, gpumon_model_event *out);
+
 /* Bits of gpumon_model_document's flags */
 enum {
 	GPUMON_DOC_TIMELINE = 1u << 0, /* add the reduced timelines (needs GPUMON_MODEL_TIMELINES) */
@@ -1696,6 +1816,132 @@ GPUMON_API const char *gpumon_model_errmsg(const gpumon_model *m);
 
 /* Frees the model; NULL is a no-op. */
 GPUMON_API void gpumon_model_destroy(gpumon_model *m);
+
+/* ---------------------------------------------------------------------------------------------
+ * Words: the model's answers in plain English, one phrasing for every front end (gpumon run's
+ * alerts and summary, gpumon report's text and page, gpumon watch, the Python package). Nothing
+ * here decides: each call words the typed answers above. Each writes a NUL-terminated text into
+ * buf (cut to len, at a character) and returns buf; text of the input (commands, users, names) is
+ * escaped for a terminal as gpumon_words_safe does. A model's words say "the process" where a
+ * CSV's stand-in pid would be (gpumon_model_source.names_processes). Thread-safe for distinct
+ * buffers and models not being fed.
+ * ------------------------------------------------------------------------------------------- */
+
+/* s with what a terminal would act on escaped: C0 and C1 controls, DEL and the bidirectional
+ * overrides as \xNN or \uNNNN (\n, \r, \t as such), a byte that is not UTF-8 as \xNN; whole
+ * characters and escapes only (cut before one that does not fit). s NULL: "". */
+GPUMON_API const char *gpumon_words_safe(const char *s, char *buf, size_t len);
+
+/* A byte figure as people read it: "512 B", "1.50 GiB", "42.0 MiB", "137 GiB". */
+GPUMON_API const char *gpumon_words_bytes(uint64_t bytes, char *buf, size_t len);
+
+/* A span of seconds: "45 s", "4 min 37 s", "2 h 05 min", "3 days". */
+GPUMON_API const char *gpumon_words_duration(double seconds, char *buf, size_t len);
+
+/* A moment as seconds from the run's start, on a clock: "4:37", "1:02:05". */
+GPUMON_API const char *gpumon_words_clock(double seconds, char *buf, size_t len);
+
+/* What a verdict's series is: "the framework's allocated memory (torch, pid 775)", "the job's
+ * processes on GPU 0 (NVML)", "pid 4242 on GPU 1 (NVML)", "GPU 0's used memory (NVML)". */
+GPUMON_API const char *gpumon_words_series(const gpumon_model *m, const gpumon_verdict *v, char *buf, size_t len);
+
+/* What bounds a verdict's projection: "the GPU's free memory", "the --limit set for the job", "the
+ * cap the job set on its allocator", "the GPU's total, what other processes hold unknown". */
+GPUMON_API const char *gpumon_words_room(const gpumon_verdict *v, char *buf, size_t len);
+
+/* A verdict in one sentence: "LEAK on <series>: +4.00 MiB a step from step 3 (confidence 1.00);
+ * out of memory in about 34866 more steps (about 13 min) at this rate, against the GPU's free memory
+ * (136 GiB left)", "none: <series> does not keep rising (...)", "not enough data to tell (40 points
+ * of <series>)". now_s: the run's seconds now, for "around 4:37 from the start" (< 0: left out). */
+GPUMON_API const char *gpumon_words_verdict(const gpumon_model *m, const gpumon_verdict *v, double now_s, char *buf,
+					    size_t len);
+
+/* An alert as a front end tells it the moment it comes: "<series> rises by 8.00 MiB a step from
+ * step 40; out of memory in about 1200 more steps (about 2 min, around 4:37 from the start) ...";
+ * a headroom alert: "GPU 0 has 1.20 GiB free of 80.0 GiB". */
+GPUMON_API const char *gpumon_words_alert(const gpumon_model *m, const gpumon_alert *a, char *buf, size_t len);
+
+/* Kinds of gpumon_told */
+enum { GPUMON_TOLD_LEAK = 1, GPUMON_TOLD_HEADROOM = 2, GPUMON_TOLD_ALERT = 3, GPUMON_TOLD_OOM = 4 };
+
+/* A line of a run's alerts as a front end lists them (a line of words; it does not grow). */
+typedef struct gpumon_told {
+	double time_s;       /* gpumon_model_seconds of its moment */
+	int kind;            /* GPUMON_TOLD_*: LEAK and HEADROOM the model's alerts (worded by
+				gpumon_words_alert); ALERT an "alert" event no alert of the model stands for
+				(one given live at another moment, a --limit); OOM an "oom" event */
+	int live;            /* it was given while the run went on */
+	char text[1024];     /* the words, or the event's own text as it is (not escaped) */
+} gpumon_told;
+
+/* The alerts of a run, oldest first (the model's alert before an event of the same moment): each
+ * alert of the model once, then each "alert" event no alert stands for and each "oom" event.
+ * Copies up to cap and returns how many there are. */
+GPUMON_API size_t gpumon_words_told(const gpumon_model *m, gpumon_told *out, size_t cap);
+
+/* A process as the model names it: "pid 4242 (alice: python train.py) held by pod ml/trainer-0",
+ * its parts left out when unknown; "the process" for pid < 0 or a CSV's. dev < 0: any GPU. */
+GPUMON_API const char *gpumon_words_who(const gpumon_model *m, int dev, int64_t pid, char *buf, size_t len);
+
+/* Whose a process is, from gpumon_owner_describe's phrase: "held by pod ml-team/trainer-0", "in
+ * another PID namespace"; "" for "" or NULL. */
+GPUMON_API const char *gpumon_words_owner(const char *phrase, char *buf, size_t len);
+
+/* What a run's peak (gpumon_model_peak's what and dev) is of: "the job's processes on GPU 0", "GPU
+ * 1's used memory", "the framework's highest allocated". */
+GPUMON_API const char *gpumon_words_peak_what(int what, int dev, char *buf, size_t len);
+
+/* Every byte of a process placed: "NVML 20.50 GiB = the allocator's 13.90 GiB (12.00 GiB allocated
+ * + 1.90 GiB cached) + 6.60 GiB outside it (...)". */
+GPUMON_API const char *gpumon_words_placed(const gpumon_placed *p, char *buf, size_t len);
+
+/* Why a framework source's memory outside its allocator is not known (GPUMON_UNACCOUNTED_*), as a
+ * clause: "NVML lists no memory of the process on its GPU"; NULL for KNOWN, NOT_SAID or another
+ * code. Static storage. */
+GPUMON_API const char *gpumon_words_unaccounted_why(int why);
+
+/* The out-of-memory diagnosis in plain words, with the figures that decided each cause and what to
+ * try ("Another process held the memory: ... Run it on a free GPU ..."); the main cause first, then
+ * "Also: " each other one. */
+GPUMON_API const char *gpumon_words_oom(const gpumon_model *m, const gpumon_model_oom *o, char *buf, size_t len);
+
+/* Every cause that holds, the main one first: "fragmentation, outside the allocator". */
+GPUMON_API const char *gpumon_words_causes(const gpumon_model_oom *o, char *buf, size_t len);
+
+/* What the framework said at the out-of-memory: "torch (device 0): tried to allocate 40.00 GiB;
+ * 10.38 GiB free of 139.80 GiB; the allocator held ...; the process 129.41 GiB in all"; "" when it
+ * said nothing. */
+GPUMON_API const char *gpumon_words_said(const gpumon_model *m, const gpumon_model_oom *o, char *buf, size_t len);
+
+/* The allocator's snapshot in one sentence: what it held, live and free, the largest free piece
+ * and how much free memory was too small for the request. */
+GPUMON_API const char *gpumon_words_snapshot(const gpumon_alloc_snapshot *s, char *buf, size_t len);
+
+/* One allocation site: "/srv/job/train.py:71 (step)  24.00 GiB in 120 blocks". */
+GPUMON_API const char *gpumon_words_site(const gpumon_alloc_site *s, char *buf, size_t len);
+
+/* Whether a holder of the out-of-memory moment is the job's, as yes or no says it, and its rank
+ * when it is a distributed worker: "yes, rank 5". */
+GPUMON_API const char *gpumon_words_holder_job(const gpumon_holder *h, const char *yes, const char *no, char *buf,
+					       size_t len);
+
+/* Host i of the model (gpumon_model_hosts): its GPUs and how its clock was put beside the first
+ * host's: "node-a: GPUs 0-1 (the clock of this report)", "node-b: GPUs 2-3; its times moved by
+ * +0.012 s by the wall clocks of both hosts; checked by 19 steps both reached: ...". */
+GPUMON_API const char *gpumon_words_host(const gpumon_model *m, size_t i, char *buf, size_t len);
+
+/* A distributed job's ranks (gpumon_model_ranks, gpumon_model_rank_skew) as a table, one line a
+ * '\n' after it: a heading naming the job, one row a worker (rank, GPU, pid, its NVML figure's
+ * peak, mean and floor, its verdict, "+ OOM" for the one that ran out, its host when there are
+ * several), at most max_rows rows (the rest counted), what each rank held at the out-of-memory, and
+ * the skew between the ranks. Sets *text (gpumon_free()), NULL when the model has no ranks. 0,
+ * GPUMON_E_NOMEM, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_words_ranks(const gpumon_model *m, size_t max_rows, char **text);
+
+/* The memory health problems (gpumon_health_problems() bits) of p, parts joined by "; " ("2
+ * uncorrectable ECC errors since the driver loaded; a row remapping waits for a GPU reset"); ""
+ * when problems is 0. */
+GPUMON_API const char *gpumon_words_health(unsigned problems, const gpumon_device_props *p, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------------------------------
  * Fit: the largest batch that fits, from the peaks of a few short runs. A job run a few steps at a

@@ -785,11 +785,7 @@ int gpumon_model_placed(const gpumon_model *m, unsigned dev, unsigned pid, gpumo
 		const struct mseg *s = &m->segs[i];
 		if (s->pid != pid || !s->placed.known || s->placed.dev != dev)
 			continue;
-		memset(out, 0, sizeof *out);
-		out->t_ns = s->placed.t_ns;
-		out->step = s->placed.step;
-		memcpy(out->framework, s->framework, sizeof out->framework);
-		gpumon_placed_split(s->placed.nvml, s->placed.reserved, s->placed.allocated, out);
+		gpumon__model_placed_fill(s, out);
 		return GPUMON_OK;
 	}
 	return GPUMON_E_NOT_FOUND;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* model.h — the run model's state, shared by its files and nothing else: model.c (feeding it),
  * model_judge.c (verdicts, time to out-of-memory, peaks, memory figures), model_oom.c (the
- * out-of-memory moment) and ../sinks/document.c (the JSON document). Everything is bounded. */
+ * out-of-memory moment), model_view.c (the typed answers the document is made of). Everything is
+ * bounded. */
 #ifndef GPUMON_MODEL_H
 #define GPUMON_MODEL_H
 
@@ -218,6 +219,11 @@ unsigned gpumon__model_pid_of_rank(const gpumon_model *m, int dev, int rank);
 int gpumon__model_job_rank(const gpumon_model *m, int dev);
 /* The GPU of rank's worker: -1 when no process has that rank, or its processes are on several. */
 int gpumon__model_rank_dev(const gpumon_model *m, int rank);
+
+/* model_view.c: the end of the input (the run's end, else the last record's); a framework source's
+ * bytes placed (its latest sample where NVML listed its process) */
+uint64_t gpumon__model_end(const gpumon_model *m);
+void gpumon__model_placed_fill(const struct mseg *s, gpumon_placed *out);
 
 /* model_refuse.c: 1 when r has a byte figure above GPUMON_MAX_BYTES (counted, the first described:
  * the document names it), 0 when the model may take it. */

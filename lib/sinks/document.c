@@ -2,7 +2,8 @@
 /* document.c — the run model as one JSON document (docs/report.md, format 2): codes and figures,
  * no sentences, so that `gpumon report --json`, the HTML page, `gpumon run`'s summary and the
  * Python package's gpumon.report() all render the one answer. Times are seconds since the run's
- * start; bytes are integers; null is "not available". */
+ * start; bytes are integers; null is "not available". Every piece is one of the model's typed answers
+ * (gpumon.h), so that the document and the front ends that ask them cannot disagree. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -98,31 +99,22 @@ static const char *peak_name(int w)
 
 /* ---- pieces ----------------------------------------------------------------------------------- */
 
-/* The owner of pid on dev (any GPU when dev < 0), or NULL when none is known. */
-static const gpumon_owner *owner_of(const gpumon_model *m, int dev, unsigned pid)
-{
-	for (size_t i = 0; i < m->nprocs; i++)
-		if (m->procs[i].pid == pid && (dev < 0 || m->procs[i].dev == (unsigned)dev) && m->procs[i].owner)
-			return m->procs[i].owner;
-	return NULL;
-}
-
 /* Sets "owner" (the phrase gpumon_owner_describe makes, the one every front end shows; null when
  * none is known) and "owner_parts" (each part, null when unknown; null with no owner) on o. */
-static int put_owner(json_t *o, const gpumon_owner *w)
+static int put_owner(json_t *o, const gpumon_model_who *w)
 {
-	char phrase[512];
 	if (!o)
 		return -1;
-	if (!w || !gpumon_owner_describe(w, phrase, sizeof phrase))
+	if (!w->owner_known)
 		return put(o, "owner", json_null()) || put(o, "owner_parts", json_null());
+	const gpumon_owner *p = &w->owner_parts;
 	json_t *parts = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "namespace",
-				  jstr_or_null(w->k8s_namespace), "pod", jstr_or_null(w->pod), "container",
-				  jstr_or_null(w->container), "pod_uid", jstr_or_null(w->pod_uid), "slurm_job",
-				  jstr_or_null(w->slurm_job), "slurm_step", jstr_or_null(w->slurm_step),
-				  "container_id", jstr_or_null(w->container_id), "runtime", jstr_or_null(w->runtime),
-				  "unit", jstr_or_null(w->unit));
-	return put(o, "owner", jstr(phrase)) || put(o, "owner_parts", parts);
+				  jstr_or_null(p->k8s_namespace), "pod", jstr_or_null(p->pod), "container",
+				  jstr_or_null(p->container), "pod_uid", jstr_or_null(p->pod_uid), "slurm_job",
+				  jstr_or_null(p->slurm_job), "slurm_step", jstr_or_null(p->slurm_step),
+				  "container_id", jstr_or_null(p->container_id), "runtime", jstr_or_null(p->runtime),
+				  "unit", jstr_or_null(p->unit));
+	return put(o, "owner", jstr(w->owner)) || put(o, "owner_parts", parts);
 }
 
 /* {pid, user, command, owner, owner_parts} of a process (any GPU), or null. */
@@ -130,13 +122,11 @@ static json_t *who(const gpumon_model *m, int64_t pid)
 {
 	if (pid < 0)
 		return json_null();
-	const struct mproc *best = NULL;
-	for (size_t i = 0; i < m->nprocs; i++)
-		if (m->procs[i].pid == (unsigned)pid && (!best || (!best->command[0] && m->procs[i].command[0])))
-			best = &m->procs[i];
-	json_t *o = json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)pid, "user", jstr_or_null(best ? best->user : NULL),
-			      "command", jstr_or_null(best ? best->command : NULL));
-	if (put_owner(o, owner_of(m, -1, (unsigned)pid))) { /* o NULL, or out of memory */
+	gpumon_model_who w = {.size = sizeof w};
+	gpumon_model_who_get(m, -1, (unsigned)pid, &w);
+	json_t *o = json_pack("{s:I, s:o, s:o}", "pid", (json_int_t)pid, "user", jstr_or_null(w.user), "command",
+			      jstr_or_null(w.command));
+	if (put_owner(o, &w)) { /* o NULL, or out of memory */
 		json_decref(o);
 		return NULL;
 	}
@@ -147,40 +137,25 @@ static json_t *who(const gpumon_model *m, int64_t pid)
  * figure out of range; null when nothing was lost. */
 static json_t *damage_json(const gpumon_model *m)
 {
-	if (!m->out_of_range)
-		return jstr(m->damage);
-	char note[256];
-	snprintf(note, sizeof note, "%llu record%s with a byte figure of 1 PiB or more left out (the first: %s)",
-		 (unsigned long long)m->out_of_range, m->out_of_range == 1 ? "" : "s", m->out_of_range_first);
-	if (!m->damage)
-		return jstr(note);
-	size_t n = strlen(m->damage) + strlen(note) + 3;
-	char *all = malloc(n);
-	if (!all)
+	char *text = NULL;
+	if (gpumon_model_damage_get(m, &text) != GPUMON_OK)
 		return NULL;
-	snprintf(all, n, "%s; %s", m->damage, note);
-	json_t *j = jstr(all);
-	free(all);
+	json_t *j = jstr(text);
+	gpumon_free(text);
 	return j;
 }
 
 static json_t *source_json(const gpumon_model *m)
 {
+	gpumon_model_source src = {.size = sizeof src};
 	json_t *s = json_object();
-	char utc[40] = "";
-	if (m->meta.start_wall_ns > 0) {
-		time_t t = (time_t)(m->meta.start_wall_ns / 1000000000u);
-		struct tm tm;
-		gmtime_r(&t, &tm);
-		strftime(utc, sizeof utc, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	}
-	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
-	if (!s || put(s, "path", jstr_or_null(m->source)) || put(s, "type", jstr(m->source_type)) ||
-	    put(s, "kind", jstr_or_null(m->meta.kind)) || put(s, "command", jstr(m->meta.command)) ||
-	    put(s, "host", jstr_or_null(m->meta.host)) || put(s, "start_utc", utc[0] ? json_string(utc) : json_null()) ||
-	    put(s, "duration_s", num_or_null(m->records > 0, gpumon__model_seconds(m, end))) ||
-	    put(s, "exit_status", int_or_null(m->exit_status >= 0, m->exit_status)) || put(s, "damage", damage_json(m)) ||
-	    put(s, "records", u64(m->records))) {
+	if (!s || gpumon_model_source_get(m, &src) != GPUMON_OK || put(s, "path", jstr_or_null(src.path)) ||
+	    put(s, "type", jstr(src.type)) || put(s, "kind", jstr_or_null(src.kind)) ||
+	    put(s, "command", jstr(src.command)) || put(s, "host", jstr_or_null(src.host)) ||
+	    put(s, "start_utc", jstr_or_null(src.start_utc)) ||
+	    put(s, "duration_s", num_or_null(src.duration_known, src.duration_s)) ||
+	    put(s, "exit_status", int_or_null(src.exit_status >= 0, src.exit_status)) || put(s, "damage", damage_json(m)) ||
+	    put(s, "records", u64(src.records))) {
 		json_decref(s);
 		return NULL;
 	}
@@ -190,37 +165,27 @@ static json_t *source_json(const gpumon_model *m)
 static json_t *peak_entry(const gpumon_model *m, const gpumon_peak *p, int whole);
 
 /* A GPU's own peak (used), the job's peak there and the job's mean there, until the end. */
-static int device_peaks(const gpumon_model *m, const struct mdev *x, json_t *o)
+static int device_peaks(const gpumon_model *m, const gpumon_model_gpu *g, json_t *o)
 {
-	gpumon_peak g;
-	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
-	json_t *peak = gpumon_peaks_global(x->peaks, &g) == GPUMON_OK ? peak_entry(m, &g, 1) : json_null();
-	json_t *job = x->job_seen && gpumon_peaks_global(x->job_peaks, &g) == GPUMON_OK ? peak_entry(m, &g, 1) : json_null();
-	long double integral = x->job_integral;
-	if (x->job_seen && end > x->job_integral_t)
-		integral += (long double)x->job_bytes * (long double)(end - x->job_integral_t);
-	int mean_known = x->job_seen && end > x->job_first_t;
+	json_t *peak = g->peak_known ? peak_entry(m, &g->peak, 1) : json_null();
+	json_t *job = g->job_peak_known ? peak_entry(m, &g->job_peak, 1) : json_null();
 	return put(o, "peak", peak) || put(o, "job_peak", job) ||
-	       put(o, "others_at_job_peak_bytes", int_or_null(x->job_seen, (int64_t)x->others_at_job_top)) ||
-	       put(o, "others_peak_bytes", u64(x->others_peak)) ||
-	       put(o, "job_mean_bytes",
-		   int_or_null(mean_known, mean_known ? (int64_t)(integral / (long double)(end - x->job_first_t)) : 0));
+	       put(o, "others_at_job_peak_bytes", int_or_null(g->job_known, (int64_t)g->others_at_job_peak_bytes)) ||
+	       put(o, "others_peak_bytes", u64(g->others_peak_bytes)) ||
+	       put(o, "job_mean_bytes", int_or_null(g->job_mean_known, (int64_t)g->job_mean_bytes));
 }
 
 static json_t *devices_json(const gpumon_model *m)
 {
 	json_t *a = json_array();
-	for (unsigned d = 0; a && d < m->ndev; d++) {
-		const struct mdev *x = &m->dev[d];
-		if (!x->seen)
-			continue;
-		uint64_t total = gpumon__model_total(m, (int)d);
-		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o, s:i}", "dev", (int)d, "name",
-				      jstr_or_null(x->info.name), "uuid", jstr_or_null(x->info.uuid), "pci_bus_id",
-				      jstr_or_null(x->info.pci_bus_id), "total_bytes", int_or_null(total > 0, (int64_t)total),
-				      "lost", x->lost || x->info.lost, "lost_time",
-				      num_or_null(x->lost_t > 0, gpumon__model_seconds(m, x->lost_t)), "host", (int)x->host);
-		if (!o || json_array_append_new(a, o) || device_peaks(m, x, o)) {
+	gpumon_model_gpu g = {.size = sizeof g};
+	for (size_t i = 0; a && gpumon_model_gpu_get(m, i, &g) == GPUMON_OK; i++) {
+		json_t *o = json_pack("{s:i, s:o, s:o, s:o, s:o, s:b, s:o, s:i}", "dev", (int)g.dev, "name",
+				      jstr_or_null(g.name), "uuid", jstr_or_null(g.uuid), "pci_bus_id",
+				      jstr_or_null(g.pci_bus_id), "total_bytes",
+				      int_or_null(g.total_bytes > 0, (int64_t)g.total_bytes), "lost", g.lost, "lost_time",
+				      num_or_null(g.lost_t_ns > 0, gpumon_model_seconds(m, g.lost_t_ns)), "host", (int)g.host);
+		if (!o || json_array_append_new(a, o) || device_peaks(m, &g, o)) {
 			json_decref(a);
 			return NULL;
 		}
@@ -358,11 +323,11 @@ static json_t *figure_json(const gpumon_model *m, const gpumon_model_figure *f)
 static const char *unacc_why_name(int why)
 {
 	switch (why) {
-	case MAP_UNKNOWN: return "device_unknown";
-	case MAP_NOT_VISIBLE: return "not_visible";
-	case MAP_MIG: return "mig";
-	case MAP_NO_GPU: return "no_gpu";
-	case MAP_NO_NVML_FIGURE: return "no_nvml_figure";
+	case GPUMON_UNACCOUNTED_DEVICE_UNKNOWN: return "device_unknown";
+	case GPUMON_UNACCOUNTED_NOT_VISIBLE: return "not_visible";
+	case GPUMON_UNACCOUNTED_MIG: return "mig";
+	case GPUMON_UNACCOUNTED_NO_GPU: return "no_gpu";
+	case GPUMON_UNACCOUNTED_NO_NVML_FIGURE: return "no_nvml_figure";
 	}
 	return NULL;
 }
@@ -372,29 +337,26 @@ static const char *unacc_why_name(int why)
 static json_t *frameworks_json(const gpumon_model *m)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; a && i < m->nsegs; i++) {
-		const struct mseg *s = &m->segs[i];
-		const char *why = s->unacc.known ? NULL : unacc_why_name(s->unacc_why);
-		int dev = gpumon__model_map_device(m, s->pid, s->device);
+	gpumon_model_framework s = {.size = sizeof s};
+	for (size_t i = 0; a && gpumon_model_framework_get(m, i, &s) == GPUMON_OK; i++) {
+		const char *why = unacc_why_name(s.unaccounted_why);
+		const gpumon_placed *p = &s.placed;
 		json_t *placed = json_null();
-		if (s->placed.known) /* outside is unknown when NVML's figure lags behind the allocator's */
-			placed = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:o}", "time", secs(m, s->placed.t_ns), "step",
-					   int_or_null(s->placed.step >= 0, s->placed.step), "nvml_bytes",
-					   (json_int_t)s->placed.nvml, "reserved_bytes", (json_int_t)s->placed.reserved,
-					   "allocated_bytes", (json_int_t)s->placed.allocated, "cached_bytes",
-					   (json_int_t)(s->placed.reserved > s->placed.allocated
-								? s->placed.reserved - s->placed.allocated : 0),
-					   "outside_bytes", int_or_null(s->placed.nvml >= s->placed.reserved,
-									(int64_t)(s->placed.nvml - s->placed.reserved)));
-		json_t *o = json_pack("{s:I, s:o, s:o, s:i, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", (json_int_t)s->pid,
-				      "device", int_or_null(s->device >= 0, s->device), "framework",
-				      jstr_or_null(s->framework), "segment", (int)s->segment, "dev",
-				      int_or_null(dev >= 0, dev), "points", (json_int_t)s->points, "allocated_peak_bytes",
-				      int_or_null(s->allocated_peak > 0, (int64_t)s->allocated_peak),
-				      "reserved_peak_bytes", int_or_null(s->reserved_peak > 0, (int64_t)s->reserved_peak),
-				      "fragmentation", figure_json(m, &s->frag), "unaccounted", figure_json(m, &s->unacc),
-				      "unaccounted_why", why ? json_string(why) : json_null(), "placed",
-				      placed ? placed : json_null());
+		if (s.placed_known) /* outside is unknown when NVML's figure lags behind the allocator's */
+			placed = json_pack("{s:o, s:o, s:I, s:I, s:I, s:I, s:o}", "time", secs(m, p->t_ns), "step",
+					   int_or_null(p->step >= 0, p->step), "nvml_bytes", (json_int_t)p->nvml_bytes,
+					   "reserved_bytes", (json_int_t)p->reserved_bytes, "allocated_bytes",
+					   (json_int_t)p->allocated_bytes, "cached_bytes", (json_int_t)p->cached_bytes,
+					   "outside_bytes", int_or_null(p->outside_known, (int64_t)p->outside_bytes));
+		json_t *o = json_pack("{s:I, s:o, s:o, s:i, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "pid", (json_int_t)s.pid,
+				      "device", int_or_null(s.device >= 0, s.device), "framework",
+				      jstr_or_null(s.framework), "segment", (int)s.segment, "dev",
+				      int_or_null(s.dev >= 0, s.dev), "points", (json_int_t)s.points, "allocated_peak_bytes",
+				      int_or_null(s.allocated_peak_bytes > 0, (int64_t)s.allocated_peak_bytes),
+				      "reserved_peak_bytes", int_or_null(s.reserved_peak_bytes > 0, (int64_t)s.reserved_peak_bytes),
+				      "fragmentation", figure_json(m, &s.fragmentation), "unaccounted",
+				      figure_json(m, &s.unaccounted), "unaccounted_why", why ? json_string(why) : json_null(),
+				      "placed", placed ? placed : json_null());
 		if (!o || json_array_append_new(a, o)) {
 			json_decref(a);
 			return NULL;
@@ -438,7 +400,9 @@ static json_t *oom_json(const gpumon_model *m)
 				      jstr_or_null(h->user), "command", jstr_or_null(h->command), "bytes",
 				      int_or_null(h->used_known, (int64_t)h->used_bytes), "job", h->job, "rank",
 				      int_or_null(h->rank >= 0, h->rank));
-		if (put_owner(x, owner_of(m, o.dev, h->pid)) ? (json_decref(x), 1) : json_array_append_new(holders, x)) {
+		gpumon_model_who w = {.size = sizeof w};
+		gpumon_model_who_get(m, o.dev, h->pid, &w);
+		if (put_owner(x, &w) ? (json_decref(x), 1) : json_array_append_new(holders, x)) {
 			json_decref(holders);
 			holders = NULL;
 		}
@@ -583,17 +547,20 @@ static int alerts_events_json(const gpumon_model *m, json_t *doc)
 		json_decref(events);
 		return -1;
 	}
-	for (size_t i = 0; i < m->nalerts; i++) /* LIMIT: said by the front end that acted on it */
-		if (m->alerts[i].kind != GPUMON_ALERT_LIMIT && json_array_append_new(alerts, alert_json(m, &m->alerts[i])))
+	gpumon_alert a;
+	for (size_t i = 0; gpumon_model_alerts(m, i, &a, 1) > 0; i++)
+		if (a.kind != GPUMON_ALERT_LIMIT && /* LIMIT: said by the front end that acted on it */
+		    json_array_append_new(alerts, alert_json(m, &a)))
 			return -1;
-	for (size_t i = 0; i < m->nevents; i++) {
-		const struct mevent *e = &m->events[i];
-		if (json_array_append_new(events, json_pack("{s:o, s:o, s:o, s:o}", "time", secs(m, e->t_ns), "kind",
-							    jstr(e->kind), "text", jstr(e->text), "dev",
-							    e->dev >= 0 ? json_integer(e->dev) : json_null())))
+	gpumon_model_event e = {.size = sizeof e};
+	for (size_t i = 0; gpumon_model_event_get(m, i, &e) == GPUMON_OK; i++)
+		if (json_array_append_new(events, json_pack("{s:o, s:o, s:o, s:o}", "time", secs(m, e.t_ns), "kind",
+							    jstr(e.kind), "text", jstr(e.text), "dev",
+							    e.dev >= 0 ? json_integer(e.dev) : json_null())))
 			return -1;
-	}
-	return put(doc, "events_dropped", u64(m->events_dropped));
+	gpumon_model_source src = {.size = sizeof src};
+	gpumon_model_source_get(m, &src);
+	return put(doc, "events_dropped", u64(src.events_dropped));
 }
 
 /* ---- timelines: the reduced series, each value holding until the next, carried to the end -------- */
@@ -708,7 +675,7 @@ static json_t *timeline_json(const gpumon_model *m)
 	static const char *const dev_names[] = {"used", "used_max", "reserved"};
 	static const char *const proc_names[] = {"used"};
 	static const char *const seg_names[] = {"allocated", "reserved", "max_allocated", "step"};
-	uint64_t end = m->end_t > m->last_t ? m->end_t : m->last_t;
+	uint64_t end = gpumon__model_end(m);
 	json_t *t = json_object(), *devs = json_array(), *procs = json_array(), *fws = json_array();
 	if (!t || !devs || !procs || !fws || put(t, "devices", devs) || put(t, "processes", procs) ||
 	    put(t, "framework", fws)) {
@@ -742,7 +709,9 @@ static json_t *timeline_json(const gpumon_model *m)
 		carried++;
 		json_t *o = json_pack("{s:i, s:I, s:o, s:o, s:b}", "dev", (int)p->dev, "pid", (json_int_t)p->pid, "user",
 				      jstr_or_null(p->user), "command", jstr_or_null(p->command), "job", p->job);
-		int bad = put_owner(o, p->owner) ? (json_decref(o), 1) : json_array_append_new(procs, o);
+		gpumon_model_who w = {.size = sizeof w};
+		gpumon_model_who_get(m, (int)p->dev, p->pid, &w);
+		int bad = put_owner(o, &w) ? (json_decref(o), 1) : json_array_append_new(procs, o);
 		if (bad || line_json(m, &p->line, proc_names, p->present ? end : 0, o)) {
 			free(order);
 			free(taken);

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """The run model's alerts in plain words, for GPUMonitor's warnings: the same facts the gpumon
-program words (cli/words.c) — the rate, where it started, steps and time to out-of-memory and the
+program words (lib/words.c) — the rate, where it started, steps and time to out-of-memory and the
 bound that projection runs against — taken from the model's document. Nothing here decides or
 computes a figure: a figure the document does not give is left out."""
 from __future__ import annotations

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_report_csv.c — libFuzzer target for `gpumon report`'s CSV reader and everything it feeds:
  * any bytes as a CSV file, into the run model's records, to the document with timelines, and the
- * text output worded from it. */
+ * text output worded from the model's answers. */
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <jansson.h>
 
 #include "report.h"
 
@@ -28,7 +30,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			abort(); /* the document must be valid JSON (every string valid UTF-8) */
 		FILE *null = fopen("/dev/null", "w");
 		if (null) {
-			report_print_text(null, doc);
+			report_print_text(null, m);
 			fclose(null);
 		}
 		json_decref(doc);

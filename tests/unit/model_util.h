@@ -104,6 +104,26 @@ static inline void ev(uint64_t t, const char *kind, const char *text)
 	put(event_rec(t, kind, text));
 }
 
+/* Writes what scenario feeds (records of a run of job pid 100 from T0, which is moved to a moment
+ * after now, as the fake H200 gives its times) to a recording at path, through a scratch model. */
+static inline void write_recording(const char *path, void (*scenario)(void))
+{
+	gpumon *g = open_fake(H200, 0);
+	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .command = "python train.py", .job_pid = 100,
+				.exit_status = -1};
+	int st = gpumon_recording_create(g, path, &meta, &REC);
+	T0 = now_ns() + S;
+	gpumon_model *scratch = model_new(100, 0, 0, 0, 0); /* the records go to the file here */
+	scenario();
+	if (!st)
+		st = gpumon_recording_finish(REC, 1);
+	is_int(st, GPUMON_OK, "the records written");
+	gpumon_recording_destroy(REC);
+	REC = NULL;
+	gpumon_destroy(g);
+	gpumon_model_destroy(scratch);
+}
+
 static inline gpumon_verdict verdict_of(void)
 {
 	gpumon_verdict v;

@@ -106,20 +106,7 @@ static void rich_scenario(void)
 static void test_live_and_recorded(void)
 {
 	const char *path = tmp_path("same.gpumon");
-	gpumon *g = open_fake(H200, 0);
-	gpumon_run_meta meta = {.size = sizeof meta, .kind = "run", .command = "python train.py", .job_pid = 100,
-				.exit_status = -1};
-	int st = gpumon_recording_create(g, path, &meta, &REC);
-	T0 = now_ns() + S;
-	gpumon_model *scratch = model_new(100, 0, 0, 0, 0); /* the records go to the file here */
-	rich_scenario();
-	if (!st)
-		st = gpumon_recording_finish(REC, 1);
-	is_int(st, GPUMON_OK, "the records written");
-	gpumon_recording_destroy(REC);
-	REC = NULL;
-	gpumon_destroy(g);
-	gpumon_model_destroy(scratch);
+	write_recording(path, rich_scenario);
 
 	gpumon_reader *r = NULL;
 	gpumon_model *from_file = NULL;
