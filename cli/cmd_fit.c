@@ -42,7 +42,7 @@ struct opts {
 	size_t nbatches;     /* --batch LIST; 0: chosen by the library */
 	unsigned steps;      /* --steps: training steps a run takes (default 3) */
 	uint64_t first;      /* --first: the first batch tried when none are given (default 1) */
-	unsigned runs;       /* --max-runs (default 4) */
+	unsigned runs;       /* --max-runs (default 8) */
 	unsigned multiple_of;
 	int json, verify, keep, verbose;
 	char **cmd;          /* the job, its placeholders not yet replaced */
@@ -77,7 +77,7 @@ static void help(void)
 	       "  --batch LIST       the batch sizes to measure (comma-separated, at most %d); without\n"
 	       "                     it gpumon chooses them from the first run's figures\n"
 	       "  --first N          the first batch size tried when gpumon chooses (default 1)\n"
-	       "  --max-runs N       at most N runs when gpumon chooses (default 4, at most %d)\n"
+	       "  --max-runs N       at most N runs when gpumon chooses (default 8, at most %d)\n"
 	       "  --steps N          training steps each run takes before gpumon stops it (default 3)\n"
 	       "  --multiple-of N    the answer is a multiple of N (default 1)\n"
 	       "  --verify           run the answer once, and say how its peak compared\n"
@@ -577,7 +577,7 @@ static int measure(const struct opts *o, gpumon *g, unsigned dev, const char *uu
 
 int cmd_fit(int argc, char **argv)
 {
-	struct opts o = {.gpu = "auto", .steps = 3, .first = 1, .runs = 4, .multiple_of = 1};
+	struct opts o = {.gpu = "auto", .steps = 3, .first = 1, .runs = 8, .multiple_of = 1};
 	int rc = parse(argc, argv, &o);
 	if (rc)
 		return rc < 0 ? EXIT_OK : rc;

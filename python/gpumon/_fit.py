@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from . import _gpumon
 
-MAX_RUNS = 16  # fit_next asks for three or so; a bound however the step behaves
+MAX_RUNS = 16  # fit_next asks for three to eight; a bound however the step behaves
 
 
 def _is_oom(e: BaseException) -> bool:
@@ -80,7 +80,8 @@ def fit(step_fn: Callable[[int], Any], batch_sizes: Optional[Sequence[int]] = No
     error (torch.cuda.OutOfMemoryError, or a message libgpumon reads as one) makes a failed run,
     an upper bound: larger batch sizes are not tried, the bound is bisected down to 1 % and the
     answer is the largest size that ran. batch_sizes None: libgpumon chooses them
-    (gpumon_fit_next from 1: 1, then 2 or less near the room, then one near half the answer);
+    (gpumon_fit_next from 1: 1, then 2 or less near the room, 8x more while the peaks stay flat,
+    then one near half the answer);
     else these, smallest first. The room is the GPU's free memory plus what this process holds,
     no more than the allocator's cap, measured once before the runs.
 

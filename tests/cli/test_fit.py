@@ -29,7 +29,9 @@ JOB = textwrap.dedent(f"""
         sys.stderr.write("RuntimeError: no such dataset: /data/train\\n")
         sys.exit(3)
     alloc = {{"linear": {FIXED} + {PER} * batch, "square": {FIXED} + 4 * {MIB} * batch * batch,
-             "ignores": {FIXED} + {PER}, "oom_above_300": {FIXED} + {PER} * batch}}[law]
+             "ignores": {FIXED} + {PER}, "oom_above_300": {FIXED} + {PER} * batch,
+             # weights that dwarf the activations: 1 MiB a sample, held in 20 MiB segments
+             "heavy": {FIXED} + -(-batch * {MIB} // (20 * {MIB})) * 20 * {MIB}}}[law]
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(os.environ["GPUMON_RUN_SOCKET"])
     s.sendall((json.dumps({{"v": 1, "type": "hello", "framework": "torch"}}) + "\\n").encode())
@@ -118,6 +120,18 @@ def test_nonlinear_job_is_fitted_by_a_square(gpumon, tmp_path):
     doc = json.loads(r.stdout)
     assert doc["shape"] == "quadratic" and doc["note"]
     check_answer(doc, lambda b: FIXED + 4 * MIB * int(b) ** 2)
+
+
+def test_weights_that_dwarf_the_activations_get_an_answer(gpumon, tmp_path):
+    """Batch 1 and 2 peak alike (the allocator's segments hide 1 MiB a sample): gpumon fit goes on to
+    larger runs instead of calling the batch unused, and answers."""
+    r = fit(gpumon, tmp_path, "heavy", "--json", timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    batches = [run["batch"] for run in doc["runs"]]
+    assert batches[:4] == [1, 2, 16, 128], batches
+    assert doc["shape"] == "linear" and doc["max_batch"] > 1024
+    assert abs(doc["per_sample_bytes"] - MIB) < 0.1 * MIB
 
 
 def test_job_ignoring_the_placeholder_is_said(gpumon, tmp_path):
