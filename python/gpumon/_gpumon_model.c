@@ -246,9 +246,22 @@ static PyObject *float_or_none(int known, double v)
 	return known ? PyFloat_FromDouble(v) : Py_NewRef(Py_None);
 }
 
-static PyObject *str_or_none(const char *s)
+/* s as str, None for ""; a name cut inside a character (not UTF-8) has its bytes above ASCII said
+ * as '?', as the document says it. */
+static PyObject *str_or_none(const char *s, size_t cap)
 {
-	return s && s[0] ? PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace") : Py_NewRef(Py_None);
+	if (!s[0])
+		return Py_NewRef(Py_None);
+	PyObject *u = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strnlen(s, cap), NULL);
+	if (u || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return u;
+	PyErr_Clear();
+	char ascii[64];
+	size_t n = 0;
+	for (; n + 1 < sizeof ascii && n < cap && s[n]; n++)
+		ascii[n] = (unsigned char)s[n] >= 0x80 ? '?' : s[n];
+	ascii[n] = 0;
+	return PyUnicode_FromString(ascii);
 }
 
 static PyObject *seconds(const gpumon_model *m, int known, uint64_t t_ns)
@@ -265,7 +278,7 @@ static PyObject *series_dict(const gpumon_verdict *v)
 	    set_new(d, "dev", int_or_none(v->dev >= 0, v->dev)) || set_new(d, "pid", int_or_none(v->pid >= 0, v->pid)) ||
 	    set_new(d, "device", int_or_none(fw && v->device >= 0, v->device)) ||
 	    set_new(d, "segment", int_or_none(fw, v->segment)) ||
-	    set_new(d, "framework", fw ? str_or_none(v->framework) : Py_NewRef(Py_None)) ||
+	    set_new(d, "framework", fw ? str_or_none(v->framework, sizeof v->framework) : Py_NewRef(Py_None)) ||
 	    set_new(d, "rank", int_or_none(v->rank >= 0, v->rank))) {
 		Py_XDECREF(d);
 		return NULL;

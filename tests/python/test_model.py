@@ -141,6 +141,14 @@ def test_model_words_are_the_librarys():
         _gpumon.words_alert(object(), 0)
 
 
+def test_model_verdict_names_a_cut_framework_as_the_document_does():
+    m = _gpumon.Model(kind="run", job_pid=42)
+    for i in range(50):   # a name cut inside its last character: not UTF-8 any more
+        m.framework(10**9 * (i + 1), 42, 0, i, GIB + i * MIB, None, None, None, "abcdefghijklmn\u00e5")
+    assert m.verdict() == json.loads(m.document())["leak"]
+    assert m.verdict()["series"]["framework"].startswith("abcdefghijklmn")
+
+
 def test_model_refuses_bad_input():
     with pytest.raises(ValueError, match="headroom"):
         _gpumon.Model(headroom=1.5)
