@@ -1531,6 +1531,15 @@ typedef struct gpumon_alert {
  * "alert" and "oom" events). */
 GPUMON_API size_t gpumon_model_alerts(const gpumon_model *m, size_t from, gpumon_alert *out, size_t cap);
 
+/* The short codes the JSON document (docs/report.md) gives the answers above, for a front end that
+ * hands them on as data: a leak verdict ("leak", "none", "insufficient_data"), a series ("framework",
+ * "job", "process", "device", "none"), a room ("free", "limit", "cap", "total"; NULL for UNKNOWN) and
+ * an alert ("leak", "headroom", "oom_projected", "limit"; NULL for any other). Static storage. */
+GPUMON_API const char *gpumon_leak_verdict_name(int verdict);
+GPUMON_API const char *gpumon_series_name(int series);
+GPUMON_API const char *gpumon_room_name(int room);
+GPUMON_API const char *gpumon_alert_name(int kind);
+
 /* Which peak a run's peak is */
 enum {
 	GPUMON_PEAK_JOB = 1,       /* the job's processes together (NVML) on its GPU */

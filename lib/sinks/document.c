@@ -65,33 +65,6 @@ static int put(json_t *o, const char *key, json_t *v)
 
 /* ---- names of codes --------------------------------------------------------------------------- */
 
-static const char *verdict_name(int v)
-{
-	return v == GPUMON_LEAK_SUSPECTED ? "leak" : v == GPUMON_LEAK_NONE ? "none" : "insufficient_data";
-}
-
-static const char *series_name(int s)
-{
-	switch (s) {
-	case GPUMON_SERIES_FRAMEWORK: return "framework";
-	case GPUMON_SERIES_JOB: return "job";
-	case GPUMON_SERIES_PROCESS: return "process";
-	case GPUMON_SERIES_DEVICE: return "device";
-	}
-	return "none";
-}
-
-static const char *room_name(int r)
-{
-	switch (r) {
-	case GPUMON_ROOM_FREE: return "free";
-	case GPUMON_ROOM_LIMIT: return "limit";
-	case GPUMON_ROOM_CAP: return "cap";
-	case GPUMON_ROOM_TOTAL: return "total";
-	}
-	return NULL;
-}
-
 static const char *peak_name(int w)
 {
 	return w == GPUMON_PEAK_JOB ? "job" : w == GPUMON_PEAK_DEVICE ? "device" : w == GPUMON_PEAK_FRAMEWORK ? "framework" : NULL;
@@ -220,14 +193,14 @@ static json_t *verdict_json(const gpumon_model *m, const gpumon_verdict *v)
 	const gpumon_leak_result *r = &v->leak;
 	int leak = r->verdict == GPUMON_LEAK_SUSPECTED;
 	int fw = v->series == GPUMON_SERIES_FRAMEWORK;
-	json_t *series = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "kind", series_name(v->series), "dev",
+	json_t *series = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "kind", gpumon_series_name(v->series), "dev",
 				   int_or_null(v->dev >= 0, v->dev), "pid", int_or_null(v->pid >= 0, v->pid), "device",
 				   int_or_null(fw && v->device >= 0, v->device), "segment",
 				   int_or_null(fw, (int64_t)v->segment), "framework",
 				   fw ? jstr_or_null(v->framework) : json_null(), "rank", int_or_null(v->rank >= 0, v->rank));
 	json_t *o = json_object();
-	const char *room = room_name(v->room);
-	if (!series || !o || put(o, "verdict", json_string(verdict_name(r->verdict))) || put(o, "series", series) ||
+	const char *room = gpumon_room_name(v->room);
+	if (!series || !o || put(o, "verdict", json_string(gpumon_leak_verdict_name(r->verdict))) || put(o, "series", series) ||
 	    put(o, "rate_bytes_per_step", num_or_null(leak && r->rate_bytes_per_step > 0, r->rate_bytes_per_step)) ||
 	    put(o, "rate_bytes_per_second", num_or_null(leak, r->rate_bytes_per_second)) ||
 	    put(o, "start_step", int_or_null(leak && r->start_step >= 0, r->start_step)) ||
@@ -524,9 +497,7 @@ static json_t *alert_json(const gpumon_model *m, const gpumon_alert *a)
 	int judged = a->kind == GPUMON_ALERT_LEAK || a->kind == GPUMON_ALERT_OOM_PROJECTED;
 	json_t *o = judged ? verdict_json(m, &a->verdict) : json_object();
 	if (!o || put(o, "time", secs(m, a->t_ns)) ||
-	    put(o, "kind", json_string(a->kind == GPUMON_ALERT_LEAK            ? "leak"
-				       : a->kind == GPUMON_ALERT_OOM_PROJECTED ? "oom_projected"
-									       : "headroom")) ||
+	    put(o, "kind", json_string(gpumon_alert_name(a->kind))) ||
 	    put(o, "live", json_boolean(a->live)) || put(o, "dev", int_or_null(a->dev >= 0, a->dev))) {
 		json_decref(o);
 		return NULL;

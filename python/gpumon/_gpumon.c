@@ -260,6 +260,10 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
+    {"words_alert", gpx_words_alert, METH_VARARGS,
+     "words_alert(model, i) -> the library's words for the i-th entry of model.alerts()."},
+    {"words_verdict", gpx_words_verdict, METH_VARARGS,
+     "words_verdict(model, now_s=-1) -> the library's sentence for model.verdict(), or None."},
     {"report", gpx_report, METH_VARARGS,
      "report(path) -> the JSON document (text) of a gpumon recording, as `gpumon report PATH --json`."},
     {"snapshot_condense", (PyCFunction)(void (*)(void))gpx_snapshot_condense, METH_VARARGS | METH_KEYWORDS,

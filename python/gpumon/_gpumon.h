@@ -49,6 +49,12 @@ int gpx_add_model_type(PyObject *m);
 /* report(path) -> the JSON document of a recording, as `gpumon report PATH --json` gives it. */
 PyObject *gpx_report(PyObject *mod, PyObject *args);
 
+/* The library's words on a Model m (_gpumon_model.c): words_alert(m, i) -> gpumon_words_alert of the
+ * document's alert i (IndexError when there is none); words_verdict(m, now_s=-1) ->
+ * gpumon_words_verdict of the run's verdict, or None when no series was fed. */
+PyObject *gpx_words_alert(PyObject *mod, PyObject *args);
+PyObject *gpx_words_verdict(PyObject *mod, PyObject *args);
+
 /* Out-of-memory (_gpumon_oom.c): snapshot_condense(json_text, device=-1, request=0, pid=0),
  * oom_figures(**figures), oom_message_match(text), oom_message_parse(text). */
 PyObject *gpx_snapshot_condense(PyObject *mod, PyObject *args, PyObject *kw);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* _gpumon_model.c — the extension's Model type (libgpumon's run model, fed record by record by
- * GPUMonitor, which asks it for alerts and the verdict instead of deciding them) and report(path),
- * a recording read into a model and returned as its JSON document, as `gpumon report --json`. */
+ * GPUMonitor, which asks it for alerts and the verdict instead of deciding them, as dicts of the
+ * document's keys made from its typed answers), the library's words on them, and report(path), a
+ * recording read into a model and returned as its JSON document, as `gpumon report --json`. */
 #include "_gpumon.h"
 
 #include <stdio.h>
@@ -10,17 +11,6 @@
 typedef struct {
 	PyObject_HEAD gpumon_model *m;
 } ModelObject;
-
-/* json.loads(text): the document's pieces reach Python in the document's own shape. */
-static PyObject *json_loads(const char *text)
-{
-	PyObject *json = PyImport_ImportModule("json");
-	if (!json)
-		return NULL;
-	PyObject *r = PyObject_CallMethod(json, "loads", "s", text);
-	Py_DECREF(json);
-	return r;
-}
 
 static int model_init(PyObject *op, PyObject *args, PyObject *kw)
 {
@@ -238,20 +228,123 @@ static PyObject *model_job(PyObject *op, PyObject *args)
 	return feed(m, &r);
 }
 
-/* The document as a Python object (json.loads of its text). */
-static PyObject *document_object(gpumon_model *m)
+/* dict[key] = v, v a new reference (NULL: a failure already raised). Returns 0 or -1. */
+static int set_new(PyObject *d, const char *key, PyObject *v)
 {
-	char *text = NULL;
-	int rc = gpumon_model_document(m, 0, &text);
-	if (rc)
-		return gpx_raise(rc, "could not make the model's document");
-	PyObject *doc = json_loads(text);
-	gpumon_free(text);
-	return doc;
+	int rc = v ? PyDict_SetItemString(d, key, v) : -1;
+	Py_XDECREF(v);
+	return rc;
+}
+
+static PyObject *int_or_none(int known, long long v)
+{
+	return known ? PyLong_FromLongLong(v) : Py_NewRef(Py_None);
+}
+
+static PyObject *float_or_none(int known, double v)
+{
+	return known ? PyFloat_FromDouble(v) : Py_NewRef(Py_None);
+}
+
+/* s as str, None for ""; a name cut inside a character (not UTF-8) has its bytes above ASCII said
+ * as '?', as the document says it. */
+static PyObject *str_or_none(const char *s, size_t cap)
+{
+	if (!s[0])
+		return Py_NewRef(Py_None);
+	PyObject *u = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strnlen(s, cap), NULL);
+	if (u || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+		return u;
+	PyErr_Clear();
+	char ascii[64];
+	size_t n = 0;
+	for (; n + 1 < sizeof ascii && n < cap && s[n]; n++)
+		ascii[n] = (unsigned char)s[n] >= 0x80 ? '?' : s[n];
+	ascii[n] = 0;
+	return PyUnicode_FromString(ascii);
+}
+
+static PyObject *seconds(const gpumon_model *m, int known, uint64_t t_ns)
+{
+	return float_or_none(known, gpumon_model_seconds(m, t_ns));
+}
+
+/* The series a verdict is about, keyed as the document's "series" object. */
+static PyObject *series_dict(const gpumon_verdict *v)
+{
+	int fw = v->series == GPUMON_SERIES_FRAMEWORK;
+	PyObject *d = PyDict_New();
+	if (!d || set_new(d, "kind", PyUnicode_FromString(gpumon_series_name(v->series))) ||
+	    set_new(d, "dev", int_or_none(v->dev >= 0, v->dev)) || set_new(d, "pid", int_or_none(v->pid >= 0, v->pid)) ||
+	    set_new(d, "device", int_or_none(fw && v->device >= 0, v->device)) ||
+	    set_new(d, "segment", int_or_none(fw, v->segment)) ||
+	    set_new(d, "framework", fw ? str_or_none(v->framework, sizeof v->framework) : Py_NewRef(Py_None)) ||
+	    set_new(d, "rank", int_or_none(v->rank >= 0, v->rank))) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* A verdict as a dict with the keys and values of the document's verdict objects ("leak", each of
+ * "series" and the leak alerts): what is not available is None. */
+static PyObject *verdict_dict(const gpumon_model *m, const gpumon_verdict *v)
+{
+	const gpumon_leak_result *r = &v->leak;
+	int leak = r->verdict == GPUMON_LEAK_SUSPECTED;
+	const char *room = gpumon_room_name(v->room);
+	PyObject *d = PyDict_New();
+	if (!d || set_new(d, "verdict", PyUnicode_FromString(gpumon_leak_verdict_name(r->verdict))) ||
+	    set_new(d, "series", series_dict(v)) ||
+	    set_new(d, "rate_bytes_per_step", float_or_none(leak && r->rate_bytes_per_step > 0, r->rate_bytes_per_step)) ||
+	    set_new(d, "rate_bytes_per_second", float_or_none(leak, r->rate_bytes_per_second)) ||
+	    set_new(d, "start_step", int_or_none(leak && r->start_step >= 0, r->start_step)) ||
+	    set_new(d, "start_time", seconds(m, leak && r->start_t_ns, r->start_t_ns)) ||
+	    set_new(d, "confidence", float_or_none(r->verdict != GPUMON_LEAK_INSUFFICIENT_DATA, r->confidence)) ||
+	    set_new(d, "floor_bytes", int_or_none(leak, (long long)r->floor_bytes)) ||
+	    set_new(d, "points", PyLong_FromUnsignedLongLong(r->points)) ||
+	    set_new(d, "alert", PyBool_FromLong(r->alert)) ||
+	    set_new(d, "alert_time", seconds(m, r->alert && r->alert_t_ns, r->alert_t_ns)) ||
+	    set_new(d, "room", room ? PyUnicode_FromString(room) : Py_NewRef(Py_None)) ||
+	    set_new(d, "room_bytes", int_or_none(room != NULL, (long long)v->room_bytes)) ||
+	    set_new(d, "steps_to_oom", float_or_none(leak && v->steps_to_oom >= 0, v->steps_to_oom)) ||
+	    set_new(d, "seconds_to_oom", float_or_none(leak && v->seconds_to_oom >= 0, v->seconds_to_oom))) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* An alert as the document's "alerts" entry: a leak's or a projection's verdict with the alert's
+ * moment and kind, or a headroom alert's GPU and figures. */
+static PyObject *alert_dict(const gpumon_model *m, const gpumon_alert *a)
+{
+	int judged = a->kind == GPUMON_ALERT_LEAK || a->kind == GPUMON_ALERT_OOM_PROJECTED;
+	PyObject *d = judged ? verdict_dict(m, &a->verdict) : PyDict_New();
+	if (!d || set_new(d, "time", PyFloat_FromDouble(gpumon_model_seconds(m, a->t_ns))) ||
+	    set_new(d, "kind", PyUnicode_FromString(gpumon_alert_name(a->kind))) ||
+	    set_new(d, "live", PyBool_FromLong(a->live)) || set_new(d, "dev", int_or_none(a->dev >= 0, a->dev)) ||
+	    (a->kind == GPUMON_ALERT_HEADROOM &&
+	     (set_new(d, "free_bytes", PyLong_FromUnsignedLongLong(a->free_bytes)) ||
+	      set_new(d, "total_bytes", PyLong_FromUnsignedLongLong(a->total_bytes))))) {
+		Py_XDECREF(d);
+		return NULL;
+	}
+	return d;
+}
+
+/* The model's alert that is the i-th of the document's "alerts" (which leave LIMIT alerts to the
+ * front end that acted on them, so the two counts differ). Returns 1 and fills *a, or 0. */
+static int document_alert(const gpumon_model *m, size_t i, gpumon_alert *a)
+{
+	for (size_t k = 0; gpumon_model_alerts(m, k, a, 1) > 0; k++)
+		if (a->kind != GPUMON_ALERT_LIMIT && i-- == 0)
+			return 1;
+	return 0;
 }
 
 /* alerts(start=0) -> the document's "alerts" entries from index start on: the alerts the model
- * gave since a front end last asked. No document is made when there is none. */
+ * gave since a front end last asked. */
 static PyObject *model_alerts(PyObject *op, PyObject *args)
 {
 	gpumon_model *m = model_get(op);
@@ -262,18 +355,18 @@ static PyObject *model_alerts(PyObject *op, PyObject *args)
 		PyErr_SetString(PyExc_ValueError, "start must be >= 0");
 		return NULL;
 	}
-	if (!gpumon_model_alerts(m, (size_t)start, NULL, 0))
-		return PyList_New(0);
-	PyObject *doc = document_object(m);
-	if (!doc)
-		return NULL;
-	PyObject *all = PyMapping_GetItemString(doc, "alerts");
-	Py_DECREF(doc);
-	if (!all)
-		return NULL;
-	PyObject *res = PySequence_GetSlice(all, start, PY_SSIZE_T_MAX);
-	Py_DECREF(all);
-	return res;
+	PyObject *list = PyList_New(0);
+	gpumon_alert a;
+	for (size_t i = (size_t)start; list && document_alert(m, i, &a); i++) {
+		PyObject *d = alert_dict(m, &a);
+		if (!d || PyList_Append(list, d)) {
+			Py_XDECREF(d);
+			Py_CLEAR(list);
+			break;
+		}
+		Py_DECREF(d);
+	}
+	return list;
 }
 
 /* verdict() -> the document's "leak" object (None when no series was fed) */
@@ -281,14 +374,12 @@ static PyObject *model_verdict(PyObject *op, PyObject *unused)
 {
 	(void)unused;
 	gpumon_model *m = model_get(op);
+	gpumon_verdict v;
 	if (!m)
 		return NULL;
-	PyObject *doc = document_object(m);
-	if (!doc)
-		return NULL;
-	PyObject *v = PyMapping_GetItemString(doc, "leak");
-	Py_DECREF(doc);
-	return v;
+	if (gpumon_model_verdict(m, &v) != GPUMON_OK)
+		Py_RETURN_NONE;
+	return verdict_dict(m, &v);
 }
 
 /* document(timeline=False) -> the JSON text */
@@ -354,6 +445,54 @@ static PyType_Slot model_slots[] = {
 };
 
 static PyType_Spec model_spec = {"gpumon._gpumon.Model", sizeof(ModelObject), 0, Py_TPFLAGS_DEFAULT, model_slots};
+
+/* ---- the library's words ----------------------------------------------------------------------- */
+
+static PyObject *model_type;
+
+/* The model of a Model argument; NULL with TypeError or ValueError set. */
+static gpumon_model *model_arg(PyObject *o)
+{
+	if (!model_type || !PyObject_IsInstance(o, model_type)) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError, "model must be a gpumon._gpumon.Model");
+		return NULL;
+	}
+	return model_get(o);
+}
+
+PyObject *gpx_words_alert(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *o;
+	Py_ssize_t i;
+	gpumon_model *m;
+	gpumon_alert a;
+	char buf[1024];
+	if (!PyArg_ParseTuple(args, "On:words_alert", &o, &i) || !(m = model_arg(o)))
+		return NULL;
+	if (i < 0 || !document_alert(m, (size_t)i, &a)) {
+		PyErr_Format(PyExc_IndexError, "the model has no alert %zd", i);
+		return NULL;
+	}
+	return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(gpumon_words_alert(m, &a, buf, sizeof buf)), "replace");
+}
+
+PyObject *gpx_words_verdict(PyObject *mod, PyObject *args)
+{
+	(void)mod;
+	PyObject *o;
+	double now_s = -1;
+	gpumon_model *m;
+	gpumon_verdict v;
+	char buf[1024];
+	if (!PyArg_ParseTuple(args, "O|d:words_verdict", &o, &now_s) || !(m = model_arg(o)))
+		return NULL;
+	if (gpumon_model_verdict(m, &v) != GPUMON_OK)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(gpumon_words_verdict(m, &v, now_s, buf, sizeof buf)),
+				    "replace");
+}
 
 /* ---- report(path) ------------------------------------------------------------------------------- */
 
@@ -436,5 +575,7 @@ int gpx_add_model_type(PyObject *m)
 		Py_DECREF(t);
 		return -1;
 	}
+	Py_XDECREF(model_type); /* kept for the words_* functions' argument check */
+	model_type = Py_NewRef(t);
 	return 0;
 }

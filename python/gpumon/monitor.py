@@ -596,15 +596,17 @@ class GPUMonitor:
     def _check_alerts(self, s: Sample) -> None:
         """The alerts the model gave on this sample's records, worded and told: its leak and headroom
         alerts, and its projection of out-of-memory (oom_within_steps) passed on to on_alert."""
-        for a in self._model.alerts(self._nalerts):
+        m = self._model
+        for a in m.alerts(self._nalerts):
+            i = self._nalerts
             self._nalerts += 1
             if a["kind"] == "leak" and self._leak_detection:
-                self._alert(a, "leak", _words.leak_alert(a, self.device), LeakWarning, s)
+                self._alert(a, "leak", _words.leak_alert(m, i, self.device), LeakWarning, s)
             elif a["kind"] == "headroom" and self._min_headroom is not None:
-                self._alert(a, "headroom_low", _words.headroom_alert(a, self.device, self._min_headroom, s.step),
+                self._alert(a, "headroom_low", _words.headroom_alert(m, i, self._min_headroom, s.step),
                             HeadroomWarning, s)
             elif a["kind"] == "oom_projected" and self._on_alert is not None:
-                a = dict(a, message=_words.oom_projected(a, self.device, self._oom_within), step=s.step)
+                a = dict(a, message=_words.oom_projected(m, i, self.device, self._oom_within), step=s.step)
                 self._on_alert(from_alert(a, "oom_projected", self.device, self.rank))
 
     def _launcher_tells(self, kind: str) -> bool:
@@ -795,7 +797,7 @@ class GPUMonitor:
                  f"  peak allocated {human(s['peak_allocated_bytes'])}, reserved {human(s['peak_reserved_bytes'])}, "
                  f"process {human(s['peak_process_bytes'])} of {human(s['device_total_bytes'])}"]
         if self._leak_detection:
-            lines.append(f"  leak: {_words.verdict(s['leak'])}")
+            lines.append(f"  leak: {_words.verdict(self._model)}")
         for name, v in s["sections"].items():
             lines.append(f"  section {name}: {v['count']}x, peak +{human(v['max_peak_delta_bytes'])}")
         return "\n".join(lines)

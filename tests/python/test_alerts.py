@@ -6,7 +6,9 @@ a typed event holding the model's figures), the projection of out-of-memory as a
 headroom threshold."""
 import inspect
 import logging
+import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -17,7 +19,6 @@ import pytest
 from conftest import GIB, MIB, TOTAL, Clock, child_env, h200
 
 import gpumon
-from gpumon._sinks import human
 
 
 def training(torch, mon, steps, leak_per_step=0, warmup=0, seed=1, clock=None, step_s=0.1):
@@ -69,10 +70,10 @@ def test_planted_leak_alerts_once_with_rate_and_oom(scenario, torch, caplog, mon
     msg = str(leak_w[0].message)
     assert msg == a["message"]
     # worded from the model's figures, none computed here
-    assert msg.startswith("gpumon: memory leak suspected on GPU 0: torch's allocated memory rises by 4.0 MiB "
-                          f"a step from step {a['start_step']}; ")
-    assert f"out of memory in about {a['steps_to_oom']:,.0f} more steps (about " in msg
-    assert f"at this rate, against the GPU's free memory ({human(a['room_bytes'])} left)" in msg
+    assert msg.startswith("gpumon: memory leak suspected on GPU 0: the framework's allocated memory (torch, pid "
+                          f"{os.getpid()}) rises by 4.00 MiB a step from step {a['start_step']}; ")
+    assert f"out of memory in about {a['steps_to_oom']:.0f} more steps (" in msg
+    assert re.search(r"at this rate, against the GPU's free memory \(\d+(\.\d+)? GiB left\)$", msg), msg
     # logger=False: no logger line besides the warning
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING] == []
     assert mon.summary()["alerts"][0]["kind"] == "leak"
@@ -157,8 +158,8 @@ def test_oom_projected_once_within_the_steps_given(scenario, torch, monkeypatch)
     leak, oom = events
     assert oom.rank == 3 and leak.rank == 3 and oom.step > leak.step
     assert oom.steps_to_oom <= 900 and oom.room == "cap" and oom.rate_bytes_per_step == pytest.approx(4 * MIB, rel=0.05)
-    assert oom.message.startswith("gpumon: out of memory projected on GPU 0 within 900 steps: torch's allocated "
-                                  "memory rises by 4.0 MiB a step")
+    assert oom.message.startswith("gpumon: out of memory projected on GPU 0 within 900 steps: the framework's "
+                                  f"allocated memory (torch, pid {os.getpid()}) rises by 4.00 MiB a step")
     assert verdict["steps_to_oom"] < oom.steps_to_oom  # later, fewer: the event came once
     assert len([x for x in w if issubclass(x.category, gpumon.GpumonWarning)]) == 1  # the leak's
     assert len(mon.alerts) == 1
@@ -201,7 +202,7 @@ def test_steps_to_oom_count_to_the_allocators_cap(scenario, torch, monkeypatch):
     capped = leak_at()
     # 10 % of 140.4 GiB = 14.0 GiB; about 2.7 GiB reserved when it alerts: some 2,900 steps of 4 MiB left
     assert capped["room"] == "cap" and 2400 < capped["steps_to_oom"] < 3200, capped
-    assert "against the cap set on the allocator" in capped["message"]
+    assert "against the cap the job set on its allocator" in capped["message"]
     monkeypatch.delattr(torch.cuda, "get_per_process_memory_fraction")  # torch before 2.9
     uncapped = leak_at()
     # the free memory of the card: 140.4 GiB - 40 GiB used - 0.6 GiB reserved, 25,549 steps of 4 MiB

@@ -132,8 +132,8 @@ def test_lightning_leak_is_told_once_through_lightnings_logger(scenario, fresh, 
         warnings.simplefilter("always")
         lightning_run(fresh, [cb], 200, leak=4 * MIB, clock=clock)
     told = [r.getMessage() for r in caplog.records if r.name == "lightning.pytorch"]
-    assert len(told) == 1 and told[0].startswith("gpumon: memory leak suspected on GPU 0: torch's allocated memory "
-                                                 "rises by 4.0 MiB a step"), told
+    assert len(told) == 1 and told[0].startswith("gpumon: memory leak suspected on GPU 0: the framework's allocated "
+                                                 f"memory (torch, pid {os.getpid()}) rises by 4.00 MiB a step"), told
     assert not [x for x in w if issubclass(x.category, gpumon.GpumonWarning)]
     assert [e.kind for e in events] == ["leak"] and events[0].rank == 0 and events[0].step <= 200
     assert events[0].rate_bytes_per_step == pytest.approx(4 * MIB, rel=0.05)
@@ -314,7 +314,8 @@ def test_hf_leak_told_once_through_transformers_logger(scenario, fresh, monkeypa
         warnings.simplefilter("always")
         hf_run(fresh, 200, [cb], leak=2 * MIB, clock=clock, output_dir=str(tmp_path))
     told = [r.getMessage() for r in caplog.records if r.name == "transformers.trainer"]
-    assert len(told) == 1 and "memory leak suspected on GPU 0: torch's allocated memory rises by 2.0 MiB" in told[0]
+    assert len(told) == 1 and ("memory leak suspected on GPU 0: the framework's allocated memory (torch, pid "
+                               f"{os.getpid()}) rises by 2.00 MiB") in told[0]
     assert not [x for x in w if issubclass(x.category, gpumon.GpumonWarning)]
     assert cb.monitor.alerts[0]["rate_bytes_per_step"] == pytest.approx(2 * MIB, rel=0.05)
 

@@ -352,7 +352,7 @@ def test_the_limit_is_the_models_cap(scenario, growing, xla_env, monkeypatch):
     assert a["series"]["framework"] == "jax" and abs(a["rate_bytes_per_step"] - 4 * MIB) < 0.05 * 4 * MIB
     assert s.cap == int(0.10 * TOTAL)
     assert a["room"] == "cap" and a["room_bytes"] == s.cap - s.allocated, a
-    assert "against the cap set on the allocator" in a["message"]
+    assert "against the cap the job set on its allocator" in a["message"]
 
 
 def test_preallocated_pool_leaves_room_under_the_cap(scenario, jax, monkeypatch):

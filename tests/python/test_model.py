@@ -114,6 +114,41 @@ def test_model_alerts_verdict_and_document():
         m.event(t + 1, "note", "late")
 
 
+def test_model_words_are_the_librarys():
+    """The sentences on the model's answers come from libgpumon (gpumon_words_*), the words the
+    gpumon program says, indexed as alerts() is: a --limit alert is not among them."""
+    assert _gpumon.words_verdict(_gpumon.Model()) is None
+    m = _gpumon.Model(kind="run", command="train.py", job_pid=42, headroom=0.1, limit=GIB)
+    m.add_device(0, "NVIDIA H200", "GPU-1", 100 * GIB)
+    m.job(1, 42)
+    t = 10**9
+    m.device(t, 0, 95 * GIB, 5 * GIB, 100 * GIB, None)
+    m.process(t, 0, 42, 3 * GIB, "alice", "python3 train.py")   # above the limit
+    for i in range(200):
+        t += 10**9
+        m.framework(t, 42, 0, i, 2 * GIB + i * 8 * MIB, 3 * GIB + i * 8 * MIB, None, None, "torch")
+    assert [a["kind"] for a in m.alerts()] == ["headroom", "leak"]
+    assert m.alerts() == json.loads(m.document())["alerts"]
+    assert _gpumon.words_alert(m, 0) == "GPU 0 has 5.00 GiB free of 100 GiB"
+    leak = m.alerts()[1]
+    assert _gpumon.words_alert(m, 1).startswith("the framework's allocated memory (torch, pid 42) rises by 8.00 MiB "
+                                                f"a step from step {leak['start_step']}; out of memory in about ")
+    assert _gpumon.words_verdict(m).startswith("LEAK on the framework's allocated memory (torch, pid 42): +8.00 MiB "
+                                               "a step from step ")
+    with pytest.raises(IndexError, match="no alert 2"):
+        _gpumon.words_alert(m, 2)
+    with pytest.raises(TypeError, match="Model"):
+        _gpumon.words_alert(object(), 0)
+
+
+def test_model_verdict_names_a_cut_framework_as_the_document_does():
+    m = _gpumon.Model(kind="run", job_pid=42)
+    for i in range(50):   # a name cut inside its last character: not UTF-8 any more
+        m.framework(10**9 * (i + 1), 42, 0, i, GIB + i * MIB, None, None, None, "abcdefghijklmn\u00e5")
+    assert m.verdict() == json.loads(m.document())["leak"]
+    assert m.verdict()["series"]["framework"].startswith("abcdefghijklmn")
+
+
 def test_model_refuses_bad_input():
     with pytest.raises(ValueError, match="headroom"):
         _gpumon.Model(headroom=1.5)
