@@ -153,7 +153,7 @@ def check_import(env_dir, tmp_path):
     # or the build tree
     loaded = {os.path.basename(p): p for p in out["libs"]}
     libdir = os.path.join(site, "gpumon.libs")
-    for name in ("libgpumon.so.1", "libjansson.so.4", "libyajl.so.2", "libsqlite3.so.0", "libprotobuf-c.so.1"):
+    for name in ("libgpumon.so.1", "libjansson.so.4", "libyajl.so.2", "libprotobuf-c.so.1"):
         assert os.path.dirname(loaded.get(name, "")) == libdir, (name, out["libs"])
     assert loaded["_gpumon.abi3.so"] == os.path.join(site, "gpumon", "_gpumon.abi3.so")
 
@@ -175,6 +175,15 @@ def check_command(env_dir):
     direct = subprocess.run([os.path.join(site_packages(env_dir), "gpumon", "bin", "gpumon"), "no-such-command"],
                             capture_output=True, text=True, env=clean_env(), timeout=30)
     assert bad.returncode == direct.returncode != 0 and bad.stderr == direct.stderr
+    # SQLite, loaded by the first recording (dlopen), is the wheel's too: a recording made and read
+    rec = env_dir / "w.gpumon"
+    rec.unlink(missing_ok=True)
+    r = sh([gpumon, "record", "-o", rec, "--duration", "1"], env=dict(env, LD_DEBUG="libs"), cwd="/", timeout=60)
+    wheel_libs = os.path.join(site_packages(env_dir), "gpumon.libs")
+    inits = re.findall(r"calling init: (\S+)/libsqlite3[.]so[.]0", r.stderr)
+    assert [os.path.normpath(d) for d in inits] == [wheel_libs], r.stderr[-2000:]
+    r = sh([gpumon, "report", rec], env=env, cwd="/", timeout=60)
+    assert "NVIDIA H200" in r.stdout
     # every library the program loads is the wheel's or glibc's (ldd: the loader's own answer)
     r = sh(["ldd", os.path.join(site_packages(env_dir), "gpumon", "bin", "gpumon")])
     libdir = os.path.join(site_packages(env_dir), "gpumon.libs")
