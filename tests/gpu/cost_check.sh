@@ -7,11 +7,8 @@
 # beside a bare NVML loop's, watch at 100 ms beside a 100 ms C loop, 1 kHz sampling beside the floor
 # loop and pynvml. Writes $OUT/cost.txt and $OUT/cost.json. About 4 minutes; keep the GPU idle.
 set -u
-OUT=${OUT:-gpu-out}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-PY=${PYTHON:-python3}
 . tests/gpu/deps.sh
+gpu_out
 gpumon_ready "$OUT/cost_build.log" gpumon gpumon_bench_floor || exit 1
 export GPUMON_BIN=$BUILD/cli/gpumon GPUMON_FLOOR=$BUILD/bench/gpumon_bench_floor PYTHON=$PY
 {

@@ -48,3 +48,11 @@ gpumon_ready() {
 		return 1
 	fi
 }
+
+# gpu_out: the scripts' preamble — OUT made and absolute (default gpu-out), PY the Python to run.
+gpu_out() {
+	OUT=${OUT:-gpu-out}
+	mkdir -p "$OUT"
+	OUT=$(cd "$OUT" && pwd)
+	PY=${PYTHON:-python3}
+}
