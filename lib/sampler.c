@@ -80,6 +80,7 @@ struct gpumon_sampler {
 	gpumon_record *q;
 	size_t qcap, qhead, qlen;
 	int evfd;                 /* gpumon_sampler_fd's eventfd, -1 until asked for: readable while qlen > 0 */
+	int signalled;            /* evfd has been written since the queue was last emptied */
 	/* processes of the records the last poll handed out: theirs until the next poll (at most qcap) */
 	gpumon_process **handed;
 	size_t nhanded;
@@ -99,6 +100,17 @@ static struct timespec ns_to_ts(uint64_t ns)
 
 /* ---- queue (s->lock held) ---------------------------------------------------------------------- */
 
+/* Makes gpumon_sampler_fd's descriptor readable when records are queued (once: it stays so until a
+ * poll empties the queue). */
+static void notify_locked(gpumon_sampler *s)
+{
+	if (s->evfd < 0 || s->qlen == 0 || s->signalled)
+		return;
+	uint64_t one = 1;
+	ssize_t w = write(s->evfd, &one, sizeof one);
+	s->signalled = w == (ssize_t)sizeof one;
+}
+
 /* Queues a record; counts a drop when the queue is full. Returns 1 when queued, 0 when dropped. */
 static int push_locked(gpumon_sampler *s, const gpumon_record *r)
 {
@@ -107,11 +119,11 @@ static int push_locked(gpumon_sampler *s, const gpumon_record *r)
 		return 0;
 	}
 	s->q[(s->qhead + s->qlen) % s->qcap] = *r;
-	if (s->qlen++ == 0 && s->evfd >= 0) {
-		uint64_t one = 1;
-		ssize_t w = write(s->evfd, &one, sizeof one); /* fails only when it is readable already */
-		(void)w;
-	}
+	s->qlen++;
+	/* a GPU's sample and its processes come in one tick: the descriptor says so once the tick is
+	   done (notify_locked at its end), so that a screen woken by it sees them together */
+	if (r->kind != GPUMON_REC_DEVICE && r->kind != GPUMON_REC_PROCESS && r->kind != GPUMON_REC_PROCESS_GONE)
+		notify_locked(s);
 	s->st.records++;
 	pthread_cond_signal(&s->queued);
 	return 1;
@@ -457,6 +469,7 @@ static void *device_main(void *arg)
 		uint64_t done = gpumon__now_ns();
 		next += period;
 		pthread_mutex_lock(&s->lock);
+		notify_locked(s); /* this tick's records are all queued */
 		s->st.busy_ns += done - woke;
 		if (done >= next) { /* sampling took longer than a period: skip what was missed */
 			uint64_t missed = (done - next) / period + 1;
@@ -714,10 +727,11 @@ int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t cap, size_
 		s->qhead = (s->qhead + 1) % s->qcap;
 		s->qlen--;
 	}
-	if (s->qlen == 0 && s->evfd >= 0) {
+	if (s->qlen == 0 && s->evfd >= 0 && s->signalled) {
 		uint64_t count;
-		ssize_t rd = read(s->evfd, &count, sizeof count); /* not readable until the next record */
+		ssize_t rd = read(s->evfd, &count, sizeof count); /* not readable until the next tick's records */
 		(void)rd;
+		s->signalled = 0;
 	}
 	/* a destroy in another thread waits for this: the lock must outlive the wait */
 	if (--s->pollers == 0 && s->stopping)
@@ -783,11 +797,7 @@ int gpumon_sampler_fd(gpumon_sampler *s)
 	pthread_mutex_lock(&s->lock);
 	if (s->evfd < 0) {
 		s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (s->evfd >= 0 && s->qlen > 0) {
-			uint64_t one = 1;
-			ssize_t w = write(s->evfd, &one, sizeof one);
-			(void)w;
-		}
+		notify_locked(s);
 	}
 	int fd = s->evfd;
 	pthread_mutex_unlock(&s->lock);

@@ -6,6 +6,7 @@
 
 #include "tap.h" /* after gpumon.h: it then offers open_fake() */
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -212,6 +213,34 @@ static void test_bad_config(void)
 	gpumon_destroy(g);
 }
 
+/* The descriptor is readable once a tick's records are queued (the GPU's sample and its processes
+ * together), and not after a poll took them all. */
+static void test_fd(void)
+{
+	gpumon *g = open_fake("gpu 0 total=80GiB used=2GiB\n"
+			      "proc 0 7001 used=1GiB\n", 0);
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 100000, .process_period_us = 100000};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
+	int fd = gpumon_sampler_fd(s);
+	ok(fd >= 0, "a descriptor");
+	is_int(gpumon_sampler_fd(s), fd, "the same one each time");
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	is_int(poll(&p, 1, 3000), 1, "readable once the first tick is queued");
+	gpumon_record r[64];
+	size_t n = 0, dev = 0, procs = 0;
+	gpumon_sampler_poll(s, r, 64, &n, 0);
+	for (size_t i = 0; i < n; i++) {
+		dev += r[i].kind == GPUMON_REC_DEVICE;
+		procs += r[i].kind == GPUMON_REC_PROCESS;
+	}
+	ok(dev == 1 && procs == 1, "the GPU's sample and its process came together (%zu, %zu)", dev, procs);
+	is_int(poll(&p, 1, 0), 0, "not readable once the queue is empty (nothing changes before the heartbeat)");
+	gpumon_sampler_destroy(s);
+	gpumon_destroy(g);
+	is_int(gpumon_sampler_fd(NULL), -1, "NULL: -1");
+}
+
 /* A process record refers to the sampler's copy of the process: it holds until the next poll, while
  * the sampling thread lists the GPU again and again (under ASan a copy freed early is caught), and
  * every other kind refers to none. */
@@ -269,6 +298,7 @@ static void test_errmsg(void)
 
 int main(void)
 {
+	test_fd();
 	test_records();
 	test_process_until_next_poll();
 	test_errmsg();
