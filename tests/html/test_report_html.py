@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The page of `gpumon report --html` (cli/report_html.c) rendered in headless Chromium.
 
-Each report document of fixtures/ (made by make_fixtures.py) is turned into a page by the test
-driver report_html_demo, loaded by Chromium with networking off, and its DOM after the scripts
-ran is read back: the summary's figures, the number of charts drawn, no script error (the page
+Each input make_fixtures.py writes (a recording with known rows, a CSV) is turned into a page by
+`gpumon report --html`, loaded by Chromium with networking off, and its DOM after the scripts ran
+is read back: the summary's figures, the number of charts drawn, no script error (the page
 lists each in #gpumon-errors, and Chromium's console log must stay empty), and the hostile
 strings shown as text, never run. A screenshot of each page is saved for a person to look at.
 
 Environment (set by ctest):
-  REPORT_HTML_DEMO  the built tests/html/report_html_demo
+  GPUMON_BIN        the built gpumon
+  TEST_RECORDING_BIN  the test program that writes a recording of the library (tests/unit/test_recording)
   REPORT_HTML_OUT   where the pages and screenshots go (default: pytest's temporary folder)
 """
 import html.parser
@@ -22,9 +23,12 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "fixtures")
-DEMO = os.environ.get("REPORT_HTML_DEMO", os.path.join(HERE, "../../build/tests/report_html_demo"))
-HOSTILE = "</script><img src=x onerror=alert(1)>"
+sys.path.insert(0, HERE)
+import make_fixtures  # noqa: E402
+
+GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
+EXAMPLES = os.path.join(HERE, "../../examples")
+HOSTILE = make_fixtures.HOSTILE
 
 
 # ---- Chromium ---------------------------------------------------------------------------------
@@ -134,18 +138,20 @@ class Page:
         return self.tags("html")[0].attrs.get(name)
 
 
-def make_page(doc_path, out_dir, name):
-    html_path = os.path.join(out_dir, name + ".html")
-    r = subprocess.run([DEMO, doc_path, html_path], capture_output=True, text=True)
+def make_page(input_path, out_dir, name, cwd=None):
+    """`gpumon report INPUT --html` into out_dir/name.html."""
+    html_path = os.path.abspath(os.path.join(out_dir, name + ".html"))
+    r = subprocess.run([GPUMON_BIN, "report", input_path, "--html", html_path], capture_output=True, text=True,
+                       cwd=cwd, env=dict(os.environ, LC_ALL="C"))
     assert r.returncode == 0, r.stderr
     return html_path
 
 
-def render(doc_path, name, tmp_path):
-    """Writes the page of doc_path, renders it (DOM and screenshot) and returns a Page."""
+def render(input_path, name, tmp_path, cwd=None):
+    """Writes the page of input_path, renders it (DOM and screenshot) and returns a Page."""
     out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
     os.makedirs(out_dir, exist_ok=True)
-    html_path = make_page(doc_path, out_dir, name)
+    html_path = make_page(input_path, out_dir, name, cwd)
     png_path = os.path.join(out_dir, name + ".png")
     if os.path.exists(png_path):
         os.unlink(png_path)
@@ -180,11 +186,14 @@ def legend_entries(page, label):
             and any(c.attrs.get("class") == "u-label" and c.text() == label for c in n.walk())]
 
 
-def fixture(name):
-    return os.path.join(FIXTURES, name + ".json")
+def embedded(page):
+    """The document the page embeds for its charts."""
+    raw = open(page.html_path, encoding="utf-8").read()
+    start = raw.index('<script type="application/json" id="gpumon-data">')
+    return json.loads(raw[raw.index(">", start) + 1:raw.index("</script>", start)])
 
 
-# ---- the fixtures -------------------------------------------------------------------------------
+# ---- the inputs ---------------------------------------------------------------------------------
 
 def test_leak_run(tmp_path):
     page = render(fixture("leak_run"), "leak_run", tmp_path)
@@ -230,9 +239,8 @@ def test_leak_run(tmp_path):
 
 
 def test_real_h200_recording(tmp_path):
-    """fixtures/h200_record.json: the document `gpumon report` makes of the bundled recording of a
-    real H200 (examples/recordings/h200_train_leak.gpumon), timeline included."""
-    page = render(fixture("h200_record"), "h200_record", tmp_path)
+    """The bundled recording of a real H200 (examples/recordings/h200_train_leak.gpumon)."""
+    page = render(os.path.join(EXAMPLES, "recordings/h200_train_leak.gpumon"), "h200_record", tmp_path)
     assert page.html_attr("data-gpumon-charts") == "2"
     assert page.by_id("leak").attrs["data-verdict"] == "leak"
     t = page.text_of("leak")
@@ -242,8 +250,8 @@ def test_real_h200_recording(tmp_path):
     assert t.startswith("7.99 GiB at 0:47.2 (GPU 0's used memory), the rise of pid 678 (root)"), t
     assert page.text_of("source-duration") == "53 s"
     assert page.text_of("fragmentation") == "n/a"
-    # a real document of a job that is no distributed one: ranks [], and no Ranks section
-    assert json.load(open(fixture("h200_record"), encoding="utf-8"))["ranks"] == []
+    # a real recording of a job that is no distributed one: ranks [], and no Ranks section
+    assert embedded(page)["ranks"] == []
     assert page.by_id("ranks") is None
 
 
@@ -269,12 +277,16 @@ def test_oom(tmp_path):
 
 
 def test_csv_minimal(tmp_path):
-    page = render(fixture("csv_minimal"), "csv_minimal", tmp_path)
+    make_fixtures.csv_minimal(str(tmp_path))
+    page = render("alloc.csv", "csv_minimal", tmp_path, cwd=str(tmp_path))
     assert page.html_attr("data-gpumon-charts") == "1"
     assert page.by_id("leak").attrs["data-verdict"] == "insufficient_data"
     assert "not enough data to tell" in page.text_of("leak")
     # a CSV names no process: "the process", never its stand-in pid
     assert page.text_of("peak") == "3.48 GiB at 0:49.0 (the framework's highest allocated), the rise of the process"
+    assert "pid" not in page.text_of("windows")
+    # nor does the copy the charts read name it: its stand-in pid is null there
+    assert [f["pid"] for f in embedded(page)["timeline"]["framework"]] == [None]
     assert "pid" not in page.text_of("summary")
     assert page.text_of("source-path") == "alloc.csv (CSV)"
     assert page.text_of("source-command") == "n/a"
@@ -318,16 +330,18 @@ def test_hostile_strings_stay_text(tmp_path):
 
 
 def test_nulls_everywhere(tmp_path):
-    page = render(fixture("nulls"), "nulls", tmp_path)
-    # the one device series with a sample; the empty ones draw nothing
+    """A CSV whose fields are mostly empty: what it does not say is n/a, never 0."""
+    page = render(make_fixtures.nulls(str(tmp_path)), "nulls", tmp_path)
+    # the one device series with samples; the empty ones draw nothing
     assert page.html_attr("data-gpumon-charts") == "1"
     assert page.by_id("leak").attrs["data-verdict"] == "n/a"
     summary = page.text_of("summary")
     assert "0 B" not in summary and "0:00.0" not in summary, summary
-    for ident in ("leak", "fragmentation", "unaccounted", "source-duration", "source-path", "oom-cause"):
+    for ident in ("leak", "fragmentation", "unaccounted", "source-command"):
         assert "n/a" in page.text_of(ident), ident
-    assert "n/a" in page.text_of("peak")
-    assert "n/a" in page.text_of("oom-holders")
+    assert page.text_of("devices").startswith("GPU 0 n/a, n/aused at most 7.00 GiB at 0:03.0")
+    assert "n/a" in page.text_of("windows")
+    assert page.by_id("oom") is None
 
 
 def test_no_timeline(tmp_path):
@@ -457,17 +471,10 @@ def test_many_ranks_stay_readable(tmp_path):
 # ---- the writer's errors ------------------------------------------------------------------------
 
 def test_write_error_is_one_sentence(tmp_path):
-    r = subprocess.run([DEMO, fixture("leak_run"), "/dev/full"], capture_output=True, text=True)
-    assert r.returncode == 1
-    assert r.stderr == "report_html_demo: could not write the HTML report: No space left on device\n"
-
-
-def test_not_an_object(tmp_path):
-    path = tmp_path / "list.json"
-    path.write_text("[1, 2]")
-    r = subprocess.run([DEMO, str(path), str(tmp_path / "out.html")], capture_output=True, text=True)
-    assert r.returncode == 1
-    assert r.stderr == "report_html_demo: the report document is not a JSON object\n"
+    r = subprocess.run([GPUMON_BIN, "report", make_fixtures.csv_minimal(str(tmp_path)), "--html", "/dev/full"],
+                       capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    assert r.returncode == 255
+    assert r.stderr == "gpumon: report: could not write the HTML report: No space left on device\n"
 
 
 # ---- interaction --------------------------------------------------------------------------------
@@ -577,10 +584,6 @@ def test_zoom_pan_hover_and_steps(tmp_path):
 
 
 # ---- the page as `gpumon report --html` writes it ------------------------------------------------
-
-GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
-EXAMPLES = os.path.join(HERE, "../../examples")
-
 
 @pytest.mark.parametrize("name,recording,charts", [
     ("cli_h200_record", "recordings/h200_train_leak.gpumon", "2"),
