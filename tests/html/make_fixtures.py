@@ -81,6 +81,9 @@ class Rec:
         return str(self.path)
 
 
+ALERT_SAMPLE = 312  # the sample at which the model's leak alert comes
+
+
 def leak_run(folder):
     """A training job on 2 GPUs whose allocator gains 4 MiB a step from step 120, its data loader,
     and a colleague's job on GPU 0 for a while; the leak alert was given live."""
@@ -88,7 +91,7 @@ def leak_run(folder):
               devices=2)
     n = 400
     for i in range(n):
-        s = 1 + i * 2.03
+        s = i * 2.03
         alloc = 20 * GIB + max(0, i - 120) * 4 * MIB + (i % 7) * 256 * MIB
         reserved = int(math.ceil((alloc + 3 * GIB) / (2 * GIB)) * 2 * GIB)
         rec.framework(s, 1234, i, alloc, reserved, alloc + 3 * GIB)
@@ -104,7 +107,8 @@ def leak_run(folder):
             rec.device(s, 0, job + loader + other + 644939776)
         dev1 = int(5 * GIB + 2 * GIB * math.sin(i / 30))
         rec.device(s, 1, dev1)
-    rec.event(1 + 150 * 2.03, "alert", "leak suspected: 4 MiB a step")
+    rec.event(ALERT_SAMPLE * 2.03, "alert", "leak suspected: 4 MiB a step")  # the model's alert, given live
+    rec.event(812.4, "exit", "exit status 0")
     return rec.close()
 
 
@@ -112,13 +116,13 @@ def oom(folder):
     """A job that ran out of memory next to a colleague's job that grew into its GPU."""
     rec = Rec(os.path.join(folder, "oom.gpumon"), exit_status=1, command="python train.py", host="node7")
     for i in range(120):
-        s = 1 + i * 0.5
-        job = min(60 * GIB, 40 * GIB + i * 200 * MIB)
+        s = i * 0.5
+        job = 60 * GIB + (i % 3) * MIB
         other = 60 * GIB + ((i - 60) * 330 * MIB if i > 60 else 0)
         rec.process(s, 0, 4321, job, command="python train.py", job=True)
         rec.process(s, 0, 9999, other, user="bob", command="python big_eval.py")
         rec.device(s, 0, job + other)
-    rec.event(60.9, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    rec.event(59.9, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
     return rec.close()
 
 
@@ -129,10 +133,10 @@ def hostile(folder):
     name = "evil</title><script>alert(3)</script>.gpumon"
     os.makedirs(os.path.join(folder, os.path.dirname(name)), exist_ok=True)
     rec = Rec(os.path.join(folder, name), exit_status=0, command=cmd, host="<i>host</i>")
-    for i in range(20):
-        rec.process(i, 0, 31337, i * 256 * MIB, user="eve<b>\"'", command=cmd, job=True)
-        rec.process(i, 0, 666, GIB, user=HOSTILE, command=HOSTILE + " \u2029 end")
-        rec.device(i, 0, i * 256 * MIB + GIB)
+    for i in range(20):  # another process fills the GPU: the diagnosis names it
+        rec.process(i, 0, 31337, 5 * GIB + (i % 2) * MIB, user="eve<b>\"'", command=cmd, job=True)
+        rec.process(i, 0, 666, GIB + i * 7 * GIB, user=HOSTILE, command=HOSTILE + " \u2029 end")
+        rec.device(i, 0, 6 * GIB + i * 7 * GIB)
     rec.framework(0, 31337, None, None, None, framework=HOSTILE[:15])
     rec.rank(31337, 0, 2, job=HOSTILE)
     rec.event(5, "alert", "<script>alert(2)</script>")
@@ -160,9 +164,9 @@ def nulls(folder):
     return path
 
 
-def ranks(folder, n=8, leak_rank=3, oom_rank=5, silent_rank=6):
-    """A torchrun job of n ranks, one a GPU: leak_rank leaks, oom_rank ran out of memory,
-    silent_rank is listed without a figure."""
+def ranks(folder, n=8, leak_rank=3, oom_rank=5, silent_rank=6, oom_growth=400 * MIB):
+    """A torchrun job of n ranks on 8 GPUs: leak_rank leaks, oom_rank ran out of memory (its figure
+    growing by oom_growth a sample), silent_rank is listed without a figure."""
     rec = Rec(os.path.join(folder, "ranks.gpumon"), exit_status=1, command="torchrun train.py", devices=min(n, 8))
     for i in range(150):
         s = 1 + i * 2
@@ -172,7 +176,7 @@ def ranks(folder, n=8, leak_rank=3, oom_rank=5, silent_rank=6):
             if r == leak_rank:
                 used += i * 4 * MIB
             if r == oom_rank:
-                used += i * 400 * MIB
+                used += i * oom_growth
             rec.process(s, dev, pid, None if r == silent_rank else used, job=True)
         for d in range(min(n, 8)):
             rec.device(s, d, 9 * GIB)
