@@ -7,39 +7,33 @@ its input under a folder and returns the path to give gpumon report. Recordings 
 program that writes the library's recording (TEST_RECORDING_BIN)."""
 import math
 import os
-import sqlite3
-import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../cli"))
+import test_report  # noqa: E402  (its Rec: a recording of the library refilled with known rows)
 
 GIB = 1 << 30
 MIB = 1 << 20
 S = 10**9
 H200_TOTAL = 150754820096
 HOSTILE = "</script><img src=x onerror=alert(1)>"
-TEST_RECORDING_BIN = os.environ.get("TEST_RECORDING_BIN", "")
 
 
-class Rec:
-    """A recording with known rows: the library's file, emptied and refilled."""
+class Rec(test_report.Rec):
+    """A recording with known rows (tests/cli/test_report.py's), on devices H200s, with the job's
+    command and host when given; device and process figures of any GPU."""
 
     def __init__(self, path, kind="run", exit_status=None, command=None, host=None, devices=1):
-        r = subprocess.run([os.path.abspath(TEST_RECORDING_BIN), str(path)], capture_output=True, text=True,
-                           timeout=60)
-        assert r.returncode == 0, "TEST_RECORDING_BIN could not write a recording: " + r.stdout + r.stderr
-        self.path = path
-        self.db = sqlite3.connect(path)
-        for t in ("devices", "processes", "device_samples", "process_samples", "framework_sources",
-                  "framework_samples", "events"):
-            self.db.execute(f"DELETE FROM {t}")
-        self.db.execute("DELETE FROM meta WHERE key IN ('kind', 'job_pid', 'exit_status', 'command', 'host')")
-        self.start = dict(self.db.execute("SELECT key, value FROM meta"))["start_mono_ns"]
-        for key, value in (("kind", kind), ("exit_status", exit_status), ("command", command), ("host", host)):
+        super().__init__(path, kind, exit_status)
+        self.db.execute("DELETE FROM devices")
+        self.db.execute("DELETE FROM meta WHERE key IN ('command', 'host')")
+        for key, value in (("command", command), ("host", host)):
             if value is not None:
                 self.db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
         for d in range(devices):
             self.db.execute("INSERT INTO devices VALUES (?, ?, 'NVIDIA H200', ?, ?, NULL)",
                             (d, "GPU-%08x-59f0-8f43-a379-7bd1cb7dae51" % (0x04b38c5d + d), "00000000:%02X:00.0" % d,
                              H200_TOTAL))
-        self.sources = {}
 
     def t(self, s):
         return self.start + int(round(s * S))
@@ -50,35 +44,13 @@ class Rec:
                         (self.t(s), dev, used, H200_TOTAL - used, H200_TOTAL, used, used_max or used, self.t(s)))
 
     def process(self, s, dev, pid, used, user="alice", command="python train.py", job=False):
+        """used None: listed, without a figure."""
         if not self.db.execute("SELECT 1 FROM processes WHERE dev = ? AND pid = ?", (dev, pid)).fetchone():
             self.db.execute("INSERT INTO processes (dev, pid, first_t_ns, flags, foreign_pid, user, command)"
                             " VALUES (?, ?, ?, 49, 0, ?, ?)", (dev, pid, self.t(s), user, command))
             if job:  # a pid of the job's tree, as the library's writer stores it
                 self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, 'job', ?)", (self.t(s), f"pid {pid}"))
         self.db.execute("INSERT INTO process_samples VALUES (?, ?, ?, ?, 0)", (self.t(s), dev, pid, used))
-
-    def framework(self, s, pid, step, allocated, reserved, max_allocated=None, framework="torch"):
-        if pid not in self.sources:
-            self.sources[pid] = len(self.sources) + 1
-            self.db.execute("INSERT INTO framework_sources VALUES (?, ?, 0, ?, ?)",
-                            (self.sources[pid], pid, framework, self.t(s)))
-        self.db.execute("INSERT INTO framework_samples (t_ns, source, step, allocated_bytes, reserved_bytes,"
-                        " max_allocated_bytes) VALUES (?, ?, ?, ?, ?, ?)",
-                        (self.t(s), self.sources[pid], step, allocated, reserved, max_allocated or allocated))
-
-    def event(self, s, kind, text):
-        self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, ?, ?)", (self.t(s), kind, text))
-
-    def rank(self, pid, rank, world_size, job="job7"):
-        """pid is a torchrun worker: its environment read and its rank stored."""
-        self.db.execute("UPDATE processes SET flags = flags | 512, rank = ?, local_rank = ?, world_size = ?,"
-                        " node_rank = 0, rank_job = ?, rank_launcher = 'torchrun', rank_master = '127.0.0.1:29500'"
-                        " WHERE pid = ?", (rank, rank % 8, world_size, job, pid))
-
-    def close(self):
-        self.db.commit()
-        self.db.close()
-        return str(self.path)
 
 
 ALERT_SAMPLE = 312  # the sample at which the model's leak alert comes
@@ -137,7 +109,8 @@ def hostile(folder):
         rec.process(i, 0, 31337, 5 * GIB + (i % 2) * MIB, user="eve<b>\"'", command=cmd, job=True)
         rec.process(i, 0, 666, GIB + i * 7 * GIB, user=HOSTILE, command=HOSTILE + " \u2029 end")
         rec.device(i, 0, 6 * GIB + i * 7 * GIB)
-    rec.framework(0, 31337, None, None, None, framework=HOSTILE[:15])
+    rec.framework(0, 31337, None, None, None)
+    rec.db.execute("UPDATE framework_sources SET framework = ?", (HOSTILE[:15],))
     rec.rank(31337, 0, 2, job=HOSTILE)
     rec.event(5, "alert", "<script>alert(2)</script>")
     rec.event(18.5, "oom", HOSTILE)
