@@ -9,8 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <jansson.h>
-
 #include "cli.h"
 #include "report.h"
 #include "report_html.h"
@@ -181,39 +179,26 @@ static int read_text(const char *path, unsigned flags, double period_s, gpumon_m
 	return rc;
 }
 
-/* The model's document with its timelines, parsed for the HTML page, which embeds it for its charts
- * and words it; NULL (message printed) when out of memory. */
-static json_t *document(const gpumon_model *m)
-{
-	char *s = NULL;
-	json_error_t jerr;
-	json_t *doc = NULL;
-	if (gpumon_model_document(m, GPUMON_DOC_TIMELINE, &s) == GPUMON_OK)
-		doc = json_loads(s, 0, &jerr);
-	if (!doc)
-		cli_error("report: out of memory");
-	gpumon_free(s);
-	return doc;
-}
-
+/* The page: the model's answers, and its document with the timelines for the page's charts. */
 static int write_html(const gpumon_model *m, const char *out)
 {
-	char err[512] = "";
-	json_t *doc = document(m);
-	if (!doc)
+	char err[512] = "", *doc = NULL;
+	if (gpumon_model_document(m, GPUMON_DOC_TIMELINE, &doc) != GPUMON_OK) {
+		cli_error("report: out of memory");
 		return EXIT_OTHER;
+	}
 	FILE *f = fopen(out, "w");
 	if (!f) {
 		cli_error("report: cannot create %s: %s", out, strerror(errno));
-		json_decref(doc);
+		gpumon_free(doc);
 		return EXIT_OTHER;
 	}
-	int bad = report_html_write(f, doc, err, sizeof err);
+	int bad = report_html_write(f, m, doc, err, sizeof err);
 	if (fclose(f) != 0 && !bad) {
 		snprintf(err, sizeof err, "could not write %s: %s", out, strerror(errno));
 		bad = -1;
 	}
-	json_decref(doc);
+	gpumon_free(doc);
 	if (bad) {
 		cli_error("report: %s", err);
 		return EXIT_OTHER;

@@ -7,18 +7,19 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include <jansson.h>
+#include <gpumon/gpumon.h>
 
 /*
- * Writes the report document doc (the JSON of `gpumon report --json`, plus its "timeline"; see
- * docs/report-html.md) to out as one HTML page that loads nothing from the network or from other
- * files: the summary as plain HTML, then the timelines drawn in the browser by the embedded chart
- * library from a copy of doc embedded in the page. Every string of doc is escaped, so a command
- * line holding markup shows as text; a value that is null or missing is shown as "n/a", never as 0.
- * doc is only read; out is flushed (to catch write errors) but not closed.
- * Returns 0, or -1 with one sentence in err (errlen bytes, always NUL-terminated) when doc is not a
- * JSON object or writing to out failed.
+ * Writes the run model m to out as one HTML page that loads nothing from the network or from other
+ * files: the summary as plain HTML, from the model's typed answers in the library's words, then the
+ * timelines drawn in the browser by the embedded chart library from doc_text, the model's document
+ * with its timeline (gpumon_model_document with GPUMON_DOC_TIMELINE), embedded as it is. Every
+ * string of the input is escaped, so a command line holding markup shows as text; a figure the
+ * model does not know is shown as "n/a", never as 0. m and doc_text are only read; out is flushed
+ * (to catch write errors) but not closed.
+ * Returns 0, or -1 with one sentence in err (errlen bytes, always NUL-terminated) when writing to out
+ * failed or memory ran out.
  */
-int report_html_write(FILE *out, const json_t *doc, char *err, size_t errlen);
+int report_html_write(FILE *out, const gpumon_model *m, const char *doc_text, char *err, size_t errlen);
 
 #endif

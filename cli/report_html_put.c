@@ -1,45 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* report_html_put.c — the writers the page of `gpumon report --html` is made with: members of the
- * report document read safely, and text, times and byte figures written as escaped HTML, "n/a"
- * where the document has no value (report_html_put.h). */
+/* report_html_put.c — the writers the page of `gpumon report --html` is made with: text, times and
+ * byte figures written as escaped HTML, "n/a" where the model has no value (report_html_put.h). */
 #include "report_html_put.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
 #include "cli.h"
-#include "words.h"
-
-/* The string member key of o, or NULL when o is not an object or the member is not a string. */
-const char *html_jstr(const json_t *o, const char *key)
-{
-	const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-/* 1 and *v when member key of o is a finite number (integer or real), else 0. */
-int html_jnum(const json_t *o, const char *key, double *v)
-{
-	const json_t *m = json_is_object(o) ? json_object_get(o, key) : NULL;
-	if (!json_is_number(m))
-		return 0;
-	*v = json_number_value(m);
-	return isfinite(*v);
-}
-
-/* The member key of o when it is an object, else NULL (null, missing or another type). */
-const json_t *html_jobj(const json_t *o, const char *key)
-{
-	const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-	return json_is_object(v) ? v : NULL;
-}
-
-const json_t *html_jarr(const json_t *o, const char *key)
-{
-	const json_t *v = json_is_object(o) ? json_object_get(o, key) : NULL;
-	return json_is_array(v) ? v : NULL;
-}
 
 /* A time since the start of the run as the charts' axis shows it: "0:35.2", "13:31.9", "1:02:03". */
 static const char *fmt_clock(char *buf, size_t len, double s)
@@ -88,13 +55,13 @@ void html_text(FILE *f, const char *raw)
 /* html_text of a member that may be missing: "n/a" in a span the page styles as not available. */
 void html_text_or_na(FILE *f, const char *s)
 {
-	if (s)
+	if (s && s[0])
 		html_text(f, s);
 	else
 		fputs("<span class=\"na\">n/a</span>", f);
 }
 
-/* printf of markup we write ourselves; numbers only, never document strings (those go through
+/* printf of markup we write ourselves; numbers only, never strings of the input (those go through
  * html_text). */
 void html_put(FILE *f, const char *fmt, ...)
 {
@@ -109,25 +76,19 @@ void html_na(FILE *f)
 	fputs("<span class=\"na\">n/a</span>", f);
 }
 
-/* A time mark: <time data-t="402.5">6:42.5</time>, or n/a. */
-void html_time(FILE *f, const json_t *o, const char *key)
+/* A time mark: <time data-t="402.5">6:42.5</time>. */
+void html_time(FILE *f, double t)
 {
-	double t;
 	char b[48];
-	if (!html_jnum(o, key, &t)) {
-		html_na(f);
-		return;
-	}
 	html_put(f, "<time data-t=\"%.10g\">%s</time>", t, fmt_clock(b, sizeof b, t));
 }
 
-void html_bytes(FILE *f, const json_t *o, const char *key)
+void html_bytes(FILE *f, int known, uint64_t v)
 {
-	double v;
 	char b[48];
-	if (html_jnum(o, key, &v) && v >= 0)
-		html_put(f, "<span class=\"bytes\" data-bytes=\"%.17g\">%s</span>", v,
-			 words_bytes(b, sizeof b, json_object_get(o, key)));
+	if (known)
+		html_put(f, "<span class=\"bytes\" data-bytes=\"%.17g\">%s</span>", (double)v,
+			 cli_format_bytes(b, sizeof b, v));
 	else
 		html_na(f);
 }

@@ -42,9 +42,7 @@ const char *gpumon_words_host(const gpumon_model *m, size_t i, char *buf, size_t
 	return buf;
 }
 
-/* A worker's verdict on its own figure in a few words: "LEAK +630 MiB/s", "no leak", "too short to
- * tell", "n/a". */
-static const char *rank_verdict(const gpumon_rank_row *r, char *buf, size_t len)
+const char *gpumon_words_rank_verdict(const gpumon_rank_row *r, char *buf, size_t len)
 {
 	char a[32];
 	const gpumon_leak_result *l = &r->verdict.leak;
@@ -59,8 +57,7 @@ static const char *rank_verdict(const gpumon_rank_row *r, char *buf, size_t len)
 	return buf;
 }
 
-/* The job the ranks are of: "torchrun job job7, world size 8", "mpi, world size 2". */
-static const char *rank_job(const gpumon_rank_row *first, char *buf, size_t len)
+const char *gpumon_words_rank_job(const gpumon_rank_row *first, char *buf, size_t len)
 {
 	char s[72];
 	size_t at = 0;
@@ -112,7 +109,7 @@ static int rows(const gpumon_model *m, const gpumon_rank_row *r, size_t n, size_
 		return -1;
 	nh = gpumon_model_hosts(m, h, nh);
 	int many = nh > 1, bad = 0;
-	snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", rank_job(&r[0], job, sizeof job), n, n == 1 ? "" : "s");
+	snprintf(t, sizeof t, "ranks (%s): %zu worker%s seen", gpumon_words_rank_job(&r[0], job, sizeof job), n, n == 1 ? "" : "s");
 	bad |= line(text, at, cap, t);
 	snprintf(t, sizeof t, "  %4s %3s %8s %9s %9s %9s  %s%s", "RANK", "GPU", "PID", "PEAK", "MEAN", "FLOOR", "VERDICT",
 		 many ? " (HOST)" : "");
@@ -128,7 +125,7 @@ static int rows(const gpumon_model *m, const gpumon_rank_row *r, size_t n, size_
 			 gpumon__words_bytes_if(r[i].used_known, (double)r[i].peak_bytes, a, sizeof a),
 			 gpumon__words_bytes_if(r[i].used_known, (double)r[i].mean_bytes, b, sizeof b),
 			 gpumon__words_bytes_if(r[i].floor_known, (double)r[i].floor_bytes, c, sizeof c),
-			 rank_verdict(&r[i], v, sizeof v), r[i].oom ? " + OOM" : "");
+			 gpumon_words_rank_verdict(&r[i], v, sizeof v), r[i].oom ? " + OOM" : "");
 		const char *host = many ? h[host_of(h, nh, r[i].dev)].name : "";
 		if (host[0]) {
 			size_t end = strlen(t);

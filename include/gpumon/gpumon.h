@@ -1804,6 +1804,11 @@ typedef struct gpumon_model_event {
 /* The i-th event, oldest first: 0, GPUMON_E_NOT_FOUND past the last, GPUMON_E_INVAL. */
 GPUMON_API int gpumon_model_event_get(const gpumon_model *m, size_t i, gpumon_model_event *out);
 
+/* The processes the document's timeline carries (GPUMON_DOC_TIMELINE: the highest peaks, and a
+ * distributed job's workers besides them) and how many more had a timeline and are left out, so
+ * that a page drawing them can say what it misses. 0, GPUMON_E_NOMEM, GPUMON_E_INVAL. */
+GPUMON_API int gpumon_model_timeline_processes(const gpumon_model *m, size_t *carried, size_t *left_out);
+
 /* Bits of gpumon_model_document's flags */
 enum {
 	GPUMON_DOC_TIMELINE = 1u << 0, /* add the reduced timelines (needs GPUMON_MODEL_TIMELINES) */
@@ -1939,6 +1944,13 @@ GPUMON_API const char *gpumon_words_holder_job(const gpumon_holder *h, const cha
  * host's: "node-a: GPUs 0-1 (the clock of this report)", "node-b: GPUs 2-3; its times moved by
  * +0.012 s by the wall clocks of both hosts; checked by 19 steps both reached: ...". */
 GPUMON_API const char *gpumon_words_host(const gpumon_model *m, size_t i, char *buf, size_t len);
+
+/* A worker's verdict on its own figure in a few words: "LEAK +630 MiB/s", "no leak", "too short to
+ * tell", "n/a" (no verdict yet). */
+GPUMON_API const char *gpumon_words_rank_verdict(const gpumon_rank_row *r, char *buf, size_t len);
+
+/* The job a worker is of: "torchrun job job7, world size 8", "mpi, world size 2". */
+GPUMON_API const char *gpumon_words_rank_job(const gpumon_rank_row *r, char *buf, size_t len);
 
 /* A distributed job's ranks (gpumon_model_ranks, gpumon_model_rank_skew) as a table, one line a
  * '\n' after it: a heading naming the job, one row a worker (rank, GPU, pid, its NVML figure's

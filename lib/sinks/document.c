@@ -641,6 +641,23 @@ static int pick_timelines(const gpumon_model *m, const struct mproc **order, siz
 	return 0;
 }
 
+int gpumon_model_timeline_processes(const gpumon_model *m, size_t *carried, size_t *left_out)
+{
+	if (!m || !carried || !left_out)
+		return GPUMON_E_INVAL;
+	size_t n = 0;
+	const struct mproc **order = by_peak(m, &n);
+	char *taken = calloc(m->nprocs ? m->nprocs : 1, 1);
+	int bad = !order || !taken || pick_timelines(m, order, n, taken) != 0;
+	*carried = 0;
+	for (size_t k = 0; !bad && k < n; k++)
+		*carried += taken[order[k] - m->procs] != 0;
+	*left_out = bad ? 0 : n - *carried;
+	free(order);
+	free(taken);
+	return bad ? GPUMON_E_NOMEM : GPUMON_OK;
+}
+
 static json_t *timeline_json(const gpumon_model *m)
 {
 	static const char *const dev_names[] = {"used", "used_max", "reserved"};

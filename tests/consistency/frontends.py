@@ -31,7 +31,7 @@ def duration_of(text):
 
 
 def series_words(series):
-    """The words cli/words.c uses for a verdict's series: what a summary line names."""
+    """The words the library uses for a verdict's series (gpumon_words_series): what a summary line names."""
     kind = series.get("kind")
     if kind == "framework":
         inner = ", ".join(x for x in [series.get("framework") or "",

@@ -1,415 +1,175 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT
-"""Writes the report documents (the run model's document, format 2: docs/report.md) that the HTML
-page tests render: run it from anywhere to regenerate tests/html/fixtures/*.json after a change of
-the document's format. The series are made by formulas (no randomness), so the files come out the
-same every time. fixtures/h200_record.json is what `gpumon report --html` embeds in its page (the
-document with its timeline) for examples/recordings/h200_train_leak.gpumon, a recording of a real
-H200: made when GPUMON_BIN names a built gpumon."""
-import json
+"""The inputs the HTML page tests hand to `gpumon report --html`: recordings with known rows (a
+recording the library writes, emptied and refilled with sqlite3, as tests/cli/test_report.py does)
+and CSVs, made by formulas (no randomness) so that every run reads the same. Each function writes
+its input under a folder and returns the path to give gpumon report. Recordings need the test
+program that writes the library's recording (TEST_RECORDING_BIN)."""
 import math
 import os
-import subprocess
-import tempfile
+import sys
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../cli"))
+import test_report  # noqa: E402  (its Rec: a recording of the library refilled with known rows)
+
 GIB = 1 << 30
 MIB = 1 << 20
+S = 10**9
 H200_TOTAL = 150754820096
-
-
-def write(name, doc):
-    with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
-        json.dump(doc, f, ensure_ascii=False, indent=None, separators=(",", ":"))
-        f.write("\n")
-
-
-def series(kind, dev=None, pid=None, device=None, segment=None, framework=None):
-    return {"kind": kind, "dev": dev, "pid": pid, "device": device, "segment": segment, "framework": framework}
-
-
-def verdict(v, s, **figures):
-    """A verdict of the document: the detector's figures default to "not available"."""
-    out = {"verdict": v, "series": s, "rate_bytes_per_step": None, "rate_bytes_per_second": None,
-           "start_step": None, "start_time": None, "confidence": None, "floor_bytes": None, "points": 0,
-           "alert": False, "alert_time": None, "room": None, "room_bytes": None, "steps_to_oom": None,
-           "seconds_to_oom": None}
-    out.update(figures)
-    return out
-
-
-def who(pid, user=None, command=None):
-    return {"pid": pid, "user": user, "command": command}
-
-
-def device(dev, name, uuid, total, peak=None, job_peak=None, others_at=None, others_peak=0, job_mean=None):
-    return {"dev": dev, "name": name, "uuid": uuid, "pci_bus_id": None, "total_bytes": total, "lost": False,
-            "peak": peak, "job_peak": job_peak, "others_at_job_peak_bytes": others_at,
-            "others_peak_bytes": others_peak, "job_mean_bytes": job_mean}
-
-
-def source(path, type_, kind, command=None, host=None, start=None, duration=None, exit_status=None, damage=None,
-           records=0):
-    return {"path": path, "type": type_, "kind": kind, "command": command, "host": host, "start_utc": start,
-            "duration_s": duration, "exit_status": exit_status, "damage": damage, "records": records}
-
-
-def leak_run():
-    n = 400
-    t = [round(i * 2.03, 2) for i in range(n)]  # 810 s
-    step = list(range(n))
-    # allocated: a steady 20 GiB until step 120, then 4 MiB more each step, with a sawtooth of
-    # activations on top; max_allocated a step above; reserved in 2 GiB blocks.
-    floor = [20 * GIB + max(0, s - 120) * 4 * MIB for s in step]
-    alloc = [f + (i % 7) * 256 * MIB for i, f in enumerate(floor)]
-    max_alloc = []
-    m = 0
-    for a in alloc:
-        m = max(m, a + 3 * GIB)
-        max_alloc.append(m)
-    reserved = [int(math.ceil((a + 3 * GIB) / (2 * GIB)) * 2 * GIB) for a in alloc]
-    job_used = [r + 600 * MIB for r in reserved]
-    loader = [None if i < 10 else 400 * MIB for i in range(n)]  # starts later
-    other = [10 * GIB if 100 <= i < 250 else None for i in range(n)]  # a colleague's job, then gone
-    dev0_used = [a + (b or 0) + (c or 0) for a, b, c in zip(job_used, loader, other)]
-    dev0_max = [u + (512 * MIB if i % 50 == 0 else 0) for i, u in enumerate(dev0_used)]
-    dev0_used[200] = None  # a missed sample: a gap, not 0
-    dev1_used = [int(5 * GIB + 2 * GIB * math.sin(i / 30)) for i in range(n)]
-    peak_i = max(range(n), key=lambda i: dev0_max[i])
-    alice = who(1234, "alice", "python train.py --batch-size 64")
-    fw = series("framework", dev=0, pid=1234, device=0, segment=0, framework="torch")
-    leak = verdict("leak", fw, rate_bytes_per_step=4194304.0, rate_bytes_per_second=2066159.0, start_step=120,
-                   start_time=243.6, confidence=0.99, floor_bytes=21 * GIB, points=400, alert=True,
-                   alert_time=300.2, room="free", room_bytes=13 * GIB, steps_to_oom=3100.0, seconds_to_oom=6293.0)
-    job = verdict("leak", series("job", dev=0), rate_bytes_per_second=2100000.0, start_time=250.0, confidence=0.97,
-                  floor_bytes=23 * GIB, points=400, alert=True, alert_time=320.0, room="free", room_bytes=13 * GIB,
-                  seconds_to_oom=6400.0)
-    dev1 = verdict("none", series("device", dev=1), confidence=0.93, points=400, room="free",
-                   room_bytes=133 * GIB)
-    alert = dict(leak, time=300.2, kind="leak", live=True, dev=0, floor_bytes=20 * GIB + 400 * MIB,
-                 room_bytes=14 * GIB, steps_to_oom=3500.0, seconds_to_oom=7100.0)
-    peak = {"bytes": 80123456789, "time": 402.5, "owner": alice, "largest": None}
-    return {
-        "format": 2,
-        "source": source("runs/train-2026-12-02.gpumon", "recording", "run", "python train.py --batch-size 64",
-                         "node1", "2026-12-02T13:00:00Z", 812.4, 0, records=2400),
-        "devices": [device(0, "NVIDIA H200", "GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51", H200_TOTAL,
-                           peak=dict(peak, bytes=90 * GIB), job_peak=peak, others_at=10 * GIB,
-                           others_peak=10 * GIB + 400 * MIB, job_mean=60 * GIB),
-                    device(1, "NVIDIA H200", "GPU-9a1b2c3d-0000-1111-2222-333344445555", H200_TOTAL,
-                           peak={"bytes": 7 * GIB, "time": 95.0, "owner": alice, "largest": None})],
-        "leak": leak,
-        "series": [leak, job, dev1],
-        "peak": dict(peak, what="job", dev=0),
-        "windows": [{"bytes": 60 * GIB, "time": 390.0, "owner": alice, "largest": None, "start": 0.0, "end": 400.0},
-                    {"bytes": 80123456789, "time": 402.5, "owner": None, "largest": None, "start": 400.0,
-                     "end": 812.4}],
-        "fragmentation": {"bytes": 2147483648, "time": 402.5, "pid": 1234, "dev": None},
-        "unaccounted": {"bytes": 524288000, "time": 402.5, "pid": 1234, "dev": 0},
-        "oom": None,
-        "alerts": [alert],
-        "events": [{"time": 300.2, "kind": "alert", "text": "leak suspected: 4 MiB a step"},
-                   {"time": 812.4, "kind": "exit", "text": "exit status 0"}],
-        "events_dropped": 0,
-        "timeline": {
-            "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": dev0_used,
-                         "used_max": dev0_max, "reserved": [644939776] * n},
-                        {"dev": 1, "total_bytes": H200_TOTAL, "t": t, "used": dev1_used,
-                         "used_max": dev1_used, "reserved": [644939776] * n}],
-            "processes": [
-                {"dev": 0, "pid": 1234, "user": "alice", "command": "python train.py --batch-size 64", "job": True,
-                 "t": t, "used": job_used},
-                {"dev": 0, "pid": 1240, "user": "alice", "command": "python train.py (data loader)", "job": True,
-                 "t": t, "used": loader},
-                {"dev": 0, "pid": 5555, "user": "bob", "command": "python eval.py", "job": False,
-                 "t": t, "used": other},
-                {"dev": 1, "pid": 1234, "user": "alice", "command": "python train.py --batch-size 64", "job": True,
-                 "t": t, "used": dev1_used}],
-            "framework": [{"pid": 1234, "device": 0, "framework": "torch", "segment": 0, "t": t,
-                           "allocated": alloc, "reserved": reserved, "max_allocated": max_alloc, "step": step}],
-        },
-    }, peak_i
-
-
-def oom():
-    n = 120
-    t = [i * 0.5 for i in range(n)]
-    job = [min(60 * GIB, 40 * GIB + i * 200 * MIB) for i in range(n)]
-    other = [60 * GIB + ((i - 60) * 330 * MIB if i > 60 else 0) for i in range(n)]
-    used = [a + b for a, b in zip(job, other)]
-    alice, bob = who(4321, "alice", "python train.py"), who(9999, "bob", "python big_eval.py")
-    none = verdict("none", series("job", dev=0), confidence=0.97, points=120, room="free", room_bytes=GIB)
-    return {
-        "format": 2,
-        "source": source("oom.gpumon", "recording", "run", "python train.py", "node7", "2026-12-02T09:15:00Z", 60.1,
-                         1, records=500),
-        "devices": [device(0, "NVIDIA H200", "GPU-04b38c5d", H200_TOTAL,
-                           peak={"bytes": 149264793600, "time": 59.5, "owner": bob, "largest": None},
-                           job_peak={"bytes": 60 * GIB, "time": 50.0, "owner": alice, "largest": bob},
-                           others_at=60 * GIB, others_peak=79 * GIB, job_mean=55 * GIB)],
-        "leak": none,
-        "series": [none],
-        "peak": {"bytes": 149264793600, "time": 59.5, "owner": bob, "largest": None, "what": "device", "dev": 0},
-        "windows": [],
-        "fragmentation": None,
-        "unaccounted": None,
-        "oom": {"time": 59.9, "dev": 0,
-                "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-                "cause": "co-tenant", "also_leak": False, "by_early_figure": False,
-                "figures": {"total_bytes": H200_TOTAL, "used_bytes": 149264793600, "job_bytes": 60 * GIB,
-                            "others_bytes": 79 * GIB, "top_other": bob, "top_other_bytes": 84840284160,
-                            "floor_bytes": 120 * GIB, "rise_seconds": 30.0, "early_bytes": 40 * GIB,
-                            "allocated_bytes": None, "reserved_bytes": None},
-                "holders": [dict(bob, bytes=84840284160, job=False), dict(alice, bytes=64424509440, job=True)],
-                "last_seconds": [{"time": 57.0 + i * 0.5, "used_bytes": used[114 + i], "total_bytes": H200_TOTAL}
-                                 for i in range(6)],
-                "signs": 1},
-        "alerts": [{"time": 45.0, "kind": "headroom", "live": False, "dev": 0, "free_bytes": 7 * GIB,
-                    "total_bytes": H200_TOTAL}],
-        "events": [{"time": 59.9, "kind": "oom", "text": "CUDA out of memory (pid 4321)"},
-                   {"time": 60.1, "kind": "exit", "text": "exit status 1"}],
-        "events_dropped": 0,
-        "timeline": {
-            "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": used, "used_max": used,
-                         "reserved": [644939776] * n}],
-            "processes": [dict(alice, dev=0, job=True, t=t, used=job),
-                          dict(bob, dev=0, job=False, t=t, used=other)],
-            "framework": []},
-    }
-
-
-def csv_minimal():
-    """A CSV of the framework's allocated figure: its one process has the stand-in pid 0."""
-    n = 50
-    fw = series("framework", pid=0, segment=0)
-    short = verdict("insufficient_data", fw, points=50)
-    return {
-        "format": 2,
-        "source": source("alloc.csv", "csv", "run", duration=49.0, records=51),
-        "devices": [],
-        "leak": short,
-        "series": [short],
-        "peak": {"bytes": 3 * GIB + 49 * 10 * MIB, "time": 49.0, "owner": who(0), "largest": None,
-                 "what": "framework", "dev": None},
-        "windows": [], "fragmentation": None, "unaccounted": None, "oom": None, "alerts": [], "events": [],
-        "events_dropped": 0,
-        "timeline": {"devices": [], "processes": [],
-                     "framework": [{"pid": 0, "device": None, "framework": None, "segment": 0,
-                                    "t": [float(i) for i in range(n)], "allocated": [3 * GIB + i * 10 * MIB
-                                                                                     for i in range(n)],
-                                    "reserved": [None] * n, "max_allocated": [None] * n, "step": [None] * n}]},
-    }
-
-
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 
 
-def hostile():
-    n = 20
-    t = [float(i) for i in range(n)]
+class Rec(test_report.Rec):
+    """A recording with known rows (tests/cli/test_report.py's), on devices H200s, with the job's
+    command and host when given; device and process figures of any GPU."""
+
+    def __init__(self, path, kind="run", exit_status=None, command=None, host=None, devices=1):
+        super().__init__(path, kind, exit_status)
+        self.db.execute("DELETE FROM devices")
+        self.db.execute("DELETE FROM meta WHERE key IN ('command', 'host')")
+        for key, value in (("command", command), ("host", host)):
+            if value is not None:
+                self.db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+        for d in range(devices):
+            self.db.execute("INSERT INTO devices VALUES (?, ?, 'NVIDIA H200', ?, ?, NULL)",
+                            (d, "GPU-%08x-59f0-8f43-a379-7bd1cb7dae51" % (0x04b38c5d + d), "00000000:%02X:00.0" % d,
+                             H200_TOTAL))
+
+    def t(self, s):
+        return self.start + int(round(s * S))
+
+    def device(self, s, dev, used, used_max=None):
+        self.db.execute("INSERT INTO device_samples (t_ns, dev, memory_api, used_bytes, free_bytes, total_bytes,"
+                        " used_min_bytes, used_max_bytes, used_max_t_ns, samples) VALUES (?, ?, 2, ?, ?, ?, ?, ?, ?, 1)",
+                        (self.t(s), dev, used, H200_TOTAL - used, H200_TOTAL, used, used_max or used, self.t(s)))
+
+    def process(self, s, dev, pid, used, user="alice", command="python train.py", job=False):
+        """used None: listed, without a figure."""
+        if not self.db.execute("SELECT 1 FROM processes WHERE dev = ? AND pid = ?", (dev, pid)).fetchone():
+            self.db.execute("INSERT INTO processes (dev, pid, first_t_ns, flags, foreign_pid, user, command)"
+                            " VALUES (?, ?, ?, 49, 0, ?, ?)", (dev, pid, self.t(s), user, command))
+            if job:  # a pid of the job's tree, as the library's writer stores it
+                self.db.execute("INSERT INTO events (t_ns, kind, text) VALUES (?, 'job', ?)", (self.t(s), f"pid {pid}"))
+        self.db.execute("INSERT INTO process_samples VALUES (?, ?, ?, ?, 0)", (self.t(s), dev, pid, used))
+
+
+ALERT_SAMPLE = 312  # the sample at which the model's leak alert comes
+
+
+def leak_run(folder):
+    """A training job on 2 GPUs whose allocator gains 4 MiB a step from step 120, its data loader,
+    and a colleague's job on GPU 0 for a while; the leak alert was given live."""
+    rec = Rec(os.path.join(folder, "train-2026-12-02.gpumon"), exit_status=0, command="python train.py --batch-size 64",
+              devices=2)
+    n = 400
+    for i in range(n):
+        s = i * 2.03
+        alloc = 20 * GIB + max(0, i - 120) * 4 * MIB + (i % 7) * 256 * MIB
+        reserved = int(math.ceil((alloc + 3 * GIB) / (2 * GIB)) * 2 * GIB)
+        rec.framework(s, 1234, i, alloc, reserved, alloc + 3 * GIB)
+        job = reserved + 600 * MIB
+        rec.process(s, 0, 1234, job, command="python train.py --batch-size 64", job=True)
+        loader = 400 * MIB if i >= 10 else 0
+        if loader:
+            rec.process(s, 0, 1240, loader, command="python train.py (data loader)", job=True)
+        other = 10 * GIB if 100 <= i < 250 else 0
+        if 100 <= i <= 250:
+            rec.process(s, 0, 5555, other, user="bob", command="python eval.py")
+        if i != 200:  # a missed sample: a gap, not 0
+            rec.device(s, 0, job + loader + other + 644939776)
+        dev1 = int(5 * GIB + 2 * GIB * math.sin(i / 30))
+        rec.device(s, 1, dev1)
+    rec.event(ALERT_SAMPLE * 2.03, "alert", "leak suspected: 4 MiB a step")  # the model's alert, given live
+    rec.event(812.4, "exit", "exit status 0")
+    return rec.close()
+
+
+def oom(folder):
+    """A job that ran out of memory next to a colleague's job that grew into its GPU."""
+    rec = Rec(os.path.join(folder, "oom.gpumon"), exit_status=1, command="python train.py", host="node7")
+    for i in range(120):
+        s = i * 0.5
+        job = 60 * GIB + (i % 3) * MIB
+        other = 60 * GIB + ((i - 60) * 330 * MIB if i > 60 else 0)
+        rec.process(s, 0, 4321, job, command="python train.py", job=True)
+        rec.process(s, 0, 9999, other, user="bob", command="python big_eval.py")
+        rec.device(s, 0, job + other)
+    rec.event(59.9, "oom", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    return rec.close()
+
+
+def hostile(folder):
+    """Markup and escapes everywhere a recording keeps text: its file's name, the command, the user,
+    the host, a framework's name, a rank's job id, the events' kinds and texts, the OOM message."""
     cmd = "python train.py --name '" + HOSTILE + "' \"quoted\" & more \u2028 \u8bad\u7ec3 \u00fc"
-    owner = who(31337, "eve<b>\"'", cmd)
-    none = verdict("none", series("job", dev=0), confidence=0.9, points=20)
-    return {
-        "format": 2,
-        "source": source("evil</title><script>alert(3)</script>.gpumon", "recording", "run", cmd, "<i>host</i>",
-                         "2026-12-02T13:00:00Z", 19.0, 0,
-                         "page 3 of table <script>alert(4)</script> is unreadable & lost", 40),
-        "devices": [device(0, "NVIDIA <H200>", "GPU-\"x\"", H200_TOTAL)],
-        "leak": none,
-        "series": [none],
-        "peak": {"bytes": 5 * GIB, "time": 10.0, "owner": owner, "largest": None, "what": "job", "dev": 0},
-        "windows": [{"bytes": 5 * GIB, "time": 10.0, "owner": owner, "largest": None, "start": 0.0, "end": 19.0}],
-        "fragmentation": None, "unaccounted": None,
-        "oom": {"time": 19.0, "dev": 0, "cause": "co-tenant", "message": HOSTILE, "also_leak": False,
-                "by_early_figure": False,
-                "figures": {"total_bytes": H200_TOTAL, "used_bytes": 6 * GIB, "job_bytes": 5 * GIB,
-                            "others_bytes": GIB, "top_other": who(666, HOSTILE, HOSTILE + " \u2029 end"),
-                            "top_other_bytes": GIB, "floor_bytes": None, "rise_seconds": None,
-                            "early_bytes": None, "allocated_bytes": None, "reserved_bytes": None},
-                "holders": [dict(owner, bytes=5 * GIB, job=True)], "last_seconds": [], "signs": 1},
-        # a distributed job whose names are markup: its id, rendezvous and hosts' names
-        "hosts": [{"host": 0, "name": HOSTILE, "first_dev": 0, "gpus": 1, "clock_offset_s": 0.0, "steps_checked": 0,
-                   "step_skew_s": None},
-                  {"host": 1, "name": "<b>node-b</b>", "first_dev": 1, "gpus": 0, "clock_offset_s": 0.5,
-                   "steps_checked": 0, "step_skew_s": None}],
-        "ranks": [{"rank": 0, "local_rank": 0, "world_size": 2, "node_rank": 0, "job_id": HOSTILE,
-                   "launcher": "torchrun", "master": HOSTILE, "dev": 0, "pid": 31337, "peak_bytes": 5 * GIB,
-                   "mean_bytes": 3 * GIB, "last_bytes": 5 * GIB, "first_time": 0.0, "last_time": 19.0,
-                   "present": True, "leak": none, "oom": True, "host": 0}],
-        "rank_skew": None,
-        "alerts": [],
-        "events": [{"time": 5.0, "kind": "alert", "text": "<script>alert(2)</script>"},
-                   {"time": 19.0, "kind": "exit<b>", "text": HOSTILE}],
-        "events_dropped": 0,
-        "timeline": {
-            "devices": [{"dev": 0, "total_bytes": H200_TOTAL, "t": t, "used": [i * 256 * MIB for i in range(n)],
-                         "used_max": [i * 256 * MIB for i in range(n)], "reserved": [0] * n}],
-            "processes": [{"dev": 0, "pid": 31337, "user": None, "command": HOSTILE, "job": True, "t": t,
-                           "used": [i * 256 * MIB for i in range(n)]}],
-            "framework": [{"pid": 31337, "device": 0, "framework": HOSTILE, "segment": 0, "t": [], "allocated": [],
-                           "reserved": [], "max_allocated": [], "step": []}]},
-    }
+    name = "evil</title><script>alert(3)</script>.gpumon"
+    os.makedirs(os.path.join(folder, os.path.dirname(name)), exist_ok=True)
+    rec = Rec(os.path.join(folder, name), exit_status=0, command=cmd, host="<i>host</i>")
+    for i in range(20):  # another process fills the GPU: the diagnosis names it
+        rec.process(i, 0, 31337, 5 * GIB + (i % 2) * MIB, user="eve<b>\"'", command=cmd, job=True)
+        rec.process(i, 0, 666, GIB + i * 7 * GIB, user=HOSTILE, command=HOSTILE + " \u2029 end")
+        rec.device(i, 0, 6 * GIB + i * 7 * GIB)
+    rec.framework(0, 31337, None, None, None)
+    rec.db.execute("UPDATE framework_sources SET framework = ?", (HOSTILE[:15],))
+    rec.rank(31337, 0, 2, job=HOSTILE)
+    rec.event(5, "alert", "<script>alert(2)</script>")
+    rec.event(18.5, "oom", HOSTILE)
+    rec.event(19, "exit<b>", HOSTILE)
+    return name, rec.close()
 
 
-def nulls():
-    nothing = verdict(None, series(None))
-    nothing.update({k: None for k in nothing if k != "verdict"})
-    return {
-        "format": 2,
-        "source": {k: None for k in source(None, None, None)},
-        "devices": [{"dev": None, "name": None, "uuid": None, "pci_bus_id": None, "total_bytes": None, "lost": None,
-                     "peak": None, "job_peak": None, "others_at_job_peak_bytes": None, "others_peak_bytes": None,
-                     "job_mean_bytes": None}],
-        "leak": nothing,
-        "series": [nothing],
-        "peak": {"bytes": None, "time": None, "owner": None, "largest": None, "what": None, "dev": None},
-        "windows": [{"bytes": None, "time": None, "owner": None, "largest": None, "start": None, "end": None}],
-        "fragmentation": {"bytes": None, "time": None, "pid": None, "dev": None},
-        "unaccounted": {"bytes": None, "time": None, "pid": None, "dev": None},
-        "oom": {"time": None, "dev": None, "message": None, "cause": None, "also_leak": None, "by_early_figure": None,
-                "figures": None, "holders": [{"pid": None, "user": None, "command": None, "bytes": None, "job": None}],
-                "last_seconds": [{"time": None, "used_bytes": None, "total_bytes": None}], "signs": None},
-        "alerts": [{"time": None, "kind": None, "live": None, "dev": None}],
-        "events": [{"time": None, "kind": None, "text": None}],
-        "events_dropped": None,
-        "timeline": {
-            "devices": [{"dev": None, "total_bytes": None, "t": [0.0, 1.0, 2.0, 3.0, None],
-                         "used": [None, 5 * GIB, None, 7 * GIB, 9 * GIB], "used_max": None,
-                         "reserved": [None, None, None, None, None]},
-                        {"dev": 1, "total_bytes": None, "t": [], "used": [], "used_max": [], "reserved": []}],
-            "processes": [{"dev": None, "pid": None, "user": None, "command": None, "job": None, "t": [], "used": []}],
-            "framework": [{"pid": None, "device": None, "framework": None, "segment": None, "t": None, "step": None,
-                           "allocated": None, "reserved": None, "max_allocated": None}]},
-    }
+def csv_minimal(folder):
+    """A CSV of the framework's allocated figure: its one process is named by no pid."""
+    path = os.path.join(folder, "alloc.csv")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("time,allocated\n")
+        for i in range(8):  # too few points to tell a leak
+            f.write("%d,%d\n" % (i * 7, 3 * GIB + i * 70 * MIB))
+    return path
 
 
-def no_timeline():
-    doc = csv_minimal()
-    del doc["timeline"]
-    doc["source"]["path"] = "summary-only.csv"
-    doc["alerts"] = []
-    doc["events"] = []
-    return doc
+def nulls(folder):
+    """A CSV whose fields are mostly empty: every figure it lacks is n/a, never 0."""
+    path = os.path.join(folder, "nulls.csv")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("time,allocated,reserved,process_used,device_used,device_total\n")
+        f.write("0,,,,,\n1,,,,%d,\n2,,,,,\n3,,,,%d,\n" % (5 * GIB, 7 * GIB))
+    return path
 
 
-def ranks():
-    """A torchrun job of 8 ranks on two nodes (4 GPUs each), read together from both nodes'
-    recordings: rank 3 leaks, rank 5 ran out of memory, rank 6's process gave no figure (no
-    timeline, its figures n/a)."""
-    n = 150
-    t = [i * 2.0 for i in range(n)]  # 298 s
-    base = [8 * GIB + r * 512 * MIB for r in range(8)]
-    used = {}
-    for r in range(8):
-        if r == 3:
-            used[r] = [base[r] + i * 4 * MIB for i in range(n)]
-        elif r == 5:
-            used[r] = [base[r] + (60 * GIB if i >= 140 else 0) for i in range(n)]
-        else:
-            used[r] = [base[r] + (i % 5) * 64 * MIB for i in range(n)]
-    cmd = "python train.py --nodes 2"
-    hosts = [{"host": 0, "name": "node-a", "first_dev": 0, "gpus": 4, "clock_offset_s": 0.0, "steps_checked": 0,
-              "step_skew_s": None},
-             {"host": 1, "name": "node-b", "first_dev": 4, "gpus": 4, "clock_offset_s": 0.012, "steps_checked": 140,
-              "step_skew_s": 0.004}]
-    leak3 = verdict("leak", dict(series("process", dev=3, pid=1003), rank=3), rate_bytes_per_second=2097152.0,
-                    start_time=20.0, confidence=0.98, floor_bytes=base[3], points=n, room="free",
-                    room_bytes=60 * GIB, seconds_to_oom=30000.0)
-    rows = []
-    for r in range(8):
-        known = r != 6
-        y = used[r]
-        rows.append({"rank": r, "local_rank": r % 4, "world_size": 8, "node_rank": r // 4, "job_id": "job7",
-                     "launcher": "torchrun", "master": "node-a:29500", "dev": r, "pid": 1000 + r % 4,
-                     "peak_bytes": max(y) if known else None,
-                     "mean_bytes": sum(y) // n if known else None, "last_bytes": y[-1] if known else None,
-                     "first_time": 0.0, "last_time": t[-1], "present": r != 5,
-                     "leak": leak3 if r == 3 else None if r == 6 else
-                     verdict("none", dict(series("process", dev=r, pid=1000 + r % 4), rank=r), confidence=0.95,
-                             points=n),
-                     "oom": r == 5, "host": r // 4})
-    known = [w for w in rows if w["peak_bytes"] is not None]
-    pmin, pmax = min(known, key=lambda w: w["peak_bytes"]), max(known, key=lambda w: w["peak_bytes"])
-    mmin, mmax = min(known, key=lambda w: w["mean_bytes"]), max(known, key=lambda w: w["mean_bytes"])
-    skew = {"ranks": len(known), "job_id": "job7", "peak_min_bytes": pmin["peak_bytes"], "peak_min_rank": pmin["rank"],
-            "peak_max_bytes": pmax["peak_bytes"], "peak_max_rank": pmax["rank"],
-            "peak_skew_bytes": pmax["peak_bytes"] - pmin["peak_bytes"], "mean_min_bytes": mmin["mean_bytes"],
-            "mean_min_rank": mmin["rank"], "mean_max_bytes": mmax["mean_bytes"], "mean_max_rank": mmax["rank"],
-            "mean_skew_bytes": mmax["mean_bytes"] - mmin["mean_bytes"]}
-    worker = {r: who(1000 + r % 4, "alice", cmd) for r in range(8)}
-    job_leak = verdict("leak", dict(series("job", dev=3), rank=3), rate_bytes_per_second=2097152.0, start_time=20.0,
-                       confidence=0.98, floor_bytes=base[3], points=n, room="free", room_bytes=60 * GIB,
-                       seconds_to_oom=30000.0)
-    devices = []
-    for d in range(8):
-        dev = device(d, "NVIDIA H200", "GPU-%08x-0000-0000-0000-000000000000" % d, H200_TOTAL,
-                     job_peak={"bytes": max(used[d]), "time": t[used[d].index(max(used[d]))],
-                               "owner": worker[d], "largest": None} if d != 6 else None,
-                     job_mean=sum(used[d]) // n if d != 6 else None)
-        dev["host"] = d // 4
-        devices.append(dev)
-    oom_t = 281.0
-    return {
-        "format": 2,
-        "source": source("node-a.gpumon + node-b.gpumon", "recordings", "run", "torchrun --nnodes 2 " + cmd,
-                         "node-a", "2026-12-02T10:00:00Z", 298.0, 1, records=4000),
-        "hosts": hosts,
-        "devices": devices,
-        "leak": job_leak,
-        "series": [job_leak, leak3],
-        "peak": {"bytes": max(used[5]), "time": 280.0, "owner": worker[5], "largest": None, "what": "job", "dev": 5},
-        "windows": [],
-        "fragmentation": None,
-        "unaccounted": None,
-        "frameworks": [],
-        "ranks": rows,
-        "rank_skew": skew,
-        "oom": {"time": oom_t, "dev": 5, "pid": 1001, "rank": 5,
-                "message": "[rank5]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB",
-                "cause": "transient peak", "causes": ["transient peak"], "also_leak": False, "by_early_figure": False,
-                "figures": {"total_bytes": H200_TOTAL, "used_bytes": max(used[5]) + 512 * MIB,
-                            "job_bytes": max(used[5]), "others_bytes": 0, "top_other": None, "top_other_bytes": None,
-                            "floor_bytes": base[5], "rise_seconds": 1.0, "early_bytes": None,
-                            "allocated_bytes": None, "reserved_bytes": None},
-                "holders": [dict(worker[5], bytes=used[5][-1], job=True, rank=5)],
-                "last_seconds": [], "signs": 1},
-        "alerts": [],
-        "events": [{"time": oom_t, "kind": "oom", "text": "[rank5]: CUDA out of memory (pid 1001)"},
-                   {"time": 298.0, "kind": "exit", "text": "exit status 1"}],
-        "events_dropped": 0,
-        "timeline": {
-            "devices": [{"dev": d, "total_bytes": H200_TOTAL, "t": t,
-                         "used": [v + 512 * MIB for v in used[d]] if d != 6 else [512 * MIB] * n,
-                         "used_max": None, "reserved": [644939776] * n} for d in range(8)],
-            "processes": [dict(worker[r], dev=r, job=True, t=t, used=used[r]) for r in range(8) if r != 6],
-            "processes_left_out": 0,
-            "framework": []},
-    }
+def ranks(folder, n=8, leak_rank=3, oom_rank=5, silent_rank=6, oom_growth=400 * MIB):
+    """A torchrun job of n ranks on 8 GPUs: leak_rank leaks, oom_rank ran out of memory (its figure
+    growing by oom_growth a sample), silent_rank is listed without a figure."""
+    rec = Rec(os.path.join(folder, "ranks.gpumon"), exit_status=1, command="torchrun train.py", devices=min(n, 8))
+    for i in range(150):
+        s = 1 + i * 2
+        for r in range(n):
+            dev, pid = r % 8, 1000 + r
+            used = 8 * GIB + r * 64 * MIB + (i % 3) * MIB
+            if r == leak_rank:
+                used += i * 4 * MIB
+            if r == oom_rank:
+                used += i * oom_growth
+            rec.process(s, dev, pid, None if r == silent_rank else used, job=True)
+        for d in range(min(n, 8)):
+            rec.device(s, d, 9 * GIB)
+    for r in range(n):
+        rec.rank(1000 + r, r, n)
+    rec.event(299.5, "oom", "[rank%d]: torch.OutOfMemoryError: CUDA out of memory" % oom_rank)
+    return rec.close()
 
 
-def h200_record(gpumon):
-    """The document `gpumon report --html` embeds for the bundled recording of a real H200."""
-    recording = os.path.join(HERE, "../../../examples/recordings/h200_train_leak.gpumon")
-    with tempfile.TemporaryDirectory() as tmp:
-        page = os.path.join(tmp, "page.html")
-        subprocess.run([gpumon, "report", os.path.abspath(recording), "--html", page], check=True,
-                       stdout=subprocess.DEVNULL)
-        raw = open(page, encoding="utf-8").read()
-    start = raw.index('<script type="application/json" id="gpumon-data">')
-    doc = json.loads(raw[raw.index(">", start) + 1:raw.index("</script>", start)])
-    doc["source"]["path"] = "examples/recordings/h200_train_leak.gpumon"
-    return doc
-
-
-if __name__ == "__main__":
-    os.makedirs(HERE, exist_ok=True)
-    write("leak_run.json", leak_run()[0])
-    write("oom.json", oom())
-    write("csv_minimal.json", csv_minimal())
-    write("hostile.json", hostile())
-    write("nulls.json", nulls())
-    write("no_timeline.json", no_timeline())
-    write("ranks.json", ranks())
-    if os.environ.get("GPUMON_BIN"):
-        write("h200_record.json", h200_record(os.environ["GPUMON_BIN"]))
+def many_processes(folder, n=64, points=4000):
+    """n processes of points samples each on one GPU, the first 8 the job's."""
+    rec = Rec(os.path.join(folder, "big.gpumon"), exit_status=0)
+    for i in range(points):
+        s = 1 + i * 0.25
+        total = 0
+        for p in range(n):
+            if (i + p * 37) % 997 == 0:
+                continue
+            used = (1 + p % 5) * (1 << 28) + (i * (p + 1) % 300) * MIB
+            total += used
+            rec.process(s + p * 0.001, 0, 1000 + p, used, user="user%d" % p, command="python job%d.py" % p, job=p < 8)
+        rec.device(s, 0, total)
+    return rec.close()

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
 """The page of `gpumon report --html` (cli/report_html.c) rendered in headless Chromium.
 
-Each report document of fixtures/ (made by make_fixtures.py) is turned into a page by the test
-driver report_html_demo, loaded by Chromium with networking off, and its DOM after the scripts
-ran is read back: the summary's figures, the number of charts drawn, no script error (the page
+Each input make_fixtures.py writes (a recording with known rows, a CSV) is turned into a page by
+`gpumon report --html`, loaded by Chromium with networking off, and its DOM after the scripts ran
+is read back: the summary's figures, the number of charts drawn, no script error (the page
 lists each in #gpumon-errors, and Chromium's console log must stay empty), and the hostile
 strings shown as text, never run. A screenshot of each page is saved for a person to look at.
 
 Environment (set by ctest):
-  REPORT_HTML_DEMO  the built tests/html/report_html_demo
+  GPUMON_BIN        the built gpumon
+  TEST_RECORDING_BIN  the test program that writes a recording of the library (tests/unit/test_recording)
   REPORT_HTML_OUT   where the pages and screenshots go (default: pytest's temporary folder)
 """
 import html.parser
@@ -22,9 +23,12 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "fixtures")
-DEMO = os.environ.get("REPORT_HTML_DEMO", os.path.join(HERE, "../../build/tests/report_html_demo"))
-HOSTILE = "</script><img src=x onerror=alert(1)>"
+sys.path.insert(0, HERE)
+import make_fixtures  # noqa: E402
+
+GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
+EXAMPLES = os.path.join(HERE, "../../examples")
+HOSTILE = make_fixtures.HOSTILE
 
 
 # ---- Chromium ---------------------------------------------------------------------------------
@@ -134,18 +138,20 @@ class Page:
         return self.tags("html")[0].attrs.get(name)
 
 
-def make_page(doc_path, out_dir, name):
-    html_path = os.path.join(out_dir, name + ".html")
-    r = subprocess.run([DEMO, doc_path, html_path], capture_output=True, text=True)
+def make_page(input_path, out_dir, name, cwd=None):
+    """`gpumon report INPUT --html` into out_dir/name.html."""
+    html_path = os.path.abspath(os.path.join(out_dir, name + ".html"))
+    r = subprocess.run([GPUMON_BIN, "report", input_path, "--html", html_path], capture_output=True, text=True,
+                       cwd=cwd, env=dict(os.environ, LC_ALL="C"))
     assert r.returncode == 0, r.stderr
     return html_path
 
 
-def render(doc_path, name, tmp_path):
-    """Writes the page of doc_path, renders it (DOM and screenshot) and returns a Page."""
+def render(input_path, name, tmp_path, cwd=None):
+    """Writes the page of input_path, renders it (DOM and screenshot) and returns a Page."""
     out_dir = os.environ.get("REPORT_HTML_OUT") or str(tmp_path)
     os.makedirs(out_dir, exist_ok=True)
-    html_path = make_page(doc_path, out_dir, name)
+    html_path = make_page(input_path, out_dir, name, cwd)
     png_path = os.path.join(out_dir, name + ".png")
     if os.path.exists(png_path):
         os.unlink(png_path)
@@ -180,44 +186,50 @@ def legend_entries(page, label):
             and any(c.attrs.get("class") == "u-label" and c.text() == label for c in n.walk())]
 
 
-def fixture(name):
-    return os.path.join(FIXTURES, name + ".json")
+def embedded(page):
+    """The document the page embeds for its charts."""
+    raw = open(page.html_path, encoding="utf-8").read()
+    start = raw.index('<script type="application/json" id="gpumon-data">')
+    return json.loads(raw[raw.index(">", start) + 1:raw.index("</script>", start)])
 
 
-# ---- the fixtures -------------------------------------------------------------------------------
+# ---- the inputs ---------------------------------------------------------------------------------
 
 def test_leak_run(tmp_path):
-    page = render(fixture("leak_run"), "leak_run", tmp_path)
-    # 2 GPUs, the processes of each GPU stacked, 1 framework source
-    assert page.html_attr("data-gpumon-charts") == "5"
+    """make_fixtures.leak_run: a job on 2 GPUs whose allocator leaks 4 MiB a step from step 120."""
+    make_fixtures.leak_run(str(tmp_path))
+    page = render("train-2026-12-02.gpumon", "leak_run", tmp_path, cwd=str(tmp_path))
+    # 2 GPUs, the processes of GPU 0 stacked (GPU 1 lists none), 1 framework source
+    assert page.html_attr("data-gpumon-charts") == "4"
     leak = page.by_id("leak")
     assert leak.attrs["data-verdict"] == "leak"
-    # the verdict in the words every front end uses (cli/words.c)
+    # the verdict in the words every front end uses (the library's)
     assert page.text_of("leak") == (
-        "LEAK on the framework's allocated memory (torch, pid 1234): +4.00 MiB a step from step 120 "
-        "(confidence 0.99, sustained); out of memory in about 3100 more steps (1 h 44 min) at this rate, "
-        "against the GPU's free memory (13.0 GiB left)")
+        "LEAK on the framework's allocated memory (torch, pid 1234): +3.98 MiB a step from step 123 "
+        "(confidence 1.00, sustained); out of memory in about 29008 more steps (16 h 21 min) at this rate, "
+        "against the GPU's free memory (113 GiB left)")
     # every series judged, one line each
-    assert [n.attrs["data-verdict"] for n in page.by_id("series").walk() if n.tag == "li"] == ["leak", "leak", "other"]
-    assert "none: GPU 1's used memory (NVML) does not keep rising" in page.text_of("series")
+    assert [n.attrs["data-verdict"] for n in page.by_id("series").walk() if n.tag == "li"] == \
+        ["leak", "other", "other", "other"]
+    assert "none: pid 1240 on GPU 0 (NVML) does not keep rising" in page.text_of("series")
     t = page.text_of("peak")
-    for part in ("74.6 GiB at 6:42.5", "(the job's processes on GPU 0)", "the rise of pid 1234 (alice)",
+    for part in ("27.0 GiB at 0:24.4", "(the job's processes on GPU 0)", "the rise of pid 1234 (alice)",
                  "python train.py --batch-size 64"):
         assert part in t, (part, t)
-    assert page.text_of("fragmentation") == "2.00 GiB reserved by the allocator but not allocated, at 6:42.5 (pid 1234)"
-    assert page.text_of("unaccounted") == "500 MiB held outside the allocator (NVML - reserved), at 6:42.5 (pid 1234)"
+    assert page.text_of("fragmentation") == "5.00 GiB reserved by the allocator but not allocated, at 6:15.6 (pid 1234)"
+    assert page.text_of("unaccounted") == "600 MiB held outside the allocator (NVML - reserved), at 0:00.0 (pid 1234)"
     assert page.text_of("source-duration") == "13 min 32 s"
     devices = page.text_of("devices")
     assert "GPU 1 NVIDIA H200, 140 GiB" in devices
-    assert ("the job at most 74.6 GiB at 6:42.5, 60.0 GiB on average; the other processes 10.0 GiB at the job's "
-            "peak, at most 10.4 GiB") in devices
+    assert ("the job at most 27.0 GiB at 0:24.4, 26.1 GiB on average; the other processes 0 B at the job's "
+            "peak, at most 24.6 GiB") in devices
     assert page.by_id("oom") is None and page.by_id("damage") is None
     # no distributed job: no Ranks section, no rank chart
     assert page.by_id("ranks") is None and page.by_id("rank-chart") is None
     # the model's alert once, given live (the "alert" event at its moment is not listed again)
     alerts = page.text_of("alerts")
-    assert alerts.startswith("Alerts (1) 5:00.2 leak the framework's allocated memory (torch, pid 1234) rises by "
-                             "4.00 MiB a step from step 120"), alerts
+    assert alerts.startswith("Alerts (1) 10:33.4 leak the framework's allocated memory (torch, pid 1234) rises by "
+                             "3.99 MiB a step from step 123"), alerts
     assert alerts.endswith("(given live)")
     assert "13:32.4 exit exit status 0" in page.text_of("events")
     # the legends name the job's processes apart from the others
@@ -230,9 +242,8 @@ def test_leak_run(tmp_path):
 
 
 def test_real_h200_recording(tmp_path):
-    """fixtures/h200_record.json: the document `gpumon report` makes of the bundled recording of a
-    real H200 (examples/recordings/h200_train_leak.gpumon), timeline included."""
-    page = render(fixture("h200_record"), "h200_record", tmp_path)
+    """The bundled recording of a real H200 (examples/recordings/h200_train_leak.gpumon)."""
+    page = render(os.path.join(EXAMPLES, "recordings/h200_train_leak.gpumon"), "h200_record", tmp_path)
     assert page.html_attr("data-gpumon-charts") == "2"
     assert page.by_id("leak").attrs["data-verdict"] == "leak"
     t = page.text_of("leak")
@@ -242,39 +253,45 @@ def test_real_h200_recording(tmp_path):
     assert t.startswith("7.99 GiB at 0:47.2 (GPU 0's used memory), the rise of pid 678 (root)"), t
     assert page.text_of("source-duration") == "53 s"
     assert page.text_of("fragmentation") == "n/a"
-    # a real document of a job that is no distributed one: ranks [], and no Ranks section
-    assert json.load(open(fixture("h200_record"), encoding="utf-8"))["ranks"] == []
+    # a real recording of a job that is no distributed one: ranks [], and no Ranks section
+    assert embedded(page)["ranks"] == []
     assert page.by_id("ranks") is None
 
 
 def test_oom(tmp_path):
-    page = render(fixture("oom"), "oom", tmp_path)
+    """make_fixtures.oom: the job ran out of memory next to a colleague's job that grew into its GPU."""
+    page = render(make_fixtures.oom(str(tmp_path)), "oom", tmp_path)
     assert page.html_attr("data-gpumon-charts") == "2"
     assert page.by_id("leak").attrs["data-verdict"] == "none"
-    assert "139 GiB at 0:59.5" in page.text_of("peak")
+    assert "139 GiB at 0:59.5, the rise of pid 9999 (bob)" in page.text_of("devices")
     assert page.text_of("oom-cause") == "co-tenant"
     assert "Out of memory at 0:59.9 on GPU 0" in page.text_of("oom")
     assert page.text_of("oom-message") == "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert page.text_of("oom-diagnosis").startswith(
         "Another process held the memory: other processes had 79.0 GiB of the 140 GiB card when the job ran out, "
-        "the largest pid 9999 (79.0 GiB, user bob: python big_eval.py); the job itself held 60.0 GiB.")
-    assert page.text_of("alerts") == "Alerts (2) 0:45.0 headroom GPU 0 has 7.00 GiB free of 140 GiB " \
-                                     "0:59.9 oom CUDA out of memory (pid 4321)"
+        "the largest pid 9999 (79.0 GiB, user bob: python big_eval.py); the job itself held 60.0 GiB")
+    assert page.text_of("oom-said") == "The framework said: torch: tried to allocate 2.00 GiB"
+    assert page.text_of("alerts") == "Alerts (1) 0:59.9 oom torch.OutOfMemoryError: CUDA out of memory. " \
+                                     "Tried to allocate 2.00 GiB"
     rows = [" ".join(" ".join(c.text() for c in r.children if isinstance(c, Node)).split())
             for r in page.by_id("oom-holders").walk() if r.tag == "tr"]
     assert rows[1:] == ["9999 bob 79.0 GiB python big_eval.py", "4321 alice 60.0 GiB job python train.py"]
-    assert "0:59.9 oom CUDA out of memory (pid 4321)" in page.text_of("events")
+    assert "0:59.9 oom torch.OutOfMemoryError" in page.text_of("events")
     # near the total: its line shows
     assert ["u-off" in c for c in legend_entries(page, "total")] == [False]
 
 
 def test_csv_minimal(tmp_path):
-    page = render(fixture("csv_minimal"), "csv_minimal", tmp_path)
+    make_fixtures.csv_minimal(str(tmp_path))
+    page = render("alloc.csv", "csv_minimal", tmp_path, cwd=str(tmp_path))
     assert page.html_attr("data-gpumon-charts") == "1"
     assert page.by_id("leak").attrs["data-verdict"] == "insufficient_data"
     assert "not enough data to tell" in page.text_of("leak")
     # a CSV names no process: "the process", never its stand-in pid
     assert page.text_of("peak") == "3.48 GiB at 0:49.0 (the framework's highest allocated), the rise of the process"
+    assert "pid" not in page.text_of("windows")
+    # nor does the copy the charts read name it: its stand-in pid is null there
+    assert [f["pid"] for f in embedded(page)["timeline"]["framework"]] == [None]
     assert "pid" not in page.text_of("summary")
     assert page.text_of("source-path") == "alloc.csv (CSV)"
     assert page.text_of("source-command") == "n/a"
@@ -284,77 +301,60 @@ def test_csv_minimal(tmp_path):
 
 
 def test_hostile_strings_stay_text(tmp_path):
-    page = render(fixture("hostile"), "hostile", tmp_path)
-    doc = json.load(open(fixture("hostile"), encoding="utf-8"))
-    cmd = doc["source"]["command"]
+    """make_fixtures.hostile: markup in the file's name, the command, users, the host, the rank's
+    job id, events and the out-of-memory message."""
+    name, path = make_fixtures.hostile(str(tmp_path))
+    page = render(name, "hostile", tmp_path, cwd=str(tmp_path))
+    cmd = "python train.py --name '" + HOSTILE + "' \"quoted\" & more \u2028 \u8bad\u7ec3 \u00fc"
     # shown as text, byte for byte (quotes, &, U+2028 and CJK included)
     assert page.text_of("source-command") == " ".join(cmd.split())
     assert HOSTILE in page.text_of("oom-diagnosis") and page.text_of("oom-message") == HOSTILE
     assert "<script>alert(2)</script>" in page.text_of("alerts")
-    assert "table <script>alert(4)</script> is unreadable & lost" in page.text_of("damage")
-    assert page.tags("title")[0].text() == "gpumon report: " + doc["source"]["path"]
+    assert "exit<b> " + HOSTILE in page.text_of("events")
+    assert "<i>host</i>" in page.text_of("source")
+    assert page.tags("title")[0].text() == "gpumon report: " + name
     # and never run or parsed as markup: no image, no handler, only the page's own 4 scripts
     assert page.tags("img") == []
     assert [n for n in page.nodes if any(a.startswith("on") for a in n.attrs)] == []
     assert len(page.tags("script")) == 4
-    # the framework source has no samples; the rank chart draws its one rank
-    assert page.html_attr("data-gpumon-charts") == "3"
-    # the job's id and the hosts' names are text too
+    # the GPU, its processes, the framework source named in markup, the rank chart of its one rank
+    assert page.html_attr("data-gpumon-charts") == "4"
+    # the job's id is text too
     assert page.text_of("ranks").startswith("Ranks (torchrun job " + HOSTILE + ", world size 2)")
-    assert [c[1] for _, c in table_rows(page, "rank-table")] == [HOSTILE]
-    assert page.text_of("hosts") == "Hosts (2) %s: GPU 0 (the clock of this report) <b>node-b</b>: GPU 1; its times " \
-                                    "moved by +0.500 s by the wall clocks of both hosts (not checked: no steps " \
-                                    "reported on both)" % HOSTILE
+    assert [c[:3] for _, c in table_rows(page, "rank-table")] == [["0", "0", "31337"]]
     legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
-    assert "job pid 31337 " + HOSTILE in legend
+    assert "job pid 31337 eve<b>\"' " + " ".join(cmd.split()) in " ".join(legend.split())
     # the embedded copy of the document: nothing in it can end its <script>, and it reads back whole
     raw = open(page.html_path, encoding="utf-8").read()
     assert HOSTILE not in raw
     start = raw.index('<script type="application/json" id="gpumon-data">')
-    embedded = raw[raw.index(">", start) + 1:raw.index("</script>", start)]
+    text = raw[raw.index(">", start) + 1:raw.index("</script>", start)]
     for c in "<>&\u2028\u2029":
-        assert c not in embedded, "%r left unescaped in the embedded document" % c
-    assert json.loads(embedded) == doc
+        assert c not in text, "%r left unescaped in the embedded document" % c
+    doc = json.loads(subprocess.run([GPUMON_BIN, "report", name, "--json"], capture_output=True, text=True,
+                                    cwd=str(tmp_path), check=True).stdout)
+    assert {k: v for k, v in json.loads(text).items() if k != "timeline"} == doc
 
 
 def test_nulls_everywhere(tmp_path):
-    page = render(fixture("nulls"), "nulls", tmp_path)
-    # the one device series with a sample; the empty ones draw nothing
+    """A CSV whose fields are mostly empty: what it does not say is n/a, never 0."""
+    page = render(make_fixtures.nulls(str(tmp_path)), "nulls", tmp_path)
+    # the one device series with samples; the empty ones draw nothing
     assert page.html_attr("data-gpumon-charts") == "1"
     assert page.by_id("leak").attrs["data-verdict"] == "n/a"
     summary = page.text_of("summary")
     assert "0 B" not in summary and "0:00.0" not in summary, summary
-    for ident in ("leak", "fragmentation", "unaccounted", "source-duration", "source-path", "oom-cause"):
+    for ident in ("leak", "fragmentation", "unaccounted", "source-command"):
         assert "n/a" in page.text_of(ident), ident
-    assert "n/a" in page.text_of("peak")
-    assert "n/a" in page.text_of("oom-holders")
+    assert page.text_of("devices").startswith("GPU 0 n/a, n/aused at most 7.00 GiB at 0:03.0")
+    assert "n/a" in page.text_of("windows")
+    assert page.by_id("oom") is None
 
-
-def test_no_timeline(tmp_path):
-    page = render(fixture("no_timeline"), "no_timeline", tmp_path)
-    assert page.html_attr("data-gpumon-charts") == "0"
-    assert "This report has no timeline to draw." in page.text_of("charts")
-    assert "None." in page.text_of("alerts")
 
 
 def test_64_processes_of_4000_points(tmp_path):
-    """The largest document the producer makes: 64 process series of 4,000 points on one GPU."""
-    n, t = 4000, [round(i * 0.25, 3) for i in range(4000)]
-    procs = []
-    for p in range(64):
-        used = [None if (i + p * 37) % 997 == 0 else (1 + p % 5) * (1 << 28) + (i * (p + 1) % 300) * (1 << 20)
-                for i in range(n)]
-        procs.append({"dev": 0, "pid": 1000 + p, "user": "user%d" % p, "command": "python job%d.py" % p,
-                      "job": p < 8, "t": [x + p * 0.01 for x in t], "used": used})
-    doc = json.load(open(fixture("csv_minimal"), encoding="utf-8"))
-    doc["source"]["type"] = "recording"
-    doc["timeline"] = {"devices": [{"dev": 0, "total_bytes": 150754820096, "t": t,
-                                    "used": [sum(q["used"][i] or 0 for q in procs) for i in range(n)],
-                                    "used_max": None, "reserved": None}],
-                       "processes": procs, "framework": []}
-    path = tmp_path / "big.json"
-    path.write_text(json.dumps(doc))
-    page = render(str(path), "big_64x4000", tmp_path)
+    """The largest timeline the document carries: 64 process series of 4,000 points on one GPU."""
+    page = render(make_fixtures.many_processes(str(tmp_path)), "big_64x4000", tmp_path)
     assert page.html_attr("data-gpumon-charts") == "2"
     legend = " ".join(n.text() for n in page.nodes if "u-legend" in n.attrs.get("class", ""))
     assert legend.count("job pid 10") == 8 and legend.count("other pid 10") == 56
@@ -378,70 +378,50 @@ def legend_labels(page, box_id):
     return [n.text() for n in box.walk() if n.attrs.get("class") == "u-label"][1:]  # past the x axis
 
 
-def test_ranks_of_two_nodes(tmp_path):
-    """fixtures/ranks.json: 8 ranks of one torchrun job on two nodes; rank 3 leaks, rank 5 ran out of
-    memory, rank 6 has no figure (n/a, never 0) and no timeline (said, not silently left out)."""
-    page = render(fixture("ranks"), "ranks", tmp_path)
-    doc = json.load(open(fixture("ranks"), encoding="utf-8"))
-    # the rank chart, 8 GPUs' charts and the process charts of the 7 GPUs with a process
-    assert page.html_attr("data-gpumon-charts") == "16"
+def test_ranks(tmp_path):
+    """make_fixtures.ranks: 8 ranks of one torchrun job; rank 3 leaks, rank 5 ran out of memory,
+    rank 6 has no figure (n/a, never 0). Two nodes' recordings read together:
+    test_gpumon_report_html_of_two_nodes."""
+    page = render(make_fixtures.ranks(str(tmp_path)), "ranks", tmp_path)
+    # the rank chart, 8 GPUs' charts and their process charts
+    assert page.html_attr("data-gpumon-charts") == "17"
     assert page.text_of("ranks").startswith("Ranks (torchrun job job7, world size 8) 8 workers seen")
     rows = table_rows(page, "rank-table")
     assert [a["data-rank"] for a, _ in rows] == [str(r) for r in range(8)]
     cells = {int(a["data-rank"]): c for a, c in rows}
-    # rank, host, GPU, pid, peak, mean, latest, verdict, out of memory
-    assert cells[0][:4] == ["0", "node-a", "0", "1000"] and cells[0][7:] == ["no leak", ""], cells[0]
-    assert cells[3][:4] == ["3", "node-a", "3", "1003"] and cells[3][7:] == ["LEAK +2.00 MiB/s", ""], cells[3]
-    assert cells[5][:4] == ["5", "node-b", "5", "1001"] and cells[5][8] == "ran out of memory", cells[5]
-    assert cells[6][4:] == ["n/a", "n/a", "n/a", "n/a", ""], cells[6]
+    # rank, GPU, pid, peak, mean, latest, verdict, out of memory
+    assert cells[0][:3] == ["0", "0", "1000"] and cells[0][6:] == ["no leak", ""], cells[0]
+    assert cells[3][:3] == ["3", "3", "1003"] and cells[3][6:] == ["LEAK +2.00 MiB/s", ""], cells[3]
+    assert cells[5][:3] == ["5", "5", "1005"] and cells[5][7] == "ran out of memory", cells[5]
+    assert cells[6][3:] == ["n/a", "n/a", "n/a", "n/a", ""], cells[6]
     assert [a.get("data-oom") for a, _ in rows].count("true") == 1 and rows[5][0]["data-oom"] == "true"
     assert rows[3][0]["data-verdict"] == "leak" and rows[6][0]["data-verdict"] == "n/a"
-    # byte figures as the page writes them everywhere (words_bytes), with their value for scripts
-    peak3 = doc["ranks"][3]["peak_bytes"]
-    assert cells[3][4:7] == ["10.1 GiB", "9.79 GiB", "10.1 GiB"] and \
+    # byte figures as the page writes them everywhere, with their value for scripts
+    peak3 = [r for r in embedded(page)["ranks"] if r["rank"] == 3][0]["peak_bytes"]
+    assert cells[3][3:6] == ["8.77 GiB", "8.48 GiB", "8.77 GiB"] and \
         any(n.attrs.get("data-bytes") == str(peak3) for n in page.by_id("rank-table").walk())
-    skew = doc["rank_skew"]
     assert page.text_of("rank-skew") == (
-        "Skew over 7 ranks: peaks 8.25 GiB (rank 0) to 70.5 GiB (rank 5), 62.2 GiB apart; "
-        "means 8.12 GiB (rank 0) to 14.5 GiB (rank 5), 6.38 GiB apart.") and skew["peak_max_rank"] == 5
-    # the hosts, as the text report says them
-    assert [" ".join(n.text().split()) for n in page.by_id("hosts").walk() if n.tag == "li"] == [
-        "node-a: GPUs 0-3 (the clock of this report)",
-        "node-b: GPUs 4-7; its times moved by +0.012 s by the wall clocks of both hosts; checked by 140 steps "
-        "both reached: +0.004 s from node-a's moments (median)"]
+        "Skew over 7 ranks: peaks 8.00 GiB (rank 0) to 66.5 GiB (rank 5), 58.5 GiB apart; "
+        "means 8.00 GiB (rank 0) to 37.2 GiB (rank 5), 29.2 GiB apart.")
+    # one host: no host column, no hosts list
+    assert [" ".join(n.text().split()) for n in page.by_id("rank-table").walk() if n.tag == "th"][:3] == \
+        ["rank", "GPU", "pid"]
+    assert page.by_id("hosts") is None
     # one line per rank with a timeline, the leaking and the one that ran out named so
     assert legend_labels(page, "rank-chart-box") == [
-        "rank 0", "rank 1", "rank 2", "rank 3 (leak)", "rank 4", "rank 5 (ran out)", "rank 7"]
-    assert page.by_id("rank-chart-box").attrs["data-ranks-drawn"] == "7"
-    assert page.text_of("ranks-undrawn") == \
-        "Not drawn: this document has no timeline of the process of rank 6 (pid 1002 on GPU 6)."
+        "rank 0", "rank 1", "rank 2", "rank 3 (leak)", "rank 4", "rank 5 (leak, ran out)", "rank 6", "rank 7"]
+    assert page.by_id("rank-chart-box").attrs["data-ranks-drawn"] == "8"
     # on the page's one time axis
     ranges = {(n.attrs["data-x-min"], n.attrs["data-x-max"]) for n in page.nodes
               if "uplot" in n.attrs.get("class", "").split()}
-    assert ranges == {("0", "298")}, ranges
+    assert len(ranges) == 1, ranges
 
 
 def test_many_ranks_stay_readable(tmp_path):
     """40 ranks: all drawn thin, the leak, the one that ran out and the lowest and highest peak
     highlighted and named; the chart says how many it draws."""
-    doc = json.load(open(fixture("ranks"), encoding="utf-8"))
-    t = doc["timeline"]["processes"][0]["t"]
-    rows, procs = [], []
-    for r in range(40):
-        peak = (8 << 30) + r * (64 << 20)
-        row = dict(doc["ranks"][0], rank=r, local_rank=r % 8, world_size=40, node_rank=r // 8, dev=r % 8,
-                   pid=2000 + r, host=0, oom=r == 17, peak_bytes=peak, mean_bytes=peak - (1 << 20), last_bytes=peak,
-                   leak=dict(doc["ranks"][3]["leak"]) if r == 9 else None)
-        rows.append(row)
-        procs.append({"dev": r % 8, "pid": 2000 + r, "user": "alice", "command": "python train.py", "job": True,
-                      "t": t, "used": [peak - (i % 3) * (1 << 20) for i in range(len(t))]})
-    doc["ranks"], doc["hosts"] = rows, doc["hosts"][:1]
-    doc["rank_skew"] = dict(doc["rank_skew"], ranks=40, peak_min_rank=0, peak_max_rank=39, mean_min_rank=0,
-                            mean_max_rank=39, peak_min_bytes=rows[0]["peak_bytes"], peak_max_bytes=rows[39]["peak_bytes"],
-                            mean_min_bytes=rows[0]["mean_bytes"], mean_max_bytes=rows[39]["mean_bytes"])
-    doc["timeline"] = {"devices": [], "processes": procs, "processes_left_out": 0, "framework": []}
-    path = tmp_path / "many_ranks.json"
-    path.write_text(json.dumps(doc))
+    path = make_fixtures.ranks(str(tmp_path), n=40, leak_rank=9, oom_rank=17, silent_rank=None,
+                                oom_growth=0)
     page = render(str(path), "many_ranks", tmp_path)
     box = page.by_id("rank-chart-box")
     assert (box.attrs["data-ranks-drawn"], box.attrs["data-ranks-highlighted"]) == ("40", "4")
@@ -457,17 +437,10 @@ def test_many_ranks_stay_readable(tmp_path):
 # ---- the writer's errors ------------------------------------------------------------------------
 
 def test_write_error_is_one_sentence(tmp_path):
-    r = subprocess.run([DEMO, fixture("leak_run"), "/dev/full"], capture_output=True, text=True)
-    assert r.returncode == 1
-    assert r.stderr == "report_html_demo: could not write the HTML report: No space left on device\n"
-
-
-def test_not_an_object(tmp_path):
-    path = tmp_path / "list.json"
-    path.write_text("[1, 2]")
-    r = subprocess.run([DEMO, str(path), str(tmp_path / "out.html")], capture_output=True, text=True)
-    assert r.returncode == 1
-    assert r.stderr == "report_html_demo: the report document is not a JSON object\n"
+    r = subprocess.run([GPUMON_BIN, "report", make_fixtures.csv_minimal(str(tmp_path)), "--html", "/dev/full"],
+                       capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    assert r.returncode == 255
+    assert r.stderr == "gpumon: report: could not write the HTML report: No space left on device\n"
 
 
 # ---- interaction --------------------------------------------------------------------------------
@@ -503,7 +476,7 @@ PROBE = r"""
   /* each step acts, then the next one (after uPlot's deferred redraw) notes what it did */
   var steps = [
     function () { out.initial = charts(); mouse('mousemove', over(), 0.5); },
-    function () { out.hover = [legend(0), legend(2)]; mouse('mousemove', over(), 402.5 / 812.4); },
+    function () { out.hover = [legend(0), legend(2)]; mouse('mousemove', over(), document.querySelector('#peak time').getAttribute('data-t') / 812.4); },
     function () {
       out.mark = document.querySelector('.markinfo').textContent;
       mouse('mousedown', over(), 0.25); mouse('mousemove', over(), 0.5); mouse('mouseup', over(), 0.5);
@@ -534,7 +507,7 @@ PROBE = r"""
 
 
 def test_zoom_pan_hover_and_steps(tmp_path):
-    html_path = make_page(fixture("leak_run"), str(tmp_path), "leak_probe")
+    html_path = make_page(make_fixtures.leak_run(str(tmp_path)), str(tmp_path), "leak_probe")
     raw = open(html_path, encoding="utf-8").read()
     nonce = re.search(r'<script nonce="([0-9a-f]+)">', raw).group(1)
     with open(html_path, "w", encoding="utf-8") as f:
@@ -547,16 +520,15 @@ def test_zoom_pan_hover_and_steps(tmp_path):
     def near(a, b):
         return abs(a - b) <= 0.02 * 812.4
 
-    assert probe["initial"] == [["time", 0, 812.4]] * 5
-    # hovering the middle of the first chart: the time there (sample 200 at 406 s, where the
-    # fixture's "used" is null: shown as no value, not 0) and figures with units, on the synced
-    # process chart too
+    assert probe["initial"] == [["time", 0, 812.4]] * 4
+    # hovering the middle of the first chart: the time there (the GPU's sample at 406 s is missing:
+    # its previous one shows) and figures with units, on the synced process chart too
     hover0, hover2 = probe["hover"]
-    assert hover0[:2] == ["6:46.000", "--"], hover0
-    assert re.fullmatch(r"\d+\.\d GiB", hover0[2]) and hover0[3:] == ["615 MiB", "140 GiB"], hover0
-    assert hover2[0] == hover0[0] and re.fullmatch(r"\d+(\.\d+)? GiB", hover2[-1]), hover2
+    assert hover0[0] == "6:43.970" and hover2[0] == "6:46.000", probe["hover"]
+    assert re.fullmatch(r"\d+\.\d GiB", hover0[1]) and hover0[3:] == ["--", "140 GiB"], hover0
+    assert re.fullmatch(r"\d+(\.\d+)? GiB", hover2[-1]), hover2
     # the pointer on the peak's mark names it
-    assert probe["mark"] == "6:42.5 peak: 74.6 GiB"
+    assert probe["mark"] == "0:24.4 peak: 27.0 GiB"
     # dragging over 25 % .. 50 % zooms every chart there
     for axis, lo, hi in probe["dragged"]:
         assert axis == "time" and near(lo, 0.25 * 812.4) and near(hi, 0.5 * 812.4), probe["dragged"]
@@ -569,18 +541,14 @@ def test_zoom_pan_hover_and_steps(tmp_path):
     assert near(hi2 - lo2, hi1 - lo1) and near(lo2 - lo1, 0.25 * (hi1 - lo1)), probe["panned"]
     # the framework chart by step shows steps 0 .. 399; the others keep their time and zoom; back
     # on time it takes the others' zoom
-    assert probe["step"][:4] == probe["panned"][:4]
-    assert probe["step"][4] == ["step", 0, 399]
+    assert probe["step"][:3] == probe["panned"][:3]
+    assert probe["step"][3] == ["step", 0, 399]
     assert probe["back"] == probe["panned"]
     # a double-click shows everything again
-    assert probe["reset"] == [["time", 0, 812.4]] * 5
+    assert probe["reset"] == [["time", 0, 812.4]] * 4
 
 
 # ---- the page as `gpumon report --html` writes it ------------------------------------------------
-
-GPUMON_BIN = os.environ.get("GPUMON_BIN", os.path.join(HERE, "../../build/cli/gpumon"))
-EXAMPLES = os.path.join(HERE, "../../examples")
-
 
 @pytest.mark.parametrize("name,recording,charts", [
     ("cli_h200_record", "recordings/h200_train_leak.gpumon", "2"),
