@@ -25,6 +25,8 @@ import tempfile
 import time
 import urllib.request
 
+import bench_sampling  # its measure(): a process's share of a core over a window, from schedstat
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RSS_GOAL_MB = 3.0
 WATCH_GOAL_PCT = 0.25
@@ -43,17 +45,6 @@ def status_kb(pid, key):
     with open(f"/proc/{pid}/status") as f:
         m = re.search(rf"^{key}:\s+(\d+) kB", f.read(), re.M)
     return int(m.group(1)) if m else 0
-
-
-def schedstat_s(pid):
-    total = 0
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / 1e9
 
 
 def rss(gpumon, floor, seconds):
@@ -81,20 +72,6 @@ def rss(gpumon, floor, seconds):
         for p in (sv, fl):
             p.terminate()
             p.wait()
-
-
-def floor_cpu(floor, period_ms, seconds):
-    """Share of one core a C loop reading memory every period_ms takes over `seconds`."""
-    p = subprocess.Popen([floor, "loop", str(seconds + 5), str(period_ms)], stdout=subprocess.DEVNULL)
-    try:
-        time.sleep(1.5)
-        a, t0 = schedstat_s(p.pid), time.monotonic()
-        time.sleep(seconds)
-        b, t1 = schedstat_s(p.pid), time.monotonic()
-    finally:
-        p.terminate()
-        p.wait()
-    return 100.0 * (b - a) / (t1 - t0)
 
 
 def main():
@@ -132,7 +109,7 @@ def main():
             w.append(bench("bench_watch.py", ["--seconds", str(secs), "--intervals", "100", "--terminal", "pty"]
                            + (["--fake"] if a.fake else []),
                            f"{tmp}/watch{i}.json")[0]["cpu_pct_of_core"])
-            f.append(floor_cpu(floor, 100, secs))
+            f.append(bench_sampling.measure([floor, "loop", str(secs + 5), "100"], secs))  # the 100 ms C loop
             print(f"  round {i + 1}: watch {w[-1]:.3f} %, C loop reading memory every 100 ms {f[-1]:.3f} %", flush=True)
         res["watch"] = {"watch_pct": w, "floor_pct": f, "seconds": secs}
         wm, fm = statistics.median(w), statistics.median(f)

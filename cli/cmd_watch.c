@@ -483,6 +483,7 @@ static int loop(struct source *src, watch_view *v)
 	memset(&drawn, 0, sizeof drawn);
 	uint64_t interval_ns = (uint64_t)v->interval_ms * 1000000u, next = cli_now_ns();
 	int rc = EXIT_OK, dirty = 1, first = 1, unread = 0, due = 1;
+	int sampler_fd = src->r ? -1 : gpumon_sampler_fd(src->s); /* readable when records are queued */
 	char title[sizeof v->title], position[sizeof v->position];
 	while (!stop_signal) {
 		uint64_t now = cli_now_ns();
@@ -502,7 +503,7 @@ static int loop(struct source *src, watch_view *v)
 			memcpy(position, v->position, sizeof position);
 			set_title(v, src);
 			dirty |= changed(&snap, &drawn, v, title, position);
-			due = first; /* live: the next refresh waits for something new (below) */
+			due = 0; /* live: the next refresh waits for something new (below) */
 		}
 		if (dirty) {
 			set_title(v, src);
@@ -510,7 +511,7 @@ static int loop(struct source *src, watch_view *v)
 			dirty = 0;
 		}
 		/* a replay, a paused screen (it feeds, and the clock runs), or no descriptor: every interval */
-		int records_fd = !src->r && !v->paused ? gpumon_sampler_fd(src->s) : -1;
+		int records_fd = v->paused ? -1 : sampler_fd;
 		if (records_fd < 0)
 			due = 1;
 		struct pollfd pfd[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = records_fd, .events = POLLIN}};
