@@ -796,8 +796,9 @@ int gpumon_sampler_fd(gpumon_sampler *s)
 		return -1;
 	pthread_mutex_lock(&s->lock);
 	if (s->evfd < 0) {
+		/* not written now, though records may be queued: a GPU's round may be half done; every
+		   round's end writes it while records wait (notify_locked), within one period */
 		s->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		notify_locked(s);
 	}
 	int fd = s->evfd;
 	pthread_mutex_unlock(&s->lock);

@@ -753,7 +753,8 @@ GPUMON_API int gpumon_sampler_poll(gpumon_sampler *s, gpumon_record *buf, size_t
  * A file descriptor that is readable while records are queued, for a consumer that waits on other
  * descriptors too (a terminal's keys): poll() it with them, then gpumon_sampler_poll(..., 0) until
  * that gives none. It becomes readable once a GPU's sampling round has queued all its records (its
- * sample and its processes together) or an event was queued. Made by the first call (one per sampler, the same each time), owned and closed by
+ * sample and its processes together) or an event was queued; records queued before the first call
+ * make it readable at the end of the next round. Made by the first call (one per sampler, the same each time), owned and closed by
  * the sampler (gpumon_sampler_destroy): never read or close it. Returns it, or -1 (errno says why:
  * no descriptor to spare).
  */
