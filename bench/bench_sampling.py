@@ -55,16 +55,36 @@ def run_ns(pid):
     return total
 
 
-def measure(argv, seconds):
-    """Share of one core argv's process used over `seconds`, after 1 s of start-up."""
+def run_ns_by_thread(pid):
+    """Nanoseconds run by each thread name (gpumon names its threads: gpumon-gpu0, gpumon-xid, ...)."""
+    out = {}
+    for d in glob.glob("/proc/%d/task/*" % pid):
+        try:
+            with open(d + "/comm") as fh:
+                name = fh.read().strip()
+            with open(d + "/schedstat") as fh:
+                out[name] = out.get(name, 0) + int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
+def measure(argv, seconds, threads=None):
+    """Share of one core argv's process used over `seconds`, after 1 s of start-up; with a dict
+    `threads`, each thread name's share is put there too."""
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)
         if p.poll() is not None:
             raise RuntimeError("%s ended early: %s" % (argv[0], p.stderr.read().decode(errors="replace")[-400:]))
+        ta = run_ns_by_thread(p.pid) if threads is not None else None
         a, t0 = run_ns(p.pid), time.monotonic()
         time.sleep(seconds)
         b, t1 = run_ns(p.pid), time.monotonic()
+        if threads is not None:
+            tb = run_ns_by_thread(p.pid)
+            for name, ns in tb.items():
+                threads[name] = 100.0 * (ns - ta.get(name, 0)) / 1e9 / (t1 - t0)
         if p.poll() is not None:
             raise RuntimeError("%s ended before the window closed" % argv[0])
     finally:
@@ -87,6 +107,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="bench-sampling-")
     kinds = ["floor", "gpumon"] + (["pynvml"] if py != "none" else [])
     res = {k: [] for k in kinds}
+    by_thread = []  # gpumon's, a dict a round
     try:
         for r in range(a.rounds):
             for k in kinds:
@@ -97,7 +118,10 @@ def main():
                 else:
                     argv = [gpumon, "record", "--interval", "1", "-i", a.gpu, "--duration", str(int(span) + 1),
                             "-o", os.path.join(tmp, "r%d.gpumon" % r)]
-                res[k].append(measure(argv, a.seconds))
+                th = {} if k == "gpumon" else None
+                res[k].append(measure(argv, a.seconds, th))
+                if th is not None:
+                    by_thread.append(th)
     except (OSError, RuntimeError) as e:
         print("bench_sampling: %s" % e, file=sys.stderr)
         return 2
@@ -108,7 +132,12 @@ def main():
              "gpumon": "gpumon record --interval 1", "pynvml": "pynvml loop at 1 kHz"}
     for k in kinds:
         print("  %-52s %6.2f %%   (%s)" % (names[k], med[k], ", ".join("%.2f" % x for x in res[k])))
-    out = {"seconds": a.seconds, "rounds": a.rounds, "percent": res, "median": med}
+    names_seen = sorted({n for th in by_thread for n in th})
+    thread_med = {n: statistics.median([th.get(n, 0.0) for th in by_thread]) for n in names_seen}
+    print("  gpumon by thread (median): " + ", ".join("%s %.3f %%" % (n, v) for n, v in
+                                                     sorted(thread_med.items(), key=lambda x: -x[1])))
+    out = {"seconds": a.seconds, "rounds": a.rounds, "percent": res, "median": med, "gpumon_threads": by_thread,
+           "gpumon_threads_median": thread_med}
     ok = True
     rf = med["gpumon"] / med["floor"]
     print("gpumon / floor = %.2f (goal <= %.1f: %s)" % (rf, GOAL_FLOOR, "met" if rf <= GOAL_FLOOR else "NOT met"))

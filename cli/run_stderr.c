@@ -143,6 +143,7 @@ static int pass(struct run_stderr *s, char *buf, size_t cap)
 static void *pump(void *arg)
 {
 	struct run_stderr *s = arg;
+	pthread_setname_np(pthread_self(), "gpumon-stderr");
 	static char buf[65536];
 	sigset_t all;
 	/* the signal handlers run in the main thread; a closed stderr gives EPIPE here, not SIGPIPE */

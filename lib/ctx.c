@@ -218,6 +218,7 @@ static int open_nvml(gpumon *w)
 static void *opener_main(void *arg)
 {
 	struct opener *o = arg;
+	pthread_setname_np(pthread_self(), "gpumon-open");
 	int st = open_nvml(o->w);
 	pthread_mutex_lock(&o->lock);
 	o->status = st;

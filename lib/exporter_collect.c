@@ -462,6 +462,7 @@ static void sleep_ms(unsigned ms)
 void *gpumon__exporter_collector_main(void *arg)
 {
 	gpumon_exporter *e = arg;
+	pthread_setname_np(pthread_self(), "gpumon-collect");
 	uint64_t last = gpumon__now_ns();
 	while (!atomic_load(&e->stopping)) {
 		if (e->replaying) /* the figures stay as at the recording's end; the page stays fresh */

@@ -41,6 +41,7 @@ static void health_unref_locked(struct exporter_health *h)
 static void *health_main(void *arg)
 {
 	struct exporter_health *h = arg;
+	pthread_setname_np(pthread_self(), "gpumon-health");
 	pthread_mutex_lock(&h->lock);
 	while (!h->stop) {
 		for (unsigned i = 0; i < h->n && !h->stop; i++) {

@@ -193,6 +193,7 @@ static int call_end_locked(gpumon_sampler *s, struct devstate *d)
 static void *watchdog_main(void *arg)
 {
 	gpumon_sampler *s = arg;
+	pthread_setname_np(pthread_self(), "gpumon-watchdog"); /* top -H, perf: whose thread */
 	pthread_mutex_lock(&s->lock);
 	while (!s->stopping) {
 		uint64_t now = gpumon__now_ns(), next = now + DEADLINE_NS;
@@ -451,6 +452,9 @@ static void *device_main(void *arg)
 	struct devstate *d = arg;
 	gpumon_sampler *s = d->s;
 	gpumon *g = s->g;
+	char name[16];
+	snprintf(name, sizeof name, "gpumon-gpu%u", d->dev);
+	pthread_setname_np(pthread_self(), name);
 	uint64_t period = (uint64_t)s->cfg.period_us * 1000u;
 	uint64_t slow_period = (uint64_t)s->cfg.slow_period_us * 1000u;
 	uint64_t proc_period = s->cfg.process_period_us == UINT32_MAX ? 0 : (uint64_t)s->cfg.process_period_us * 1000u;

@@ -69,6 +69,7 @@ static void *xid_main(void *arg)
 {
 	struct gpumon__xid_watch *w = arg;
 	const struct nvml_api *api = &w->g->nvml;
+	pthread_setname_np(pthread_self(), "gpumon-xid");
 	while (!atomic_load(&w->stop)) {
 		struct nvml_event_data e;
 		memset(&e, 0, sizeof e);
