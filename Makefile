@@ -24,7 +24,7 @@ MAKEFLAGS += --no-print-directory
 
 # Debian packages: to build and run, and in addition to test.
 DEPS_RUN  := gcc make cmake libc6-dev libjansson-dev libyajl-dev libsqlite3-dev libprotobuf-c-dev protobuf-c-compiler python3-dev \
-             libncurses-dev libmicrohttpd-dev
+             libncurses-dev libevent-dev libssl-dev
 DEPS_TEST := clang libclang-rt-dev python3 python3-pytest groff-base python3-protobuf tmux prometheus pkgconf
 # gpumon show --json is validated against docs/show.schema.json; the zsh and fish completion
 # scripts are checked by their shells (tests/cli/test_completion.py)

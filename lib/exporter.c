@@ -1,14 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* exporter.c — the Prometheus exporter's life cycle and HTTP server (libmicrohttpd): binds the
- * listen address, refuses a non-loopback one without TLS and basic auth unless told otherwise,
- * answers GET/HEAD on /metrics, /healthz and / from the collector's latest snapshot over kept-alive
- * connections, and bounds what a client can make it hold (header bytes here; connections, per
- * address and in time, in exporter_guard.c). */
+/* exporter.c — the Prometheus exporter's life cycle: its configuration (TLS and basic-auth files
+ * read), the listen address bound (a non-loopback one refused without TLS and basic auth unless
+ * told otherwise), the sampler or the replay, the collector's thread, then the HTTP server
+ * (exporter_http.c); and the framework figures an embedding program pushes. */
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
@@ -16,83 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "exporter.h"
-#include "exporter_guard.h"
 
 #define DEFAULT_LISTEN "127.0.0.1:19400"
-#define MEMORY_LIMIT (16 * 1024) /* per connection: request line and headers (~8 KiB) */
 #define MAX_FILE (1024 * 1024)   /* certificate, key, password file */
-#define HEALTHY_NS 5000000000ull  /* /healthz fails when the snapshot is older than this */
-#define DEFAULT_PER_ADDRESS 64    /* connections from one address: Prometheus servers and people need a few */
-#define DEFAULT_KEEPALIVE_S 120   /* longer than the usual scrape intervals (15 s to 1 min) */
-
-static const char CONTENT_TYPE[] = "text/plain; version=0.0.4; charset=utf-8";
-static const char INDEX_HTML[] =
-	"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>gpumon exporter</title></head>\n"
-	"<body><h1>gpumon exporter</h1>\n<ul><li><a href=\"metrics\">metrics</a> (Prometheus text format)</li>\n"
-	"<li><a href=\"healthz\">healthz</a></li></ul></body></html>\n";
-
-/* ---- libmicrohttpd, loaded when an exporter starts ------------------------------------------------ */
-
-/* libmicrohttpd pulls in GnuTLS and p11-kit, whose start-up costs every program about 25 ms and
- * 3 MB of memory: it is loaded with dlopen by the exporter only, never linked into libgpumon. */
-#define MHD_LIBRARY_FILE "libmicrohttpd.so.12"
-
-struct mhd_api {
-	__typeof__(MHD_start_daemon) *start_daemon;
-	__typeof__(MHD_stop_daemon) *stop_daemon;
-	__typeof__(MHD_is_feature_supported) *is_feature_supported;
-	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
-	__typeof__(MHD_create_response_from_iovec) *create_response_from_iovec;
-	__typeof__(MHD_add_response_header) *add_response_header;
-	__typeof__(MHD_queue_response) *queue_response;
-	__typeof__(MHD_destroy_response) *destroy_response;
-	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
-	__typeof__(MHD_get_connection_info) *get_connection_info;
-};
-
-static int load_mhd(gpumon_exporter *e)
-{
-	static const struct {
-		const char *name;
-		size_t off;
-	} syms[] = {
-		{"MHD_start_daemon", offsetof(struct mhd_api, start_daemon)},
-		{"MHD_stop_daemon", offsetof(struct mhd_api, stop_daemon)},
-		{"MHD_is_feature_supported", offsetof(struct mhd_api, is_feature_supported)},
-		{"MHD_create_response_from_buffer", offsetof(struct mhd_api, create_response_from_buffer)},
-		{"MHD_create_response_from_iovec", offsetof(struct mhd_api, create_response_from_iovec)},
-		{"MHD_add_response_header", offsetof(struct mhd_api, add_response_header)},
-		{"MHD_queue_response", offsetof(struct mhd_api, queue_response)},
-		{"MHD_destroy_response", offsetof(struct mhd_api, destroy_response)},
-		{"MHD_lookup_connection_value", offsetof(struct mhd_api, lookup_connection_value)},
-		{"MHD_get_connection_info", offsetof(struct mhd_api, get_connection_info)},
-	};
-	e->api = calloc(1, sizeof *e->api);
-	if (!e->api)
-		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter");
-	e->mhd_lib = dlopen(MHD_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
-	if (!e->mhd_lib) {
-		const char *why = dlerror();
-		return gpumon__exporter_err(e, GPUMON_E_NOT_SUPPORTED,
-				      "cannot load %s for the HTTP server (%s): install the Debian package libmicrohttpd12",
-				      MHD_LIBRARY_FILE, why ? why : "not found");
-	}
-	for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-		void *f = dlsym(e->mhd_lib, syms[i].name);
-		if (!f)
-			return gpumon__exporter_err(e, GPUMON_E_NOT_SUPPORTED,
-					      "%s has no %s: libmicrohttpd 0.9.74 or newer is needed", MHD_LIBRARY_FILE,
-					      syms[i].name);
-		memcpy((char *)e->api + syms[i].off, &f, sizeof f);
-	}
-	return GPUMON_OK;
-}
 
 /* ---- files and addresses ------------------------------------------------------------------------ */
 
@@ -222,270 +150,7 @@ static int bind_listen(gpumon_exporter *e, const char *spec, int secured, int in
 	return GPUMON_OK;
 }
 
-/* ---- HTTP ------------------------------------------------------------------------------------- */
-
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Decodes canonical base64 (padded, or unpadded) into out; returns the length, or -1 for anything
- * else: a character outside the alphabet, a bad or misplaced padding, bits left over, anything
- * after the padding. */
-static long b64_decode(const char *in, unsigned char *out, size_t cap)
-{
-	size_t n = 0, chars = 0;
-	unsigned acc = 0, bits = 0;
-	for (; *in && *in != '='; in++, chars++) {
-		int v = b64_value((unsigned char)*in);
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (n == cap)
-				return -1;
-			out[n++] = (unsigned char)(acc >> bits);
-		}
-	}
-	size_t pad = strspn(in, "=");
-	if (in[pad] || chars % 4 == 1 || pad > 2 || (pad && (chars + pad) % 4 != 0) || (acc & ((1u << bits) - 1)) != 0)
-		return -1;
-	return (long)n;
-}
-
-/* Compares in time that depends only on the expected length, not on where they differ. */
-static int equal_ct(const unsigned char *got, size_t got_len, const char *want, size_t want_len)
-{
-	unsigned diff = got_len != want_len;
-	for (size_t i = 0; i < want_len; i++)
-		diff |= (unsigned)(got[i < got_len ? i : 0] ^ (unsigned char)want[i]);
-	return diff == 0;
-}
-
-static int authorized(gpumon_exporter *e, struct MHD_Connection *c)
-{
-	if (!e->auth_len)
-		return 1;
-	const char *h = e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-	unsigned char dec[sizeof e->auth + 4];
-	if (!h || strncasecmp(h, "Basic ", 6) != 0)
-		return 0;
-	long n = b64_decode(h + 6 + strspn(h + 6, " "), dec, sizeof dec);
-	return n >= 0 && equal_ct(dec, (size_t)n, e->auth, e->auth_len);
-}
-
-/* Queues r with the headers every response carries, and frees the caller's reference. */
-static enum MHD_Result send_response(gpumon_exporter *e, struct MHD_Connection *c, unsigned status,
-				     struct MHD_Response *r, const char *type)
-{
-	const struct mhd_api *api = e->api;
-	api->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	api->add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (e->no_keepalive)
-		api->add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-	enum MHD_Result ret = api->queue_response(c, status, r);
-	api->destroy_response(r);
-	return ret;
-}
-
-static enum MHD_Result reply(gpumon_exporter *e, struct MHD_Connection *c, unsigned status, const char *type,
-			     const char *body, size_t len, const char *hname, const char *hvalue)
-{
-	struct MHD_Response *r = e->api->create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
-	if (!r)
-		return MHD_NO;
-	if (hname)
-		e->api->add_response_header(r, hname, hvalue);
-	return send_response(e, c, status, r, type);
-}
-
-static enum MHD_Result text(gpumon_exporter *e, struct MHD_Connection *c, unsigned status, const char *msg)
-{
-	return reply(e, c, status, "text/plain; charset=utf-8", msg, strlen(msg), NULL, NULL);
-}
-
-/* A /metrics response: the shared snapshot and this scrape's own families. */
-struct scrape {
-	struct snapshot *snap;
-	char tail[2048];
-};
-
-static void scrape_free(void *cls)
-{
-	struct scrape *r = cls;
-	gpumon__snapshot_release(r->snap);
-	free(r);
-}
-
-/* The families of this scrape: the exporter's own counters, read now. Returns the length, 0 if
- * they do not fit (they do: 2 KiB holds them with room to spare). */
-static size_t scrape_tail(gpumon_exporter *e, char *buf, size_t cap)
-{
-	unsigned long long n = atomic_fetch_add(&e->scrapes, 1) + 1;
-	double last = (double)atomic_load(&e->last_scrape_ns) / 1e9;
-	struct guard_counts gc;
-	gpumon__guard_counts(e->guard, &gc);
-	int k = snprintf(buf, cap,
-			 "# HELP gpumon_exporter_scrapes_total Requests for /metrics answered, this one included.\n"
-			 "# TYPE gpumon_exporter_scrapes_total counter\ngpumon_exporter_scrapes_total %llu\n"
-			 "# HELP gpumon_exporter_scrape_duration_seconds Time the previous /metrics request took to answer, in seconds.\n"
-			 "# TYPE gpumon_exporter_scrape_duration_seconds gauge\ngpumon_exporter_scrape_duration_seconds %.9f\n"
-			 "# HELP gpumon_exporter_connections HTTP connections open, this one included.\n"
-			 "# TYPE gpumon_exporter_connections gauge\ngpumon_exporter_connections %u\n"
-			 "# HELP gpumon_exporter_connections_closed_total Connections the exporter closed before the client did, by "
-			 "reason: timeout (a request head not whole, or a response not taken, in time), full (the connection table "
-			 "was full: the one that had waited longest for a request), per_address (its address held its maximum).\n"
-			 "# TYPE gpumon_exporter_connections_closed_total counter\n"
-			 "gpumon_exporter_connections_closed_total{reason=\"timeout\"} %llu\n"
-			 "gpumon_exporter_connections_closed_total{reason=\"full\"} %llu\n"
-			 "gpumon_exporter_connections_closed_total{reason=\"per_address\"} %llu\n",
-			 n, last, gc.open, gc.closed[GUARD_TIMEOUT], gc.closed[GUARD_FULL], gc.closed[GUARD_PER_ADDRESS]);
-	return k > 0 && (size_t)k < cap ? (size_t)k : 0;
-}
-
-/* Answers /metrics with the latest snapshot (sent from where it lies, no copy) and the per-scrape
- * families after it. */
-static enum MHD_Result metrics(gpumon_exporter *e, struct MHD_Connection *c, uint64_t t0)
-{
-	struct scrape *r = malloc(sizeof *r);
-	if (!r)
-		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "out of memory\n");
-	pthread_mutex_lock(&e->snap_lock);
-	r->snap = e->snap;
-	if (r->snap)
-		atomic_fetch_add(&r->snap->refs, 1);
-	pthread_mutex_unlock(&e->snap_lock);
-	if (!r->snap) {
-		free(r);
-		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
-	}
-	struct MHD_IoVec iov[2] = {
-		{r->snap->data, r->snap->len},
-		{r->tail, scrape_tail(e, r->tail, sizeof r->tail)},
-	};
-	struct MHD_Response *resp = e->api->create_response_from_iovec(iov, 2, scrape_free, r);
-	if (!resp) {
-		scrape_free(r);
-		return MHD_NO;
-	}
-	enum MHD_Result ret = send_response(e, c, MHD_HTTP_OK, resp, CONTENT_TYPE);
-	atomic_store(&e->last_scrape_ns, gpumon__now_ns() - t0);
-	return ret;
-}
-
-/* Whether the request announces a body. A response queued before the body is read makes
- * libmicrohttpd close the connection after it (it will not read a body it was not asked for), so
- * only such requests are answered at once. */
-static int has_body(gpumon_exporter *e, struct MHD_Connection *c)
-{
-	const char *len = e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	return e->api->lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING) ||
-	       (len && strcmp(len, "0") != 0);
-}
-
-static enum MHD_Result answer(gpumon_exporter *e, struct MHD_Connection *c, const char *url, const char *method)
-{
-	uint64_t t0 = gpumon__now_ns();
-	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply(e, c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", "only GET and HEAD\n", 18,
-			     MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-	if (!authorized(e, c))
-		return reply(e, c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", "authentication required\n", 24,
-			     MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"gpumon\", charset=\"UTF-8\"");
-	if (!strcmp(url, "/metrics"))
-		return metrics(e, c, t0);
-	if (!strcmp(url, "/healthz")) {
-		pthread_mutex_lock(&e->snap_lock);
-		uint64_t t = e->snap ? e->snap->t_ns : 0;
-		pthread_mutex_unlock(&e->snap_lock);
-		if (t && t0 - t < HEALTHY_NS)
-			return text(e, c, MHD_HTTP_OK, "ok\n");
-		return text(e, c, MHD_HTTP_SERVICE_UNAVAILABLE, "stale: the collector has not rendered for 5 s\n");
-	}
-	if (!strcmp(url, "/"))
-		return reply(e, c, MHD_HTTP_OK, "text/html; charset=utf-8", INDEX_HTML, sizeof INDEX_HTML - 1, NULL, NULL);
-	return text(e, c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-}
-
-/* libmicrohttpd calls this when a request's head is in (*req_cls NULL), then again once its body is
- * in. A request without a body is answered on the second call, so that the connection can be kept
- * alive for the next one (a response queued on the first call closes it). */
-static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-			      const char *version, const char *upload_data, size_t *upload_data_size, void **req_cls)
-{
-	gpumon_exporter *e = cls;
-	(void)version;
-	(void)upload_data;
-	if (!*req_cls) {
-		gpumon__guard_request(e->guard, c);
-		*req_cls = e; /* any non-NULL mark: the head was seen */
-		if (!has_body(e, c))
-			return MHD_YES;
-	}
-	*upload_data_size = 0; /* a body is not kept */
-	return answer(e, c, url, method);
-}
-
 /* ---- life cycle -------------------------------------------------------------------------------- */
-
-static int start_http(gpumon_exporter *e, const gpumon_exporter_config *c, int fd)
-{
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	unsigned timeout = c->timeout_s ? c->timeout_s : 10;
-	unsigned keepalive = c->no_keepalive ? timeout : c->keepalive_s ? c->keepalive_s : DEFAULT_KEEPALIVE_S;
-	struct guard_limits gl = {
-		.max_connections = c->max_connections ? c->max_connections : 1024,
-		.per_address = c->max_connections_per_ip ? c->max_connections_per_ip : DEFAULT_PER_ADDRESS,
-		.head_ms = timeout * 1000u,
-		.keepalive_ms = keepalive * 1000u,
-		.tls = e->tls_cert != NULL,
-	};
-	e->no_keepalive = c->no_keepalive;
-	if (gpumon__guard_create(&gl, e->api->get_connection_info, &e->guard) != GPUMON_OK) {
-		close(fd);
-		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's connection guard");
-	}
-	struct MHD_OptionItem opts[8];
-	int k = 0;
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, fd, NULL};
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, gl.max_connections, NULL};
-	/* libmicrohttpd's idle timeout, which each byte resets, is only a backstop: the guard's
-	   deadlines, which bytes do not extend, come first */
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, timeout > keepalive ? timeout : keepalive, NULL};
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, MEMORY_LIMIT, NULL};
-	if (e->tls_cert) {
-		if (e->api->is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-			close(fd);
-			return gpumon__exporter_err(e, GPUMON_E_IO, "this libmicrohttpd was built without TLS");
-		}
-		flags |= MHD_USE_TLS;
-		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, e->tls_cert};
-		opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, e->tls_key};
-	}
-	opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-	/* the logger first, or libmicrohttpd prints the messages of the options before it */
-	e->mhd = e->api->start_daemon(flags, 0, NULL, NULL, handle, e,
-				      MHD_OPTION_EXTERNAL_LOGGER, gpumon__guard_log, e->guard, MHD_OPTION_ARRAY, opts,
-				      MHD_OPTION_NOTIFY_CONNECTION, gpumon__guard_notify_connection, e->guard,
-				      MHD_OPTION_NOTIFY_COMPLETED, gpumon__guard_completed, e->guard, MHD_OPTION_END);
-	if (!e->mhd) {
-		const char *why = gpumon__guard_start_message(e->guard);
-		close(fd);
-		return gpumon__exporter_err(e, GPUMON_E_IO, "cannot start the HTTP server on %s%s%s%s", e->address,
-					    e->tls_cert ? " (is the TLS certificate and key a matching PEM pair?)" : "",
-					    why[0] ? ": libmicrohttpd says: " : "", why);
-	}
-	gpumon__guard_serving(e->guard);
-	return GPUMON_OK;
-}
 
 int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...)
 {
@@ -578,17 +243,7 @@ static int start_sampling(gpumon_exporter *e, const gpumon_exporter_config *c)
  * or the first half of destroy). Idempotent. */
 static void shut(gpumon_exporter *e)
 {
-	gpumon__guard_stop(e->guard); /* it shuts sockets down: not while the daemon closes them */
-	if (e->mhd)
-		e->api->stop_daemon(e->mhd);
-	e->mhd = NULL;
-	gpumon__guard_destroy(e->guard);
-	e->guard = NULL;
-	if (e->mhd_lib)
-		dlclose(e->mhd_lib);
-	e->mhd_lib = NULL;
-	free(e->api);
-	e->api = NULL;
+	gpumon__exporter_http_stop(e);
 	atomic_store(&e->stopping, 1);
 	if (e->collector_started)
 		pthread_join(e->collector, NULL);
@@ -630,7 +285,7 @@ int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_
 	if (st == GPUMON_OK)
 		st = configure(e, &c);
 	if (st == GPUMON_OK)
-		st = load_mhd(e);
+		st = gpumon__exporter_http_load(e);
 	if (st == GPUMON_OK)
 		st = bind_listen(e, c.listen ? c.listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len, c.insecure_listen, &fd);
 	if (st == GPUMON_OK && c.replay) {
@@ -651,7 +306,7 @@ int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_
 			e->collector_started = 1;
 	}
 	if (st == GPUMON_OK) {
-		st = start_http(e, &c, fd);
+		st = gpumon__exporter_http_start(e, &c, fd);
 		fd = -1;
 	}
 	if (st != GPUMON_OK) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* exporter.h — what the two halves of the Prometheus exporter share: exporter.c (lifecycle and
- * the HTTP server) and exporter_collect.c (the collector: it feeds the run model and its own
+/* exporter.h — what the parts of the Prometheus exporter share: exporter.c (lifecycle),
+ * exporter_http.c (the HTTP server) and exporter_collect.c (the collector: it feeds the run model and its own
  * figures from the sampler, or from a recording replayed, and renders snapshots). Internal to
  * libgpumon. */
 #ifndef GPUMON_EXPORTER_H
@@ -92,17 +92,22 @@ struct gpumon_exporter {
 
 	atomic_ullong scrapes;
 	atomic_ullong last_scrape_ns;
-	void *mhd;             /* struct MHD_Daemon */
-	struct guard *guard;   /* the connections' deadlines and caps (exporter_guard.c) */
-	int no_keepalive;      /* Connection: close on every response */
-	void *mhd_lib;         /* libmicrohttpd, loaded by gpumon_exporter_create (exporter.c) */
-	struct mhd_api *api;
+	struct exporter_http *http; /* the HTTP server (exporter_http.c); NULL none */
 	struct exporter_health *health; /* the health thread's figures (exporter_health.c); NULL none */
 };
 
 /* Keeps the message on e (gpumon_exporter_errmsg) and on e->g when there is one; returns status. */
 int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* exporter_http.c */
+/* Whether the HTTP server's library can be loaded: GPUMON_OK, or a status with the message on e. */
+int gpumon__exporter_http_load(gpumon_exporter *e);
+/* Serves on the listening socket fd (taken, closed on failure) in a thread of its own; TLS when
+ * e->tls_cert is set. A status with the message on e; e->http is set either way, for
+ * gpumon__exporter_http_stop. */
+int gpumon__exporter_http_start(gpumon_exporter *e, const gpumon_exporter_config *c, int fd);
+/* Stops the server, closing its connections, and frees it. No server: a no-op. */
+void gpumon__exporter_http_stop(gpumon_exporter *e);
 /* exporter_collect.c */
 /* Prepares the collector's tables and model from g's devices; a status with the message on e. */
 int gpumon__exporter_collect_init(gpumon_exporter *e);

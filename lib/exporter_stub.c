@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* exporter_stub.c — the exporter API in a libgpumon built without libmicrohttpd: every call says
- * so, and the rest of the library works as usual. CMake compiles this file instead of exporter.c
- * and exporter_collect.c when libmicrohttpd-dev is missing (with a warning). */
+/* exporter_stub.c — the exporter API in a libgpumon built without libevent's and OpenSSL's headers:
+ * every call says so, and the rest of the library works as usual. CMake compiles this file instead
+ * of the exporter's when libevent-dev or libssl-dev is missing (with a warning). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "internal.h"
 
-#define NO_EXPORTER "this libgpumon was built without libmicrohttpd, so it has no HTTP exporter: install " \
-		    "libmicrohttpd-dev and build again"
+#define NO_EXPORTER "this libgpumon was built without libevent's and OpenSSL's headers, so it has no HTTP " \
+		    "exporter: install libevent-dev and libssl-dev and build again"
 
 /* Only what a failed create hands back: the message. */
 struct gpumon_exporter {

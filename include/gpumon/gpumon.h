@@ -2275,10 +2275,11 @@ typedef struct gpumon_nvml_error_count {
 GPUMON_API size_t gpumon_nvml_errors_get(gpumon *g, gpumon_nvml_error_count *out, size_t cap);
 
 /* ---------------------------------------------------------------------------------------------
- * Prometheus exporter: an HTTP server (libmicrohttpd) answering /metrics (text format 0.0.4),
- * /healthz and /. A collector thread feeds a run model from a sampler of its own (or from a
- * recording, replayed) and renders a snapshot a few times a second; HTTP threads only send the
- * latest snapshot and never call the driver. The metrics are listed in docs/metrics.md.
+ * Prometheus exporter: an HTTP server (libevent's evhttp, loaded when an exporter is created;
+ * OpenSSL only for TLS) answering /metrics (text format 0.0.4), /healthz and /. A collector
+ * thread feeds a run model from a sampler of its own (or from a recording, replayed) and renders
+ * a snapshot a few times a second; the HTTP thread only sends the latest snapshot and never calls
+ * the driver. The metrics are listed in docs/metrics.md.
  * Thread rules: gpumon_exporter_framework() is safe from any thread; create and destroy from one.
  * ------------------------------------------------------------------------------------------- */
 typedef struct gpumon_exporter gpumon_exporter;

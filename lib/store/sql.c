@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sql.c — loads SQLite for the recordings on first use (sql.h says why), with the same kind of
- * symbol table as the NVML and libmicrohttpd loaders: every call required, a missing one named. */
+ * symbol table as the NVML and libevent loaders: every call required, a missing one named. */
 #include "sql.h"
 
 #include <dlfcn.h>

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """A command loads only the libraries it needs: SQLite is loaded by the first recording made or read,
 not by gpumon query, watch or serve (it was the largest library every gpumon process started with,
-BENCHMARKS.md "The house's cost"); a recording still works when it is needed."""
+BENCHMARKS.md "The house's cost"); a recording still works when it is needed. The exporter's HTTP
+server (libevent) is loaded by gpumon serve only, and OpenSSL only when it serves TLS."""
 import os
 import subprocess
 import time
@@ -55,3 +56,38 @@ def test_record_loads_sqlite_and_its_file_reads_back(tmp_path):
                        timeout=30)
     assert r.returncode == 0, r.stderr
     assert "NVIDIA H200" in r.stdout
+
+
+def serve_maps(tmp_path, *args):
+    env = dict(env_for(tmp_path), TMPDIR=str(tmp_path))
+    return maps_while_running(["serve", "--listen", "127.0.0.1:0", *args], env,
+                              lambda err: "serving" in open(err).read())
+
+
+def test_plain_exporter_loads_libevent_not_openssl(tmp_path):
+    maps = serve_maps(tmp_path)
+    assert "libevent_extra-2.1.so.7" in maps and "libevent_core-2.1.so.7" in maps
+    # TLS's libraries (and no other TLS stack) only for an exporter that serves TLS
+    for lib in ("libevent_openssl", "libssl", "libcrypto", "libgnutls", "libsqlite3"):
+        assert lib not in maps, lib
+
+
+def test_tls_exporter_loads_openssl(tmp_path):
+    import shutil
+    import pytest
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True,
+                   capture_output=True)
+    maps = serve_maps(tmp_path, "--tls-cert", str(cert), "--tls-key", str(key))
+    assert "libevent_openssl-2.1.so.7" in maps and "libssl.so.3" in maps
+
+
+def test_query_does_not_load_libevent(tmp_path):
+    env = dict(env_for(tmp_path), TMPDIR=str(tmp_path))
+    out = tmp_path / "q.txt"
+    maps = maps_while_running(["query", "--query-gpu=memory.used", "--format=csv", "-lms", "50", "-f", str(out)], env,
+                              lambda _: out.exists() and out.stat().st_size > 0)
+    assert "libnvidia-ml-fake" in maps and "libevent" not in maps

@@ -65,7 +65,7 @@ def loader_libraries(paths):
 def system_library(soname):
     out = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
     m = re.search(rf"^\s+{re.escape(soname)} \(libc6,x86-64\) => (\S+)$", out, re.M)
-    assert m, f"{soname} is not installed here (Debian package libmicrohttpd12)"
+    assert m, f"{soname} is not installed here (make deps installs its Debian package)"
     return m.group(1)
 
 
@@ -126,13 +126,14 @@ def test_installed_tree_runs_from_an_empty_root(staged, tmp_path):
     prog = os.path.join(root, "usr/local/bin/gpumon")
     lib = [os.path.join(root, "usr/local/lib", f) for f in os.listdir(root / "usr/local/lib") if f.startswith("libgpumon.so")]
     assert lib, os.listdir(root / "usr/local/lib")
-    mhd = system_library("libmicrohttpd.so.12")  # loaded with dlopen when the exporter starts
+    http = system_library("libevent_extra-2.1.so.7")  # loaded with dlopen when the exporter starts
+    tls = system_library("libevent_openssl-2.1.so.7")  # and this when it serves TLS
     sql = system_library("libsqlite3.so.0")  # loaded with dlopen by the first recording
-    needed = loader_libraries([prog, mhd, sql])
+    needed = loader_libraries([prog, http, tls, sql])
     # the program finds its library in the staged tree (its RPATH $ORIGIN/../lib), nowhere else
     own = {n for n in needed if os.path.basename(n).startswith("libgpumon")}
     assert own and all(n.startswith(str(root)) for n in own), own
-    needed = (needed - own) | {mhd, sql}
+    needed = (needed - own) | {http, tls, sql}
     pkgs = {n: package_of(n) for n in needed}
     allowed = installed_by_runtime_stage(runtime_packages())
     missing = {n: p for n, p in pkgs.items() if p not in allowed}

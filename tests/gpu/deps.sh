@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: MIT
-# deps.sh — sourced by the GPU scripts: where Debian's jansson, yajl, sqlite3, protobuf-c, ncurses
-# and libmicrohttpd packages were unpacked under .deps/ (dpkg -x; for GPU machines without them), point
+# deps.sh — sourced by the GPU scripts: where Debian's jansson, yajl, sqlite3, protobuf-c, ncurses,
+# libevent and libssl-dev packages were unpacked under .deps/ (dpkg -x; for GPU machines without them), point
 # CMake, the loader and PATH (protoc-c) there; and Debian's Python headers under .deps/python for
 # the limited-API extension when the machine's Python has none (they build a module every
 # CPython >= 3.9 loads: the limited API of 3.9). Then gpumon_build builds what a script needs.
 prefix_args=()
 prefix=
-for d in jansson yajl sqlite protobuf-c ncurses microhttpd; do
+for d in jansson yajl sqlite protobuf-c ncurses libevent openssl; do
 	if [ -d ".deps/$d/usr" ]; then
 		prefix="${prefix:+$prefix;}$PWD/.deps/$d/usr"
 		export LD_LIBRARY_PATH="$PWD/.deps/$d/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

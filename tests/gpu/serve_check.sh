@@ -7,7 +7,7 @@
 # scrapes (p50, p99) and reads the exporter's resident memory with the real NVML loaded.
 # Usage, from the repository root:   OUT=gpu-out bash tests/gpu/serve_check.sh
 # Needs: the driver, nvidia-smi, cmake, gcc, python3 (torch optional: without it no process is
-# compared); libmicrohttpd from the system or unpacked under .deps/microhttpd (tests/gpu/README.md).
+# compared); libevent from the system or unpacked under .deps/libevent (tests/gpu/README.md).
 # Writes $OUT/serve_check.txt (the verdicts), $OUT/serve_check.json, $OUT/serve_metrics.txt (the
 # scrape). Exit status 0 when every comparison passed, 1 on a mismatch, 2 when it could not run.
 # About 1 minute.
@@ -35,7 +35,7 @@ if ! gpumon_build "$BUILD" gpumon >"$tmp/build.log" 2>&1; then
 	tail -30 "$tmp/build.log" | tee -a "$txt"
 	exit 2
 fi
-grep -i "warning.*microhttpd" "$tmp/build.log" | tee -a "$txt"
+grep -i "warning.*libevent" "$tmp/build.log" | tee -a "$txt"
 
 # a CUDA job holding 1 GiB, so that there is a process to compare
 if "$PY" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then

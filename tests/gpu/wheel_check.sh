@@ -12,7 +12,7 @@
 # nvidia-smi, `gpumon list` from
 # the venv against `nvidia-smi -L`, GPUMonitor(framework="torch") against torch's own counter in a
 # venv that sees the system's torch (skipped without torch), and `gpumon serve` from the venv
-# scraped once (libmicrohttpd from the system, else from .deps/microhttpd alone).
+# scraped once (libevent from the system, else from .deps/libevent alone).
 # Prints PASS/FAIL per check; files in $OUT: wheel_check.txt (log), wheel_check.json,
 # wheel_contents.txt, and the wheel. Exit status 0 when every check passed. About 1 minute.
 set -u
@@ -236,14 +236,14 @@ else
 	check torch SKIP "no torch for $PY"
 fi
 
-# ---- `gpumon serve` from the venv: libmicrohttpd through dlopen ----------------------------------------
+# ---- `gpumon serve` from the venv: libevent through dlopen ----------------------------------------------
 serve_env=()
-mhd="the system's"
-if ! { /sbin/ldconfig -p || ldconfig -p; } 2>/dev/null | grep -q 'libmicrohttpd\.so\.12 '; then
-	d=$ROOT/.deps/microhttpd/usr/lib/x86_64-linux-gnu
+evl="the system's"
+if ! { /sbin/ldconfig -p || ldconfig -p; } 2>/dev/null | grep -q 'libevent_extra-2\.1\.so\.7 '; then
+	d=$ROOT/.deps/libevent/usr/lib/x86_64-linux-gnu
 	if [ -d "$d" ]; then
 		serve_env=(LD_LIBRARY_PATH="$d")
-		mhd=".deps/microhttpd (no libmicrohttpd12 on this system)"
+		evl=".deps/libevent (no libevent-extra-2.1-7 on this system)"
 	fi
 fi
 env "${serve_env[@]}" "$venv/bin/gpumon" serve --listen 127.0.0.1:0 2>"$tmp/serve.err" &
@@ -251,7 +251,7 @@ pids+=($!)
 for _ in $(seq 100); do grep -q serving "$tmp/serve.err" && break; sleep 0.1; done
 url=$(grep -o 'http://[^ ]*/metrics' "$tmp/serve.err" | head -1)
 if [ -z "$url" ]; then
-	check serve FAIL "with $mhd libmicrohttpd: $(head -c 400 "$tmp/serve.err")"
+	check serve FAIL "with $evl libevent: $(head -c 400 "$tmp/serve.err")"
 else
 	sleep 0.5
 	"$PY" - "$url" "${smi_total:-}" >"$tmp/serve.txt" 2>>"$log" <<'PYEOF'
@@ -265,7 +265,7 @@ print(("PASS" if ok else "FAIL") + f" {url}: GPU 0 total {mib} MiB (nvidia-smi {
 PYEOF
 	[ -s "$tmp/serve.txt" ] || echo "FAIL scrape of $url failed (log: $log)" >"$tmp/serve.txt"
 	read -r st detail <"$tmp/serve.txt"
-	check serve "$st" "$detail; libmicrohttpd: $mhd"
+	check serve "$st" "$detail; libevent: $evl"
 fi
 
 finish
