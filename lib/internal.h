@@ -192,13 +192,16 @@ int gpumon__nvml_enumerate(gpumon *g); /* fills g->dev / g->ndev / g->ngpu, MIG 
  * v2 has answered on d, a v2 failure is a failure (a missing sample), never v1's figures. */
 int gpumon__nvml_memory(gpumon *g, struct device *d, gpumon_device_sample *s);
 
-/* sources/nvml_events.c: a thread that waits for XID errors on the devices devs[0..n) and queues
- * each as an EVENT record of s (gpumon__sampler_event). Returns NULL, and starts nothing, where the
- * driver offers no events or none of the devices takes them, or out of memory. */
+/* sources/nvml_events.c: XID errors of the devices devs[0..n), each queued as an EVENT record of s
+ * (gpumon__sampler_event) when asked for. Returns NULL where the driver offers no events or none
+ * of the devices takes them, or out of memory. */
 struct gpumon__xid_watch;
 struct gpumon__xid_watch *gpumon__xid_start(gpumon *g, gpumon_sampler *s, const unsigned *devs, unsigned n);
-/* Stops the thread (within one wait, 100 ms) and frees w; NULL is a no-op. */
-void gpumon__xid_stop(struct gpumon__xid_watch *w);
+/* Takes the XIDs waiting, without waiting, if a second has passed since the last time (now is
+ * gpumon__now_ns); any thread, at any time: one that finds another asking returns. NULL: no-op. */
+void gpumon__xid_poll(struct gpumon__xid_watch *w, uint64_t now);
+/* Frees w, once no thread can ask it any more; NULL is a no-op. */
+void gpumon__xid_free(struct gpumon__xid_watch *w);
 
 /* sampler.c: queues an EVENT record for device dev; kind and text must outlive the sampler. */
 void gpumon__sampler_event(gpumon_sampler *s, unsigned dev, uint64_t t_ns, const char *kind, const char *text);

@@ -89,7 +89,7 @@ struct gpumon_sampler {
 	int stopping;
 	unsigned pollers; /* consumers inside gpumon_sampler_poll */
 	unsigned refs;    /* the owner, and each GPU thread still running: the last frees */
-	struct gpumon__xid_watch *xid; /* XID errors' thread (sources/nvml_events.c); NULL: none */
+	struct gpumon__xid_watch *xid; /* XID errors, asked by the GPU threads (sources/nvml_events.c); NULL: none */
 };
 
 static struct timespec ns_to_ts(uint64_t ns)
@@ -465,6 +465,7 @@ static void *device_main(void *arg)
 		sample_device(s, d, slow_due);
 		if (proc_due && !d->lost)
 			sample_processes(s, d);
+		gpumon__xid_poll(s->xid, woke); /* once a second, by whichever GPU's thread comes first */
 		if (slow_due)
 			next_slow += slow_period * ((woke - next_slow) / slow_period + 1);
 		if (proc_due)
@@ -493,6 +494,7 @@ static void *device_main(void *arg)
 
 static void free_sampler(gpumon_sampler *s)
 {
+	gpumon__xid_free(s->xid); /* the last thread that could ask it has ended */
 	for (unsigned i = 0; s->ds && i < s->nds; i++) {
 		free(s->ds[i].ring.buf);
 		gpumon_free(s->ds[i].procs);
@@ -557,8 +559,6 @@ static int worth_waiting(struct devstate *d, uint64_t now)
  * and on the handle). */
 static void stop(gpumon_sampler *s)
 {
-	gpumon__xid_stop(s->xid); /* first: it queues under s->lock */
-	s->xid = NULL;
 	pthread_mutex_lock(&s->lock);
 	s->stopping = 1;
 	pthread_cond_broadcast(&s->wake);
@@ -681,12 +681,12 @@ int gpumon_sampler_create(gpumon *g, const gpumon_sampler_config *cfg, gpumon_sa
 	if (!s)
 		return gpumon__seterr(g, GPUMON_E_NOMEM, "out of memory for the sampler's ring and queue");
 	s->st.started_ns = gpumon__now_ns();
+	/* XIDs where the driver has events; none (or out of memory) leaves the sampler as it is */
+	s->xid = gpumon__xid_start(g, s, c.devices, c.devices ? c.ndevices : s->nds);
 	if (start_threads(s) != 0) {
 		stop(s);
 		return gpumon__seterr(g, GPUMON_E_NOMEM, "cannot start the sampling threads");
 	}
-	/* XIDs where the driver has events; none (or out of memory) leaves the sampler as it is */
-	s->xid = gpumon__xid_start(g, s, c.devices, c.devices ? c.ndevices : s->nds);
 	*out = s;
 	return GPUMON_OK;
 }

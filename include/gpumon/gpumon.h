@@ -440,7 +440,10 @@ GPUMON_API unsigned gpumon_health_problems(const gpumon_device_props *p);
 GPUMON_API const char *gpumon_health_problem_name(unsigned bit);
 
 /* event_kind of the sampler's EVENT records for an XID error (NVML's critical error event):
- * event_text is "GPU N: XID CODE" (dev set). Drivers that do not offer the events give none. */
+ * event_text is "GPU N: XID CODE" (dev set). NVML gives no time with the event: t_ns is when the
+ * sampler took it, within a second of the driver's report (or a sampling period, if longer); XIDs
+ * taken together share a time and keep their order. Drivers that do not offer the events give
+ * none. */
 #define GPUMON_EVENT_XID "xid"
 
 /* ---------------------------------------------------------------------------------------------

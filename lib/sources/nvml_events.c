@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* nvml_events.c — XID errors (NVML's critical error events) on a thread of their own: it waits on
- * an NVML event set in short slices and queues each XID as an EVENT record of the sampler, so the
- * sampling threads never wait for it. A driver without events gets no thread and no error. */
+/* nvml_events.c — XID errors (NVML's critical error events): an NVML event set that the sampling
+ * threads ask, without waiting, once a second (whichever thread comes first), each XID queued as an
+ * EVENT record of the sampler. No thread of its own: one that waited on the set woke ten times a
+ * second to see a stop, most of an idle `gpumon watch`'s cost above its floor, and a longer wait
+ * would have held up every stop. A driver without events gets no set and no error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../internal.h"
 #include "nvml_abi.h"
 
-/* One wait lasts at most this long, so a stop is seen within it. */
-#define WAIT_MS 100u
-/* After a failed wait (not a timeout), pause this long before the next one rather than spin. */
-#define RETRY_NS 100000000L
+/* The set is asked this often: an XID is seen within a second (or a sampling period, if longer). */
+#define POLL_NS 1000000000ull
+/* After a failed ask (not "none"): a lost GPU or a driver in trouble, which the sampler reports */
+#define RETRY_NS 5000000000ull
+/* Events taken in one ask at most; more are taken at the next. */
+#define MAX_TAKEN 64
 /* Distinct (GPU, code) texts kept: records point at them until the sampler is destroyed. */
 #define MAX_TEXTS 1024u
 
@@ -29,8 +32,8 @@ struct gpumon__xid_watch {
 	gpumon *g;
 	gpumon_sampler *s;
 	void *set;           /* nvmlEventSet_t */
-	pthread_t thread;
-	atomic_int stop;
+	pthread_mutex_t lock; /* held by the thread asking the set */
+	atomic_ullong next_ns; /* when it is next asked */
 	unsigned n;          /* devices registered */
 	unsigned *dev;       /* their positions */
 	struct xid_text *texts;
@@ -47,7 +50,7 @@ static unsigned dev_of(const struct gpumon__xid_watch *w, const void *handle)
 	return UINT32_MAX;
 }
 
-/* The text "GPU N: XID CODE", made once per distinct pair (only this thread touches the list). */
+/* The text "GPU N: XID CODE", made once per distinct pair (under w->lock). */
 static const char *xid_text(struct gpumon__xid_watch *w, unsigned dev, unsigned long long code)
 {
 	for (struct xid_text *t = w->texts; t; t = t->next)
@@ -65,31 +68,26 @@ static const char *xid_text(struct gpumon__xid_watch *w, unsigned dev, unsigned 
 	return t->text;
 }
 
-static void *xid_main(void *arg)
+void gpumon__xid_poll(struct gpumon__xid_watch *w, uint64_t now)
 {
-	struct gpumon__xid_watch *w = arg;
-	const struct nvml_api *api = &w->g->nvml;
-	pthread_setname_np(pthread_self(), "gpumon-xid");
-	while (!atomic_load(&w->stop)) {
-		struct nvml_event_data e;
-		memset(&e, 0, sizeof e);
-		nvml_ret r = api->event_set_wait(w->set, &e, WAIT_MS);
-		if (r == NVML_ERROR_TIMEOUT)
-			continue;
-		if (r != NVML_SUCCESS) {
-			/* a lost GPU or a driver in trouble: the sampler reports those; do not spin */
-			struct timespec ts = {0, RETRY_NS};
-			nanosleep(&ts, NULL);
-			continue;
+	if (!w || now < atomic_load_explicit(&w->next_ns, memory_order_relaxed) || pthread_mutex_trylock(&w->lock) != 0)
+		return;
+	if (now >= atomic_load_explicit(&w->next_ns, memory_order_relaxed)) {
+		const struct nvml_api *api = &w->g->nvml;
+		nvml_ret r = NVML_SUCCESS;
+		for (int k = 0; k < MAX_TAKEN; k++) {
+			struct nvml_event_data e;
+			memset(&e, 0, sizeof e);
+			if ((r = api->event_set_wait(w->set, &e, 0)) != NVML_SUCCESS)
+				break;
+			unsigned dev = (e.event_type & NVML_EVENT_TYPE_XID_CRITICAL_ERROR) ? dev_of(w, e.device) : UINT32_MAX;
+			if (dev != UINT32_MAX)
+				gpumon__sampler_event(w->s, dev, now, GPUMON_EVENT_XID, xid_text(w, dev, e.event_data));
 		}
-		if (!(e.event_type & NVML_EVENT_TYPE_XID_CRITICAL_ERROR))
-			continue;
-		unsigned dev = dev_of(w, e.device);
-		if (dev != UINT32_MAX)
-			gpumon__sampler_event(w->s, dev, gpumon__now_ns(), GPUMON_EVENT_XID,
-					      xid_text(w, dev, e.event_data));
+		uint64_t next = r == NVML_SUCCESS ? now : now + (r == NVML_ERROR_TIMEOUT ? POLL_NS : RETRY_NS);
+		atomic_store_explicit(&w->next_ns, next, memory_order_relaxed);
 	}
-	return NULL;
+	pthread_mutex_unlock(&w->lock);
 }
 
 static void watch_free(struct gpumon__xid_watch *w)
@@ -102,6 +100,7 @@ static void watch_free(struct gpumon__xid_watch *w)
 		free(t);
 	}
 	free(w->dev);
+	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 
@@ -131,7 +130,8 @@ struct gpumon__xid_watch *gpumon__xid_start(gpumon *g, gpumon_sampler *s, const 
 		return NULL;
 	w->g = g;
 	w->s = s;
-	atomic_init(&w->stop, 0);
+	pthread_mutex_init(&w->lock, NULL);
+	atomic_init(&w->next_ns, 0);
 	snprintf(w->overflow, sizeof w->overflow, "XID error (more than %u distinct errors: code not kept)", MAX_TEXTS);
 	w->dev = calloc(n, sizeof *w->dev);
 	if (!w->dev || api->event_set_create(&w->set) != NVML_SUCCESS) {
@@ -139,18 +139,15 @@ struct gpumon__xid_watch *gpumon__xid_start(gpumon *g, gpumon_sampler *s, const 
 		watch_free(w);
 		return NULL;
 	}
-	if (register_devices(w, devs, n) == 0 || pthread_create(&w->thread, NULL, xid_main, w) != 0) {
+	if (register_devices(w, devs, n) == 0) {
 		watch_free(w);
 		return NULL;
 	}
 	return w;
 }
 
-void gpumon__xid_stop(struct gpumon__xid_watch *w)
+void gpumon__xid_free(struct gpumon__xid_watch *w)
 {
-	if (!w)
-		return;
-	atomic_store(&w->stop, 1);
-	pthread_join(w->thread, NULL);
-	watch_free(w);
+	if (w)
+		watch_free(w);
 }

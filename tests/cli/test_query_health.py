@@ -372,11 +372,13 @@ def test_xid_errors_are_recorded(tmp_path):
     out = tmp_path / "x.gpumon"
     e = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
     e.update(GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn), LC_ALL="C")
-    r = subprocess.run([os.path.abspath(GPUMON_BIN), "record", "-o", str(out), "--duration", "1.2"], env=e,
+    # XIDs are taken once a second: within 2.5 s all three are; those taken together share a time
+    # and keep the driver's order
+    r = subprocess.run([os.path.abspath(GPUMON_BIN), "record", "-o", str(out), "--duration", "2.5"], env=e,
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     db = sqlite3.connect(out)
-    rows = db.execute("SELECT kind, text FROM events WHERE kind='xid' ORDER BY t_ns, text").fetchall()
+    rows = db.execute("SELECT kind, text FROM events WHERE kind='xid' ORDER BY t_ns, rowid").fetchall()
     assert rows == [("xid", "GPU 1: XID 79"), ("xid", "GPU 0: XID 48"), ("xid", "GPU 1: XID 79")]
 
 

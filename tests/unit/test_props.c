@@ -159,7 +159,7 @@ static void test_xid_events(void)
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, NULL, &s), GPUMON_OK, "sampler");
 	size_t n = 0;
-	gpumon_record *recs = collect_records(s, 600, &n);
+	gpumon_record *recs = collect_records(s, 1500, &n); /* XIDs are asked for once a second */
 	int seen = 0;
 	for (size_t i = 0; recs && i < n; i++) {
 		if (recs[i].kind != GPUMON_REC_EVENT || strcmp(recs[i].event_kind, GPUMON_EVENT_XID) != 0)
