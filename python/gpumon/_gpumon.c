@@ -258,8 +258,22 @@ static PyObject *mod_version(PyObject *m, PyObject *unused)
 	return PyUnicode_FromString(gpumon_version());
 }
 
+/* words_bytes(n): the library's figure for a byte count ("1.50 GiB"), so that the package's lines
+   say sizes as gpumon's other front ends do */
+static PyObject *mod_words_bytes(PyObject *m, PyObject *arg)
+{
+	(void)m;
+	unsigned long long n = PyLong_AsUnsignedLongLong(arg);
+	if (n == (unsigned long long)-1 && PyErr_Occurred())
+		return NULL;
+	char buf[64];
+	return PyUnicode_FromString(gpumon_words_bytes(n, buf, sizeof buf));
+}
+
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> libgpumon's version string."},
+    {"words_bytes", mod_words_bytes, METH_O,
+     "words_bytes(n) -> the library's words for n bytes (an int >= 0): '512 B', '42.0 MiB', '1.50 GiB'."},
     {"words_alert", gpx_words_alert, METH_VARARGS,
      "words_alert(model, i) -> the library's words for the i-th entry of model.alerts()."},
     {"words_verdict", gpx_words_verdict, METH_VARARGS,

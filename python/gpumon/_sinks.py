@@ -24,14 +24,11 @@ FIELDS = ("step", "time", "framework", "device", "allocated_bytes", "peak_bytes"
 
 
 def human(n: Optional[float]) -> str:
-    """Bytes as '1.50 GiB' / '512.0 MiB'; 'n/a' when unknown."""
+    """Bytes in the library's words ('1.50 GiB', '42.0 MiB', '512 B'), a sign before a negative
+    figure; 'n/a' when unknown."""
     if n is None:
         return "n/a"
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    if n >= 1 << 30:
-        return f"{sign}{n / (1 << 30):.2f} GiB"
-    return f"{sign}{n / MIB:.1f} MiB"
+    return ("-" if n < 0 else "") + _gpumon.words_bytes(int(round(abs(n))))
 
 
 def _open_for_writing(path: Any, what: str):

@@ -27,7 +27,7 @@ def test_sample_holds_both_views(scenario, torch):
     assert s.device_free == TOTAL - 40 * GIB - 644939776
     assert s.util_gpu == 97
     assert lines == ["[Step 0] Used 1.00 GiB | Peak 1.00 GiB | Reserved 1.00 GiB | Process 3.00 GiB "
-                     "(2.00 GiB outside the allocator) | GPU 40.00 GiB of 140.40 GiB | util 97 %"]
+                     "(2.00 GiB outside the allocator) | GPU 40.0 GiB of 140 GiB | util 97 %"]
 
 
 def test_step_samples_every_interval_and_only_then(scenario, torch):
