@@ -264,8 +264,19 @@ const char *gpumon_words_alert(const gpumon_model *m, const gpumon_alert *a, cha
 	size_t at = 0;
 	buf[0] = 0;
 	if (a->kind == GPUMON_ALERT_HEADROOM) {
-		add(buf, len, &at, "GPU %d has %s free of %s", a->dev >= 0 ? a->dev : 0,
-		    gpumon_words_bytes(a->free_bytes, b, sizeof b), gpumon_words_bytes(a->total_bytes, c, sizeof c));
+		if (a->dev >= 0)
+			add(buf, len, &at, "GPU %d", a->dev);
+		else
+			add(buf, len, &at, "The GPU");
+		/* under CUDA_VISIBLE_DEVICES the job calls it by another number: both are said */
+		gpumon_model_framework f = {.size = sizeof f};
+		for (size_t i = 0; a->dev >= 0 && gpumon_model_framework_get(m, i, &f) == GPUMON_OK; i++)
+			if (f.dev == a->dev && f.device >= 0 && f.device != a->dev) {
+				add(buf, len, &at, " (%s's device %d)", gpumon_words_safe(f.framework, s, sizeof s), f.device);
+				break;
+			}
+		add(buf, len, &at, " has %s free of %s", gpumon_words_bytes(a->free_bytes, b, sizeof b),
+		    gpumon_words_bytes(a->total_bytes, c, sizeof c));
 		return buf;
 	}
 	add(buf, len, &at, "%s rises by ", gpumon_words_series(m, &a->verdict, s, sizeof s));
