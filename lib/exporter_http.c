@@ -163,8 +163,18 @@ static int tls_err(struct exporter_http *h, const char *what)
 	if (code)
 		h->tls.ERR_error_string_n(code, why, sizeof why);
 	h->tls.ERR_clear_error();
-	return gpumon__exporter_err(h->e, GPUMON_E_IO, "cannot start the HTTP server on %s: %s%s%s", h->e->address,
-				    what, why[0] ? " (OpenSSL says: " : "", why[0] ? why : "");
+	return gpumon__exporter_err(h->e, GPUMON_E_IO, "cannot start the HTTP server on %s: %s%s%s%s", h->e->address,
+				    what, why[0] ? " (OpenSSL says: " : "", why, why[0] ? ")" : "");
+}
+
+/* An encrypted key is refused: OpenSSL would otherwise ask for its passphrase on the terminal. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return 0;
 }
 
 /* The certificate (with the chain after it) and the key, from the PEM text read at configure. */
@@ -183,11 +193,11 @@ static int start_tls(struct exporter_http *h)
 	/* 1,000 idle TLS connections do not each keep 34 KiB of buffers */
 	t->SSL_CTX_ctrl(h->ctx, SSL_CTRL_MODE, SSL_MODE_RELEASE_BUFFERS, NULL);
 	BIO *b = t->BIO_new_mem_buf(h->e->tls_cert, -1);
-	X509 *x = b ? t->PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	X509 *x = b ? t->PEM_read_bio_X509(b, NULL, no_passphrase, NULL) : NULL;
 	int ok = x && t->SSL_CTX_use_certificate(h->ctx, x) == 1;
 	if (x)
 		t->X509_free(x);
-	while (ok && (x = t->PEM_read_bio_X509(b, NULL, NULL, NULL)))
+	while (ok && (x = t->PEM_read_bio_X509(b, NULL, no_passphrase, NULL)))
 		if (t->SSL_CTX_ctrl(h->ctx, SSL_CTRL_CHAIN_CERT, 0, x) != 1) { /* add0: the context owns x */
 			t->X509_free(x);
 			ok = 0;
@@ -198,15 +208,15 @@ static int start_tls(struct exporter_http *h)
 		return tls_err(h, "the TLS certificate file holds no PEM certificate OpenSSL takes");
 	t->ERR_clear_error(); /* the end of the chain is an error to PEM_read_bio_X509 */
 	b = t->BIO_new_mem_buf(h->e->tls_key, -1);
-	EVP_PKEY *k = b ? t->PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
-	ok = k && t->SSL_CTX_use_PrivateKey(h->ctx, k) == 1;
-	if (k)
-		t->EVP_PKEY_free(k);
+	EVP_PKEY *k = b ? t->PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
 	if (b)
 		t->BIO_free(b);
-	if (!ok)
+	if (!k)
 		return tls_err(h, "the TLS key file holds no unencrypted PEM private key OpenSSL takes");
-	if (t->SSL_CTX_check_private_key(h->ctx) != 1)
+	/* OpenSSL compares the key with the certificate as it takes it */
+	ok = t->SSL_CTX_use_PrivateKey(h->ctx, k) == 1 && t->SSL_CTX_check_private_key(h->ctx) == 1;
+	t->EVP_PKEY_free(k);
+	if (!ok)
 		return tls_err(h, "the TLS certificate and key are not a matching pair");
 	return GPUMON_OK;
 }

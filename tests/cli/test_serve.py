@@ -813,6 +813,48 @@ def test_tls_bad_files(gpumon, tmp_path):
     assert r.returncode != 0 and "cannot start the HTTP server" in r.stderr
     r = gpumon(["serve", "--basic-auth-file", str(tmp_path / "missing")], scenario=H200)
     assert r.returncode != 0 and "cannot open the basic auth file" in r.stderr
+    if not shutil.which("openssl"):
+        return
+    for name in ("a", "b"):  # two certificates, two keys
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-days", "1", "-subj", f"/CN={name}", "-keyout", str(tmp_path / f"{name}.key"), "-out",
+                        str(tmp_path / f"{name}.pem")], check=True, capture_output=True)
+    r = gpumon(["serve", "--listen", "127.0.0.1:0", "--tls-cert", str(tmp_path / "a.pem"), "--tls-key",
+                str(tmp_path / "b.key")], scenario=H200)
+    assert r.returncode != 0 and "the TLS certificate and key are not a matching pair" in r.stderr, r.stderr
+    r = gpumon(["serve", "--listen", "127.0.0.1:0", "--tls-cert", str(tmp_path / "a.pem"), "--tls-key",
+                str(tmp_path / "a.pem")], scenario=H200)
+    assert r.returncode != 0 and "the TLS key file holds no unencrypted PEM private key" in r.stderr, r.stderr
+    # an encrypted key is refused (gpumon asks for no passphrase)
+    subprocess.run(["openssl", "pkey", "-in", str(tmp_path / "a.key"), "-aes256", "-passout", "pass:secret", "-out",
+                    str(tmp_path / "enc.key")], check=True, capture_output=True)
+    r = gpumon(["serve", "--listen", "127.0.0.1:0", "--tls-cert", str(tmp_path / "a.pem"), "--tls-key",
+                str(tmp_path / "enc.key")], scenario=H200)
+    assert r.returncode != 0 and "the TLS key file holds no unencrypted PEM private key" in r.stderr, r.stderr
+
+
+def test_tls_certificate_with_its_chain(serve, tmp_path):
+    # the certificate file may carry the chain after the certificate: served whole
+    import ssl
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is not installed")
+    ossl = lambda *a: subprocess.run(["openssl", *a], check=True, capture_output=True)  # noqa: E731
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    ossl("req", "-x509", *ec, "-days", "1", "-subj", "/CN=gpumon test CA", "-keyout", str(tmp_path / "ca.key"),
+         "-out", str(tmp_path / "ca.pem"), "-addext", "basicConstraints=critical,CA:TRUE")
+    ossl("req", *ec, "-subj", "/CN=localhost", "-keyout", str(tmp_path / "leaf.key"), "-out", str(tmp_path / "leaf.csr"))
+    (tmp_path / "ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    ossl("x509", "-req", "-in", str(tmp_path / "leaf.csr"), "-CA", str(tmp_path / "ca.pem"), "-CAkey",
+         str(tmp_path / "ca.key"), "-CAcreateserial", "-days", "1", "-out", str(tmp_path / "leaf.pem"), "-extfile",
+         str(tmp_path / "ext"))
+    chain = tmp_path / "chain.pem"
+    chain.write_text((tmp_path / "leaf.pem").read_text() + (tmp_path / "ca.pem").read_text())
+    s = serve("--tls-cert", str(chain), "--tls-key", str(tmp_path / "leaf.key"))
+    ctx = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    r, body = s.get(context=ctx)
+    assert r.status == 200 and "gpumon_memory_used_bytes" in body
+    with socket.create_connection((s.host, s.port)) as c, ctx.wrap_socket(c, server_hostname="127.0.0.1") as t:
+        assert t.version() in ("TLSv1.2", "TLSv1.3")
 
 
 def test_man_page_documents_serve():
