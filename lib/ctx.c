@@ -137,6 +137,7 @@ size_t gpumon_nvml_errors_get(gpumon *g, gpumon_nvml_error_count *out, size_t ca
 	pthread_mutex_lock(&g->err_lock);
 	size_t n = g->n_nvml_errors;
 	for (size_t i = 0; out && i < n && i < cap; i++) {
+		memset(&out[i], 0, sizeof out[i]);
 		snprintf(out[i].function, sizeof out[i].function, "%s", g->nvml_errors[i].function);
 		out[i].count = g->nvml_errors[i].count;
 	}

@@ -300,6 +300,7 @@ static int alert_at(const gpumon_model *m, double t)
 static size_t tell(gpumon_told *out, size_t n, size_t cap, double t, int kind, int live, const char *text)
 {
 	if (out && n < cap) {
+		memset(&out[n], 0, sizeof out[n]);
 		out[n].time_s = t;
 		out[n].kind = kind;
 		out[n].live = live;

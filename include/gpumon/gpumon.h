@@ -60,7 +60,11 @@
  * `unsigned size`, set by the caller to sizeof the struct (GPUMON_CONFIG_INIT does it): fields a
  * caller's older header does not have take their defaults, and a struct larger than the library
  * knows is refused (GPUMON_E_INVAL); a NULL configuration means all defaults. gpumon_record is
- * GPUMON_RECORD_SIZE bytes.
+ * GPUMON_RECORD_SIZE bytes. The structs the library fills in arrays the caller gives (gpumon_peak,
+ * gpumon_model_host, gpumon_verdict, gpumon_alert, gpumon_rank_row, gpumon_told,
+ * gpumon_nvml_error_count) keep their size, the arrays' stride, within a major version: each ends
+ * with reserved room, zeroed, that a field added later takes; such a field is 0
+ * from an older library, so it comes with a presence flag or a meaning for 0.
  *
  * Units: times are CLOCK_MONOTONIC nanoseconds (t_ns) unless named wall; sizes are bytes; "not
  * available" is a cleared presence bit or a documented sentinel, never 0.
@@ -975,6 +979,7 @@ typedef struct gpumon_peak {
 	uint64_t start_t_ns;  /* the window: [start, end); the whole series for the global peak */
 	uint64_t end_t_ns;
 	uint64_t points;      /* points in the window */
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_peak;
 
 /* Creates a tracker. window_ns > 0, 2 <= max_windows <= 4096. GPUMON_E_INVAL / GPUMON_E_NOMEM. */
@@ -1434,6 +1439,7 @@ typedef struct gpumon_model_host {
 	   of this host's moment minus host 0's (0 for host 0). steps 0: not checked. */
 	unsigned steps;
 	int64_t step_skew_ns;
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_model_host;
 
 /* Copies up to cap hosts and returns how many there are (at least 1). */
@@ -1488,6 +1494,7 @@ typedef struct gpumon_verdict {
 	int rank;                    /* the distributed job's rank the series is of: a PROCESS or FRAMEWORK
 					series' process's; a JOB series' GPU's one worker, else of its
 					workers the one whose own figure leaks fastest; -1 none */
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_verdict;
 
 /* The verdict of the run, by one rule: the job's framework figures when it reports them, else its
@@ -1528,6 +1535,7 @@ typedef struct gpumon_alert {
 	int64_t pid;             /* LIMIT: the process (-1 for other kinds) ... */
 	uint64_t used_bytes;     /* ... what it held, NVML's figures on its GPUs summed ... */
 	uint64_t limit_bytes;    /* ... and the limit it passed */
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_alert;
 
 /* The alerts so far, oldest first, from the from-th on: copies up to cap and returns how many
@@ -1625,6 +1633,7 @@ typedef struct gpumon_rank_row {
 	gpumon_verdict verdict;      /* on its own NVML figure (GPUMON_SERIES_PROCESS); series NONE when
 					its detector has nothing yet */
 	int oom;                     /* 1: the process that ran out of memory (gpumon_model_oom_get) */
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_rank_row;
 
 /* The workers, ordered by rank, then GPU and pid: copies up to cap rows and returns how many there
@@ -1891,6 +1900,7 @@ typedef struct gpumon_told {
 				(one given live at another moment, a --limit); OOM an "oom" event */
 	int live;            /* it was given while the run went on */
 	char text[1024];     /* the words, or the event's own text as it is (not escaped) */
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_told;
 
 /* The alerts of a run, oldest first (the model's alert before an event of the same moment): each
@@ -2271,6 +2281,7 @@ GPUMON_API void gpumon_tfevents_destroy(gpumon_tfevents *w);
 typedef struct gpumon_nvml_error_count {
 	char function[48];  /* "nvmlDeviceGetMemoryInfo_v2" */
 	uint64_t count;
+	uint64_t reserved[4];        /* 0: room for fields to come ("Versions and the ABI" above) */
 } gpumon_nvml_error_count;
 
 /* Copies up to cap entries into out (may be NULL with cap 0) and returns how many functions have

@@ -167,6 +167,72 @@ static void test_events(json_t *d)
 	is_int(gpumon_model_event_get(M, n, &e), GPUMON_E_NOT_FOUND, "none past the last");
 }
 
+/* Whether the n elements of size each at out have their reserved room (the last 32 bytes) zeroed. */
+static int room_zero(const void *out, size_t n, size_t size)
+{
+	const unsigned char *b = out;
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = size - 4 * sizeof(uint64_t); k < size; k++)
+			if (b[i * size + k])
+				return 0;
+	return 1;
+}
+
+/* The structs filled in arrays keep room for fields to come, zeroed whatever the caller's memory
+ * held: each getter is given memory full of 0xAA. */
+static void test_array_room(void)
+{
+	static unsigned char mem[64 * 1024];
+	memset(mem, 0xAA, sizeof mem);
+	size_t n = gpumon_model_verdicts(M, (gpumon_verdict *)mem, 4);
+	ok(n >= 1 && room_zero(mem, n < 4 ? n : 4, sizeof(gpumon_verdict)), "verdicts: room zeroed (%zu)", n);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_model_alerts(M, 0, (gpumon_alert *)mem, 4);
+	ok(n >= 1 && room_zero(mem, n < 4 ? n : 4, sizeof(gpumon_alert)), "alerts (%zu)", n);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_model_hosts(M, (gpumon_model_host *)mem, 4);
+	ok(n >= 1 && room_zero(mem, n < 4 ? n : 4, sizeof(gpumon_model_host)), "hosts (%zu)", n);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_words_told(M, (gpumon_told *)mem, 4);
+	ok(n >= 1 && room_zero(mem, n < 4 ? n : 4, sizeof(gpumon_told)), "told (%zu)", n);
+	gpumon_verdict v;
+	memset(&v, 0xAA, sizeof v);
+	ok(gpumon_model_verdict(M, &v) == GPUMON_OK && room_zero(&v, 1, sizeof v), "the verdict alone too");
+
+	gpumon_peaks *p = NULL;
+	is_int(gpumon_peaks_create(S, 8, &p), GPUMON_OK, "a peak tracker");
+	for (unsigned i = 0; i < 30; i++)
+		gpumon_peaks_add(p, T0 + i * S / 4, GiB + i, -1, -1);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_peaks_windows(p, (gpumon_peak *)mem, 8);
+	ok(n >= 2 && room_zero(mem, n < 8 ? n : 8, sizeof(gpumon_peak)), "peak windows (%zu)", n);
+	gpumon_peaks_destroy(p);
+
+	/* a worker of a distributed job, for the rank rows */
+	gpumon_model *keep = M;
+	model_new(0, 0, 0, 0, 0);
+	gpumon_process w = {.pid = 4000, .flags = KNOWN_PROC | GPUMON_PROC_RANK_KNOWN, .used_bytes = GiB, .name = "python",
+			    .rank = {.rank = 0, .local_rank = 0, .world_size = 2, .node_rank = 0, .launcher = "torchrun"}};
+	gpumon_record r = {.kind = GPUMON_REC_PROCESS, .dev = 0, .t_ns = T0, .process = &w};
+	put(r);
+	dev_row(0, T0 + 1, GiB);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_model_ranks(M, (gpumon_rank_row *)mem, 4);
+	ok(n == 1 && room_zero(mem, 1, sizeof(gpumon_rank_row)), "rank rows (%zu)", n);
+	done();
+	M = keep;
+
+	gpumon *g = open_fake(H200 "error nvmlDeviceGetComputeRunningProcesses_v3 UNKNOWN gpu=0\n", 0);
+	gpumon_process *procs = NULL;
+	size_t np = 0;
+	gpumon_process_list(g, 0, &procs, &np);
+	gpumon_free(procs);
+	memset(mem, 0xAA, sizeof mem);
+	n = gpumon_nvml_errors_get(g, (gpumon_nvml_error_count *)mem, 4);
+	ok(n >= 1 && room_zero(mem, n < 4 ? n : 4, sizeof(gpumon_nvml_error_count)), "NVML error counts (%zu)", n);
+	gpumon_destroy(g);
+}
+
 int main(void)
 {
 	make_tmpdir("model-view");
@@ -178,6 +244,7 @@ int main(void)
 	test_who(d);
 	test_frameworks(d);
 	test_events(d);
+	test_array_room();
 	json_decref(d);
 	gpumon_model_destroy(M);
 	remove_dir(tmpdir);
