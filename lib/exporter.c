@@ -285,9 +285,9 @@ int gpumon_exporter_create(gpumon *g, const gpumon_exporter_config *cfg, gpumon_
 	if (st == GPUMON_OK)
 		st = configure(e, &c);
 	if (st == GPUMON_OK)
-		st = gpumon__exporter_http_load(e);
-	if (st == GPUMON_OK)
 		st = bind_listen(e, c.listen ? c.listen : DEFAULT_LISTEN, e->tls_cert && e->auth_len, c.insecure_listen, &fd);
+	if (st == GPUMON_OK) /* the address is known for its messages */
+		st = gpumon__exporter_http_load(e);
 	if (st == GPUMON_OK && c.replay) {
 		e->replay = c.replay;
 		st = gpumon__exporter_replay(e);

@@ -100,11 +100,12 @@ struct gpumon_exporter {
 int gpumon__exporter_err(gpumon_exporter *e, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* exporter_http.c */
-/* Whether the HTTP server's library can be loaded: GPUMON_OK, or a status with the message on e. */
+/* Loads the HTTP server's libraries (and OpenSSL's, with its certificate and key, when e->tls_cert
+ * is set), before the collector starts so that what is missing is said at once: GPUMON_OK, or a
+ * status with the message on e. e->http is set either way, for gpumon__exporter_http_stop. */
 int gpumon__exporter_http_load(gpumon_exporter *e);
-/* Serves on the listening socket fd (taken, closed on failure) in a thread of its own; TLS when
- * e->tls_cert is set. A status with the message on e; e->http is set either way, for
- * gpumon__exporter_http_stop. */
+/* Serves on the listening socket fd (taken, closed on failure) in a thread of its own. A status
+ * with the message on e. */
 int gpumon__exporter_http_start(gpumon_exporter *e, const gpumon_exporter_config *c, int fd);
 /* Stops the server, closing its connections, and frees it. No server: a no-op. */
 void gpumon__exporter_http_stop(gpumon_exporter *e);

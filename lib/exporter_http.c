@@ -631,37 +631,27 @@ static int start_server(struct exporter_http *h, const gpumon_exporter_config *c
 	return GPUMON_OK;
 }
 
-int gpumon__exporter_http_start(gpumon_exporter *e, const gpumon_exporter_config *c, int fd)
+int gpumon__exporter_http_load(gpumon_exporter *e)
 {
 	struct exporter_http *h = calloc(1, sizeof *h);
-	if (!h) {
-		close(fd);
+	if (!h)
 		return gpumon__exporter_err(e, GPUMON_E_NOMEM, "out of memory for the exporter's HTTP server");
-	}
 	h->e = e;
 	h->wake_fd = -1;
 	e->http = h;
 	int st = load_event(h);
 	if (st == GPUMON_OK && e->tls_cert)
 		st = start_tls(h);
-	if (st != GPUMON_OK) {
-		close(fd);
-		return st;
-	}
-	return start_server(h, c, fd);
+	return st;
 }
 
-int gpumon__exporter_http_load(gpumon_exporter *e)
+int gpumon__exporter_http_start(gpumon_exporter *e, const gpumon_exporter_config *c, int fd)
 {
-	/* the library is checked before the collector starts, so that a missing one is said at once */
-	void *lib = dlopen(EVENT_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
-	if (lib) {
-		dlclose(lib);
-		return GPUMON_OK;
+	if (!e->http) {
+		close(fd);
+		return gpumon__exporter_err(e, GPUMON_E_INVAL, "the HTTP server's library was not loaded");
 	}
-	const char *why = dlerror();
-	return gpumon__exporter_err(e, GPUMON_E_NOT_SUPPORTED, "cannot load %s for the HTTP server (%s): install the "
-				    "Debian package %s", EVENT_LIBRARY_FILE, why ? why : "not found", EVENT_PACKAGE);
+	return start_server(e->http, c, fd);
 }
 
 void gpumon__exporter_http_stop(gpumon_exporter *e)
