@@ -8,6 +8,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -295,6 +297,11 @@ static void on_fresh(evutil_socket_t unused, short what, void *arg)
 		h->ev.bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* evhttp's: its connection */
 		int fd = h->ev.bufferevent_getfd(bev);
 		if (evcon && fd >= 0) {
+			/* a response goes in a few writes (the page, this scrape's lines, then the next
+			   response's head): without this, Nagle holds the last one until the client's
+			   delayed acknowledgement, some 40 ms a scrape */
+			int one = 1;
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 			struct sockaddr_storage ss;
 			socklen_t sl = sizeof ss;
 			int known = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0;
