@@ -23,32 +23,29 @@ static size_t alerts_of(int kind, gpumon_alert *out, size_t cap)
 	return k;
 }
 
-/* The headroom alert names the GPU by NVML's number, and by the job's own where they differ
- * (CUDA_VISIBLE_DEVICES=1: torch's device 0 is GPU 1). */
-static void test_headroom_words(void)
+/* The headroom alert's words when the job's process (torch's device 0) is on GPU gpu and that GPU's
+ * free memory falls under 10 %. */
+static void headroom_words_on(unsigned gpu, const char *want, const char *what)
 {
 	char buf[256];
 	gpumon_alert a[4];
 	model_new(100, 0, 0, 0, 0.10);
 	put(job_rec(T0, 100));
-	proc(1, T0 + S, 100, 30 * GiB);
+	proc(gpu, T0 + S, 100, 30 * GiB);
 	fw_on(T0 + S, 100, 0, 1, 20 * GiB, 24 * GiB, 0);
-	dev_row(1, T0 + 2 * S, 40 * GiB);
-	dev_row(1, T0 + 3 * S, TOTAL - RESV - 4 * GiB);
-	is_int(alerts_of(GPUMON_ALERT_HEADROOM, a, 4), 1, "headroom on GPU 1");
-	is_str(gpumon_words_alert(M, &a[0], buf, sizeof buf), "GPU 1 (torch's device 0) has 4.00 GiB free of 80.0 GiB",
-	       "NVML's number and the job's");
+	dev_row(gpu, T0 + 2 * S, 40 * GiB);
+	dev_row(gpu, T0 + 3 * S, TOTAL - RESV - 4 * GiB);
+	is_int(alerts_of(GPUMON_ALERT_HEADROOM, a, 4), 1, "headroom on GPU %u", gpu);
+	is_str(gpumon_words_alert(M, &a[0], buf, sizeof buf), want, "%s", what);
 	done();
-	model_new(100, 0, 0, 0, 0.10);
-	put(job_rec(T0, 100));
-	proc(0, T0 + S, 100, 30 * GiB);
-	fw_on(T0 + S, 100, 0, 1, 20 * GiB, 24 * GiB, 0);
-	dev_row(0, T0 + 2 * S, 40 * GiB);
-	dev_row(0, T0 + 3 * S, TOTAL - RESV - 4 * GiB);
-	is_int(alerts_of(GPUMON_ALERT_HEADROOM, a, 4), 1, "headroom on GPU 0");
-	is_str(gpumon_words_alert(M, &a[0], buf, sizeof buf), "GPU 0 has 4.00 GiB free of 80.0 GiB",
-	       "one number when they agree");
-	done();
+}
+
+/* The headroom alert names the GPU by NVML's number, and by the job's own where they differ
+ * (CUDA_VISIBLE_DEVICES=1: torch's device 0 is GPU 1). */
+static void test_headroom_words(void)
+{
+	headroom_words_on(1, "GPU 1 (torch's device 0) has 4.00 GiB free of 80.0 GiB", "NVML's number and the job's");
+	headroom_words_on(0, "GPU 0 has 4.00 GiB free of 80.0 GiB", "one number when they agree");
 }
 
 static void test_limit(void)
