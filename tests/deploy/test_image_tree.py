@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The image of deploy/docker/Dockerfile without a container engine: the tree its build stage
 installs (deploy/docker/stage.sh, the same script) runs from an otherwise empty root as the image's
-non-root user — `gpumon --version`, and `gpumon serve` against the fake NVML, scraped once — with
+non-root user — `gpumon --version`, and `gpumon serve` against the fake NVML, scraped once over HTTP
+and once over TLS — with
 only the shared libraries the loader asks for, each of which the runtime stage installs (a package
 it names, one of their dependencies, or one every Debian 12 base has).
 
@@ -176,6 +177,30 @@ def test_installed_tree_runs_from_an_empty_root(staged, tmp_path):
         assert re.search(r'^gpumon_owner_processes\{gpu="0",.*owner_kind="unresolved"\} 1$', body, re.M)
         with urllib.request.urlopen(f"http://{m.group(1)}/healthz", timeout=10) as resp:
             assert resp.status == 200
+    finally:
+        p.terminate()
+        assert p.wait(timeout=10) == 0
+
+    # TLS with only what the image has: libevent_openssl and OpenSSL load, the handshake is made
+    if not shutil.which("openssl"):
+        return
+    import ssl
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=localhost", "-keyout", str(fake_dir / "key.pem"), "-out",
+                    str(fake_dir / "cert.pem")], check=True, capture_output=True)
+    for f in ("key.pem", "cert.pem"):
+        os.chmod(fake_dir / f, 0o644)
+    p = subprocess.Popen(chroot + ["/usr/local/bin/gpumon", "serve", "--listen", "127.0.0.1:0", "--tls-cert",
+                                   "/fake/cert.pem", "--tls-key", "/fake/key.pem"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        m = re.search(r"serving https://(\S+)/metrics", line)
+        assert m, line + (p.stderr.read() if p.poll() is not None else "")
+        ctx = ssl.create_default_context(cafile=str(fake_dir / "cert.pem"))
+        ctx.check_hostname = False
+        with urllib.request.urlopen(f"https://{m.group(1)}/metrics", timeout=10, context=ctx) as resp:
+            assert "gpumon_memory_used_bytes" in resp.read().decode()
     finally:
         p.terminate()
         assert p.wait(timeout=10) == 0
