@@ -296,6 +296,12 @@ static void on_fresh(evutil_socket_t unused, short what, void *arg)
 		void *evcon = NULL;
 		h->ev.bufferevent_getcb(bev, NULL, NULL, NULL, &evcon); /* evhttp's: its connection */
 		int fd = h->ev.bufferevent_getfd(bev);
+		/* NULL: evhttp let it go already. Not the connection of this bufferevent: an evhttp that
+		   keeps something else there, whose connections the guard could not follow: refused */
+		if (evcon && fd >= 0 && h->ev.evhttp_connection_get_bufferevent(evcon) != bev) {
+			shutdown(fd, SHUT_RDWR);
+			evcon = NULL;
+		}
 		if (evcon && fd >= 0) {
 			/* a response goes in a few writes (the page, this scrape's lines, then the next
 			   response's head): without this, Nagle holds the last one until the client's
