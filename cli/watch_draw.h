@@ -4,8 +4,7 @@
 #ifndef GPUMON_WATCH_DRAW_H
 #define GPUMON_WATCH_DRAW_H
 
-#define NCURSES_WIDECHAR 1
-#include <curses.h>
+#include "watch_curses.h" /* curses.h, its calls through the table loaded when the screen starts */
 
 #include "watch.h"
 

@@ -71,6 +71,8 @@ int watch_screen_start(watch_view *v, char *err, size_t errlen)
 {
 	setlocale(LC_ALL, "");
 	v->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+	if (watch_curses_load(err, errlen) != 0)
+		return -1;
 	if (!newterm(NULL, stdout, stdin)) {
 		snprintf(err, errlen, "cannot start the terminal screen: is TERM (%s) a terminal type this "
 			 "machine knows?", getenv("TERM") ? getenv("TERM") : "unset");

@@ -2,7 +2,8 @@
 """A command loads only the libraries it needs: SQLite is loaded by the first recording made or read,
 not by gpumon query, watch or serve (it was the largest library every gpumon process started with,
 BENCHMARKS.md "The house's cost"); a recording still works when it is needed. The exporter's HTTP
-server (libevent) is loaded by gpumon serve only, and OpenSSL only when it serves TLS."""
+server (libevent) is loaded by gpumon serve only, and OpenSSL only when it serves TLS; ncursesw by
+watch's screen only (tests/tui runs it)."""
 import os
 import subprocess
 import time
@@ -68,7 +69,7 @@ def test_plain_exporter_loads_libevent_not_openssl(tmp_path):
     maps = serve_maps(tmp_path)
     assert "libevent_extra-2.1.so.7" in maps and "libevent_core-2.1.so.7" in maps
     # TLS's libraries (and no other TLS stack) only for an exporter that serves TLS
-    for lib in ("libevent_openssl", "libssl", "libcrypto", "libgnutls", "libsqlite3"):
+    for lib in ("libevent_openssl", "libssl", "libcrypto", "libgnutls", "libsqlite3", "libncursesw", "libtinfo"):
         assert lib not in maps, lib
 
 
@@ -91,3 +92,4 @@ def test_query_does_not_load_libevent(tmp_path):
     maps = maps_while_running(["query", "--query-gpu=memory.used", "--format=csv", "-lms", "50", "-f", str(out)], env,
                               lambda _: out.exists() and out.stat().st_size > 0)
     assert "libnvidia-ml-fake" in maps and "libevent" not in maps
+    assert "libncursesw" not in maps and "libtinfo" not in maps  # watch's screen loads them

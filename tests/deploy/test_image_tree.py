@@ -130,11 +130,12 @@ def test_installed_tree_runs_from_an_empty_root(staged, tmp_path):
     http = system_library("libevent_extra-2.1.so.7")  # loaded with dlopen when the exporter starts
     tls = system_library("libevent_openssl-2.1.so.7")  # and this when it serves TLS
     sql = system_library("libsqlite3.so.0")  # loaded with dlopen by the first recording
-    needed = loader_libraries([prog, http, tls, sql])
+    curses = system_library("libncursesw.so.6")  # loaded with dlopen by watch's screen
+    needed = loader_libraries([prog, http, tls, sql, curses])
     # the program finds its library in the staged tree (its RPATH $ORIGIN/../lib), nowhere else
     own = {n for n in needed if os.path.basename(n).startswith("libgpumon")}
     assert own and all(n.startswith(str(root)) for n in own), own
-    needed = (needed - own) | {http, tls, sql}
+    needed = (needed - own) | {http, tls, sql, curses}
     pkgs = {n: package_of(n) for n in needed}
     allowed = installed_by_runtime_stage(runtime_packages())
     missing = {n: p for n, p in pkgs.items() if p not in allowed}
