@@ -77,7 +77,7 @@ struct gpumon_exporter {
 	int collector_started;
 	atomic_int stopping;
 
-	/* the latest snapshot, swapped by the collector; HTTP threads take a reference and send it
+	/* the latest snapshot, swapped by the collector; the HTTP thread takes a reference and sends it
 	   without copying it */
 	pthread_mutex_t snap_lock;
 	struct snapshot *snap;

@@ -3,9 +3,9 @@
  * connection the HTTP server holds, gives each phase of a request a deadline that bytes do not
  * extend, caps the connections of one address and keeps room in a full table, so that clients
  * that hold connections without finishing requests cannot lock Prometheus out. It knows sockets,
- * not the HTTP library: exporter.c tells it of each connection's phases and asks it to sweep when
- * the next deadline comes. Every call is made from the HTTP server's thread (counts included).
- * Internal to libgpumon; only exporter.c and exporter_guard.c include it. */
+ * not the HTTP library: exporter_http.c tells it of each connection's phases and asks it to sweep
+ * when the next deadline comes. Every call is made from the HTTP server's thread (counts included).
+ * Internal to libgpumon; only exporter_http.c and exporter_guard.c include it. */
 #ifndef GPUMON_EXPORTER_GUARD_H
 #define GPUMON_EXPORTER_GUARD_H
 
