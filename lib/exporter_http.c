@@ -679,9 +679,19 @@ void gpumon__exporter_http_stop(gpumon_exporter *e)
 		pthread_join(h->thread, NULL);
 	}
 	struct ev_api *ev = &h->ev;
-	/* evhttp closes the connections it holds (each told to the guard) and the listener */
+	/* evhttp closes the connections it holds (each told to the guard) and the listener; what
+	   TLS may write to a client gone meanwhile is an EPIPE here too, not a SIGPIPE for the
+	   program (the one that may come is taken before the mask is put back) */
+	sigset_t pipe, old;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
 	if (h->http)
 		ev->evhttp_free(h->http);
+	struct timespec none = {0, 0};
+	while (!sigismember(&old, SIGPIPE) && sigtimedwait(&pipe, NULL, &none) == SIGPIPE)
+		;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	for (size_t i = 0; i < h->nfresh; i++)
 		ev->bufferevent_decref(h->fresh[i].bev);
 	free(h->fresh);
