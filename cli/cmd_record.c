@@ -2,6 +2,7 @@
 /* cmd_record.c — `gpumon record`: a system-wide recording of the chosen GPUs and their processes
  * into a SQLite file, until Ctrl-C or the duration. The sampler takes the samples; this loop only
  * moves its records into the file. */
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,12 @@
 #include "cli.h"
 
 #define BATCH 256
-/* Records wait at most this long in the sampler's queue; with the recording's 200 ms commit rule
- * a kill -9 loses at most 0.25 s. */
+/* Without the sampler's descriptor, records wait at most this long in its queue; with the
+ * recording's 200 ms commit rule a kill -9 loses at most 0.25 s. */
 #define DRAIN_MS 40
+/* Rows written are committed by the recording once its last commit is 200 ms old, at a write: the
+ * loop writes (nothing, if nothing came) this long after rows, so that they are committed in time */
+#define COMMIT_DUE_NS 210000000ull
 
 static volatile sig_atomic_t stop_signal;
 
@@ -108,13 +112,14 @@ static void note_lost(struct seen *v, const gpumon_record *rec)
 		  rec->dev, rec->t_ns > v->started_ns ? (double)(rec->t_ns - v->started_ns) / 1e9 : 0.0);
 }
 
-/* Moves queued records into the file. A failed write is said at once, with the file's reason (into
- * why, for the summary); returns its status. */
+/* Moves queued records into the file (*moved: how many). A failed write is said at once, with the
+ * file's reason (into why, for the summary); returns its status. */
 static int drain(gpumon_sampler *s, gpumon_recording *r, gpumon_record *buf, int timeout_ms, struct seen *v,
-		 char *why, size_t whylen)
+		 char *why, size_t whylen, size_t *moved)
 {
 	size_t n = 0;
 	gpumon_sampler_poll(s, buf, BATCH, &n, timeout_ms);
+	*moved = n;
 	for (size_t i = 0; i < n; i++) {
 		unsigned d = buf[i].dev;
 		if (buf[i].kind == GPUMON_REC_DEVICE && d < v->ndev && buf[i].used_max_bytes > v->peak[d]) {
@@ -223,10 +228,46 @@ int cmd_record(int argc, char **argv)
 	seen.started_ns = ss.started_ns;
 	uint64_t end = o.duration_s > 0 ? cli_now_ns() + (uint64_t)(o.duration_s * 1e9) : 0;
 	int write_failed = 0;
-	while (!stop_signal && (!end || cli_now_ns() < end) && !write_failed)
-		write_failed = drain(s, r, buf, DRAIN_MS, &seen, why, sizeof why) != GPUMON_OK;
+	size_t moved = 0;
+	/* The loop sleeps until the sampler has records (its descriptor), rows are due for their
+	   commit, a signal comes or the end, rather than waking every DRAIN_MS: on an idle GPU, twice
+	   a second (its heartbeat, then the commit). The signals are blocked but in ppoll, so that none
+	   comes between the check and the sleep. No descriptor (none to spare): every DRAIN_MS. */
+	int fd = gpumon_sampler_fd(s);
+	uint64_t due = 0; /* when rows written are due for their commit; 0 none */
+	sigset_t stops, orig;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGHUP);
+	for (;;) {
+		uint64_t now = cli_now_ns();
+		if (stop_signal || (end && now >= end) || write_failed)
+			break;
+		if (fd >= 0) {
+			uint64_t until = end;
+			if (due && (!until || due < until))
+				until = due;
+			uint64_t left = until > now ? until - now : 0;
+			struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+			sigprocmask(SIG_BLOCK, &stops, &orig);
+			if (!stop_signal) {
+				struct pollfd p = {.fd = fd, .events = POLLIN};
+				ppoll(&p, 1, until ? &ts : NULL, &orig);
+			}
+			sigprocmask(SIG_SETMASK, &orig, NULL);
+			if (stop_signal)
+				break;
+		}
+		write_failed = drain(s, r, buf, fd >= 0 ? 0 : DRAIN_MS, &seen, why, sizeof why, &moved) != GPUMON_OK;
+		now = cli_now_ns();
+		if (moved)
+			due = now + COMMIT_DUE_NS;
+		else if (due && now >= due)
+			due = 0; /* the write just made committed them */
+	}
 	if (!write_failed) /* what is queued now */
-		write_failed = drain(s, r, buf, 0, &seen, why, sizeof why) != GPUMON_OK;
+		write_failed = drain(s, r, buf, 0, &seen, why, sizeof why, &moved) != GPUMON_OK;
 	gpumon_sampler_stats_get(s, &ss);
 	gpumon_sampler_destroy(s);
 	s = NULL;
