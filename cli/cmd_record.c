@@ -234,7 +234,8 @@ int cmd_record(int argc, char **argv)
 	   a second (its heartbeat, then the commit). The signals are blocked but in ppoll, so that none
 	   comes between the check and the sleep. No descriptor (none to spare): every DRAIN_MS. */
 	int fd = gpumon_sampler_fd(s);
-	uint64_t due = 0; /* when rows written are due for their commit; 0 none */
+	uint64_t due = 0;   /* when rows written are due for their commit; 0 none */
+	size_t written = 0; /* records moved into the file */
 	sigset_t stops, orig;
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGINT);
@@ -261,13 +262,20 @@ int cmd_record(int argc, char **argv)
 		}
 		write_failed = drain(s, r, buf, fd >= 0 ? 0 : DRAIN_MS, &seen, why, sizeof why, &moved) != GPUMON_OK;
 		now = cli_now_ns();
+		written += moved;
 		if (moved)
 			due = now + COMMIT_DUE_NS;
 		else if (due && now >= due)
 			due = 0; /* the write just made committed them */
 	}
-	if (!write_failed) /* what is queued now */
-		write_failed = drain(s, r, buf, 0, &seen, why, sizeof why, &moved) != GPUMON_OK;
+	/* what is queued now, and what the round under way brings; a recording stopped before the
+	   first round's records came waits for them (a second at most), so that it is not empty */
+	int wait_ms = written ? DRAIN_MS : 1000;
+	do {
+		write_failed = write_failed || drain(s, r, buf, wait_ms, &seen, why, sizeof why, &moved) != GPUMON_OK;
+		written += moved;
+		wait_ms = 0;
+	} while (!write_failed && moved);
 	gpumon_sampler_stats_get(s, &ss);
 	gpumon_sampler_destroy(s);
 	s = NULL;
