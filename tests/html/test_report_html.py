@@ -689,11 +689,12 @@ FAKE_NVML_LIB = os.environ.get("FAKE_NVML_LIB", os.path.join(HERE, "../../build/
 def node_scenario(oom_local=None):
     gpus = "".join('gpu %d name="NVIDIA H200" uuid=GPU-%08x-2222-3333-4444-555555555555 bus=00000000:%02X:00.0 '
                    'total=80GiB reserved=512MiB used=10GiB\n' % (i, i, 0x10 + i) for i in range(2))
-    # once the workers run: node-a's rank 1 grows, node-b's rank 3 fills its GPU before it fails
-    procs = "at 1.5 proc 0 1000 used=8GiB\nat 1.5 proc 1 1001 used=9GiB grow=300MiB\n"
+    # once the workers run (made 1 s in; listed 1.5 s later, time enough for a loaded machine to
+    # have made them): node-a's rank 1 grows, node-b's rank 3 fills its GPU before it fails
+    procs = "at 2.5 proc 0 1000 used=8GiB\nat 2.5 proc 1 1001 used=9GiB grow=300MiB\n"
     if oom_local is not None:
-        procs = "at 1.5 proc 0 1000 used=7GiB\nat 1.5 proc 1 1001 used=12GiB\nat 3.0 gpu 1 used=79GiB\n" \
-                "at 3.0 proc 1 1001 used=78GiB\n"
+        procs = "at 2.5 proc 0 1000 used=7GiB\nat 2.5 proc 1 1001 used=12GiB\nat 4.0 gpu 1 used=79GiB\n" \
+                "at 4.0 proc 1 1001 used=78GiB\n"
     return gpus + procs
 
 
@@ -711,7 +712,7 @@ def test_gpumon_report_html_of_two_nodes(tmp_path):
         scn.write_text(node_scenario(oom_local=1 if node == 1 else None))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GPUMON_", "FAKE_NVML_"))}
         env.update(LC_ALL="C", GPUMON_NVML_LIBRARY=os.path.abspath(FAKE_NVML_LIB), FAKE_NVML_SCENARIO=str(scn))
-        inner = "hostname %s; exec %s run -q -o %s -- %s %s %d 3 3" % (
+        inner = "hostname %s; exec %s run -q -o %s -- %s %s %d 3 4" % (
             host, os.path.abspath(GPUMON_BIN), tmp_path / (host + ".gpumon"), sys.executable,
             tmp_path / "launcher.py", node)
         runs.append(subprocess.Popen(["unshare", "--uts", "--pid", "--fork", "--mount-proc", "sh", "-c", inner],
