@@ -189,12 +189,7 @@ static int put_leak(FILE *f, const struct page *p)
 	int have = gpumon_model_verdict(p->m, &v) == GPUMON_OK;
 	int verdict = have ? v.leak.verdict : -1;
 
-	html_put(f, "<dt>Leak</dt><dd id=\"leak\" data-verdict=\"%s\">",
-		 !have					  ? "n/a"
-		 : verdict == GPUMON_LEAK_SUSPECTED	  ? "leak"
-		 : verdict == GPUMON_LEAK_NONE		  ? "none"
-		 : verdict == GPUMON_LEAK_INSUFFICIENT_DATA ? "insufficient_data"
-							  : "unknown");
+	html_put(f, "<dt>Leak</dt><dd id=\"leak\" data-verdict=\"%s\">", have ? gpumon_leak_verdict_name(verdict) : "n/a");
 	if (!have) {
 		html_na(f);
 	} else {

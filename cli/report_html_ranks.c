@@ -9,15 +9,6 @@
 
 #include "report_html_put.h"
 
-/* The host of GPU dev (hosts hold consecutive GPUs). */
-static const gpumon_model_host *host_of(const gpumon_model_host *h, size_t n, unsigned dev)
-{
-	for (size_t i = 0; i < n; i++)
-		if (dev >= h[i].first_dev && dev - h[i].first_dev < h[i].ndev)
-			return &h[i];
-	return n ? &h[0] : NULL;
-}
-
 /* One worker: rank, host (when several), GPU, pid, its figure's peak, mean and latest, its verdict,
  * and whether it is the one that ran out of memory. */
 static void put_rank_row(FILE *f, const gpumon_rank_row *r, const gpumon_model_host *hosts, size_t nhosts)
@@ -31,7 +22,7 @@ static void put_rank_row(FILE *f, const gpumon_rank_row *r, const gpumon_model_h
 	fputs(r->oom ? "\" data-oom=\"true\" class=\"oom-rank\">" : "\">", f);
 	html_put(f, "<td class=\"num\">%d</td>", r->rank.rank);
 	if (nhosts > 1) {
-		const gpumon_model_host *h = host_of(hosts, nhosts, r->dev);
+		const gpumon_model_host *h = r->host < nhosts ? &hosts[r->host] : NULL;
 		fputs("<td>", f);
 		html_text_or_na(f, h ? h->name : NULL);
 		fputs("</td>", f);

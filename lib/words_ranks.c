@@ -89,15 +89,6 @@ static int line(char **text, size_t *at, size_t *cap, const char *l)
 	return 0;
 }
 
-/* The host of GPU dev (its position in the model). */
-static unsigned host_of(const gpumon_model_host *h, size_t nh, unsigned dev)
-{
-	for (size_t i = 0; i < nh; i++)
-		if (dev >= h[i].first_dev && dev < h[i].first_dev + h[i].ndev)
-			return (unsigned)i;
-	return 0;
-}
-
 /* The rows of the table (the heading, the column names, a row a worker, at most max_rows). */
 static int rows(const gpumon_model *m, const gpumon_rank_row *r, size_t n, size_t max_rows, char **text,
 		size_t *at, size_t *cap)
@@ -126,7 +117,7 @@ static int rows(const gpumon_model *m, const gpumon_rank_row *r, size_t n, size_
 			 gpumon__words_bytes_if(r[i].used_known, (double)r[i].mean_bytes, b, sizeof b),
 			 gpumon__words_bytes_if(r[i].floor_known, (double)r[i].floor_bytes, c, sizeof c),
 			 gpumon_words_rank_verdict(&r[i], v, sizeof v), r[i].oom ? " + OOM" : "");
-		const char *host = many ? h[host_of(h, nh, r[i].dev)].name : "";
+		const char *host = many && r[i].host < nh ? h[r[i].host].name : "";
 		if (host[0]) {
 			size_t end = strlen(t);
 			add(t, sizeof t, &end, " (%s)", gpumon_words_safe(host, s, 40));

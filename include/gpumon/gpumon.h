@@ -1620,6 +1620,7 @@ GPUMON_API void gpumon_placed_split(uint64_t nvml_bytes, uint64_t reserved_bytes
 typedef struct gpumon_rank_row {
 	gpumon_rank rank;
 	unsigned dev, pid;
+	unsigned host;               /* its GPU's host (gpumon_model_hosts; 0 for a model of one) */
 	int used_known;              /* 0: NVML gave no figure of it (the byte figures are then 0) */
 	uint64_t peak_bytes;         /* the highest */
 	uint64_t mean_bytes;         /* averaged over the time it was listed */

@@ -128,6 +128,7 @@ static void row_of(const gpumon_model *m, const struct mproc *p, const gpumon_mo
 	r->rank = p->rank;
 	r->dev = p->dev;
 	r->pid = p->pid;
+	r->host = p->dev < m->ndev ? m->dev[p->dev].host : 0;
 	r->present = p->present;
 	r->first_t_ns = p->first_t;
 	r->last_t_ns = p->present ? p->last_t : p->gone_t;

@@ -465,7 +465,7 @@ static json_t *ranks_json(const gpumon_model *m)
 		    int_or_null(r->used_known, (int64_t)r->last_bytes), "first_time", secs(m, r->first_t_ns), "last_time",
 		    secs(m, r->last_t_ns), "present", r->present, "leak",
 		    r->verdict.series != GPUMON_SERIES_NONE ? verdict_json(m, &r->verdict) : json_null(), "oom", r->oom);
-		if (o && (put(o, "host", json_integer(r->dev < m->ndev ? m->dev[r->dev].host : 0)) ||
+		if (o && (put(o, "host", json_integer(r->host)) ||
 			  put(o, "floor_bytes", int_or_null(r->floor_known, (int64_t)r->floor_bytes)) ||
 			  put(o, "at_oom_bytes", int_or_null(r->at_oom_known, (int64_t)r->at_oom_bytes)))) {
 			json_decref(o);
