@@ -4,6 +4,7 @@
 #ifndef GPUMON_CLI_H
 #define GPUMON_CLI_H
 
+#include <signal.h>
 #include <stdio.h>
 #include <gpumon/gpumon.h>
 
@@ -67,6 +68,12 @@ int cli_select_devices(gpumon *g, const char *spec, unsigned *sel, unsigned cap,
 
 /* CLOCK_MONOTONIC in nanoseconds: the clock of libgpumon's samples and recordings. */
 uint64_t cli_now_ns(void);
+
+/* Waits until fd (-1: none) is readable, CLOCK_MONOTONIC reaches deadline_ns (0: none), or *stop is
+ * set by the handler of a signal in stops. Those signals are blocked from the check of *stop until
+ * ppoll unblocks them atomically, so one arriving in between ends the wait instead of being slept
+ * through. Returns 1 when fd is readable, else 0. */
+int cli_wait(int fd, uint64_t deadline_ns, const sigset_t *stops, const volatile sig_atomic_t *stop);
 
 /* Appends an event (kind, text) at t_ns to a recording: a record of kind GPUMON_REC_EVENT. */
 int cli_record_event(gpumon_recording *r, uint64_t t_ns, const char *kind, const char *text);

@@ -4,7 +4,6 @@
  * GPU is reported on its row and once on stderr while the other GPUs go on being reported. */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -594,26 +593,6 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/*
- * Waits until CLOCK_MONOTONIC reaches deadline_ns or a stop signal comes. The stop signals are
- * blocked from the check of the flag until ppoll unblocks them atomically, so one arriving in
- * between ends the wait instead of being slept through.
- */
-static void wait_until(uint64_t deadline_ns, const sigset_t *stops)
-{
-	sigset_t orig;
-	sigprocmask(SIG_BLOCK, stops, &orig);
-	for (;;) {
-		uint64_t now = cli_now_ns();
-		if (stop_signal || now >= deadline_ns)
-			break;
-		uint64_t left = deadline_ns - now;
-		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-		ppoll(NULL, 0, &ts, &orig);
-	}
-	sigprocmask(SIG_SETMASK, &orig, NULL);
-}
-
 /* Queries every period on a fixed grid of deadlines (no drift; a late query skips the ticks it
  * missed) until SIGINT or SIGTERM. */
 static int query_loop(struct run *r)
@@ -641,7 +620,7 @@ static int query_loop(struct run *r)
 		if (next <= now)
 			next += ((now - next) / period + 1) * period;
 		if (st == EXIT_OK)
-			wait_until(next, &stops);
+			cli_wait(-1, next, &stops, &stop_signal);
 	}
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGTERM, &old_term, NULL);

@@ -2,7 +2,6 @@
 /* cmd_record.c — `gpumon record`: a system-wide recording of the chosen GPUs and their processes
  * into a SQLite file, until Ctrl-C or the duration. The sampler takes the samples; this loop only
  * moves its records into the file. */
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,12 +230,12 @@ int cmd_record(int argc, char **argv)
 	size_t moved = 0;
 	/* The loop sleeps until the sampler has records (its descriptor), rows are due for their
 	   commit, a signal comes or the end, rather than waking every DRAIN_MS: on an idle GPU, twice
-	   a second (its heartbeat, then the commit). The signals are blocked but in ppoll, so that none
-	   comes between the check and the sleep. No descriptor (none to spare): every DRAIN_MS. */
+	   a second (its heartbeat, then the commit); cli_wait does not sleep through a stop signal. No
+	   descriptor (none to spare): every DRAIN_MS. */
 	int fd = gpumon_sampler_fd(s);
 	uint64_t due = 0;   /* when rows written are due for their commit; 0 none */
 	size_t written = 0; /* records moved into the file */
-	sigset_t stops, orig;
+	sigset_t stops;
 	sigemptyset(&stops);
 	sigaddset(&stops, SIGINT);
 	sigaddset(&stops, SIGTERM);
@@ -249,14 +248,7 @@ int cmd_record(int argc, char **argv)
 			uint64_t until = end;
 			if (due && (!until || due < until))
 				until = due;
-			uint64_t left = until > now ? until - now : 0;
-			struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
-			sigprocmask(SIG_BLOCK, &stops, &orig);
-			if (!stop_signal) {
-				struct pollfd p = {.fd = fd, .events = POLLIN};
-				ppoll(&p, 1, until ? &ts : NULL, &orig);
-			}
-			sigprocmask(SIG_SETMASK, &orig, NULL);
+			cli_wait(fd, until, &stops, &stop_signal);
 			if (stop_signal)
 				break;
 		}

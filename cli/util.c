@@ -2,6 +2,8 @@
 /* util.c — helpers the subcommands share: messages, exit statuses, opening the library with a
  * clear line when there is no driver, GPU selection, byte formatting, and the one way text that
  * another process chose (command lines, names, users) is made safe to print. */
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,6 +120,27 @@ uint64_t cli_now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int cli_wait(int fd, uint64_t deadline_ns, const sigset_t *stops, const volatile sig_atomic_t *stop)
+{
+	sigset_t orig;
+	int ready = 0;
+	sigprocmask(SIG_BLOCK, stops, &orig);
+	for (;;) {
+		uint64_t now = cli_now_ns();
+		if (*stop || (deadline_ns && now >= deadline_ns))
+			break;
+		uint64_t left = deadline_ns - now;
+		struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (ppoll(fd >= 0 ? &p : NULL, fd >= 0 ? 1 : 0, deadline_ns ? &ts : NULL, &orig) > 0) {
+			ready = 1;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	return ready;
 }
 
 const char *cli_format_bytes(char *buf, size_t len, uint64_t bytes)
