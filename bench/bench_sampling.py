@@ -43,20 +43,9 @@ while t < end:
 """
 
 
-def run_ns(pid):
-    """Nanoseconds the process's threads have run (schedstat's first field, summed)."""
-    total = 0
-    for f in glob.glob("/proc/%d/task/*/schedstat" % pid):
-        try:
-            with open(f) as fh:
-                total += int(fh.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            pass  # a thread that ended between the listing and the read
-    return total
-
-
 def run_ns_by_thread(pid):
-    """Nanoseconds run by each thread name (gpumon names its threads: gpumon-gpu0, gpumon-xid, ...)."""
+    """Nanoseconds each thread name of the process has run (schedstat's first field; gpumon names its
+    threads: gpumon-gpu0, gpumon-watchdog, ...)."""
     out = {}
     for d in glob.glob("/proc/%d/task/*" % pid):
         try:
@@ -65,32 +54,30 @@ def run_ns_by_thread(pid):
             with open(d + "/schedstat") as fh:
                 out[name] = out.get(name, 0) + int(fh.read().split()[0])
         except (OSError, ValueError, IndexError):
-            pass
+            pass  # a thread that ended between the listing and the read
     return out
 
 
 def measure(argv, seconds, threads=None):
     """Share of one core argv's process used over `seconds`, after 1 s of start-up; with a dict
-    `threads`, each thread name's share is put there too."""
+    `threads`, each thread name's share is put there too (the same two readings)."""
     p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)
         if p.poll() is not None:
             raise RuntimeError("%s ended early: %s" % (argv[0], p.stderr.read().decode(errors="replace")[-400:]))
-        ta = run_ns_by_thread(p.pid) if threads is not None else None
-        a, t0 = run_ns(p.pid), time.monotonic()
+        ta, t0 = run_ns_by_thread(p.pid), time.monotonic()
         time.sleep(seconds)
-        b, t1 = run_ns(p.pid), time.monotonic()
-        if threads is not None:
-            tb = run_ns_by_thread(p.pid)
-            for name, ns in tb.items():
-                threads[name] = 100.0 * (ns - ta.get(name, 0)) / 1e9 / (t1 - t0)
+        tb, t1 = run_ns_by_thread(p.pid), time.monotonic()
         if p.poll() is not None:
             raise RuntimeError("%s ended before the window closed" % argv[0])
     finally:
         p.terminate()
         p.wait()
-    return 100.0 * (b - a) / 1e9 / (t1 - t0)
+    if threads is not None:
+        for name, ns in tb.items():
+            threads[name] = 100.0 * (ns - ta.get(name, 0)) / 1e9 / (t1 - t0)
+    return 100.0 * (sum(tb.values()) - sum(ta.values())) / 1e9 / (t1 - t0)
 
 
 def main():
