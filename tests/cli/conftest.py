@@ -63,6 +63,15 @@ def gpumon(tmp_path):
     return Runner(tmp_path)
 
 
+def self_signed(directory, name, cn="localhost"):
+    """A self-signed P-256 certificate and its unencrypted key, DIRECTORY/NAME.pem and NAME.key, made
+    with the openssl command (the caller skips where there is none); returns their paths."""
+    cert, key = os.path.join(directory, name + ".pem"), os.path.join(directory, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "1", "-subj", "/CN=" + cn, "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
 # One H200 as the reference machine shows it (../shared/REFERENCE.md), idle.
 H200 = """\
 gpu 0 name="NVIDIA H200" uuid=GPU-04b38c5d-59f0-8f43-a379-7bd1cb7dae51 bus=00000000:00:06.0 total=150754820096 reserved=644939776 used=0 util=0 memutil=0 temp=41 power=127790 energy=123456789 sm=1980 mem=3201

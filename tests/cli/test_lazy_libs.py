@@ -8,7 +8,7 @@ import os
 import subprocess
 import time
 
-from conftest import GPUMON_BIN, FAKE_NVML_LIB
+from conftest import GPUMON_BIN, FAKE_NVML_LIB, self_signed
 
 SCENARIO = 'gpu 0 name="NVIDIA H200" total=141GiB reserved=600MiB used=10GiB\n'
 
@@ -78,11 +78,8 @@ def test_tls_exporter_loads_openssl(tmp_path):
     import pytest
     if not shutil.which("openssl"):
         pytest.skip("openssl is not installed")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                    "-days", "1", "-subj", "/CN=localhost", "-keyout", str(key), "-out", str(cert)], check=True,
-                   capture_output=True)
-    maps = serve_maps(tmp_path, "--tls-cert", str(cert), "--tls-key", str(key))
+    cert, key = self_signed(tmp_path, "cert")
+    maps = serve_maps(tmp_path, "--tls-cert", cert, "--tls-key", key)
     assert "libevent_openssl-2.1.so.7" in maps and "libssl.so.3" in maps
 
 

@@ -815,10 +815,9 @@ def test_tls_bad_files(gpumon, tmp_path):
     assert r.returncode != 0 and "cannot open the basic auth file" in r.stderr
     if not shutil.which("openssl"):
         return
+    from conftest import self_signed
     for name in ("a", "b"):  # two certificates, two keys
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-days", "1", "-subj", f"/CN={name}", "-keyout", str(tmp_path / f"{name}.key"), "-out",
-                        str(tmp_path / f"{name}.pem")], check=True, capture_output=True)
+        self_signed(tmp_path, name, cn=name)
     r = gpumon(["serve", "--listen", "127.0.0.1:0", "--tls-cert", str(tmp_path / "a.pem"), "--tls-key",
                 str(tmp_path / "b.key")], scenario=H200)
     assert r.returncode != 0 and "the TLS certificate and key are not a matching pair" in r.stderr, r.stderr

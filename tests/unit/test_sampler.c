@@ -213,15 +213,23 @@ static void test_bad_config(void)
 	gpumon_destroy(g);
 }
 
+/* A sampler of one GPU with one process (pid 7001), sampling both every period_us; *g its handle. */
+static gpumon_sampler *one_process_sampler(gpumon **g, unsigned period_us)
+{
+	*g = open_fake("gpu 0 total=80GiB used=2GiB\n"
+		       "proc 0 7001 used=1GiB\n", 0);
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = period_us, .process_period_us = period_us};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_create(*g, &c, &s), GPUMON_OK, "sampler starts");
+	return s;
+}
+
 /* The descriptor is readable once a tick's records are queued (the GPU's sample and its processes
  * together), and not after a poll took them all. */
 static void test_fd(void)
 {
-	gpumon *g = open_fake("gpu 0 total=80GiB used=2GiB\n"
-			      "proc 0 7001 used=1GiB\n", 0);
-	gpumon_sampler_config c = {.size = sizeof c, .period_us = 100000, .process_period_us = 100000};
-	gpumon_sampler *s = NULL;
-	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
+	gpumon *g;
+	gpumon_sampler *s = one_process_sampler(&g, 100000);
 	int fd = gpumon_sampler_fd(s);
 	ok(fd >= 0, "a descriptor");
 	is_int(gpumon_sampler_fd(s), fd, "the same one each time");
@@ -246,11 +254,8 @@ static void test_fd(void)
  * every other kind refers to none. */
 static void test_process_until_next_poll(void)
 {
-	gpumon *g = open_fake("gpu 0 total=80GiB used=2GiB\n"
-			      "proc 0 7001 used=1GiB\n", 0);
-	gpumon_sampler_config c = {.size = sizeof c, .period_us = 1000, .process_period_us = 1000};
-	gpumon_sampler *s = NULL;
-	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
+	gpumon *g;
+	gpumon_sampler *s = one_process_sampler(&g, 1000);
 	gpumon_record r[64];
 	size_t n = 0, procs = 0, others = 0;
 	uint64_t end = now_ns() + 2000 * MS;
