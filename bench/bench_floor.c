@@ -7,6 +7,10 @@
  * PERIOD_MS (default 1) to an absolute deadline (CLOCK_MONOTONIC, TIMER_ABSTIME) for SECONDS: the floor
  * of a 1 kHz sampler, of a live view refreshed every 100 ms, and the resident memory of any process
  * that keeps NVML open.
+ * `loop-all SECONDS [PERIOD_MS]`: the same loop plus every other read `gpumon record` makes on its
+ * GPU, on its schedule: the compute and graphics process lists (_v3, room for 64) every 100 ms and
+ * its default slow fields (utilisation, temperature, power, SM and memory clocks) every second —
+ * the floor of the same work, which tells what gpumon adds from what the driver's calls cost.
  * Calls NVML directly through dlopen; honours GPUMON_NVML_LIBRARY. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -24,6 +28,15 @@ struct mem_v2 {
 typedef int (*init_fn)(void);
 typedef int (*handle_fn)(unsigned, void **);
 typedef int (*mem_fn)(void *, struct mem_v2 *);
+typedef int (*procs_fn)(void *, unsigned *, void *);
+typedef int (*u2_fn)(void *, unsigned *);	  /* nvmlDeviceGetPowerUsage */
+typedef int (*u_arg_fn)(void *, int, unsigned *); /* nvmlDeviceGetTemperature, _GetClockInfo */
+
+struct proc_v2 { /* nvmlProcessInfo_v2_t, what the _v3 lists fill */
+	unsigned pid;
+	unsigned long long used;
+	unsigned gpu_instance_id, compute_instance_id;
+};
 
 static void *sym(void *lib, const char *name)
 {
@@ -37,8 +50,11 @@ static void *sym(void *lib, const char *name)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "oneshot-shutdown") && strcmp(argv[1], "loop"))) {
-		fprintf(stderr, "usage: gpumon_bench_floor oneshot | oneshot-shutdown | loop SECONDS [PERIOD_MS]\n");
+	if (argc < 2 || (strcmp(argv[1], "oneshot") && strcmp(argv[1], "oneshot-shutdown") &&
+			 strcmp(argv[1], "loop") && strcmp(argv[1], "loop-all"))) {
+		fprintf(stderr,
+			"usage: gpumon_bench_floor oneshot | oneshot-shutdown | loop SECONDS [PERIOD_MS] | "
+			"loop-all SECONDS [PERIOD_MS]\n");
 		return 2;
 	}
 	const char *env = getenv("GPUMON_NVML_LIBRARY");
@@ -78,6 +94,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long n = (long)(secs * 1000) / period_ms;
+	int all = !strcmp(argv[1], "loop-all");
+	procs_fn compute = NULL, graphics = NULL;
+	u2_fn power = NULL;
+	u_arg_fn temperature = NULL, clock = NULL;
+	int (*util)(void *, unsigned[2]) = NULL;
+	static struct proc_v2 procs[64];
+	if (all) {
+		*(void **)&compute = sym(lib, "nvmlDeviceGetComputeRunningProcesses_v3");
+		*(void **)&graphics = sym(lib, "nvmlDeviceGetGraphicsRunningProcesses_v3");
+		*(void **)&util = sym(lib, "nvmlDeviceGetUtilizationRates");
+		*(void **)&temperature = sym(lib, "nvmlDeviceGetTemperature");
+		*(void **)&power = sym(lib, "nvmlDeviceGetPowerUsage");
+		*(void **)&clock = sym(lib, "nvmlDeviceGetClockInfo");
+	}
+	long every_proc = 100 / period_ms > 0 ? 100 / period_ms : 1, every_slow = 1000 / period_ms;
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	for (long i = 0; i < n; i++) {
@@ -89,6 +120,20 @@ int main(int argc, char **argv)
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
 		m.version = (unsigned)(sizeof m | (2u << 24));
 		mem(dev, &m);
+		if (all && i % every_proc == 0) {
+			unsigned k = 64;
+			compute(dev, &k, procs);
+			k = 64;
+			graphics(dev, &k, procs);
+		}
+		if (all && i % every_slow == 0) {
+			unsigned u[2], v;
+			util(dev, u);
+			temperature(dev, 0 /* NVML_TEMPERATURE_GPU */, &v);
+			power(dev, &v);
+			clock(dev, 1 /* NVML_CLOCK_SM */, &v);
+			clock(dev, 2 /* NVML_CLOCK_MEM */, &v);
+		}
 	}
 	return 0;
 }

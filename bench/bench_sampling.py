@@ -92,7 +92,7 @@ def main():
     py = os.environ.get("PYTHON", sys.executable)
     span = a.seconds + 3
     tmp = tempfile.mkdtemp(prefix="bench-sampling-")
-    kinds = ["floor", "gpumon"] + (["pynvml"] if py != "none" else [])
+    kinds = ["floor", "floor_all", "gpumon"] + (["pynvml"] if py != "none" else [])
     res = {k: [] for k in kinds}
     by_thread = []  # gpumon's, a dict a round
     try:
@@ -100,6 +100,8 @@ def main():
             for k in kinds:
                 if k == "floor":
                     argv = [floor, "loop", str(span)]
+                elif k == "floor_all":
+                    argv = [floor, "loop-all", str(span)]
                 elif k == "pynvml":
                     argv = [py, "-c", PYNVML_LOOP, a.gpu, str(span)]
                 else:
@@ -116,9 +118,10 @@ def main():
     print("1 kHz sampling of one GPU, share of one core over %.0f s, %d rounds (median; every round):"
           % (a.seconds, a.rounds))
     names = {"floor": "floor: C loop, absolute deadlines, _v2 memory call",
+             "floor_all": "the same work: floor + process lists 10/s, slow fields 1/s",
              "gpumon": "gpumon record --interval 1", "pynvml": "pynvml loop at 1 kHz"}
     for k in kinds:
-        print("  %-52s %6.2f %%   (%s)" % (names[k], med[k], ", ".join("%.2f" % x for x in res[k])))
+        print("  %-60s %6.2f %%   (%s)" % (names[k], med[k], ", ".join("%.2f" % x for x in res[k])))
     names_seen = sorted({n for th in by_thread for n in th})
     thread_med = {n: statistics.median([th.get(n, 0.0) for th in by_thread]) for n in names_seen}
     print("  gpumon by thread (median): " + ", ".join("%s %.3f %%" % (n, v) for n, v in
@@ -130,6 +133,9 @@ def main():
     print("gpumon / floor = %.2f (goal <= %.1f: %s)" % (rf, GOAL_FLOOR, "met" if rf <= GOAL_FLOOR else "NOT met"))
     ok &= rf <= GOAL_FLOOR
     out["ratio_floor"] = rf
+    out["ratio_floor_all"] = med["gpumon"] / med["floor_all"]
+    print("gpumon / the same work's floor = %.2f; that floor / floor = %.2f (the driver's other calls)"
+          % (out["ratio_floor_all"], med["floor_all"] / med["floor"]))
     if "pynvml" in med:
         rp = med["gpumon"] / med["pynvml"]
         print("gpumon / pynvml = %.2f (goal <= %.1f: %s); floor / pynvml = %.2f"
