@@ -213,8 +213,6 @@ static int start_sampling(gpumon_exporter *e, const gpumon_exporter_config *c)
 		.size = sizeof sc,
 		.period_us = (c->interval_ms ? c->interval_ms : 10) * 1000u,
 		.process_period_us = e->processes ? 0 : UINT32_MAX,
-		/* the flight recorder is not used here: keep it small (it is resident memory) */
-		.ring_seconds = 1,
 		/* the collector drains every 50 ms, but the first process lists come all at once, a record
 		   each (1.8 KiB): 8,192 holds 8 GPUs x 1,000 processes. A record dropped there would be lost
 		   for good (only changes follow), so the queue is sized for that burst; malloc'd, it is

@@ -22,7 +22,6 @@
 #define DEFAULT_SLOW_PERIOD_US 1000000u
 #define DEFAULT_PROCESS_PERIOD_US 100000u
 #define DEFAULT_HEARTBEAT_MS 1000u
-#define DEFAULT_RING_SECONDS 60u
 #define DEFAULT_QUEUE_RECORDS 8192u
 #define DEFAULT_SLOW_FIELDS                                                                           \
 	(GPUMON_F_UTIL_GPU | GPUMON_F_UTIL_MEMORY | GPUMON_F_TEMPERATURE | GPUMON_F_POWER |            \
@@ -86,7 +85,7 @@ struct gpumon_sampler {
 	size_t nhanded;
 	char msg[160]; /* the last failure of a call of the consumer (only it writes and reads this) */
 	gpumon_sampler_stats st;
-	int stopping;
+	_Atomic int stopping; /* written under lock; a GPU thread's short sleep reads it without */
 	unsigned pollers; /* consumers inside gpumon_sampler_poll */
 	unsigned refs;    /* the owner, and each GPU thread still running: the last frees */
 	struct gpumon__xid_watch *xid; /* XID errors, asked by the GPU threads (sources/nvml_events.c); NULL: none */
@@ -295,7 +294,7 @@ static void sample_device(gpumon_sampler *s, struct devstate *d, int slow_due)
 		s->st.samples++;
 		if (st != GPUMON_OK)
 			s->st.errors++;
-		else
+		else if (d->ring.cap)
 			ring_put_locked(&d->ring, &x);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -410,19 +409,16 @@ static void sample_processes(gpumon_sampler *s, struct devstate *d)
  * Sleeps until the absolute deadline (CLOCK_MONOTONIC) or a stop; returns 1 when stopping. At the
  * periods that sample memory (1 to 20 ms) this is the thread's one wake-up per sample: a plain
  * clock_nanosleep costs less than a condition variable's wait there (no mutex to take back on each
- * wake-up), and a stop waits at most 20 ms for it (destroy waits up to 0.2 s).
+ * wake-up, nor to read the stop flag after it), and a stop waits at most 20 ms for it (destroy
+ * waits up to 0.2 s). now: the clock a moment ago.
  */
-static int wait_until(gpumon_sampler *s, uint64_t deadline_ns)
+static int wait_until(gpumon_sampler *s, uint64_t deadline_ns, uint64_t now)
 {
 	struct timespec t = ns_to_ts(deadline_ns);
-	uint64_t now = gpumon__now_ns();
 	if (deadline_ns > now && deadline_ns - now <= SHORT_WAIT_NS) {
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
 			;
-		pthread_mutex_lock(&s->lock);
-		int stopping = s->stopping;
-		pthread_mutex_unlock(&s->lock);
-		return stopping;
+		return atomic_load(&s->stopping);
 	}
 	pthread_mutex_lock(&s->lock);
 	while (!s->stopping && pthread_cond_timedwait(&s->wake, &s->lock, &t) != ETIMEDOUT)
@@ -482,7 +478,7 @@ static void *device_main(void *arg)
 			next += missed * period;
 		}
 		pthread_mutex_unlock(&s->lock);
-		if (wait_until(s, next))
+		if (wait_until(s, next, done))
 			break;
 	}
 	thread_done(s, d);
@@ -525,7 +521,6 @@ static int configure(gpumon *g, const gpumon_sampler_config *in, gpumon_sampler_
 	c->slow_period_us = c->slow_period_us ? c->slow_period_us : DEFAULT_SLOW_PERIOD_US;
 	c->process_period_us = c->process_period_us ? c->process_period_us : DEFAULT_PROCESS_PERIOD_US;
 	c->heartbeat_ms = c->heartbeat_ms ? c->heartbeat_ms : DEFAULT_HEARTBEAT_MS;
-	c->ring_seconds = c->ring_seconds ? c->ring_seconds : DEFAULT_RING_SECONDS;
 	c->queue_records = c->queue_records ? c->queue_records : DEFAULT_QUEUE_RECORDS;
 	c->slow_fields = c->slow_fields ? c->slow_fields : DEFAULT_SLOW_FIELDS;
 	if (c->period_us < MIN_PERIOD_US)
@@ -641,7 +636,9 @@ static gpumon_sampler *sampler_new(gpumon *g, const gpumon_sampler_config *c)
 	s->cfg.devices = NULL; /* not kept: the caller's array may go away */
 	s->refs = 1;
 	s->nds = c->devices ? c->ndevices : gpumon_device_count(g);
-	size_t ring_cap = (size_t)c->ring_seconds * 1000000u / c->period_us + 1;
+	/* no flight recorder unless asked: at 1 kHz it is 4.8 MB a GPU, and each sample's write, to
+	   memory long out of the cache, was the largest part of a sample's own work (perf) */
+	size_t ring_cap = c->ring_seconds ? (size_t)c->ring_seconds * 1000000u / c->period_us + 1 : 0;
 	s->qcap = c->queue_records;
 	s->q = malloc(s->qcap * sizeof *s->q);
 	s->handed = malloc(s->qcap * sizeof *s->handed);
@@ -652,8 +649,8 @@ static gpumon_sampler *sampler_new(gpumon *g, const gpumon_sampler_config *c)
 		d->s = s;
 		d->dev = c->devices ? c->devices[i] : i;
 		d->ring.cap = ring_cap;
-		d->ring.buf = malloc(ring_cap * sizeof *d->ring.buf);
-		ok = d->ring.buf != NULL;
+		d->ring.buf = ring_cap ? malloc(ring_cap * sizeof *d->ring.buf) : NULL;
+		ok = !ring_cap || d->ring.buf != NULL;
 		snprintf(d->stale_text, sizeof d->stale_text,
 			 "GPU %u has not answered a driver call for %u s: its samples are missing until it does",
 			 d->dev, (unsigned)(DEADLINE_NS / 1000000000u));
@@ -768,6 +765,8 @@ int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns, gpum
 			d = &s->ds[i];
 	if (!d)
 		return seterr(s, GPUMON_E_NOT_FOUND, "GPU %u is not sampled: no flight recorder for it", dev);
+	if (!d->ring.cap)
+		return seterr(s, GPUMON_E_NOT_FOUND, "this sampler keeps no flight recorder (its ring_seconds was 0)");
 	pthread_mutex_lock(&s->lock);
 	const struct ring *r = &d->ring;
 	size_t first = (r->next + r->cap - r->len) % r->cap, keep = 0;

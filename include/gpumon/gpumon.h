@@ -689,8 +689,8 @@ typedef struct gpumon_record {
 /* ---------------------------------------------------------------------------------------------
  * Sampler: background threads, one per GPU, that sample the chosen GPUs and their processes at a
  * fixed period (absolute deadlines on CLOCK_MONOTONIC, no spinning), keep every raw device sample of
- * the last seconds in a ring (the flight recorder), and hand change-only records to one consumer
- * through a bounded queue. A slow consumer never stalls sampling: records that do not fit are
+ * the last seconds in a ring when asked (the flight recorder), and hand change-only records to one
+ * consumer through a bounded queue. A slow consumer never stalls sampling: records that do not fit are
  * dropped and counted.
  * A GPU in a bad state can block a driver call for seconds; that delays its own thread only. When a
  * call on a GPU has not returned within 2 s, an EVENT record of kind GPUMON_EVENT_STALE is queued
@@ -721,7 +721,8 @@ typedef struct gpumon_sampler_config {
 	unsigned process_period_us; /* process lists; 0 = 100000 (100 ms); UINT32_MAX = never */
 	unsigned heartbeat_ms;      /* a device record at least this often even when nothing
 				       changed; 0 = 1000 */
-	unsigned ring_seconds;      /* flight recorder length; 0 = 60 */
+	unsigned ring_seconds;      /* flight recorder length, up to 3600; 0 = none (no memory for it,
+				       nothing written a sample; gpumon_sampler_ring says so) */
 	unsigned queue_records;     /* queue capacity in records; 0 = 8192 */
 	unsigned slow_fields;       /* GPUMON_F_* read at slow_period_us; 0 = utilization,
 				       temperature, power and clocks (the energy counter is slow on
@@ -773,7 +774,7 @@ GPUMON_API void gpumon_sampler_stats_get(gpumon_sampler *s, gpumon_sampler_stats
 /*
  * The flight recorder: copies the raw samples of device dev taken at or after since_ns, oldest
  * first, into a new array (free with gpumon_free()) of *n entries. Returns 0, GPUMON_E_NOT_FOUND
- * (dev not sampled), GPUMON_E_NOMEM.
+ * (dev not sampled, or no flight recorder: ring_seconds was 0), GPUMON_E_NOMEM.
  */
 GPUMON_API int gpumon_sampler_ring(gpumon_sampler *s, unsigned dev, uint64_t since_ns,
 				   gpumon_device_sample **out, size_t *n);

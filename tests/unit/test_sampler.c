@@ -26,7 +26,8 @@ static void test_records(void)
 			    "at 0.25 proc 0 7001 used=2GiB\n"
 			    "at 0.35 proc 0 7001 gone\n"
 			    "at 0.40 lost 1\n", 0);
-	gpumon_sampler_config c = {.size = sizeof c, .period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 2000, .process_period_us = 20000, .heartbeat_ms = 100,
+				   .ring_seconds = 60};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
@@ -294,6 +295,12 @@ static void test_errmsg(void)
 	size_t rn = 0;
 	is_int(gpumon_sampler_ring(s, 3, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "ring of a GPU not sampled");
 	is_str(gpumon_sampler_errmsg(s), "GPU 3 is not sampled: no flight recorder for it", "the message names it");
+	ring = (gpumon_device_sample *)&rn;
+	rn = 7;
+	is_int(gpumon_sampler_ring(s, 0, 0, &ring, &rn), GPUMON_E_NOT_FOUND, "no flight recorder unless asked for");
+	ok(ring == NULL && rn == 0, "nothing handed back");
+	is_str(gpumon_sampler_errmsg(s), "this sampler keeps no flight recorder (its ring_seconds was 0)",
+	       "the message says why");
 	is_int(gpumon_sampler_poll(s, NULL, 4, &rn, 0), GPUMON_E_INVAL, "poll into no buffer");
 	is_str(gpumon_sampler_errmsg(s), "gpumon_sampler_poll: the buffer is NULL", "the message says so");
 	is_str(gpumon_sampler_errmsg(NULL), "", "NULL: \"\"");

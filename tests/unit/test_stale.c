@@ -36,7 +36,7 @@ static void test_v2_fails_for_a_moment(void)
 	uint64_t t0;
 	gpumon *g = open_timed("gpu 0 total=80GiB reserved=512MiB used=10GiB\n"
 			       "error nvmlDeviceGetMemoryInfo_v2 UNKNOWN gpu=0 from=%.3f until=%.3f\n", 0.30, 0.36, &t0);
-	gpumon_sampler_config c = {.size = sizeof c, .period_us = 2000, .heartbeat_ms = 50};
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 2000, .heartbeat_ms = 50, .ring_seconds = 10};
 	gpumon_sampler *s = NULL;
 	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
 	size_t n = 0;
