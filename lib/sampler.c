@@ -328,23 +328,24 @@ static int proc_by_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Queues a process record with a copy of p: the list it comes from is freed at the next listing,
- * long before a slow consumer polls. A copy that cannot be made is a dropped record. */
-static void emit_process(gpumon_sampler *s, struct devstate *d, int kind, const gpumon_process *p, uint64_t now)
+/* Queues a process record with a copy of p (s->lock held): the list it comes from is freed at the
+ * next listing, long before a slow consumer polls. A copy that cannot be made is a dropped record. */
+static void emit_process_locked(gpumon_sampler *s, struct devstate *d, int kind, const gpumon_process *p,
+				uint64_t now)
 {
 	gpumon_process *copy = malloc(sizeof *copy);
+	if (!copy) {
+		s->st.dropped++;
+		return;
+	}
+	*copy = *p;
 	gpumon_record r;
 	memset(&r, 0, sizeof r);
 	r.kind = kind;
 	r.dev = d->dev;
 	r.t_ns = now;
 	r.process = copy;
-	if (copy)
-		*copy = *p;
-	pthread_mutex_lock(&s->lock);
-	int queued = copy ? push_locked(s, &r) : (s->st.dropped++, 0);
-	pthread_mutex_unlock(&s->lock);
-	if (!queued)
+	if (!push_locked(s, &r))
 		free(copy);
 }
 
@@ -381,19 +382,23 @@ static void sample_processes(gpumon_sampler *s, struct devstate *d)
 	}
 	if (n > 1)
 		qsort(list, n, sizeof *list, proc_by_pid);
+	/* the whole difference in one hold of the lock: a consumer never takes half of a list (a screen
+	   drawn from the first ten of forty processes would show, and select, the wrong largest) */
+	pthread_mutex_lock(&s->lock);
 	size_t i = 0, j = 0;
 	while (i < n || j < d->nprocs) {
 		if (j == d->nprocs || (i < n && list[i].pid < d->procs[j].pid)) {
-			emit_process(s, d, GPUMON_REC_PROCESS, &list[i++], now);
+			emit_process_locked(s, d, GPUMON_REC_PROCESS, &list[i++], now);
 		} else if (i == n || d->procs[j].pid < list[i].pid) {
-			emit_process(s, d, GPUMON_REC_PROCESS_GONE, &d->procs[j++], now);
+			emit_process_locked(s, d, GPUMON_REC_PROCESS_GONE, &d->procs[j++], now);
 		} else {
 			if (process_changed(&list[i], &d->procs[j]))
-				emit_process(s, d, GPUMON_REC_PROCESS, &list[i], now);
+				emit_process_locked(s, d, GPUMON_REC_PROCESS, &list[i], now);
 			i++;
 			j++;
 		}
 	}
+	pthread_mutex_unlock(&s->lock);
 	gpumon_free(d->procs);
 	d->procs = list;
 	d->nprocs = n;

@@ -284,6 +284,39 @@ static void test_process_until_next_poll(void)
 	gpumon_destroy(g);
 }
 
+/* A listing's changes come in one piece: a consumer draining the queue as fast as it can never takes
+ * part of a list (3,000 processes, all new at the first listing; before, each was queued under its own
+ * hold of the lock, and such a consumer took the first few hundred). */
+static void test_list_in_one_piece(void)
+{
+	gpumon *g = open_fake("gpu 0 total=80GiB used=1GiB\n"
+			      "procs 0 4000000 3000 used=1MiB\n", 0);
+	/* one listing while the test runs: a second, slow under a sanitizer, could outlast the stop's
+	   grace and keep the fake driver open into the next test */
+	gpumon_sampler_config c = {.size = sizeof c, .period_us = 10000, .process_period_us = 30000000};
+	gpumon_sampler *s = NULL;
+	is_int(gpumon_sampler_create(g, &c, &s), GPUMON_OK, "sampler starts");
+	static gpumon_record r[4096];
+	size_t first = 0, total = 0, polls = 0;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		size_t n = 0, procs = 0;
+		gpumon_sampler_poll(s, r, 4096, &n, 0);
+		for (size_t i = 0; i < n; i++)
+			procs += r[i].kind == GPUMON_REC_PROCESS;
+		if (procs && !first)
+			first = procs;
+		total += procs;
+		polls++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (total < 3000 && t.tv_sec - t0.tv_sec < 10);
+	is_int(total, 3000, "every process came (%zu polls)", polls);
+	is_int(first, 3000, "the first poll that took any took them all");
+	gpumon_sampler_destroy(s);
+	gpumon_destroy(g);
+}
+
 /* The sampler's message says its last failure; "" before any. */
 static void test_errmsg(void)
 {
@@ -313,6 +346,7 @@ int main(void)
 	test_fd();
 	test_records();
 	test_process_until_next_poll();
+	test_list_in_one_piece();
 	test_errmsg();
 	test_queue_full_and_stop();
 	test_destroy_while_polling();
