@@ -6,6 +6,11 @@ absolute deadline and reads nvmlDeviceGetMemoryInfo_v2) and beside a pynvml loop
 (absolute deadlines, the v2 memory call), each in its own process, one after the other, ROUNDS
 times. CPU is the process's run time (all threads, /proc/PID/task/*/schedstat, nanoseconds) over
 SECONDS after a second of start-up, as a share of one core; medians over the rounds.
+Beside them, not goals: the floor of the same work (bench_floor.c `loop-all`: the loop plus the
+process lists every 100 ms and the slow fields every second that record also reads), which tells
+what gpumon adds of its own from what those driver calls cost; and that work in the shape of
+gpumon's sampler without gpumon's code (`loop-all-thread`: a second thread, an XID event set asked
+once a second).
 Goals (BENCHMARKS.md): gpumon <= 1.1 x the floor and <= 0.5 x pynvml.
 
 Usage (from the repository root, after building):
@@ -92,7 +97,7 @@ def main():
     py = os.environ.get("PYTHON", sys.executable)
     span = a.seconds + 3
     tmp = tempfile.mkdtemp(prefix="bench-sampling-")
-    kinds = ["floor", "floor_all", "gpumon"] + (["pynvml"] if py != "none" else [])
+    kinds = ["floor", "floor_all", "floor_thread", "gpumon"] + (["pynvml"] if py != "none" else [])
     res = {k: [] for k in kinds}
     by_thread = []  # gpumon's, a dict a round
     try:
@@ -102,6 +107,8 @@ def main():
                     argv = [floor, "loop", str(span)]
                 elif k == "floor_all":
                     argv = [floor, "loop-all", str(span)]
+                elif k == "floor_thread":
+                    argv = [floor, "loop-all-thread", str(span)]
                 elif k == "pynvml":
                     argv = [py, "-c", PYNVML_LOOP, a.gpu, str(span)]
                 else:
@@ -119,6 +126,7 @@ def main():
           % (a.seconds, a.rounds))
     names = {"floor": "floor: C loop, absolute deadlines, _v2 memory call",
              "floor_all": "the same work: floor + process lists 10/s, slow fields 1/s",
+             "floor_thread": "the same work in a second thread, XID events asked 1/s",
              "gpumon": "gpumon record --interval 1", "pynvml": "pynvml loop at 1 kHz"}
     for k in kinds:
         print("  %-60s %6.2f %%   (%s)" % (names[k], med[k], ", ".join("%.2f" % x for x in res[k])))
@@ -136,6 +144,9 @@ def main():
     out["ratio_floor_all"] = med["gpumon"] / med["floor_all"]
     print("gpumon / the same work's floor = %.2f; that floor / floor = %.2f (the driver's other calls)"
           % (out["ratio_floor_all"], med["floor_all"] / med["floor"]))
+    out["ratio_floor_thread"] = med["gpumon"] / med["floor_thread"]
+    print("gpumon / the same work in a second thread = %.2f; that / floor = %.2f"
+          % (out["ratio_floor_thread"], med["floor_thread"] / med["floor"]))
     if "pynvml" in med:
         rp = med["gpumon"] / med["pynvml"]
         print("gpumon / pynvml = %.2f (goal <= %.1f: %s); floor / pynvml = %.2f"
