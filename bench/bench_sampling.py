@@ -32,6 +32,7 @@ import time
 
 GOAL_FLOOR = 1.1
 GOAL_PYNVML = 0.5
+FLOOR_MODES = {"floor": "loop", "floor_all": "loop-all", "floor_thread": "loop-all-thread"}  # gpumon_bench_floor's
 
 PYNVML_LOOP = r"""
 import sys, time, pynvml
@@ -103,12 +104,8 @@ def main():
     try:
         for r in range(a.rounds):
             for k in kinds:
-                if k == "floor":
-                    argv = [floor, "loop", str(span)]
-                elif k == "floor_all":
-                    argv = [floor, "loop-all", str(span)]
-                elif k == "floor_thread":
-                    argv = [floor, "loop-all-thread", str(span)]
+                if k in FLOOR_MODES:
+                    argv = [floor, FLOOR_MODES[k], str(span)]
                 elif k == "pynvml":
                     argv = [py, "-c", PYNVML_LOOP, a.gpu, str(span)]
                 else:

@@ -5,7 +5,7 @@
 # Builds gpumon and gpumon_bench_floor (Release) unless GPUMON_PREBUILT=DIR names a build with both,
 # then bench/bench_cost.py: a one-shot query beside nvidia-smi and the NVML floor, the exporter's RSS
 # beside a bare NVML loop's, watch at 100 ms beside a 100 ms C loop, 1 kHz sampling beside the floor
-# loop and pynvml. Writes $OUT/cost.txt and $OUT/cost.json. About 4 minutes; keep the GPU idle.
+# loop and pynvml. Writes $OUT/cost.txt and $OUT/cost.json. About 5 minutes; keep the GPU idle.
 set -u
 . tests/gpu/deps.sh
 gpu_out
